@@ -1,0 +1,60 @@
+"""Cache analysis: load request logs, tokenize them, model each provider's prefix cache, report.
+
+The public names are imported lazily (``from promptkit.cache import analyze`` loads the engine, which
+loads polars and numpy only when it runs), so importing this package is cheap.
+
+Example::
+
+    >>> from promptkit.cache import analyze
+    >>> result = analyze("fixtures/real-logs/deepseek", provider="deepseek")          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {}
+
+
+def _export(module: str, *names: str) -> None:
+    for name in names:
+        _EXPORTS[name] = f"promptkit.cache.{module}"
+
+
+_export(
+    "logs",
+    "load_requests", "load_log", "load_trajectory", "records_from_requests", "normalize_usage",
+    "RequestRecord", "LoadResult", "LoadProblem", "LogFileError", "RecordFormatError", "Usage", "LayoutSlot",
+    "MINI_SWE_AGENT_BASH_TOOL", "LAYOUT_SLOTS",
+)  # fmt: skip
+_export(
+    "models",
+    "get_cache_model", "register_cache_model", "CacheModel", "CachePlan", "CacheEntry", "ExactCache",
+    "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache", "anthropic_min_cacheable_tokens",
+)  # fmt: skip
+_export("simulator", "RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome")
+_export(
+    "engine",
+    "analyze", "analyze_requests", "AnalysisResult", "PROVIDER_DEFAULTS", "REQUEST_COLUMNS",
+    "COMPOSITION_COLUMNS", "VIEWS",
+)  # fmt: skip
+_export("tokenizers", "get_tokenizer", "Tokenizer")
+_export("render", "get_render_model", "RenderModel")
+_export("tokenize", "RequestTokenizer", "TokenizedRequest")
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptkit.cache' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,608 @@
+"""The diff engine: tokenize each request, find what the provider could have cached, apply its rules.
+
+For every request the engine renders and tokenizes the prompt (and the generated answer, when the log
+has it) with :class:`~promptkit.cache.tokenize.RequestTokenizer`, finds the longest token prefix it
+shares with what the provider could have cached, applies the cache model's rules
+(:mod:`promptkit.cache.models`) and maps the first divergent token back to its message, role and —
+when the request carries the assembler's layout — its slot (anchor) and contributor key.
+
+Two views:
+
+- ``consecutive``: each request against the previous request of its session (with that request's
+  answer appended when the model's entries include it). This is the design card's view: "are
+  adjacent turns byte-identical?"
+- ``simulated``: a radix cache (:mod:`promptkit.cache.simulator`) over *all* earlier requests of all
+  sessions in time order, with the model's TTL, capacity and delay, so that a head shared across
+  sessions is credited as a provider credits it.
+
+Token arrays are compared with numpy (the first mismatch by vectorized comparison), never strings.
+
+Example::
+
+    >>> result = analyze("fixtures/real-logs/deepseek", provider="deepseek")          # doctest: +SKIP
+    >>> result.requests.select("session", "index", "prompt_tokens", "predicted_cached_tokens")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from promptkit.cache.logs import (
+    LayoutSlot,
+    LoadProblem,
+    LoadResult,
+    RecordFormatError,
+    RequestRecord,
+    load_requests,
+    records_from_requests,
+)
+from promptkit.cache.models import CacheModel, get_cache_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+    from promptkit.cache.tokenize import TokenizedRequest
+
+__all__ = [
+    "COMPOSITION_COLUMNS",
+    "PROBLEM_COLUMNS",
+    "PROVIDER_DEFAULTS",
+    "REQUEST_COLUMNS",
+    "THINKING_RENDER",
+    "VIEWS",
+    "AnalysisResult",
+    "analyze",
+    "analyze_requests",
+    "deepseek_thinking",
+]
+
+#: Tokenizer, render model and cache model used for each provider unless given. OpenAI and Anthropic
+#: use cl100k_base with ChatML: OpenAI's newer o200k_base is not available offline, and Anthropic
+#: publishes no tokenizer, so their counts are approximations (compare ratios, not absolute counts).
+PROVIDER_DEFAULTS: Final[Mapping[str, tuple[str, str, str]]] = {
+    "deepseek": ("deepseek", "deepseek", "deepseek"),
+    "openai": ("cl100k_base", "chatml", "openai"),
+    "anthropic": ("cl100k_base", "chatml", "anthropic"),
+    "vllm": ("cl100k_base", "chatml", "vllm"),
+    "exact": ("cl100k_base", "chatml", "exact"),
+}
+
+VIEWS: Final[tuple[str, ...]] = ("consecutive", "simulated")
+
+#: Columns of :attr:`AnalysisResult.requests`, in order: the required ones, then the extras.
+REQUEST_COLUMNS: Final[tuple[str, ...]] = (
+    "session",
+    "index",
+    "timestamp",
+    "prompt_tokens",
+    "prefix_tokens",
+    "predicted_cached_tokens",
+    "hit_ratio",
+    "reported_prompt_tokens",
+    "reported_cached_tokens",
+    "divergence_message",
+    "divergence_role",
+    "divergence_anchor",
+    "divergence_key",
+    "file",
+    "line",
+    "model",
+    "completion_tokens",
+    "reported_completion_tokens",
+    "predicted_cache_write_tokens",
+    "reported_cache_write_tokens",
+    "divergence_token",
+    "cached_source",
+    "divergence_cached_text",
+    "divergence_prompt_text",
+)
+
+#: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
+EXCERPT_TOKENS: Final[int] = 12
+#: How many recent requests' tokens are kept to show what the cache held at a divergence.
+_EXCERPT_SOURCES: Final[int] = 512
+
+#: Columns of :attr:`AnalysisResult.composition`.
+COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
+    "session",
+    "index",
+    "slot",
+    "key",
+    "start",
+    "tokens",
+    "message",
+    "role",
+)
+
+#: Columns of :attr:`AnalysisResult.problems`.
+PROBLEM_COLUMNS: Final[tuple[str, ...]] = ("file", "line", "reason")
+
+
+def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    import polars as pl
+
+    s, i, f = pl.String, pl.Int64, pl.Float64
+    requests = dict(
+        zip(
+            REQUEST_COLUMNS,
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s),
+            strict=True,
+        )
+    )
+    composition = dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
+    problems = dict(zip(PROBLEM_COLUMNS, (s, i, s), strict=True))
+    return requests, composition, problems
+
+
+@attrs.frozen(slots=True, eq=False, repr=False)
+class AnalysisResult:
+    """The outcome of an analysis: three polars frames and the configuration that produced them.
+
+    - ``requests``: one row per analyzed request, columns :data:`REQUEST_COLUMNS` (``session, index,
+      timestamp, prompt_tokens, prefix_tokens, predicted_cached_tokens, hit_ratio,
+      reported_prompt_tokens, reported_cached_tokens, divergence_message, divergence_role,
+      divergence_anchor, divergence_key`` then the extras ``file, line, model, completion_tokens,
+      reported_completion_tokens, predicted_cache_write_tokens, reported_cache_write_tokens,
+      divergence_token, cached_source, divergence_cached_text, divergence_prompt_text``). Token counts are
+      ours (the analyzed rendering), ``reported_*`` the provider's; null where unknown (no usage, no
+      layout, no divergence). The two ``*_text`` columns decode :data:`EXCERPT_TOKENS` tokens from the
+      divergence on: what the cache held there, and what the prompt sent instead.
+    - ``composition``: per request, the token span (``start``, ``tokens``) of the header (``tools`` or
+      ``header``), of each message (its layout ``slot`` and ``key``, or its role without a layout)
+      and of the trailing generation prompt (``generation``); ``message`` is the message index.
+    - ``problems``: every line, record or request that could not be used (``file, line, reason``).
+    - ``provider``, ``tokenizer``, ``render``, ``cache_model``, ``view``: the configuration; ``notes``:
+      what the analysis had to assume (e.g. no timestamps, so no expiry).
+    """
+
+    requests: pl.DataFrame
+    composition: pl.DataFrame
+    problems: pl.DataFrame
+    provider: str
+    tokenizer: str
+    render: str
+    cache_model: CacheModel
+    view: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def hit_ratio(self) -> float | None:
+        """Token-weighted predicted hit ratio over every analyzed request (None without tokens)."""
+        prompt = int(self.requests["prompt_tokens"].sum())
+        cached = int(self.requests["predicted_cached_tokens"].sum())
+        return cached / prompt if prompt else None
+
+    def __repr__(self) -> str:
+        sessions = self.requests["session"].n_unique() if self.requests.height else 0
+        ratio = self.hit_ratio
+        shown = "n/a" if ratio is None else f"{ratio:.1%}"
+        return (
+            f"<AnalysisResult {self.requests.height} requests in {sessions} session(s), predicted hit ratio "
+            f"{shown}; {self.problems.height} problem(s); provider={self.provider!r} tokenizer={self.tokenizer!r} "
+            f"render={self.render!r} cache_model={self.cache_model.name!r} view={self.view!r}>"
+        )
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration as plain values (for reports)."""
+        return {
+            "provider": self.provider,
+            "tokenizer": self.tokenizer,
+            "render": self.render,
+            "cache_model": self.cache_model.name,
+            "cache_model_params": (
+                attrs.asdict(self.cache_model)  # type: ignore[arg-type]
+                if attrs.has(type(self.cache_model))
+                else repr(self.cache_model)
+            ),
+            "view": self.view,
+        }
+
+
+# ---------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _chat_body(request: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
+    """An Anthropic Messages body's top-level ``system`` becomes a leading system message (its blocks,
+    with their ``cache_control``, become the message's content parts). Returns (body, converted)."""
+    system = request.get("system")
+    if system is None or system == "" or system == []:
+        return request, False
+    content = system if isinstance(system, str | list) else str(system)
+    body = {k: v for k, v in request.items() if k != "system"}
+    body["messages"] = [{"role": "system", "content": content}, *request["messages"]]
+    return body, True
+
+
+def _source_id(record: RequestRecord) -> str:
+    return f"{record.session}#{record.index}"
+
+
+@attrs.frozen(slots=True)
+class _Prepared:
+    record: RequestRecord
+    body: Mapping[str, Any]
+    shifted: bool  # a top-level system message was prepended
+    layout: tuple[LayoutSlot, ...] | None
+
+
+def _prepare(record: RequestRecord) -> _Prepared:
+    body, shifted = _chat_body(record.request)
+    layout = record.layout
+    if shifted and layout is not None:
+        layout = (LayoutSlot("persona", None), *layout)
+    return _Prepared(record, body, shifted, layout)
+
+
+def _composition_rows(p: _Prepared, tok: TokenizedRequest, rows: dict[str, list[Any]]) -> None:
+    record = p.record
+    messages = p.body["messages"]
+    ends = tok.message_ends if tok.message_ends is not None else None
+    spans: list[tuple[int, int, str, str | None, int | None, str | None]] = []
+    if tok.header_len > 0:
+        spans.append((0, tok.header_len, "tools" if p.body.get("tools") else "header", None, None, None))
+    starts = tok.message_starts
+    order = sorted(range(len(starts)), key=lambda k: (starts[k], k))
+    for rank, i in enumerate(order):
+        start = starts[i]
+        if ends is not None:
+            end = ends[i]
+        else:
+            end = starts[order[rank + 1]] if rank + 1 < len(order) else tok.prompt_len
+        if end <= start:
+            continue
+        role = str(messages[i].get("role"))
+        original = i - 1 if p.shifted else i
+        if p.layout is not None:
+            slot, key = p.layout[i].slot, p.layout[i].key
+        else:
+            slot, key = role, None
+        spans.append((start, end - start, slot, key, original if original >= 0 else None, role))
+    spans.sort(key=lambda span: span[0])
+    covered = tok.header_len
+    filled: list[tuple[int, int, str, str | None, int | None, str | None]] = []
+    for span in spans:
+        if span[0] > covered:
+            filled.append((covered, span[0] - covered, "template", None, None, None))
+        filled.append(span)
+        covered = max(covered, span[0] + span[1])
+    if covered < tok.prompt_len:
+        filled.append((covered, tok.prompt_len - covered, "generation", None, None, None))
+    for start, size, slot, key, msg, span_role in filled:
+        rows["session"].append(record.session)
+        rows["index"].append(record.index)
+        rows["slot"].append(slot)
+        rows["key"].append(key)
+        rows["start"].append(start)
+        rows["tokens"].append(size)
+        rows["message"].append(msg)
+        rows["role"].append(span_role)
+
+
+#: The render model of DeepSeek's thinking mode, used for thinking calls when no render model is given.
+THINKING_RENDER: Final[str] = "deepseek-v3.2-thinking"
+
+
+def deepseek_thinking(request: Mapping[str, Any]) -> bool:
+    """Whether a DeepSeek request runs in thinking mode: the ``deepseek-reasoner`` model, or
+    ``"thinking": {"type": "enabled"}`` in the body.
+
+    >>> deepseek_thinking({"model": "deepseek-reasoner"}), deepseek_thinking({"model": "deepseek-chat"})
+    (True, False)
+    """
+    model = request.get("model")
+    if isinstance(model, str) and "reasoner" in model.lower():
+        return True
+    flag = request.get("thinking")
+    return isinstance(flag, Mapping) and flag.get("type") == "enabled"
+
+
+def _changed_message(
+    tok: TokenizedRequest, pos: int, messages: Sequence[Any], source: Sequence[Any] | None
+) -> int | None:
+    """The message that made the prompt diverge at token ``pos``.
+
+    That is the message of the token at ``pos``, unless that message is identical in the request whose
+    entry was read (``source``): then the token differs only because it straddles into what follows (BPE
+    merges across a message boundary, e.g. system prompts joined by a blank line), and the cause is the
+    next message in token order that is not identical.
+    """
+    i = tok.message_at(pos)
+    if source is None or tok.message_ends is None:
+        return i
+    seen = set()
+    while i is not None and i not in seen and i < len(source) and source[i] == messages[i]:
+        seen.add(i)
+        nxt = tok.message_at(tok.message_ends[i])
+        if nxt is None:
+            break
+        i = nxt
+    return i
+
+
+def _divergence(
+    p: _Prepared, tok: TokenizedRequest, pos: int, source: Sequence[Any] | None = None
+) -> tuple[int | None, str | None, str | None, str | None]:
+    """(message index, role, slot, key) of the message that made the prompt diverge at token ``pos``."""
+    i = _changed_message(tok, pos, p.body["messages"], source)
+    if i is None:
+        if pos < tok.header_len:
+            return None, ("tools" if p.body.get("tools") else "header"), None, None
+        return None, "generation", None, None
+    role = p.body["messages"][i].get("role")
+    slot = key = None
+    if p.layout is not None and i < len(p.layout):
+        slot, key = p.layout[i].slot, p.layout[i].key
+    original = i - 1 if p.shifted else i
+    return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
+
+
+def _resolve(
+    provider: str,
+    tokenizer: Any,
+    render: Any,
+    cache_model: str | CacheModel | None,
+) -> tuple[Any, Any, CacheModel]:
+    if provider not in PROVIDER_DEFAULTS:
+        raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDER_DEFAULTS)}")
+    default_tok, default_render, default_model = PROVIDER_DEFAULTS[provider]
+    model = get_cache_model(cache_model if cache_model is not None else default_model)
+    return (
+        (tokenizer if tokenizer is not None else default_tok),
+        (render if render is not None else default_render),
+        model,
+    )
+
+
+def _name_of(obj: Any) -> str:
+    name = getattr(obj, "name", None)
+    return name if isinstance(name, str) else str(obj)
+
+
+def _as_records(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+) -> tuple[list[RequestRecord], list[LoadProblem]]:
+    if isinstance(records, LoadResult):
+        return list(records.records), list(records.problems)
+    items = list(records)
+    if all(isinstance(r, RequestRecord) for r in items):
+        return items, []  # type: ignore[return-value]
+    if any(isinstance(r, RequestRecord) for r in items):
+        raise RecordFormatError(
+            "records: mix of RequestRecord and plain request bodies; convert with records_from_requests"
+        )
+    return list(records_from_requests(items)), []  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the engine
+
+
+def analyze_requests(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+    *,
+    provider: str = "deepseek",
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+) -> AnalysisResult:
+    """Analyze requests: tokens shared with the provider's cache, predicted hits, divergence points.
+
+    ``records``: a :class:`~promptkit.cache.logs.LoadResult` (its problems are carried into the
+    result), :class:`~promptkit.cache.logs.RequestRecord` s, or plain request bodies /
+    ``(body, layout)`` pairs (one session). ``provider`` picks the defaults of
+    :data:`PROVIDER_DEFAULTS`; ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
+    or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
+    (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
+    ``"simulated"``; ``progress`` shows a progress bar.
+
+    A request that cannot be rendered or tokenized is left out of the frames and reported in
+    ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when
+    some record has none, nothing expires (a note says so).
+
+    Example::
+
+        >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
+        >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hello"},
+        ...                                           {"role": "user", "content": "bye"}]}
+        >>> r = analyze_requests([body, longer], provider="exact")
+        >>> r.requests["prefix_tokens"].to_list()[1] > 0
+        True
+    """
+    import numpy as np
+    import polars as pl
+
+    from promptkit.cache.simulator import CacheSimulator
+    from promptkit.cache.tokenize import RequestTokenizer
+
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    tok_spec, render_spec, model = _resolve(provider, tokenizer, render, cache_model)
+    rt = RequestTokenizer(render_spec, tok_spec)
+    thinking: list[RequestTokenizer] = []  # DeepSeek thinking mode, made on first use
+    writes_nothing = 0  # requests whose plan stores no cache entry
+    recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens, for excerpts
+
+    def tokenizer_for(record: RequestRecord) -> RequestTokenizer:
+        """The request tokenizer for ``record``: DeepSeek's thinking-mode encoding for a thinking call
+        (deepseek-reasoner, or ``thinking: {"type": "enabled"}``) unless a render model was given."""
+        if render is not None or provider != "deepseek" or not deepseek_thinking(record.request):
+            return rt
+        if not thinking:
+            thinking.append(RequestTokenizer(THINKING_RENDER, rt.tokenizer))
+        return thinking[0]
+
+    record_list, load_problems = _as_records(records)
+    problems: list[LoadProblem] = list(load_problems)
+    notes: list[str] = []
+
+    timed = bool(record_list) and all(r.timestamp is not None for r in record_list)
+    if record_list and not timed and (model.ttl is not None or model.delay > 0 or model.name == "anthropic"):
+        notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
+
+    if view == "simulated" and timed:
+        order = sorted(range(len(record_list)), key=lambda k: (record_list[k].timestamp, k))
+    else:
+        order = list(range(len(record_list)))
+
+    req_schema, comp_schema, prob_schema = _schemas()
+    out: dict[int, dict[str, Any]] = {}
+    comp_rows: dict[int, dict[str, list[Any]]] = {}
+    global_sim = CacheSimulator(model) if view == "simulated" else None
+    previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
+    bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
+
+    bar: Any = order
+    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+        from tqdm.auto import tqdm
+
+        bar = tqdm(order, total=len(order), desc=f"analyze ({view})", unit="req", delay=0.5)
+    for k in bar:
+        record = record_list[k]
+        prepared = _prepare(record)
+        try:
+            tok = tokenizer_for(record).tokenize(prepared.body, completion=record.completion)
+        except (ValueError, KeyError, TypeError) as exc:
+            problems.append(
+                LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
+            )
+            continue
+        plan = model.plan(tok, prepared.body, prepared.layout)
+        if not plan.entries:
+            writes_nothing += 1
+        now = record.timestamp if timed else None
+        if global_sim is not None:
+            outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
+        else:
+            sim = CacheSimulator(model)
+            prev = previous.get(record.session)
+            if prev is not None:
+                sim.store(prev[0], prev[1], prev[2], prev[3])
+            outcome = sim.lookup(tok.tokens, plan, now)
+            previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
+
+        prompt_len = plan.prompt_len
+        prefix = min(outcome.prefix_tokens, prompt_len)
+        d_msg = d_role = d_slot = d_key = d_tok = None
+        d_cached_text: str | None = None
+        d_prompt_text: str | None = None
+        if outcome.diverged and prefix < prompt_len:
+            d_tok = prefix
+            source_messages = bodies.get(outcome.source) if outcome.source is not None else None
+            d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
+            cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
+            if cached is not None and prefix < len(cached):
+                decode = tokenizer_for(record).decode
+                d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
+                d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
+        bodies[_source_id(record)] = prepared.body["messages"]
+        recent_tokens[_source_id(record)] = tok.tokens
+        if len(recent_tokens) > _EXCERPT_SOURCES:
+            recent_tokens.popitem(last=False)
+        usage = record.usage
+        model_name = record.request.get("model")
+        out[k] = {
+            "session": record.session,
+            "index": record.index,
+            "timestamp": record.timestamp,
+            "prompt_tokens": prompt_len,
+            "prefix_tokens": prefix,
+            "predicted_cached_tokens": outcome.cached_tokens,
+            "hit_ratio": outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
+            "reported_prompt_tokens": usage.prompt_tokens if usage else None,
+            "reported_cached_tokens": usage.cached_tokens if usage else None,
+            "divergence_message": d_msg,
+            "divergence_role": d_role,
+            "divergence_anchor": d_slot,
+            "divergence_key": d_key,
+            "file": record.file,
+            "line": record.line,
+            "model": model_name if isinstance(model_name, str) else None,
+            "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
+            "reported_completion_tokens": usage.completion_tokens if usage else None,
+            "predicted_cache_write_tokens": outcome.write_tokens,
+            "reported_cache_write_tokens": usage.cache_write_tokens if usage else None,
+            "divergence_token": d_tok,
+            "cached_source": outcome.source,
+            "divergence_cached_text": d_cached_text,
+            "divergence_prompt_text": d_prompt_text,
+        }
+        rows: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
+        _composition_rows(prepared, tok, rows)
+        comp_rows[k] = rows
+    if progress:
+        bar.close()
+    warm_starts = [
+        row["session"]
+        for row in out.values()
+        if row["index"] == 0
+        and (row["reported_cached_tokens"] or 0) > 0
+        and not row["predicted_cached_tokens"]
+    ]
+    if view == "consecutive" and warm_starts:
+        notes.append(
+            f"{len(warm_starts)} session(s) hit the provider's cache on their first request (e.g. "
+            f"{warm_starts[0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
+        )
+    if writes_nothing:
+        why = (
+            "no cache_control breakpoint and no layout to place automatic ones: Anthropic caches nothing for them"
+            if model.name == "anthropic"
+            else "nothing to store under its rules"
+        )
+        notes.append(f"{writes_nothing} of {len(out)} requests write no cache entry ({model.name}): {why}")
+    if thinking:
+        notes.append(
+            f"DeepSeek thinking-mode requests (deepseek-reasoner) were rendered with {THINKING_RENDER}"
+        )
+
+    kept = [k for k in range(len(record_list)) if k in out]
+    requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
+    comp: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
+    for k in kept:
+        for c in COMPOSITION_COLUMNS:
+            comp[c].extend(comp_rows[k][c])
+    composition = pl.DataFrame(comp, schema=comp_schema)
+    problem_frame = pl.DataFrame(
+        {
+            "file": [p.file for p in problems],
+            "line": [p.line for p in problems],
+            "reason": [p.reason for p in problems],
+        },
+        schema=prob_schema,
+    )
+    return AnalysisResult(
+        requests=requests,
+        composition=composition,
+        problems=problem_frame,
+        provider=provider,
+        tokenizer=_name_of(rt.tokenizer),
+        render=_name_of(rt.render_model),
+        cache_model=model,
+        view=view,
+        notes=tuple(notes),
+    )
+
+
+def analyze(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    **kwargs: Any,
+) -> AnalysisResult:
+    """Load request logs (:func:`~promptkit.cache.logs.load_requests`) and analyze them
+    (:func:`analyze_requests`, same keyword arguments); load problems are carried into the result.
+
+    Example::
+
+        >>> r = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated")   # doctest: +SKIP
+        >>> r.requests.height, r.problems.height                                              # doctest: +SKIP
+        (154, 5)
+    """
+    return analyze_requests(load_requests(paths), **kwargs)

@@ -1,0 +1,381 @@
+"""A provider-side prefix cache, simulated: a radix tree of token runs with TTL and LRU capacity.
+
+:class:`RadixCache` stores token sequences in a compressed trie: each edge holds a *run* of tokens
+(a numpy array), so a conversation of hundreds of calls is a handful of nodes, and matching a prompt
+costs one vectorized comparison per edge. Every node knows when it expires (the latest
+``last use + ttl`` of the entries through it), when it was last used (for LRU eviction) and which
+call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
+
+:class:`CacheSimulator` runs one cache model (:mod:`promptkit.cache.models`) over calls in time
+order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
+evict least-recently-used tokens beyond the model's ``capacity``. The engine's *simulated* view uses
+one simulator for all sessions, so a static head shared across sessions is credited as a real
+provider credits it; the *consecutive* view uses a fresh one holding only the previous call.
+
+Example::
+
+    >>> import numpy as np
+    >>> cache = RadixCache()
+    >>> cache.insert(np.array([1, 2, 3, 4]), now=0.0, ttl=None, source="a#0")
+    >>> m = cache.match(np.array([1, 2, 9]), now=1.0)
+    >>> m.prefix_tokens, m.source, m.diverged
+    (2, 'a#0', True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from promptkit.cache.models import CacheModel, CachePlan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from promptkit.cache.logs import LayoutSlot
+    from promptkit.cache.tokenize import TokenizedRequest
+
+__all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache"]
+
+_INF = math.inf
+
+
+class _Node:
+    """A radix-tree node: the run of tokens on the edge into it, and its bookkeeping."""
+
+    __slots__ = (
+        "children", "depth", "edge", "expires", "mark_expires", "mark_source", "mark_ttl", "parent", "source", "tick",
+    )  # fmt: skip
+
+    def __init__(self, edge: np.ndarray, parent: _Node | None, depth: int) -> None:
+        self.edge = edge  # tokens on the edge from the parent (int64, owned copy)
+        self.parent = parent
+        self.depth = depth  # tokens from the root to this node's end
+        self.children: dict[int, _Node] = {}
+        self.expires = -_INF  # alive while now <= expires
+        self.tick = 0  # last use, for LRU
+        self.source: str | None = None  # the call that stored this run last
+        self.mark_expires = -_INF  # an exact entry ends here while now <= mark_expires
+        self.mark_source: str | None = None
+        self.mark_ttl: float | None = None
+
+
+@attrs.frozen(slots=True)
+class CacheLookup:
+    """The result of matching a prompt against a :class:`RadixCache`.
+
+    ``prefix_tokens``: the longest prefix of the prompt found in live cached content; ``source``: the
+    call that last stored the deepest matched run (None when nothing matched); ``diverged``: whether
+    the cached content continues past the match with a different token (the prompt *changed* there,
+    as opposed to simply extending what was cached); ``exact_entries``: (length, source, ttl) of every
+    live exact entry that is a prefix of the prompt.
+    """
+
+    prefix_tokens: int = 0
+    source: str | None = None
+    diverged: bool = False
+    exact_entries: tuple[tuple[int, str | None, float | None], ...] = ()
+
+
+class RadixCache:
+    """A radix tree of token runs with per-node expiry, LRU ticks and a capacity in tokens.
+
+    ``now`` arguments are seconds (any origin) or None when the time is unknown: then nothing
+    expires. ``capacity`` (tokens) bounds the stored tokens; inserting beyond it evicts expired runs
+    first, then the least recently used leaves (a leaf is trimmed token-exactly when only part of it
+    must go).
+    """
+
+    def __init__(self, *, capacity: int | None = None) -> None:
+        if capacity is not None and capacity < 0:
+            raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
+        self.capacity = capacity
+        self._root = _Node(np.zeros(0, np.int64), None, 0)
+        self._root.expires = _INF
+        self._tokens = 0
+        self._clock = itertools.count(1)
+
+    # -- inspection -----------------------------------------------------------------------------
+
+    @property
+    def stored_tokens(self) -> int:
+        """Tokens held by the tree (live or expired but not yet evicted)."""
+        return self._tokens
+
+    def __len__(self) -> int:
+        """Number of nodes (the root excluded)."""
+        return sum(1 for _ in self._nodes()) - 1
+
+    def _nodes(self) -> Iterator[_Node]:
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())
+
+    @staticmethod
+    def _alive(node: _Node, now: float | None) -> bool:
+        return now is None or node.expires >= now
+
+    # -- matching -------------------------------------------------------------------------------
+
+    def match(self, tokens: np.ndarray, now: float | None = None, *, touch: bool = True) -> CacheLookup:
+        """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        n = int(tokens.shape[0])
+        node = self._root
+        pos = 0
+        source: str | None = None
+        diverged = False
+        exact: list[tuple[int, str | None, float | None]] = []
+        path: list[_Node] = []
+        while pos < n:
+            child = node.children.get(int(tokens[pos]))
+            if child is None or not self._alive(child, now):
+                diverged = any(self._alive(c, now) for c in node.children.values())
+                break
+            edge = child.edge
+            m = min(edge.shape[0], n - pos)
+            mismatch = np.flatnonzero(edge[:m] != tokens[pos : pos + m])
+            k = int(mismatch[0]) if mismatch.size else m
+            pos += k
+            path.append(child)
+            source = child.source
+            if k < edge.shape[0]:
+                diverged = k < m
+                break
+            if child.mark_expires > -_INF and (now is None or child.mark_expires >= now):
+                exact.append((child.depth, child.mark_source, child.mark_ttl))
+            node = child
+        if touch and path:
+            tick = next(self._clock)
+            for p in path:
+                p.tick = tick
+        return CacheLookup(pos, source, diverged, tuple(exact))
+
+    # -- inserting ------------------------------------------------------------------------------
+
+    def _split(self, child: _Node, k: int) -> _Node:
+        """Split ``child``'s edge after ``k`` tokens; return the new upper node."""
+        parent = child.parent
+        assert parent is not None
+        upper = _Node(child.edge[:k].copy(), parent, child.depth - child.edge.shape[0] + k)
+        upper.expires, upper.tick, upper.source = child.expires, child.tick, child.source
+        child.edge = child.edge[k:].copy()
+        child.parent = upper
+        upper.children[int(child.edge[0])] = child
+        parent.children[int(upper.edge[0])] = upper
+        return upper
+
+    def insert(
+        self,
+        tokens: np.ndarray,
+        now: float | None = None,
+        *,
+        ttl: float | None = None,
+        source: str | None = None,
+        exact: bool = False,
+    ) -> None:
+        """Store ``tokens`` (alive until ``now + ttl``; forever when ``ttl`` or ``now`` is None).
+
+        With ``exact``, also mark an exact entry of length ``len(tokens)``. Runs already stored are
+        refreshed (expiry, LRU, source); then the capacity is enforced.
+        """
+        tokens = np.asarray(tokens, dtype=np.int64)
+        n = int(tokens.shape[0])
+        if n == 0:
+            return
+        expires = _INF if ttl is None or now is None else now + ttl
+        tick = next(self._clock)
+        node = self._root
+        pos = 0
+        while pos < n:
+            first = int(tokens[pos])
+            child = node.children.get(first)
+            if child is None:
+                leaf = _Node(tokens[pos:].copy(), node, n)
+                node.children[first] = leaf
+                self._tokens += n - pos
+                node = leaf
+                pos = n
+                node.expires, node.tick, node.source = expires, tick, source
+                break
+            edge = child.edge
+            m = min(edge.shape[0], n - pos)
+            mismatch = np.flatnonzero(edge[:m] != tokens[pos : pos + m])
+            k = int(mismatch[0]) if mismatch.size else m
+            if k < edge.shape[0]:
+                child = self._split(child, k)
+            child.expires = max(child.expires, expires)
+            child.tick, child.source = tick, source
+            node = child
+            pos += k
+        if exact:
+            node.mark_source, node.mark_ttl = source, ttl
+            node.mark_expires = max(node.mark_expires, expires)
+        if self.capacity is not None and self._tokens > self.capacity:
+            self._evict(self._tokens - self.capacity, now)
+
+    # -- eviction -------------------------------------------------------------------------------
+
+    def _evict(self, excess: int, now: float | None) -> None:
+        """Drop ``excess`` tokens: expired leaves first, then least recently used ones."""
+
+        def key(node: _Node) -> tuple[int, int, int]:
+            return (0 if not self._alive(node, now) else 1, node.tick, id(node))
+
+        heap = [(key(n), n) for n in self._nodes() if n is not self._root and not n.children]
+        heapq.heapify(heap)
+        while excess > 0 and heap:
+            _, leaf = heapq.heappop(heap)
+            size = int(leaf.edge.shape[0])
+            parent = leaf.parent
+            assert parent is not None
+            if size > excess:  # trim the leaf's tail
+                leaf.edge = leaf.edge[: size - excess].copy()
+                leaf.depth -= excess
+                leaf.mark_expires, leaf.mark_source, leaf.mark_ttl = -_INF, None, None
+                self._tokens -= excess
+                return
+            del parent.children[int(leaf.edge[0])]
+            self._tokens -= size
+            excess -= size
+            if parent is not self._root and not parent.children:
+                heapq.heappush(heap, (key(parent), parent))
+
+    def expire(self, now: float) -> int:
+        """Remove every run expired at ``now``; return the tokens freed."""
+        freed = 0
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            for first, child in list(node.children.items()):
+                if child.expires < now:
+                    freed += sum(int(d.edge.shape[0]) for d in _subtree(child))
+                    del node.children[first]
+                else:
+                    stack.append(child)
+        self._tokens -= freed
+        return freed
+
+
+def _subtree(node: _Node) -> Iterator[_Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children.values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# a cache model over a radix cache
+
+
+@attrs.frozen(slots=True)
+class CacheOutcome:
+    """What the cache did for one call: the shared prefix, the predicted cached tokens, the tokens
+    written (None when the model does not report writes), where the hit came from and whether the
+    prompt diverged from cached content (at ``prefix_tokens``)."""
+
+    prefix_tokens: int
+    cached_tokens: int
+    write_tokens: int | None
+    source: str | None
+    diverged: bool
+
+
+@attrs.frozen(slots=True)
+class _Pending:
+    available: float
+    order: int
+    tokens: np.ndarray = attrs.field(eq=False)
+    plan: CachePlan = attrs.field(eq=False)
+    stored_at: float | None = attrs.field(eq=False)
+    source: str | None = attrs.field(eq=False)
+
+
+class CacheSimulator:
+    """One cache model applied over a :class:`RadixCache`, call after call, in time order.
+
+    :meth:`lookup` then :meth:`store` for each call (or :meth:`step`). Entries become readable
+    ``model.delay`` seconds after the call (immediately when the delay is 0 or the time unknown).
+    Calls must come in non-decreasing time; times may be None (unknown: nothing expires).
+
+    Example::
+
+        >>> import numpy as np
+        >>> from promptkit.cache.models import get_cache_model, CachePlan, CacheEntry
+        >>> sim = CacheSimulator(get_cache_model("deepseek"))
+        >>> tokens = np.arange(200)
+        >>> sim.store(tokens, CachePlan(130, (CacheEntry(200),)), now=0.0, source="s#0")
+        >>> sim.lookup(np.arange(300), CachePlan(300), now=5.0).cached_tokens
+        192
+    """
+
+    def __init__(self, model: CacheModel) -> None:
+        self.model = model
+        self.cache = RadixCache(capacity=model.capacity)
+        self._pending: list[tuple[float, int, _Pending]] = []
+        self._order = itertools.count()
+
+    def _release(self, now: float | None) -> None:
+        while self._pending and (now is None or self._pending[0][0] <= now):
+            _, _, p = heapq.heappop(self._pending)
+            self._write(p.tokens, p.plan, p.stored_at, p.source)
+
+    def _write(self, tokens: np.ndarray, plan: CachePlan, now: float | None, source: str | None) -> None:
+        for entry in sorted(plan.entries, key=lambda e: -e.length):
+            if entry.length > 0:
+                self.cache.insert(
+                    tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
+                )
+
+    def lookup(self, tokens: np.ndarray, plan: CachePlan, now: float | None = None) -> CacheOutcome:
+        """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules."""
+        self._release(now)
+        prompt = np.asarray(tokens)[: plan.prompt_len]
+        found = self.cache.match(prompt, now)
+        exact = [length for length, _, _ in found.exact_entries]
+        cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
+        source = found.source
+        if plan.lookup_points is not None:  # exact entries: the source is the entry read
+            read = next(((s, ttl) for length, s, ttl in found.exact_entries if length == cached), None)
+            source = None if read is None else read[0]
+            if read is not None and cached > 0:  # a read refreshes the entry's TTL
+                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
+        write = self.model.write_tokens(plan, cached)
+        return CacheOutcome(
+            found.prefix_tokens, cached, write, source if cached > 0 else None, found.diverged
+        )
+
+    def store(
+        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+    ) -> None:
+        """Write the call's entries (readable from ``now + model.delay``)."""
+        tokens = np.asarray(tokens)
+        if self.model.delay > 0 and now is not None:
+            p = _Pending(now + self.model.delay, next(self._order), tokens, plan, now, source)
+            heapq.heappush(self._pending, (p.available, p.order, p))
+        else:
+            self._write(tokens, plan, now, source)
+
+    def step(
+        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+    ) -> CacheOutcome:
+        """:meth:`lookup` then :meth:`store`."""
+        outcome = self.lookup(tokens, plan, now)
+        self.store(tokens, plan, now, source)
+        return outcome
+
+    def plan(
+        self,
+        tokenized: TokenizedRequest,
+        request: Mapping[str, Any],
+        layout: Sequence[LayoutSlot] | None = None,
+    ) -> CachePlan:
+        """The model's plan for a tokenized request (a shortcut)."""
+        return self.model.plan(tokenized, request, layout)

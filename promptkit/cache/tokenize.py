@@ -1,0 +1,439 @@
+"""Turn requests into token arrays, incrementally, with each token mapped back to its message.
+
+:class:`RequestTokenizer` pairs a render model (:mod:`promptkit.cache.render`) with a tokenizer
+(:mod:`promptkit.cache.tokenizers`). Its fast path never tokenizes the same text twice: the rendering
+is cut into *segments* — the maximal runs of text between two special pieces — and each distinct
+segment is tokenized once and remembered, so a growing conversation only tokenizes its new messages.
+Special pieces map to ids directly. The result equals :meth:`RequestTokenizer.tokenize_naive` (render
+the whole text, tokenize it in one go splitting only at special tokens) exactly; a property test
+checks it.
+
+Exactness: a BPE tokenizer never merges across a special token, so cutting at special pieces changes
+nothing. Where a template has no special token between two messages (DeepSeek's hoisted system
+prompts joined by a blank line, a template without special tokens), the segment simply spans both
+messages and is tokenized as one text: the fast path falls back to full tokenization there. A token
+that straddles two messages' text belongs to the message where its first character lies.
+
+Memory: the segment cache is keyed by a 128-bit BLAKE2b digest of the segment text (texts of at most
+64 characters — separators, role headers — are their own key) and holds only token ids (int32) and,
+for segments that span several messages, token start offsets; it keeps no long strings, so a
+session's text is not held twice. It is an LRU bounded by ``cache_tokens`` stored token ids.
+
+Example::
+
+    >>> rt = RequestTokenizer("chatml", "cl100k_base")
+    >>> t = rt.tokenize({"messages": [{"role": "user", "content": "hello"}]})
+    >>> t.message_starts, t.message_at(t.message_starts[0]), len(t.tokens) == t.prompt_len
+    ((0,), 0, True)
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+from promptkit.cache.render import RenderedPiece, RenderError, RenderModel, get_render_model
+from promptkit.cache.tokenizers import Tokenizer, encode_with_offsets, get_tokenizer, vocab_size
+
+__all__ = ["RequestTokenizer", "TokenizedRequest"]
+
+
+def _int_tuple(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(v) for v in value)
+
+
+def _optional_int_tuple(value: Iterable[int] | None) -> tuple[int, ...] | None:
+    return None if value is None else _int_tuple(value)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+def _to_token_array(value: Any) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"tokens must be 1-D, got shape {arr.shape}")
+    if arr.flags.writeable:
+        arr = _readonly(arr.copy() if arr is value else arr)
+    return arr
+
+
+@attrs.frozen(slots=True)
+class TokenizedRequest:
+    """A request as the provider's model sees it: token ids plus where each message starts.
+
+    - ``tokens``: int64, 1-D, read-only.
+    - ``message_starts[i]``: token offset where ``request["messages"][i]`` starts (a message that
+      renders to nothing gets the offset of the next token). With a template that hoists system
+      messages the offsets are not sorted by message index.
+    - ``header_len``: tokens before the first message (BOS + tool definitions).
+    - ``prompt_len``: tokens of the prompt including the generation prompt; ``len(tokens)`` without
+      a completion, else the completion follows.
+    - ``message_ends[i]``: offset just past message ``i``'s tokens (None when built by hand: then each
+      message is assumed to end where the next one in token order starts).
+    """
+
+    tokens: np.ndarray = attrs.field(converter=_to_token_array, eq=attrs.cmp_using(eq=np.array_equal))
+    message_starts: tuple[int, ...] = attrs.field(converter=_int_tuple)
+    header_len: int
+    prompt_len: int
+    message_ends: tuple[int, ...] | None = attrs.field(default=None, converter=_optional_int_tuple)
+    _order_starts: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    _order_index: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    _order_ends: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        starts = self.message_starts
+        n = len(starts)
+        if self.message_ends is not None:
+            if len(self.message_ends) != n:
+                raise ValueError(f"message_ends has {len(self.message_ends)} entries, message_starts {n}")
+            ends = self.message_ends
+        else:
+            order = sorted(range(n), key=lambda i: (starts[i], i))
+            nxt = [starts[j] for j in order[1:]] + [self.prompt_len]
+            by_order = dict(zip(order, nxt, strict=True))
+            ends = tuple(max(starts[i], by_order[i]) for i in range(n))
+        keep = sorted((starts[i], i) for i in range(n) if ends[i] > starts[i])
+        object.__setattr__(self, "_order_starts", tuple(s for s, _ in keep))
+        object.__setattr__(self, "_order_index", tuple(i for _, i in keep))
+        object.__setattr__(self, "_order_ends", tuple(ends[i] for _, i in keep))
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def message_at(self, pos: int) -> int | None:
+        """Index of the message whose rendering produced the token at ``pos``; None for the header,
+        the generation prompt and the completion (and for ``pos`` out of range).
+        """
+        k = bisect.bisect_right(self._order_starts, pos) - 1
+        if k < 0 or pos >= self._order_ends[k] or pos < 0:
+            return None
+        return self._order_index[k]
+
+
+@attrs.frozen(slots=True)
+class _Segment:
+    ids: np.ndarray  # int32
+    offsets: np.ndarray | None  # int32 char offset where each token starts, when computed
+
+
+class RequestTokenizer:
+    """Tokenize requests with a render model and a tokenizer, never re-tokenizing a seen segment.
+
+    ``render_model`` and ``tokenizer`` are objects or names (:func:`get_render_model`,
+    :func:`get_tokenizer`). Special pieces whose token is not in the vocabulary (ChatML's
+    ``<|im_start|>`` with cl100k_base) get *reserved ids* just above the vocabulary, in the order of
+    the render model's ``special_tokens``: they are exact cut points and never collide with a real
+    token. ``cache_tokens`` bounds the segment cache (token ids stored, LRU).
+
+    The completion (``completion=``) is tokenized separately from the prompt, as a provider does (the
+    prompt is tokenized, then the model generates tokens): ``tokens[:prompt_len]`` is always the
+    tokenization of the request alone.
+    """
+
+    def __init__(
+        self,
+        render_model: RenderModel | str = "deepseek",
+        tokenizer: Tokenizer | str | Any = "deepseek",
+        *,
+        cache_tokens: int = 32_000_000,
+    ) -> None:
+        self.render_model: RenderModel = get_render_model(render_model)
+        self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
+        if cache_tokens < 0:
+            raise ValueError(f"cache_tokens must be >= 0, got {cache_tokens}")
+        self.cache_tokens = cache_tokens
+        self._cache: OrderedDict[str | bytes, _Segment] = OrderedDict()
+        self._cached_tokens = 0
+        self._special: dict[str, int] = {}
+        n = vocab_size(self.tokenizer)
+        self._reserved_base = n if n is not None else 1 << 30
+        self._reserved: dict[str, int] = {}
+        for tok in getattr(self.render_model, "special_tokens", ()):
+            self.special_id(tok)
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"RequestTokenizer({self.render_model.name!r}, {self.tokenizer.name!r})"
+
+    # -- special tokens ---------------------------------------------------------------------------
+
+    def special_id(self, token: str) -> int:
+        """The id of special piece ``token``: the vocabulary's own, or a reserved id above it."""
+        sid = self._special.get(token)
+        if sid is None:
+            sid = self.tokenizer.special_token_id(token)
+            if sid is None:
+                sid = self._reserved_base + len(self._reserved)
+                self._reserved[token] = sid
+            self._special[token] = sid
+        return sid
+
+    @property
+    def reserved_ids(self) -> Mapping[str, int]:
+        """Special pieces that are not in the vocabulary, and the reserved ids given to them."""
+        return dict(self._reserved)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of ``ids``, reserved ids included (they decode to their special token's name)."""
+        inverse = {v: k for k, v in self._reserved.items()}
+        out: list[str] = []
+        run: list[int] = []
+        for i in (int(x) for x in ids):
+            if i in inverse:
+                if run:
+                    out.append(self.tokenizer.decode(run))
+                    run = []
+                out.append(inverse[i])
+            else:
+                run.append(i)
+        if run:
+            out.append(self.tokenizer.decode(run))
+        return "".join(out)
+
+    # -- rendering ----------------------------------------------------------------------------------
+
+    def _render(
+        self, request: Mapping[str, Any], completion: Mapping[str, Any] | None
+    ) -> tuple[list[RenderedPiece], int]:
+        """The pieces and how many of them are the prompt."""
+        pieces = self.render_model.render(request, completion=completion)
+        if completion is None:
+            return pieces, len(pieces)
+        prompt = self.render_model.render(request)
+        if pieces[: len(prompt)] != prompt:
+            raise RenderError(
+                f"render model {self.render_model.name!r}: the rendering with a completion does not start "
+                "with the prompt's rendering"
+            )
+        return pieces, len(prompt)
+
+    # -- the segment cache --------------------------------------------------------------------------
+
+    def _segment(self, text: str, need_offsets: bool) -> _Segment:
+        # short texts (separators, role headers) are their own key; longer ones are keyed by a digest
+        key: str | bytes = (
+            text
+            if len(text) <= 64
+            else hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        )
+        seg = self._cache.get(key)
+        if seg is not None and (seg.offsets is not None or not need_offsets):
+            self._cache.move_to_end(key)
+            self.hits += 1
+            return seg
+        self.misses += 1
+        if need_offsets:
+            ids, offsets = encode_with_offsets(self.tokenizer, text)
+            seg = _Segment(np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int32))
+        else:
+            seg = _Segment(np.asarray(self.tokenizer.encode(text), dtype=np.int32), None)
+        old = self._cache.pop(key, None)
+        if old is not None:
+            self._cached_tokens -= len(old.ids)
+        size = len(seg.ids)
+        if size <= self.cache_tokens:
+            self._cache[key] = seg
+            self._cached_tokens += size
+            while self._cached_tokens > self.cache_tokens:
+                _, dropped = self._cache.popitem(last=False)
+                self._cached_tokens -= len(dropped.ids)
+        return seg
+
+    def cache_info(self) -> dict[str, int]:
+        """Segment cache statistics: ``segments``, ``tokens`` stored, ``hits``, ``misses``."""
+        return {
+            "segments": len(self._cache),
+            "tokens": self._cached_tokens,
+            "hits": self.hits,
+            "misses": self.misses,
+        }
+
+    def clear_cache(self) -> None:
+        """Forget every cached segment."""
+        self._cache.clear()
+        self._cached_tokens = 0
+
+    # -- the fast path ------------------------------------------------------------------------------
+
+    def tokenize(
+        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
+    ) -> TokenizedRequest:
+        """Tokenize ``request`` (and ``completion``), reusing every segment seen before.
+
+        Equals :meth:`tokenize_naive` exactly.
+        """
+        pieces, n_prompt = self._render(request, completion)
+        n_messages = len(request["messages"])
+        starts: list[int | None] = [None] * n_messages
+        ends: list[int] = [0] * n_messages
+        chunks: list[np.ndarray] = []
+        pending: list[int] = []  # special ids not yet in chunks
+        special_ids = self._special
+        pos = 0  # tokens so far
+        first_message_pos: int | None = None
+        prompt_len = -1
+        run: list[RenderedPiece] = []  # text pieces of the current segment
+        multi = False  # does the run hold pieces of more than one owner?
+
+        def flush() -> None:
+            nonlocal pos, first_message_pos, multi
+            if not run:
+                return
+            first = run[0]
+            text = first.text if len(run) == 1 else "".join([p.text for p in run])
+            count = 0
+            offsets: np.ndarray | None = None
+            if text:
+                seg = self._segment(text, need_offsets=multi)
+                count = len(seg.ids)
+                if pending:
+                    chunks.append(np.array(pending, dtype=np.int64))
+                    pending.clear()
+                chunks.append(seg.ids)
+                offsets = seg.offsets
+            if not multi:  # one owner: the whole run is its
+                spans = [(first.message_index, pos, pos + count)]
+            elif offsets is None:  # several owners but no text: all at this position
+                spans = [(p.message_index, pos, pos) for p in run]
+            else:  # several owners: a token belongs to the piece under its first character
+                spans = []
+                char = 0
+                for p in run:
+                    end_char = char + len(p.text)
+                    if p.message_index is not None:
+                        s = pos + (0 if char <= 0 else int(np.searchsorted(offsets, char)))
+                        e = pos + int(np.searchsorted(offsets, end_char))
+                        spans.append((p.message_index, s, max(e, s)))
+                    char = end_char
+            for mi, s, e in spans:
+                if mi is not None:
+                    if starts[mi] is None:
+                        starts[mi] = s
+                    ends[mi] = e
+                    if first_message_pos is None:
+                        first_message_pos = s
+            pos += count
+            run.clear()
+            multi = False
+
+        for k, piece in enumerate(pieces):
+            if k == n_prompt:
+                flush()
+                prompt_len = pos
+            if piece.special:
+                flush()
+                sid = special_ids.get(piece.text)
+                pending.append(self.special_id(piece.text) if sid is None else sid)
+                mi = piece.message_index
+                if mi is not None:
+                    if starts[mi] is None:
+                        starts[mi] = pos
+                    ends[mi] = pos + 1
+                    if first_message_pos is None:
+                        first_message_pos = pos
+                pos += 1
+            else:
+                if run and not multi and piece.message_index != run[0].message_index:
+                    multi = True
+                run.append(piece)
+        flush()
+        if prompt_len < 0:
+            prompt_len = pos
+        if pending:
+            chunks.append(np.array(pending, dtype=np.int64))
+        tokens = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
+        return _finish(tokens, starts, ends, first_message_pos, prompt_len)
+
+    # -- the reference ------------------------------------------------------------------------------
+
+    def tokenize_naive(
+        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
+    ) -> TokenizedRequest:
+        """Reference tokenization: render the whole text and tokenize it in one go, splitting only at
+        special tokens (and at the prompt's end), with no cache; map characters to tokens globally.
+        """
+        pieces, n_prompt = self._render(request, completion)
+        full = "".join(p.text for p in pieces)
+        # global char offset of every piece
+        piece_char: list[int] = []
+        c = 0
+        for p in pieces:
+            piece_char.append(c)
+            c += len(p.text)
+        prompt_chars = piece_char[n_prompt] if n_prompt < len(pieces) else c
+        # cut points: special pieces and the prompt end
+        ids: list[int] = []
+        token_char: list[int] = []
+        text_start: int | None = None
+        for k in range(len(pieces) + 1):
+            at = piece_char[k] if k < len(pieces) else len(full)
+            cut = k == len(pieces) or pieces[k].special or k == n_prompt
+            if cut and text_start is not None and at > text_start:
+                seg_ids, seg_offsets = encode_with_offsets(self.tokenizer, full[text_start:at])
+                ids += seg_ids
+                token_char += [text_start + o for o in seg_offsets]
+            if k == len(pieces):
+                break
+            if pieces[k].special:
+                ids.append(self.special_id(pieces[k].text))
+                token_char.append(at)
+                text_start = None
+            elif text_start is None or k == n_prompt:
+                text_start = at
+        n_messages = len(request["messages"])
+        starts: list[int | None] = [None] * n_messages
+        ends: list[int] = [0] * n_messages
+        first_message_pos: int | None = None
+        for k, p in enumerate(pieces):
+            mi = p.message_index
+            if mi is None:
+                continue
+            s = bisect.bisect_left(token_char, piece_char[k])
+            e = s + 1 if p.special else bisect.bisect_left(token_char, piece_char[k] + len(p.text))
+            if starts[mi] is None:
+                starts[mi] = s
+            ends[mi] = max(e, s)
+            if first_message_pos is None:
+                first_message_pos = s
+        prompt_len = bisect.bisect_left(token_char, prompt_chars)
+        return _finish(np.array(ids, dtype=np.int64), starts, ends, first_message_pos, prompt_len)
+
+
+def _finish(
+    tokens: np.ndarray,
+    starts: list[int | None],
+    ends: list[int],
+    first_message_pos: int | None,
+    prompt_len: int,
+) -> TokenizedRequest:
+    n = len(starts)
+    # a message with no piece at all starts where the next message (by index) starts
+    fixed: list[int] = [0] * n
+    nxt = prompt_len
+    for i in range(n - 1, -1, -1):
+        s = starts[i]
+        if s is None:
+            fixed[i] = nxt
+            ends[i] = nxt
+        else:
+            fixed[i] = s
+            nxt = s
+    header_len = prompt_len if first_message_pos is None else first_message_pos
+    return TokenizedRequest(
+        tokens=_readonly(tokens),
+        message_starts=tuple(fixed),
+        header_len=header_len,
+        prompt_len=prompt_len,
+        message_ends=tuple(ends),
+    )

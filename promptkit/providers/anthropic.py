@@ -1,0 +1,344 @@
+"""Anthropic Messages request bodies (``POST /v1/messages``), with automatic prompt-cache breakpoints.
+
+The assembled layout puts everything that is stable for a session before the history and everything
+that changes per turn after it. Anthropic caches only up to explicit ``cache_control`` breakpoints, so
+:func:`anthropic_request` places them where that layout says the cache boundaries are: at the end of the
+stable head (the top-level ``system``) and at the end of the history.
+
+>>> from promptkit import Message
+>>> body = anthropic_request([Message(role="system", content="你是小助手"), Message(role="user", content="hi")],
+...                          model="claude-sonnet-4-5")
+>>> body["system"]
+[{'type': 'text', 'text': '你是小助手', 'cache_control': {'type': 'ephemeral'}}]
+>>> body["messages"]
+[{'role': 'user', 'content': [{'type': 'text', 'text': 'hi'}]}]
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+from promptkit.providers._common import (
+    HISTORY_SLOT,
+    TOOL_LOOP_SLOT,
+    MediaFormatError,
+    PreparedInput,
+    RequestBuildError,
+    ToolDefinitionError,
+    check_function_tool,
+    layout_slot,
+    merge_extra,
+    parse_data_url,
+    parse_tool_arguments,
+    prepare_input,
+    stop_list,
+    system_hint_content,
+    tool_sequence,
+    warn_not_sent,
+)
+from promptkit.schema.message import Message
+
+__all__ = [
+    "ANTHROPIC_DEFAULT_MAX_TOKENS",
+    "ANTHROPIC_IMAGE_TYPES",
+    "ANTHROPIC_MAX_BREAKPOINTS",
+    "CacheTTL",
+    "anthropic_request",
+    "anthropic_tool",
+    "history_end",
+]
+
+#: ``max_tokens`` is required by the Messages API; this is sent when the caller gives none.
+ANTHROPIC_DEFAULT_MAX_TOKENS: Final[int] = 4096
+#: The Messages API accepts at most this many ``cache_control`` breakpoints in one request.
+ANTHROPIC_MAX_BREAKPOINTS: Final[int] = 4
+#: Media types of a base64 image source.
+ANTHROPIC_IMAGE_TYPES: Final[tuple[str, ...]] = ("image/jpeg", "image/png", "image/gif", "image/webp")
+#: Lifetime of a cache entry: five minutes (the default) or one hour.
+CacheTTL = Literal["5m", "1h"]
+
+_Block = dict[str, Any]
+
+
+def anthropic_tool(tool: Any, *, index: int = 0, where: str = "anthropic_request") -> dict[str, Any]:
+    """One tool definition for the Messages API.
+
+    An OpenAI function tool ``{"type": "function", "function": {name, description, parameters}}`` becomes
+    ``{name, description, input_schema}`` (an empty object schema when it has no parameters; ``strict``
+    and a top-level ``cache_control`` are kept). Any other dict that has a ``name`` and no ``function``
+    (a native Anthropic tool, a server tool such as ``web_search``) passes through as a copy.
+
+    >>> anthropic_tool({"type": "function", "function": {"name": "now", "description": "the time"}})
+    {'name': 'now', 'description': 'the time', 'input_schema': {'type': 'object', 'properties': {}}}
+    """
+    if isinstance(tool, Mapping) and "function" not in tool and tool.get("type") != "function":
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            raise ToolDefinitionError(f"{where}: tools[{index}]: a native tool needs a non-empty 'name'")
+        return copy.deepcopy(dict(tool))
+    checked = check_function_tool(tool, index=index, where=where)
+    fn = checked["function"]
+    out: dict[str, Any] = {"name": fn["name"]}
+    if "description" in fn:
+        out["description"] = fn["description"]
+    out["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
+    if "strict" in fn:
+        out["strict"] = fn["strict"]
+    if "cache_control" in checked:
+        out["cache_control"] = checked["cache_control"]
+    return out
+
+
+def _tool_choice(choice: str | Mapping[str, Any], where: str) -> dict[str, Any]:
+    simple = {"auto": "auto", "none": "none", "required": "any", "any": "any"}
+    if isinstance(choice, str):
+        if choice not in simple:
+            raise RequestBuildError(f"{where}: tool_choice {choice!r} is not one of {sorted(simple)}")
+        return {"type": simple[choice]}
+    if isinstance(choice, Mapping):
+        if choice.get("type") == "function":
+            fn = choice.get("function")
+            name = fn.get("name") if isinstance(fn, Mapping) else None
+            if not isinstance(name, str):
+                raise RequestBuildError(f"{where}: tool_choice.function.name must be a string")
+            return {"type": "tool", "name": name}
+        if choice.get("type") in ("auto", "any", "tool", "none"):
+            return copy.deepcopy(dict(choice))
+    raise RequestBuildError(f"{where}: unsupported tool_choice {choice!r}")
+
+
+def _image_block(url: str, *, index: int, k: int, where: str) -> _Block:
+    parsed = parse_data_url(url)
+    if parsed is not None:
+        media_type, is_base64, data = parsed
+        media_type = "image/jpeg" if media_type == "image/jpg" else media_type
+        if not is_base64 or media_type not in ANTHROPIC_IMAGE_TYPES:
+            raise MediaFormatError(
+                f"{where}: messages[{index}].images[{k}]: a data: URL image must be base64 of type "
+                f"{list(ANTHROPIC_IMAGE_TYPES)}, got {url[:40]!r}"
+            )
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    if url.lower().startswith(("http://", "https://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    raise MediaFormatError(
+        f"{where}: messages[{index}].images[{k}]: the Messages API takes images as base64 data: URLs or "
+        f"http(s) URLs; resolve {url[:60]!r} first"
+    )
+
+
+def _text(content: str | None) -> list[_Block]:
+    # The Messages API rejects empty and whitespace-only text blocks.
+    return [{"type": "text", "text": content}] if content is not None and content.strip() else []
+
+
+def _message_blocks(m: Message, *, index: int, where: str) -> tuple[str, list[_Block]]:
+    """The role and content blocks of one prepared message that is not part of the stable head."""
+    blocks: list[_Block] = []
+    if m.role == "system":  # a system message after the head: Anthropic has no system role in messages
+        role = "user"
+        blocks += _text(
+            system_hint_content(m.content) if m.content is not None and m.content.strip() else None
+        )
+    elif m.role == "tool":
+        role = "user"
+        if m.tool_call_id is None:
+            raise RequestBuildError(f"{where}: messages[{index}] is a tool result without tool_call_id")
+        block: _Block = {"type": "tool_result", "tool_use_id": m.tool_call_id}
+        if m.content:
+            block["content"] = m.content
+        blocks.append(block)
+    else:
+        role = m.role
+        blocks += _text(m.content)
+        for call in m.tool_calls or ():
+            if role != "assistant":
+                raise RequestBuildError(f"{where}: messages[{index}] (role {role}) carries tool calls")
+            args = parse_tool_arguments(call, index=index, where=where)
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": args})
+    if m.images:
+        if role == "user":
+            blocks += [_image_block(url, index=index, k=k, where=where) for k, url in enumerate(m.images)]
+        else:
+            warn_not_sent(
+                f"{where}: messages[{index}] (role {m.role}): {len(m.images)} image(s) not sent; "
+                "the Messages API carries images in user turns only"
+            )
+    if m.audios:
+        warn_not_sent(
+            f"{where}: messages[{index}]: {len(m.audios)} audio clip(s) not sent; the Messages API has no audio input"
+        )
+    return role, blocks
+
+
+def history_end(prepared: PreparedInput) -> int | None:
+    """Index (in ``prepared.messages``) of the last history message, or None when there is no history.
+
+    The history is what the layout says it is: the caller's layout when the input is an
+    ``AssembledPrompt``, else the assembler's reading of the messages (:func:`promptkit.assembly.layout_of`:
+    the per-turn tail is the current user message, the injected blocks before it (turn-context, volatile,
+    focus, turn-hint, a directive block) and this turn's tool loop after it). The last message whose slot
+    is ``history`` ends it; messages of the stable head are never history.
+    """
+    layout = prepared.frame_layout()
+    for j in range(len(prepared.messages) - 1, prepared.head_length() - 1, -1):
+        if layout_slot(layout[j]) == HISTORY_SLOT:
+            return j
+    return None
+
+
+def _ends_in_tool_loop(prepared: PreparedInput) -> bool:
+    layout = prepared.frame_layout()
+    return bool(layout) and len(layout) > prepared.head_length() and layout_slot(layout[-1]) == TOOL_LOOP_SLOT
+
+
+def anthropic_request(
+    prompt_or_messages: Any,
+    *,
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    top_p: float | None = None,
+    stop: str | Sequence[str] | None = None,
+    stream: bool | None = None,
+    cache_breakpoints: bool = True,
+    ttl: CacheTTL = "5m",
+    **extra: Any,
+) -> dict[str, Any]:
+    """The Anthropic Messages JSON body for a sequence of :class:`Message` or an ``AssembledPrompt``.
+
+    Calls :func:`promptkit.prepare_llm_messages` first, then:
+
+    - the stable head (the leading run of system messages) becomes the top-level ``system``, one text
+      block per message (images there are not sent: a :class:`ContentNotSentWarning` says so);
+    - a later system message becomes user text, prefixed with ``[系统提示]`` and a newline unless it starts
+      with ``[`` (the rule of :func:`normalize_system_placement`; directive blocks too, since the Messages
+      API has no system role in ``messages``); it merges with its neighbouring user turn;
+    - content is always a list of blocks: ``text`` (empty and blank text is never sent: the API rejects
+      it), ``image`` (``data:`` URLs as a base64 source, http(s) URLs as a url source, anything else is a
+      :class:`MediaFormatError`), ``tool_use`` (arguments parsed to an object; malformed ones raise
+      :class:`ToolArgumentsError`), ``tool_result``;
+    - consecutive messages of one role are merged into one turn (the API wants alternation), so the tool
+      results of one assistant turn and the user message carrying their images form one user turn; in a
+      user turn the ``tool_result`` blocks come first, as the API requires;
+    - ``name`` is not sent (the API has none: the speaker belongs in the content, see
+      :func:`promptkit.prefix_sender`), nor is ``reasoning_content`` (thinking blocks need signatures);
+    - ``max_tokens`` defaults to :data:`ANTHROPIC_DEFAULT_MAX_TOKENS`; ``stop`` becomes ``stop_sequences``;
+      ``temperature`` and ``top_p`` are sent only when given: the newest Claude models answer 400 to
+      non-default sampling parameters and the anthropic SDK's request types (2.x) no longer list them, so
+      with the SDK pass them through ``extra_body`` (older models still accept them);
+      ``tool_choice`` takes the OpenAI spellings (``"auto"``, ``"none"``, ``"required"``, a function) or a
+      native dict; ``tools`` are OpenAI function tools or native tools (see :func:`anthropic_tool`).
+
+    Cache breakpoints (``cache_breakpoints=True``): ``cache_control`` on the last block of the history
+    (see :func:`history_end`: the caller's layout, or the assembler's reading of the messages) and on the
+    last block of the stable head (the last ``system`` block; the last tool when there is no system); and
+    when the request ends in this turn's tool loop (slot ``tool-loop``), on its last block too, so the
+    next call of the loop reads it. Breakpoints the caller already put on tools, and a top-level
+    ``cache_control`` keyword, count toward the API's limit of :data:`ANTHROPIC_MAX_BREAKPOINTS`; when
+    fewer are left, they go in that order: history, head, tool loop. ``ttl`` is ``"5m"`` (sent as
+    ``{"type": "ephemeral"}``) or ``"1h"``. A prefix shorter than the model's minimum cacheable length is
+    simply not cached.
+    """
+    where = "anthropic_request"
+    if not isinstance(model, str) or not model:
+        raise RequestBuildError(f"{where}: model must be a non-empty string")
+    if ttl not in ("5m", "1h"):
+        raise RequestBuildError(f"{where}: ttl must be '5m' or '1h', got {ttl!r}")
+    for reserved in ("system", "messages"):
+        if reserved in extra:
+            raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
+    prepared = prepare_input(prompt_or_messages, where=where)
+    messages = prepared.messages
+    head = prepared.head_length()
+
+    system: list[_Block] = []
+    for j in range(head):
+        m = messages[j]
+        system += _text(m.content)
+        if m.images:
+            warn_not_sent(
+                f"{where}: messages[{prepared.sources[j]}] (stable head): {len(m.images)} image(s) not sent; "
+                "the top-level system prompt takes text only"
+            )
+
+    turns: list[dict[str, Any]] = []
+    block_sources: list[list[int]] = []
+    for j in range(head, len(messages)):
+        role, blocks = _message_blocks(messages[j], index=prepared.sources[j], where=where)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+            block_sources[-1].extend([j] * len(blocks))
+        else:
+            turns.append({"role": role, "content": blocks})
+            block_sources.append([j] * len(blocks))
+    if not turns:
+        raise RequestBuildError(
+            f"{where}: no message after the system head; the Messages API needs at least one"
+        )
+    for turn, sources in zip(turns, block_sources, strict=True):
+        if turn["role"] == "user":
+            order = sorted(
+                range(len(sources)), key=lambda k: (turn["content"][k]["type"] != "tool_result", k)
+            )
+            turn["content"] = [turn["content"][k] for k in order]
+            sources[:] = [sources[k] for k in order]
+
+    anthropic_tools = [
+        anthropic_tool(t, index=i, where=where) for i, t in enumerate(tool_sequence(tools, where=where))
+    ]
+
+    if cache_breakpoints:
+        control: dict[str, Any] = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+        existing = sum(1 for t in anthropic_tools if t.get("cache_control") is not None)
+        existing += 1 if extra.get("cache_control") is not None else 0
+        if existing > ANTHROPIC_MAX_BREAKPOINTS:
+            raise RequestBuildError(
+                f"{where}: {existing} cache breakpoints are already on the tools and the top-level "
+                f"cache_control; the API allows {ANTHROPIC_MAX_BREAKPOINTS}"
+            )
+        targets: list[_Block] = []
+        flat = [
+            (block, src)
+            for turn, sources in zip(turns, block_sources, strict=True)
+            for block, src in zip(turn["content"], sources, strict=True)
+        ]
+        end = history_end(prepared)
+        if end is not None:
+            upto = [block for block, src in flat if src <= end]
+            if upto:
+                targets.append(upto[-1])
+        if system:
+            targets.append(system[-1])
+        elif anthropic_tools and anthropic_tools[-1].get("cache_control") is None:
+            targets.append(anthropic_tools[-1])
+        if _ends_in_tool_loop(prepared) and all(flat[-1][0] is not t for t in targets):
+            targets.append(flat[-1][0])
+        for block in targets[: ANTHROPIC_MAX_BREAKPOINTS - existing]:
+            block["cache_control"] = dict(control)
+
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+    }
+    if system:
+        body["system"] = system
+    body["messages"] = turns
+    if anthropic_tools:
+        body["tools"] = anthropic_tools
+    if tool_choice is not None:
+        body["tool_choice"] = _tool_choice(tool_choice, where)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if top_p is not None:
+        body["top_p"] = top_p
+    stops = stop_list(stop)
+    if stops is not None:
+        body["stop_sequences"] = stops
+    if stream is not None:
+        body["stream"] = stream
+    return merge_extra(body, extra, where=where)

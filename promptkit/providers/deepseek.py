@@ -1,0 +1,137 @@
+"""DeepSeek chat-completions request bodies, and the system-placement normalization DeepSeek needs.
+
+DeepSeek's chat template hoists every ``system`` message to the front of the rendered prompt (pipeline
+seed §9): a system block that sits after the history in the array is rendered before it, so material that
+changes every turn would break the cache of the whole history. :func:`normalize_system_placement` turns
+those later system messages into user messages, so the array position is the rendered position.
+
+>>> from promptkit import Message
+>>> msgs = [Message(role="system", content="persona"), Message(role="user", content="hi"),
+...         Message(role="system", content="检索到的记忆"), Message(role="user", content="今天呢")]
+>>> [(m.role, m.content) for m in normalize_system_placement(msgs)][2]
+('user', '[系统提示]\\n检索到的记忆')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from promptkit.egress import to_llm_role
+from promptkit.providers._common import RequestBuildError, is_directive, prepare_input, system_hint_content
+from promptkit.providers.openai import chat_completions_body
+from promptkit.schema.message import Message
+
+__all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
+
+#: Which assistant messages carry ``reasoning_content`` into a DeepSeek request: ``"omit"`` (none, the
+#: default), ``"tool-calls"`` (assistant messages with tool calls: what DeepSeek's thinking mode requires)
+#: or ``"all"``.
+ReasoningContentMode = Literal["omit", "tool-calls", "all"]
+
+
+def normalize_system_placement(messages: Sequence[Message]) -> list[Message]:
+    """Move every system message after the first non-system one to the user role (DeepSeek, seed §9).
+
+    - the leading run of system messages (the stable head) is untouched;
+    - a later system message becomes a user message whose content is prefixed with ``[系统提示]`` and a
+      newline, unless it already starts with ``[`` (``[系统通知] …``, ``[跨会话委派] …`` say what they are);
+    - a later system message with empty or blank content stays as it is (there is nothing to move);
+    - a directive block (``kind`` or ``metadata["injector"]`` in :data:`promptkit.DIRECTIVE_KINDS`) stays
+      system: it is the turn's instruction and DeepSeek may hoist it;
+    - ``metadata``, ``kind``, ``name`` and every other field are kept; a message that is not changed is the
+      same object; idempotent; the input is never mutated.
+
+    Run it after :func:`promptkit.prepare_llm_messages` (``deepseek_request`` does): a ``notice`` is then a
+    system message whose content starts with ``[系统通知]``. Roles are read through
+    :func:`promptkit.to_llm_role`, so a raw custom role counts as the system message it will become.
+
+    >>> from promptkit import Message
+    >>> out = normalize_system_placement([Message(role="user", content="q"), Message(role="system", content="[x] y")])
+    >>> out[1].role, out[1].content
+    ('user', '[x] y')
+    """
+    out: list[Message] = []
+    in_head = True
+    for message in messages:
+        if to_llm_role(message.role) != "system":
+            in_head = False
+            out.append(message)
+            continue
+        content = message.content
+        if in_head or content is None or not content.strip() or is_directive(message):
+            out.append(message)
+            continue
+        out.append(attrs.evolve(message, role="user", content=system_hint_content(content)))
+    return out
+
+
+def deepseek_request(
+    prompt_or_messages: Any,
+    *,
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    top_p: float | None = None,
+    stop: str | Sequence[str] | None = None,
+    stream: bool | None = None,
+    reasoning_content: ReasoningContentMode = "omit",
+    normalize: bool = True,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The DeepSeek chat-completions JSON body: the OpenAI shape after :func:`normalize_system_placement`.
+
+    ``normalize=False`` skips the normalization (system blocks after the history stay system, and
+    DeepSeek hoists them in front of the history): only for measuring what the normalization is worth.
+
+    :func:`promptkit.prepare_llm_messages` runs first, then the normalization; one body message per
+    prepared message. ``max_tokens`` is sent as ``max_tokens`` (the field DeepSeek documents).
+
+    ``reasoning_content``: DeepSeek's rules for an assistant message's ``reasoning_content`` in the input
+    have changed with its models. The first ``deepseek-reasoner`` answered 400 when it was present; the
+    thinking mode of later models (V3.2, V4) ignores it on turns without tool calls but answers 400
+    ("The reasoning_content in the thinking mode must be passed back to the API") when an assistant turn
+    that made tool calls lacks it. The default ``"omit"`` sends none; use ``"tool-calls"`` with a thinking
+    model in a tool loop, or ``"all"``. The choice is part of the prompt bytes: keep it fixed in a session.
+
+    DeepSeek's chat models take text only: images on user messages are written as ``image_url`` parts
+    as for OpenAI, which DeepSeek rejects; describe images in the content (an attachment ref) instead.
+    Any other keyword (``thinking``, ``response_format``...) is added to the body as given.
+
+    >>> from promptkit import Message
+    >>> body = deepseek_request([Message(role="system", content="p"), Message(role="user", content="hi"),
+    ...                          Message(role="system", content="材料")], model="deepseek-chat")
+    >>> [m["role"] for m in body["messages"]]
+    ['system', 'user', 'user']
+    """
+    where = "deepseek_request"
+    if reasoning_content not in ("omit", "tool-calls", "all"):
+        raise RequestBuildError(f"{where}: reasoning_content must be 'omit', 'tool-calls' or 'all'")
+    prepared = prepare_input(prompt_or_messages, where=where)
+    normalized = normalize_system_placement(prepared.messages) if normalize else list(prepared.messages)
+    reasoning_for = [
+        m.role == "assistant"
+        and m.reasoning_content is not None
+        and (reasoning_content == "all" or (reasoning_content == "tool-calls" and bool(m.tool_calls)))
+        for m in normalized
+    ]
+    return chat_completions_body(
+        prepared,
+        normalized,
+        model=model,
+        tools=tools,
+        tool_choice=tool_choice,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        max_tokens_field="max_tokens",
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
+        reasoning_for=reasoning_for,
+        extra=extra,
+        where=where,
+    )

@@ -1,0 +1,201 @@
+"""OpenAI chat-completions request bodies (``POST /v1/chat/completions``).
+
+>>> from promptkit import Message
+>>> body = openai_request([Message(role="system", content="你是小助手"), Message(role="user", content="hi")],
+...                       model="gpt-4o-mini", max_tokens=256)
+>>> body["messages"][1], body["max_completion_tokens"]
+({'role': 'user', 'content': 'hi'}, 256)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+from promptkit.providers._common import (
+    MediaFormatError,
+    PreparedInput,
+    RequestBuildError,
+    check_function_tools,
+    merge_extra,
+    parse_data_url,
+    prepare_input,
+    stop_list,
+    warn_not_sent,
+)
+from promptkit.schema.message import Message, to_openai_dict
+
+__all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
+
+#: Which field carries ``max_tokens``: OpenAI deprecated ``max_tokens`` for ``max_completion_tokens``
+#: (and its reasoning models reject ``max_tokens``); many OpenAI-compatible servers only know ``max_tokens``.
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+
+#: ``data:`` URL media types an ``input_audio`` part takes, and the format name it is sent with.
+OPENAI_AUDIO_FORMATS: Final[dict[str, str]] = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/vnd.wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+def _audio_part(url: str, *, index: int, k: int, where: str) -> dict[str, Any]:
+    parsed = parse_data_url(url)
+    if parsed is None or not parsed[1] or parsed[0] not in OPENAI_AUDIO_FORMATS:
+        raise MediaFormatError(
+            f"{where}: messages[{index}].audios[{k}]: chat-completions takes audio as a base64 data: URL of "
+            f"type {sorted(OPENAI_AUDIO_FORMATS)}, got {url[:60]!r}"
+        )
+    return {
+        "type": "input_audio",
+        "input_audio": {"data": parsed[2], "format": OPENAI_AUDIO_FORMATS[parsed[0]]},
+    }
+
+
+def openai_message(
+    message: Message, *, index: int = 0, where: str = "openai_request", include_reasoning: bool = False
+) -> dict[str, Any]:
+    """One prepared :class:`Message` as a chat-completions message dict.
+
+    Starts from :func:`promptkit.to_openai_dict` (images become ``image_url`` parts on user messages) and
+    applies what the chat-completions message types require: ``content`` is a string (``""`` for None)
+    except on an assistant message with tool calls; a tool message has ``tool_call_id`` (required) and
+    no ``name`` (its type has no such field); audio clips become ``input_audio`` parts on user messages.
+    Images or audio on other roles cannot be carried and raise a
+    :class:`~promptkit.providers.ContentNotSentWarning`. ``index`` is the caller's message index, for errors.
+    """
+    out = to_openai_dict(message, include_reasoning=include_reasoning)
+    role = message.role
+    if role == "tool":
+        out.pop("name", None)
+        if message.tool_call_id is None:
+            raise RequestBuildError(f"{where}: messages[{index}] is a tool result without tool_call_id")
+    if out["content"] is None and not (role == "assistant" and message.tool_calls):
+        out["content"] = ""
+    if message.images and role != "user":
+        warn_not_sent(
+            f"{where}: messages[{index}] (role {role}): {len(message.images)} image(s) not sent; "
+            "chat-completions carries images on user messages only"
+        )
+    if message.audios:
+        if role != "user":
+            warn_not_sent(
+                f"{where}: messages[{index}] (role {role}): {len(message.audios)} audio clip(s) not sent; "
+                "chat-completions carries audio on user messages only"
+            )
+        else:
+            content = out["content"]
+            parts: list[dict[str, Any]] = (
+                list(content)
+                if isinstance(content, list)
+                else ([{"type": "text", "text": content}] if content else [])
+            )
+            parts.extend(
+                _audio_part(url, index=index, k=k, where=where) for k, url in enumerate(message.audios)
+            )
+            out["content"] = parts
+    return out
+
+
+def chat_completions_body(
+    prepared: PreparedInput,
+    messages: Sequence[Message],
+    *,
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    max_tokens_field: MaxTokensField,
+    top_p: float | None,
+    stop: str | Sequence[str] | None,
+    stream: bool | None,
+    reasoning_for: Sequence[bool] | None,
+    extra: Mapping[str, Any],
+    where: str,
+) -> dict[str, Any]:
+    """The chat-completions body shared by OpenAI and DeepSeek; ``messages`` align with ``prepared``."""
+    if not isinstance(model, str) or not model:
+        raise RequestBuildError(f"{where}: model must be a non-empty string")
+    if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+        raise RequestBuildError(f"{where}: max_tokens_field must be 'max_completion_tokens' or 'max_tokens'")
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [
+            openai_message(
+                m,
+                index=prepared.sources[j],
+                where=where,
+                include_reasoning=bool(reasoning_for and reasoning_for[j]),
+            )
+            for j, m in enumerate(messages)
+        ],
+    }
+    checked_tools = check_function_tools(tools, where=where)
+    if checked_tools:
+        body["tools"] = checked_tools
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if top_p is not None:
+        body["top_p"] = top_p
+    if max_tokens is not None:
+        body[max_tokens_field] = max_tokens
+    stops = stop_list(stop)
+    if stops is not None:
+        body["stop"] = stops
+    if stream is not None:
+        body["stream"] = stream
+    return merge_extra(body, extra, where=where)
+
+
+def openai_request(
+    prompt_or_messages: Any,
+    *,
+    model: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    top_p: float | None = None,
+    stop: str | Sequence[str] | None = None,
+    stream: bool | None = None,
+    max_tokens_field: MaxTokensField = "max_completion_tokens",
+    **extra: Any,
+) -> dict[str, Any]:
+    """The OpenAI chat-completions JSON body for a sequence of :class:`Message` or an ``AssembledPrompt``.
+
+    Calls :func:`promptkit.prepare_llm_messages` first; the messages keep their order, one body message
+    per prepared message (so an assembled layout stays aligned, see :func:`request_record`). ``name``,
+    ``tool_calls`` and ``tool_call_id`` pass through; images become ``image_url`` parts on user messages
+    only. ``tools`` are OpenAI function tool dicts (validated, copied). ``max_tokens`` is sent as
+    ``max_completion_tokens`` (OpenAI deprecated ``max_tokens``, and its reasoning models reject it);
+    ``max_tokens_field="max_tokens"`` for OpenAI-compatible servers that only know the old field. Any other
+    keyword (``seed``, ``response_format``, ``prompt_cache_key``...) is added to the body as given.
+
+    >>> from promptkit import Message
+    >>> openai_request([Message(role="notice", content="服务重启")], model="gpt-4o")["messages"]
+    [{'role': 'system', 'content': '[系统通知] 服务重启'}]
+    """
+    where = "openai_request"
+    prepared = prepare_input(prompt_or_messages, where=where)
+    return chat_completions_body(
+        prepared,
+        prepared.messages,
+        model=model,
+        tools=tools,
+        tool_choice=tool_choice,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        max_tokens_field=max_tokens_field,
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
+        reasoning_for=None,
+        extra=extra,
+        where=where,
+    )

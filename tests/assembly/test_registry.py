@@ -1,0 +1,559 @@
+"""Tests for promptkit/assembly/registry.py: registration, building, isolation, idempotence, sync/async."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import threading
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from promptkit.assembly import (
+    VOLATILE_INJECTOR,
+    Anchor,
+    AssembledPrompt,
+    LayoutEntry,
+    PromptRegistry,
+    PromptView,
+)
+from promptkit.schema.message import Message, ToolCall, to_openai_dict
+
+LOGGER = "promptkit.assembly"
+
+
+def system(content: str, injector: str | None = None) -> Message:
+    return Message(role="system", content=content, metadata={"injector": injector} if injector else None)
+
+
+def user(content: str) -> Message:
+    return Message(role="user", content=content)
+
+
+def assistant(content: str) -> Message:
+    return Message(role="assistant", content=content)
+
+
+def base() -> list[Message]:
+    return [system("persona"), user("u1"), assistant("a1"), user("u2")]
+
+
+def contents(prompt: AssembledPrompt) -> list[str | None]:
+    return [m.content for m in prompt.messages]
+
+
+def wire(messages: Sequence[Message]) -> bytes:
+    """The request bytes a provider sees for ``messages``."""
+    return b"".join(json.dumps(to_openai_dict(m), ensure_ascii=False).encode() + b"\n" for m in messages)
+
+
+def const(text: str | list[str] | None):  # type: ignore[no-untyped-def]
+    return lambda view: text
+
+
+# --- registration ----------------------------------------------------------------------------------------
+
+
+def test_register_and_decorator() -> None:
+    registry = PromptRegistry()
+    registry.register("rules", Anchor.CONTEXT, const("R"))
+
+    @registry.contributor("memories", "turn-context")
+    def memories(view: PromptView) -> str:
+        return "M"
+
+    assert memories(PromptView()) == "M"  # the decorator returns the function itself
+    assert registry.anchor_of("memories") is Anchor.TURN_CONTEXT
+    assert registry.anchor_of("rules") is Anchor.CONTEXT
+    assert "rules" in registry and len(registry) == 2
+    assert list(registry) == ["memories", "rules"]
+    with pytest.raises(KeyError, match="'nope'"):
+        registry.anchor_of("nope")
+
+
+def test_duplicate_key_is_a_value_error_naming_the_key() -> None:
+    registry = PromptRegistry()
+    registry.register("skills", "knowledge", const("a"))
+    with pytest.raises(ValueError, match="'skills'"):
+        registry.register("skills", "context", const("b"))
+    with pytest.raises(ValueError, match="'skills'"):
+        registry.contributor("skills", "identity")(const("c"))
+
+
+@pytest.mark.parametrize("anchor", ["bogus-anchor", "Identity", "turn_context", 3, None])
+def test_bad_anchor_is_a_value_error_naming_the_key(anchor: object) -> None:
+    registry = PromptRegistry()
+    with pytest.raises(ValueError, match="contributor 'probe'"):
+        registry.register("probe", anchor, const("x"))  # type: ignore[arg-type]
+    assert "probe" not in registry
+
+
+@pytest.mark.parametrize(
+    "key", [VOLATILE_INJECTOR, "focus-guidance", "cross-session-delegation", "host-notice"]
+)
+def test_frame_injectors_are_reserved_keys(key: str) -> None:
+    with pytest.raises(ValueError, match=repr(key)):
+        PromptRegistry().register(key, "context", const("x"))
+
+
+def test_bad_key_and_uncallable_build() -> None:
+    registry = PromptRegistry()
+    with pytest.raises(ValueError, match="non-empty"):
+        registry.register("", "context", const("x"))
+    with pytest.raises(TypeError, match="'k'"):
+        registry.register("k", "context", "not callable")  # type: ignore[arg-type]
+
+
+# --- assembly ----------------------------------------------------------------------------------------------
+
+
+def five() -> PromptRegistry:
+    registry = PromptRegistry()
+    registry.register("idn", "identity", const("IDN"))
+    registry.register("kn", "knowledge", const("KN"))
+    registry.register("cx", "context", const("CX"))
+    registry.register("tc", "turn-context", const("TC"))
+    registry.register("th", "turn-hint", const("TH"))
+    return registry
+
+
+def test_assemble_places_the_five_anchors_and_reports_the_layout() -> None:
+    prompt = five().assemble(base())
+    assert contents(prompt) == ["persona", "IDN", "KN", "CX", "u1", "a1", "TC", "TH", "u2"]
+    assert prompt.layout[1] == LayoutEntry(slot="identity", key="idn")
+    assert prompt.messages[1] == Message(role="system", content="IDN", metadata={"injector": "idn"})
+    assert prompt.built == ("cx", "idn", "kn", "tc", "th")
+    assert prompt.absent == ()
+
+
+def test_reversed_registration_order_gives_identical_bytes() -> None:
+    specs = [
+        ("𝒜-rules", "context", ["r1", "r2"]),
+        ("ｚ-rules", "context", "z"),
+        ("persona-id", "identity", "I"),
+        ("skills", "knowledge", "S"),
+        ("memories", "turn-context", "M"),
+        ("files", "turn-context", ["F1", "F2"]),
+        ("hint", "turn-hint", "H"),
+    ]
+    prompts = []
+    for order in (specs, specs[::-1]):
+        registry = PromptRegistry()
+        for key, anchor, out in order:
+            registry.register(key, anchor, const(out))
+        prompts.append(registry.assemble([system("persona"), user("u1"), assistant("a1"), user("u2")]))
+    assert wire(prompts[0].messages) == wire(prompts[1].messages)
+    assert prompts[0].layout == prompts[1].layout
+    assert contents(prompts[0]) == [
+        "persona",
+        "I",
+        "S",
+        "r1",
+        "r2",
+        "z",
+        "u1",
+        "a1",
+        "F1",
+        "F2",
+        "M",
+        "H",
+        "u2",
+    ]
+
+
+def test_keys_above_u_ffff_sort_in_utf16_code_unit_order() -> None:
+    registry = PromptRegistry()
+    registry.register("ｚ", "turn-context", const("from U+FF5A"))
+    registry.register("𝒜", "turn-context", const("from U+1D49C"))
+    prompt = registry.assemble([user("now")])
+    # Python's str order puts 'ｚ' (U+FF5A) first; JavaScript's puts '𝒜' (D835 DC9C) first
+    assert sorted(["ｚ", "𝒜"]) == ["ｚ", "𝒜"]
+    assert contents(prompt) == ["from U+1D49C", "from U+FF5A", "now"]
+    assert [e.key for e in prompt.layout[:2]] == ["𝒜", "ｚ"]
+
+
+def test_none_and_empty_strings_contribute_nothing() -> None:
+    registry = PromptRegistry()
+    registry.register("none", "context", const(None))
+    registry.register("empty", "context", const(""))
+    registry.register("empty-list", "context", const([]))
+    registry.register("mixed", "context", const(["", "B1", "", "B2"]))
+    prompt = registry.assemble(base())
+    assert contents(prompt) == ["persona", "B1", "B2", "u1", "a1", "u2"]
+    assert prompt.built == ("mixed",)
+    assert prompt.absent == ()
+
+
+def test_messages_may_be_any_iterable_but_must_be_messages() -> None:
+    prompt = five().assemble(m for m in base())  # a generator is read once
+    assert contents(prompt) == contents(five().assemble(base()))
+    with pytest.raises(TypeError, match=r"messages\[1\] is dict"):
+        five().assemble([user("a"), {"role": "user", "content": "b"}])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="got Message"):
+        five().assemble(user("a"))  # type: ignore[arg-type]
+
+
+def test_view_carries_the_turn_and_the_messages_so_far() -> None:
+    seen: list[PromptView] = []
+    registry = PromptRegistry()
+    registry.register("probe", "context", lambda view: seen.append(view))
+    messages = base()
+    view = PromptView(
+        session_id="s1", user_id="u42", platform="onebot", trigger_type="immediate", dry_run=True
+    )
+    registry.assemble(messages, view)
+    (got,) = seen
+    assert (got.session_id, got.user_id, got.platform, got.trigger_type, got.dry_run) == (
+        "s1",
+        "u42",
+        "onebot",
+        "immediate",
+        True,
+    )
+    assert got.messages == tuple(messages) and isinstance(got.messages, tuple)
+    registry.assemble(messages)
+    assert seen[1].dry_run is False and seen[1].session_id is None
+
+
+# --- isolation -------------------------------------------------------------------------------------------
+
+
+def test_raising_contributor_is_absent_with_a_warning_naming_its_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def boom(view: PromptView) -> str:
+        raise RuntimeError("vector store down")
+
+    registry = PromptRegistry()
+    registry.register("memories", "turn-context", boom)
+    registry.register("rules", "context", const("R"))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble(base())
+    assert contents(prompt) == ["persona", "R", "u1", "a1", "u2"]
+    (absent,) = prompt.absent
+    assert (absent.key, absent.anchor, absent.reason) == ("memories", Anchor.TURN_CONTEXT, "raised")
+    assert "vector store down" in absent.detail
+    records = [r for r in caplog.records if r.name == LOGGER]
+    assert len(records) == 1 and "'memories'" in records[0].getMessage()
+    assert records[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize("output", [42, ["ok", 3], b"bytes", {"a": "b"}])
+def test_invalid_output_is_absent(output: object, caplog: pytest.LogCaptureFixture) -> None:
+    registry = PromptRegistry()
+    registry.register("weird", "context", const(output))  # type: ignore[arg-type]
+    registry.register("fine", "context", const("F"))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble(base())
+    assert contents(prompt) == ["persona", "F", "u1", "a1", "u2"]
+    assert [(a.key, a.reason) for a in prompt.absent] == [("weird", "invalid")]
+    assert any("'weird'" in r.getMessage() for r in caplog.records)
+
+
+def test_slow_sync_contributor_is_absent_and_retried_next_call(caplog: pytest.LogCaptureFixture) -> None:
+    release = threading.Event()
+    calls = []
+
+    def slow(view: PromptView) -> str:
+        calls.append(1)
+        if not release.is_set():
+            release.wait(30)  # blocks until the test releases it
+        return "SLOW-DONE"
+
+    registry = PromptRegistry()
+    registry.register("slow", "context", slow)
+    registry.register("fast", "context", const("FAST"))
+    try:
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            prompt = registry.assemble(base(), build_timeout=0.05)
+        assert contents(prompt) == ["persona", "FAST", "u1", "a1", "u2"]
+        assert [(a.key, a.reason) for a in prompt.absent] == [("slow", "timeout")]
+        assert any("'slow'" in r.getMessage() and "build_timeout" in r.getMessage() for r in caplog.records)
+    finally:
+        release.set()
+    again = registry.assemble(prompt.messages, build_timeout=5)
+    assert contents(again) == ["persona", "FAST", "SLOW-DONE", "u1", "a1", "u2"]
+    assert again.built == ("slow",)  # FAST was already there: not built again
+    assert len(calls) == 2
+
+
+def test_slow_async_contributor_is_cancelled_and_absent() -> None:
+    cancelled = threading.Event()
+
+    async def stuck(view: PromptView) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    registry = PromptRegistry()
+    registry.register("stuck", "turn-context", stuck)
+    registry.register("fast", "turn-context", const("FAST"))
+    prompt = registry.assemble(base(), build_timeout=0.05)
+    assert contents(prompt) == ["persona", "u1", "a1", "FAST", "u2"]
+    assert [(a.key, a.reason) for a in prompt.absent] == [("stuck", "timeout")]
+    assert cancelled.is_set()
+
+
+def test_a_build_raising_its_own_timeout_error_is_reported_as_raised() -> None:
+    def flaky(view: PromptView) -> str:
+        raise TimeoutError("upstream timed out")
+
+    registry = PromptRegistry()
+    registry.register("flaky", "context", flaky)
+    prompt = registry.assemble(base(), build_timeout=10)
+    assert [(a.key, a.reason) for a in prompt.absent] == [("flaky", "raised")]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan")])
+def test_build_timeout_must_be_positive(timeout: float) -> None:
+    with pytest.raises(ValueError, match="build_timeout"):
+        five().assemble(base(), build_timeout=timeout)
+
+
+def test_turn_hint_without_a_place_is_dropped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    registry = PromptRegistry()
+    registry.register("hint", "turn-hint", const("H"))
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble([system("persona"), user("old"), assistant("reply")])
+    assert contents(prompt) == ["persona", "old", "reply"]
+    assert [(a.key, a.reason) for a in prompt.absent] == [("hint", "no-place")]
+    assert prompt.built == ()
+    assert any("'hint'" in r.getMessage() for r in caplog.records if r.name == LOGGER)
+
+
+# --- async and concurrency -------------------------------------------------------------------------------
+
+
+def test_async_contributors_and_awaitables_returned_by_sync_builds() -> None:
+    async def fetch(view: PromptView) -> list[str]:
+        await asyncio.sleep(0)
+        return ["A1", "A2"]
+
+    async def later() -> str:
+        return "L"
+
+    registry = PromptRegistry()
+    registry.register("async", "knowledge", fetch)
+    registry.register("returns-awaitable", "knowledge", lambda view: later())
+    prompt = registry.assemble(base())
+    assert contents(prompt) == ["persona", "A1", "A2", "L", "u1", "a1", "u2"]
+
+
+def test_sync_builds_run_concurrently() -> None:
+    barrier = threading.Barrier(2, timeout=10)  # one build alone would wait until the barrier breaks
+
+    def meet(view: PromptView) -> str:
+        barrier.wait()
+        return "met"
+
+    registry = PromptRegistry()
+    registry.register("a", "context", meet)
+    registry.register("b", "context", meet)
+    prompt = registry.assemble(base())
+    assert prompt.absent == ()
+    assert contents(prompt).count("met") == 2
+
+
+def test_async_builds_run_concurrently() -> None:
+    async def pair(mine: asyncio.Event, other: asyncio.Event, text: str) -> str:
+        mine.set()
+        await other.wait()
+        return text
+
+    registry = PromptRegistry()
+    events: dict[str, asyncio.Event] = {}
+
+    async def a(view: PromptView) -> str:
+        events.setdefault("a", asyncio.Event())
+        events.setdefault("b", asyncio.Event())
+        return await pair(events["a"], events["b"], "A")
+
+    async def b(view: PromptView) -> str:
+        events.setdefault("a", asyncio.Event())
+        events.setdefault("b", asyncio.Event())
+        return await pair(events["b"], events["a"], "B")
+
+    registry.register("a", "context", a)
+    registry.register("b", "context", b)
+    prompt = registry.assemble(base(), build_timeout=10)
+    assert contents(prompt)[1:3] == ["A", "B"]
+
+
+async def _async_build(view: PromptView) -> str:
+    await asyncio.sleep(0)
+    return "ASYNC"
+
+
+def test_assemble_async_and_sync_inside_a_running_loop_agree() -> None:
+    registry = five()
+    registry.register("async", "context", _async_build)
+
+    async def main() -> tuple[AssembledPrompt, AssembledPrompt]:
+        awaited = await registry.assemble_async(base())
+        blocking = registry.assemble(base())  # inside a running loop: runs on a helper thread
+        return awaited, blocking
+
+    awaited, blocking = asyncio.run(main())
+    assert awaited == blocking
+    assert "ASYNC" in contents(awaited)
+
+
+def test_assemble_from_a_thread_without_an_event_loop() -> None:
+    registry = five()
+    registry.register("async", "context", _async_build)
+    out: list[AssembledPrompt] = []
+    worker = threading.Thread(target=lambda: out.append(registry.assemble(base())))
+    worker.start()
+    worker.join(30)
+    assert out and out[0] == registry.assemble(base())
+
+
+# --- idempotence -------------------------------------------------------------------------------------------
+
+
+def test_materialized_keys_are_not_built_again_and_keep_their_position() -> None:
+    calls: dict[str, int] = {}
+
+    def counted(key: str, text: str):  # type: ignore[no-untyped-def]
+        def build(view: PromptView) -> str:
+            calls[key] = calls.get(key, 0) + 1
+            return text
+
+        return build
+
+    registry = PromptRegistry()
+    for key, anchor in [("kn", "knowledge"), ("tc", "turn-context"), ("th", "turn-hint")]:
+        registry.register(key, anchor, counted(key, key.upper()))
+    first = registry.assemble(base())
+    # a tool loop: the assistant calls a tool, assemble runs again on the grown list
+    grown = [
+        *first.messages,
+        Message(role="assistant", tool_calls=[ToolCall("c1", "f")]),
+        Message(role="tool", tool_call_id="c1", content="r"),
+    ]
+    second = registry.assemble(grown)
+    assert calls == {"kn": 1, "tc": 1, "th": 1}
+    assert second.messages == tuple(grown)
+    assert all(a is b for a, b in zip(second.messages, grown, strict=True))
+    assert [e.slot for e in second.layout][-4:] == ["turn-hint", "current", "tool-loop", "tool-loop"]
+    assert second.built == ()
+
+
+def test_contributor_registered_later_is_placed_on_the_next_call() -> None:
+    registry = PromptRegistry()
+    registry.register("cx", "context", const("CX"))
+    first = registry.assemble(base())
+    registry.register("kn", "knowledge", const("KN"))
+    registry.register("idn", "identity", const("IDN"))
+    second = registry.assemble(first.messages)
+    assert contents(second) == ["persona", "IDN", "KN", "CX", "u1", "a1", "u2"]
+    fresh = PromptRegistry()
+    for key, anchor, text in [("cx", "context", "CX"), ("kn", "knowledge", "KN"), ("idn", "identity", "IDN")]:
+        fresh.register(key, anchor, const(text))
+    assert wire(second.messages) == wire(fresh.assemble(base()).messages)
+
+
+def test_turn_context_material_changes_while_the_prefix_up_to_the_history_end_is_byte_identical() -> None:
+    def build_registry(memory_anchor: str) -> PromptRegistry:
+        registry = PromptRegistry()
+        registry.register("skills", "knowledge", const("技能清单: search"))
+        registry.register("summary", "context", const("会话摘要: 出游计划"))
+        registry.register(
+            "memories", memory_anchor, lambda view: f"检索片段: 关于 {view.messages[-1].content} 的记忆"
+        )
+        registry.register("hint", "turn-hint", const("简短回复"))
+        return registry
+
+    history_n = [user("u1"), assistant("a1")]
+    turn_n = [system("persona"), *history_n, system("时间 10:00", VOLATILE_INJECTOR), user("出游")]
+    turn_n1 = [
+        system("persona"),
+        *history_n,
+        user("出游"),
+        assistant("好的"),
+        system("时间 10:05", VOLATILE_INJECTOR),
+        user("记账"),
+    ]
+
+    registry = build_registry("turn-context")
+    prompt_n, prompt_n1 = registry.assemble(turn_n), registry.assemble(turn_n1)
+    memories_n = [m.content for m in prompt_n.messages if m.injector == "memories"]
+    memories_n1 = [m.content for m in prompt_n1.messages if m.injector == "memories"]
+    assert memories_n != memories_n1  # the turn-context material changed
+    # the material sits after the history of turn N (a mislabelled anchor would move the cut point)
+    end_n = prompt_n.history_end
+    assert prompt_n.messages[end_n - 1].content == "a1"
+    assert all(i >= end_n for i, m in enumerate(prompt_n.messages) if m.injector == "memories")
+    prefix = wire(prompt_n.messages[:end_n])
+    assert wire(prompt_n1.messages).startswith(prefix)
+    assert prompt_n1.history_end > end_n
+
+    # control: the same material anchored before the history breaks the prefix
+    bad = build_registry("context")
+    bad_n, bad_n1 = bad.assemble(turn_n), bad.assemble(turn_n1)
+    assert not wire(bad_n1.messages).startswith(wire(bad_n.messages[: bad_n.history_end]))
+
+
+# --- properties ----------------------------------------------------------------------------------------------
+
+ROLES = ["system", "user", "user", "assistant", "tool", "notice"]
+INJECTORS = [None, None, None, VOLATILE_INJECTOR, "focus-guidance", "cross-session-delegation", "k1", "k3"]
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> tuple[list[Message], dict[str, tuple[str, object]]]:
+    specs = draw(st.lists(st.tuples(st.sampled_from(ROLES), st.sampled_from(INJECTORS)), max_size=10))
+    messages = [
+        Message(
+            role=role,
+            content=f"m{i}",
+            metadata={"injector": inj, "n": [i]}
+            if inj and (role == "system" or not inj.startswith("k"))
+            else None,
+        )
+        for i, (role, inj) in enumerate(specs)
+    ]
+    outputs = st.one_of(
+        st.none(), st.just(""), st.text(max_size=3), st.lists(st.text(max_size=3), max_size=3)
+    )
+    contributors = draw(
+        st.dictionaries(
+            st.sampled_from(["k1", "k2", "k3", "𝒜", "ｚ", "a"]),
+            st.tuples(st.sampled_from([a.value for a in Anchor]), outputs),
+            max_size=5,
+        )
+    )
+    return messages, contributors
+
+
+@given(turns())
+@settings(max_examples=150, deadline=None)
+def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, object]]]) -> None:
+    messages, contributors = case
+    registry = PromptRegistry()
+    for key, (anchor, output) in contributors.items():
+        registry.register(key, anchor, const(output))  # type: ignore[arg-type]
+    snapshot = copy.deepcopy(messages)
+    ids = [id(m) for m in messages]
+
+    prompt = registry.assemble(messages)
+
+    assert messages == snapshot and [id(m) for m in messages] == ids  # never mutates its input
+    assert len(prompt.layout) == len(prompt.messages)
+    # every input message exactly once, in its order
+    assert [id(m) for m in prompt.messages if id(m) in set(ids)] == ids
+    assert sum(1 for m in prompt.messages if id(m) in set(ids)) == len(ids)
+    # idempotent: assembling the result again changes nothing
+    again = registry.assemble(prompt.messages)
+    assert again.messages == prompt.messages and again.layout == prompt.layout
+    # registration order is irrelevant, byte for byte
+    reverse = PromptRegistry()
+    for key, (anchor, output) in reversed(list(contributors.items())):
+        reverse.register(key, anchor, const(output))  # type: ignore[arg-type]
+    assert wire(reverse.assemble(messages).messages) == wire(prompt.messages)

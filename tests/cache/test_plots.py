@@ -1,0 +1,314 @@
+"""Tests for promptkit/cache/plots.py: figure content (artists, data, labels), never pixels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import polars as pl
+import pytest
+from matplotlib.collections import PathCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from promptkit.cache import plots
+from promptkit.cache.report import ReportInputError
+
+
+def _requests(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    schema = {
+        "session": pl.String,
+        "index": pl.Int64,
+        "prompt_tokens": pl.Int64,
+        "prefix_tokens": pl.Int64,
+        "predicted_cached_tokens": pl.Int64,
+        "hit_ratio": pl.Float64,
+        "reported_prompt_tokens": pl.Int64,
+        "reported_cached_tokens": pl.Int64,
+    }
+    full = []
+    for r in rows:
+        row = {c: r.get(c) for c in schema}
+        row["prefix_tokens"] = r.get("prefix_tokens", r["predicted_cached_tokens"])
+        row["hit_ratio"] = r["predicted_cached_tokens"] / r["prompt_tokens"]
+        full.append(row)
+    return pl.DataFrame(full, schema=schema, orient="row")
+
+
+ROWS = [
+    {
+        "session": "a",
+        "index": 0,
+        "prompt_tokens": 100,
+        "predicted_cached_tokens": 0,
+        "prefix_tokens": 0,
+        "reported_prompt_tokens": 100,
+        "reported_cached_tokens": 0,
+    },
+    {
+        "session": "a",
+        "index": 1,
+        "prompt_tokens": 300,
+        "predicted_cached_tokens": 64,
+        "prefix_tokens": 100,
+        "reported_prompt_tokens": 300,
+        "reported_cached_tokens": 128,
+    },
+    {"session": "a", "index": 2, "prompt_tokens": 500, "predicted_cached_tokens": 256, "prefix_tokens": 300},
+    {"session": "b", "index": 0, "prompt_tokens": 200, "predicted_cached_tokens": 64, "prefix_tokens": 80},
+    {"session": "b", "index": 1, "prompt_tokens": 400, "predicted_cached_tokens": 400, "prefix_tokens": 400},
+]
+
+# session a: identity then history then current; request 2 has two history spans (one per message)
+COMPOSITION = pl.DataFrame(
+    {
+        "session": ["a"] * 7 + ["b"] * 2,
+        "index": [0, 0, 1, 1, 2, 2, 2, 0, 1],
+        "slot": [
+            "identity",
+            "current",
+            "identity",
+            "current",
+            "identity",
+            "history",
+            "current",
+            "identity",
+            "identity",
+        ],
+        "key": [None] * 9,
+        "start": [0, 60, 0, 100, 0, 60, 300, 0, 0],
+        "tokens": [60, 40, 100, 200, 60, 240, 200, 200, 400],
+    },
+    schema_overrides={"key": pl.String},
+)
+
+
+def _result(rows: list[dict[str, Any]] = ROWS, composition: pl.DataFrame = COMPOSITION) -> SimpleNamespace:
+    return SimpleNamespace(requests=_requests(rows), composition=composition, problems=pl.DataFrame())
+
+
+def test_hit_ratio_draws_one_line_per_session_and_reported_on_top() -> None:
+    fig = plots.plot_hit_ratio(_result())
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"a", "a (reported)", "b"}
+    assert list(lines["a"].get_xdata()) == [0, 1, 2]
+    assert list(lines["a"].get_ydata()) == pytest.approx([0 / 100, 64 / 300, 256 / 500])
+    assert list(lines["a (reported)"].get_xdata()) == [0, 1]
+    assert list(lines["a (reported)"].get_ydata()) == pytest.approx([0.0, 128 / 300])
+    assert lines["a (reported)"].get_linestyle() == "--"
+    assert lines["a"].get_color() == lines["a (reported)"].get_color()
+    assert ax.get_ylabel().startswith("hit ratio")
+    assert ax.get_title() == "Cache hit ratio per turn"
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["a", "b", "predicted", "reported"]
+
+
+def test_hit_ratio_can_limit_sessions_and_rejects_unknown_ones() -> None:
+    fig = plots.plot_hit_ratio(_result(), sessions=["b"])
+    assert [line.get_label() for line in fig.axes[0].get_lines()] == ["b"]
+    with pytest.raises(ValueError, match="'zz'"):
+        plots.plot_hit_ratio(_result(), sessions=["zz"])
+
+
+def test_hit_ratio_sorts_turns_and_draws_into_a_given_axes() -> None:
+    rows = [ROWS[2], ROWS[0], ROWS[1]]
+    host = Figure()
+    ax = host.add_subplot()
+    fig = plots.plot_hit_ratio(_requests(rows), ax=ax)
+    assert fig is host
+    assert list(ax.get_lines()[0].get_xdata()) == [0, 1, 2]
+
+
+def test_hit_ratio_hides_the_legend_for_many_sessions() -> None:
+    rows = [
+        {"session": f"s{i}", "index": 0, "prompt_tokens": 10, "predicted_cached_tokens": i} for i in range(11)
+    ]
+    ax = plots.plot_hit_ratio(_requests(rows)).axes[0]
+    assert len(ax.get_lines()) == 11
+    assert ax.get_legend() is None
+
+
+def _bars(ax: Any) -> list[tuple[float, float, float, str]]:
+    """(x centre, bottom, height, slot label) of every bar segment."""
+    out = []
+    for container in ax.containers:
+        for patch in container.patches:
+            assert isinstance(patch, Rectangle)
+            out.append(
+                (
+                    patch.get_x() + patch.get_width() / 2,
+                    patch.get_y(),
+                    patch.get_height(),
+                    container.get_label(),
+                )
+            )
+    return out
+
+
+def test_composition_stacks_each_span_at_its_token_position() -> None:
+    fig = plots.plot_composition(_result(), session="a")
+    ax = fig.axes[0]
+    segments = sorted(_bars(ax))
+    expected = sorted(
+        (float(i), float(s), float(t), slot)
+        for sess, i, slot, s, t in COMPOSITION.select(
+            "session", "index", "slot", "start", "tokens"
+        ).iter_rows()
+        if sess == "a"
+    )
+    assert segments == expected
+    # the stack of each bar reaches the prompt length
+    tops = {}
+    for x, bottom, height, _ in segments:
+        tops[x] = max(tops.get(x, 0.0), bottom + height)
+    assert tops == {0.0: 100.0, 1.0: 300.0, 2.0: 500.0}
+    # slots in prompt order, each one colour
+    assert [c.get_label() for c in ax.containers] == ["identity", "history", "current"]
+    colors = {c.get_label(): {tuple(p.get_facecolor()) for p in c.patches} for c in ax.containers}
+    assert all(len(v) == 1 for v in colors.values())
+
+
+def test_composition_marks_the_first_divergent_token() -> None:
+    ax = plots.plot_composition(_result(), session="a").axes[0]
+    markers = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert len(markers) == 1
+    assert markers[0].get_label() == "first divergent token"
+    assert markers[0].get_offsets().tolist() == [[0, 0], [1, 100], [2, 300]]
+    # a request whose whole prompt was shared has no divergence point
+    ax_b = plots.plot_composition(_result(), session="b").axes[0]
+    offsets = next(c for c in ax_b.collections if isinstance(c, PathCollection)).get_offsets().tolist()
+    assert offsets == [[0, 80]]
+    assert "session b" in ax_b.get_title()
+
+
+def test_composition_defaults_to_the_first_session_and_validates_input() -> None:
+    ax = plots.plot_composition(_result()).axes[0]
+    assert "session a" in ax.get_title()
+    with pytest.raises(ValueError, match="'nope'"):
+        plots.plot_composition(_result(), session="nope")
+    with pytest.raises(ReportInputError, match="composition"):
+        plots.plot_composition(SimpleNamespace(requests=_requests(ROWS)))  # type: ignore[arg-type]
+    with pytest.raises(ReportInputError, match="start"):
+        plots.plot_composition(_result(composition=COMPOSITION.drop("start")))
+    # a requests frame works when the composition is passed alongside
+    fig = plots.plot_composition(_requests(ROWS), composition=COMPOSITION, session="b")  # type: ignore[arg-type]
+    assert {c.get_label() for c in fig.axes[0].containers} == {"identity"}
+
+
+def test_slot_colors_are_stable_across_figures() -> None:
+    first = plots.slot_colors(["history", "current"])
+    second = plots.slot_colors(["mystery", "current", "history", "other"])
+    assert first["history"] == second["history"] and first["current"] == second["current"]
+    assert second["mystery"] != second["other"]
+    assert len({first["history"], first["current"]}) == 2
+
+
+def test_predicted_vs_reported_scatter_with_identity_line() -> None:
+    ax = plots.plot_predicted_vs_reported(_result()).axes[0]
+    scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert [c.get_label() for c in scatters] == ["a"]
+    assert scatters[0].get_offsets().tolist() == [[0, 0], [128, 64]]
+    (diagonal,) = [line for line in ax.get_lines() if line.get_label() == "y = x"]
+    assert list(diagonal.get_xdata()) == list(diagonal.get_ydata())
+    assert diagonal.get_xdata()[-1] >= 128
+    assert ax.get_xlabel() == "reported cached tokens" and ax.get_ylabel() == "predicted cached tokens"
+
+
+def test_predicted_vs_reported_per_turn() -> None:
+    ax = plots.plot_predicted_vs_reported(_result(), kind="turn").axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert list(lines["a predicted"].get_ydata()) == [0, 64]
+    assert list(lines["a reported"].get_ydata()) == [0, 128]
+    with pytest.raises(ValueError, match="kind"):
+        plots.plot_predicted_vs_reported(_result(), kind="pie")  # type: ignore[arg-type]
+
+
+def test_predicted_vs_reported_without_usage_says_so() -> None:
+    rows = [{k: v for k, v in r.items() if not k.startswith("reported")} for r in ROWS]
+    fig = plots.plot_predicted_vs_reported(_requests(rows))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["no reported usage in the input"]
+
+
+def test_save_plots_writes_pngs(tmp_path: Path) -> None:
+    written = plots.save_plots(_result(), tmp_path / "out")
+    assert set(written) == {"hit_ratio", "predicted_vs_reported", "composition-a", "composition-b"}
+    for path in written.values():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    limited = plots.save_plots(_result(), tmp_path / "one", max_sessions=1)
+    assert [n for n in limited if n.startswith("composition")] == ["composition-a"]
+
+
+def test_save_plots_makes_session_names_safe_and_distinct(tmp_path: Path) -> None:
+    rows = [dict(r, session="x/y" if r["session"] == "a" else "x:y") for r in ROWS]
+    comp = COMPOSITION.with_columns(pl.col("session").replace({"a": "x/y", "b": "x:y"}))
+    written = plots.save_plots(_result(rows, comp), tmp_path)
+    names = sorted(n for n in written if n.startswith("composition"))
+    assert len(names) == 2 and all("/" not in n and ":" not in n for n in names)
+    assert all(p.parent == tmp_path for p in written.values())
+
+
+def test_plots_never_touch_pyplot_and_import_matplotlib_lazily() -> None:
+    code = (
+        "import sys, promptkit.cache.plots as p\n"
+        "assert 'matplotlib' not in sys.modules, 'imported eagerly'\n"
+        "import polars as pl\n"
+        "df = pl.DataFrame({'session': ['a'], 'index': [0], 'hit_ratio': [0.5]})\n"
+        "p.plot_hit_ratio(df)\n"
+        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_figures_display_as_png_in_a_jupyter_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    class Formatter:
+        def __init__(self) -> None:
+            self.type_printers: dict[type, Any] = {}
+
+        def for_type(self, typ: type, func: Any) -> None:
+            self.type_printers[typ] = func
+
+    png = Formatter()
+    shell = SimpleNamespace(kernel=object(), display_formatter=SimpleNamespace(formatters={"image/png": png}))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    fig = plots.plot_hit_ratio(_result())
+    assert png.type_printers[Figure](fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    # outside a kernel (a plain IPython shell has no .kernel) nothing is registered
+    plain = Formatter()
+    monkeypatch.setattr(
+        IPython,
+        "get_ipython",
+        lambda: SimpleNamespace(display_formatter=SimpleNamespace(formatters={"image/png": plain})),
+    )
+    plots.plot_hit_ratio(_result())
+    assert plain.type_printers == {}
+
+
+def test_hit_ratio_legend_names_reported_only_when_the_log_has_usage() -> None:
+    import polars as pl
+
+    from promptkit.cache.plots import plot_hit_ratio
+
+    frame = pl.DataFrame(
+        {
+            "session": ["s", "s"],
+            "index": [0, 1],
+            "hit_ratio": [0.0, 0.5],
+            "reported_prompt_tokens": [None, None],
+            "reported_cached_tokens": [None, None],
+        },
+        schema_overrides={"reported_prompt_tokens": pl.Int64, "reported_cached_tokens": pl.Int64},
+    )
+    labels = [t.get_text() for t in plot_hit_ratio(frame).axes[0].get_legend().get_texts()]
+    assert labels == ["s"]
+    with_usage = frame.with_columns(reported_prompt_tokens=pl.lit(100), reported_cached_tokens=pl.lit(50))
+    labels = [t.get_text() for t in plot_hit_ratio(with_usage).axes[0].get_legend().get_texts()]
+    assert labels == ["s", "predicted", "reported"]

@@ -1,0 +1,240 @@
+"""Tests for promptkit.cache.simulator: the radix cache (runs on edges, TTL, LRU capacity, exact
+entries) and the cache simulator (model rules, delays, refresh on read)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from promptkit.cache.models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
+from promptkit.cache.simulator import CacheSimulator, RadixCache
+
+
+def arr(*xs: int) -> np.ndarray:
+    return np.array(xs, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------------
+# matching
+
+
+def test_match_longest_prefix_source_and_divergence() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4, 5), now=0.0, source="a#0")
+    c.insert(arr(1, 2, 7, 8), now=1.0, source="b#0")
+    m = c.match(arr(1, 2, 3, 9))
+    assert (m.prefix_tokens, m.source, m.diverged) == (3, "a#0", True)
+    m = c.match(arr(1, 2, 7, 8, 9, 10))  # extends what was cached: no divergence
+    assert (m.prefix_tokens, m.source, m.diverged) == (4, "b#0", False)
+    m = c.match(arr(1, 2))  # a prefix of cached content
+    assert (m.prefix_tokens, m.diverged) == (2, False)
+    m = c.match(arr(1, 2, 5))  # differs where two runs branch
+    assert (m.prefix_tokens, m.diverged) == (2, True)
+    m = c.match(arr(6))
+    assert (m.prefix_tokens, m.source, m.diverged) == (0, None, True)
+    assert RadixCache().match(arr(1, 2)).diverged is False  # nothing cached: nothing to diverge from
+
+
+def test_edges_hold_runs_not_one_node_per_token() -> None:
+    c = RadixCache()
+    c.insert(np.arange(10_000), source="x")
+    assert len(c) == 1 and c.stored_tokens == 10_000
+    c.insert(np.concatenate([np.arange(5_000), np.arange(7)]), source="y")  # branch in the middle
+    assert len(c) == 3 and c.stored_tokens == 10_007
+
+
+def test_long_session_stays_small_and_matches_everything() -> None:
+    rng = np.random.default_rng(7)
+    c = RadixCache()
+    convo = rng.integers(0, 50_000, 500)
+    expected = 0
+    for turn in range(300):
+        prompt = convo
+        m = c.match(prompt)
+        assert m.prefix_tokens == expected and m.diverged == (turn > 0)
+        answer = rng.integers(0, 50_000, 40)
+        c.insert(np.concatenate([prompt, answer]), source=f"s#{turn}")
+        # the next prompt re-renders the answer with its last token changed, then adds more
+        rerendered = answer.copy()
+        rerendered[-1] = -1
+        expected = len(prompt) + 39
+        convo = np.concatenate([prompt, rerendered, rng.integers(0, 50_000, 300)])
+    assert len(convo) > 100_000
+    assert len(c) <= 2 * 300 + 1  # a few nodes per call, not per token
+    m = c.match(convo)
+    assert m.prefix_tokens == len(convo) - 300 - 1 and m.diverged
+
+
+# ---------------------------------------------------------------------------------------------------
+# TTL
+
+
+def test_ttl_expiry_and_refresh_on_use() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3), now=0.0, ttl=10.0, source="a")
+    assert c.match(arr(1, 2, 3), now=10.0).prefix_tokens == 3  # alive at exactly last use + ttl
+    assert c.match(arr(1, 2, 3), now=10.5).prefix_tokens == 0
+    c.insert(arr(1, 2, 3), now=8.0, ttl=10.0, source="b")  # stored again: refreshed
+    assert c.match(arr(1, 2, 3), now=17.0).prefix_tokens == 3
+    assert c.match(arr(1, 2, 3), now=None).prefix_tokens == 3  # unknown time: nothing expires
+    c.insert(arr(1, 2, 9), now=0.0, ttl=None, source="c")  # no ttl: lives forever
+    m = c.match(arr(1, 2, 3), now=1e9)
+    assert (m.prefix_tokens, m.diverged) == (2, True)
+
+
+def test_expire_frees_expired_runs() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4), now=0.0, ttl=5.0)
+    c.insert(arr(1, 2, 8), now=4.0, ttl=5.0)
+    assert c.expire(now=6.0) == 2  # the run "3 4" expired; "1 2" and "8" were used at 4.0
+    assert c.stored_tokens == 3
+    assert c.match(arr(1, 2, 3, 4), now=6.0).prefix_tokens == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# capacity
+
+
+def test_capacity_evicts_least_recently_used_tokens_exactly() -> None:
+    c = RadixCache(capacity=10)
+    c.insert(arr(1, 2, 3, 4), source="a")
+    c.insert(arr(5, 6, 7, 8), source="b")
+    c.match(arr(1, 2, 3, 4))  # "a" is used again: "b" is now the least recently used
+    c.insert(arr(9, 10, 11, 12), source="c")  # 12 tokens > 10: 2 tokens of "b" go
+    assert c.stored_tokens == 10
+    assert c.match(arr(1, 2, 3, 4)).prefix_tokens == 4
+    assert c.match(arr(5, 6, 7, 8)).prefix_tokens == 2  # trimmed from its tail
+    assert c.match(arr(9, 10, 11, 12)).prefix_tokens == 4
+
+
+def test_capacity_evicts_expired_runs_first() -> None:
+    c = RadixCache(capacity=8)
+    c.insert(arr(1, 2, 3, 4), now=0.0, ttl=100.0)
+    c.insert(arr(5, 6, 7, 8), now=1.0, ttl=1.0)  # newer but expires at 2.0
+    c.insert(arr(9, 10, 11, 12), now=50.0, ttl=100.0)
+    assert c.stored_tokens == 8
+    assert c.match(arr(1, 2, 3, 4), now=50.0).prefix_tokens == 4
+    assert c.match(arr(5, 6, 7, 8), now=None).prefix_tokens == 0
+
+
+def test_capacity_removes_emptied_inner_nodes() -> None:
+    c = RadixCache(capacity=6)
+    c.insert(arr(1, 2, 3, 4))
+    c.insert(arr(1, 2, 3, 5))
+    c.insert(arr(7, 8, 9, 10, 11, 12))
+    assert c.stored_tokens == 6
+    assert c.match(arr(1, 2, 3)).prefix_tokens == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# exact entries
+
+
+def test_exact_entries_are_marks_with_their_own_expiry() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4, 5, 6), now=0.0, ttl=300.0, source="x", exact=True)
+    c.insert(arr(1, 2, 3), now=0.0, ttl=3600.0, source="x", exact=True)
+    m = c.match(arr(1, 2, 3, 4, 5, 6, 7), now=100.0)
+    assert m.exact_entries == ((3, "x", 3600.0), (6, "x", 300.0))
+    m = c.match(arr(1, 2, 3, 4, 5, 6, 7), now=1000.0)
+    assert m.exact_entries == ((3, "x", 3600.0),)
+    assert c.match(arr(1, 2, 3, 4, 9), now=100.0).exact_entries == ((3, "x", 3600.0),)
+
+
+# ---------------------------------------------------------------------------------------------------
+# property: the tree answers like brute force
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> list[list[int]]:
+    base = draw(st.lists(st.integers(0, 3), max_size=12))
+    out = []
+    for _ in range(draw(st.integers(1, 8))):
+        cut = draw(st.integers(0, len(base)))
+        out.append(base[:cut] + draw(st.lists(st.integers(0, 3), max_size=8)))
+    return out
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+@given(
+    stored=sequences(),
+    query=st.lists(st.integers(0, 3), max_size=20),
+    exact=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_match_equals_brute_force(stored: list[list[int]], query: list[int], exact: list[bool]) -> None:
+    c = RadixCache()
+    for i, s in enumerate(stored):
+        c.insert(np.array(s, dtype=np.int64), source=f"r{i}", exact=exact[i])
+    m = c.match(np.array(query, dtype=np.int64))
+    best = max((_lcp(s, query) for s in stored), default=0)
+    assert m.prefix_tokens == best
+    marks = sorted({len(s) for i, s in enumerate(stored) if exact[i] and s and _lcp(s, query) == len(s)})
+    assert [length for length, _, _ in m.exact_entries] == marks
+    continues = any(_lcp(s, query) == best and len(s) > best for s in stored)
+    assert m.diverged == (continues and best < len(query))
+    assert c.stored_tokens == len({tuple(s[: k + 1]) for s in stored for k in range(len(s))})
+
+
+@given(stored=sequences(), capacity=st.integers(0, 30))
+@settings(max_examples=200, deadline=None)
+def test_capacity_is_never_exceeded_and_the_newest_survives(stored: list[list[int]], capacity: int) -> None:
+    c = RadixCache(capacity=capacity)
+    for i, s in enumerate(stored):
+        c.insert(np.array(s, dtype=np.int64), source=f"r{i}")
+        assert c.stored_tokens <= capacity
+    last = stored[-1]
+    assert c.match(np.array(last, dtype=np.int64)).prefix_tokens == min(len(last), capacity)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the simulator
+
+
+def test_simulator_applies_the_model_and_records_the_source() -> None:
+    sim = CacheSimulator(DeepSeekCache())
+    first = np.arange(200)
+    out = sim.step(first, CachePlan(150, (CacheEntry(200),)), now=0.0, source="s#0")
+    assert (out.prefix_tokens, out.cached_tokens, out.source) == (0, 0, None)
+    second = np.concatenate([np.arange(200), np.arange(1000, 1100)])
+    out = sim.step(second, CachePlan(300, (CacheEntry(300),)), now=3.0, source="s#1")
+    assert (out.prefix_tokens, out.cached_tokens, out.source, out.diverged) == (200, 192, "s#0", False)
+    assert out.write_tokens is None
+
+
+def test_simulator_delay_makes_entries_readable_later() -> None:
+    sim = CacheSimulator(ExactCache(delay=5.0))
+    sim.store(np.arange(50), CachePlan(50, (CacheEntry(50),)), now=0.0, source="a")
+    assert sim.lookup(np.arange(60), CachePlan(60), now=4.9).cached_tokens == 0
+    assert sim.lookup(np.arange(60), CachePlan(60), now=5.0).cached_tokens == 50
+    untimed = CacheSimulator(ExactCache(delay=5.0))
+    untimed.store(np.arange(50), CachePlan(50, (CacheEntry(50),)), now=None, source="a")
+    assert untimed.lookup(np.arange(60), CachePlan(60), now=None).cached_tokens == 50
+
+
+def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None:
+    model = AnthropicCache(min_tokens=1)
+    sim = CacheSimulator(model)
+    tokens = np.arange(100)
+    plan = CachePlan(
+        100, (CacheEntry(40, 300.0, True), CacheEntry(80, 300.0, True)), (20, 40, 60, 80), (40, 80)
+    )
+    out = sim.step(tokens, plan, now=0.0, source="a#0")
+    assert (out.cached_tokens, out.write_tokens) == (0, 80)
+    out = sim.lookup(tokens, plan, now=250.0)
+    assert (out.cached_tokens, out.write_tokens, out.source) == (80, 0, "a#0")
+    # the read at 250 refreshed the entry (to 550), the read at 500 again (to 800)
+    assert sim.lookup(tokens, plan, now=500.0).cached_tokens == 80
+    assert sim.lookup(tokens, plan, now=801.0).cached_tokens == 0
+    # a different prompt after token 50 can only read the entry at 40
+    other = tokens.copy()
+    other[50:] += 1000
+    sim.store(tokens, plan, now=900.0, source="a#1")
+    out = sim.lookup(other, plan, now=901.0)
+    assert (out.prefix_tokens, out.cached_tokens, out.write_tokens, out.diverged) == (50, 40, 40, True)

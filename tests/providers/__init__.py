@@ -1,0 +1,1 @@
+"""Tests of promptkit.providers (a package, so module names never clash with other test folders)."""

@@ -1,0 +1,45 @@
+"""Package-level contracts: cheap import, every public name resolves, typed package."""
+
+from __future__ import annotations
+
+import importlib.resources
+import subprocess
+import sys
+
+import promptkit
+
+HEAVY = ("polars", "matplotlib", "numpy", "tokenizers", "jinja2", "tiktoken")
+
+
+def test_import_promptkit_is_light() -> None:
+    code = (
+        "import sys, promptkit\n"
+        "from promptkit import Message, prepare_llm_messages, PromptRegistry, openai_request, Anchor\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"import promptkit pulled in heavy modules: {out.stdout.strip()}"
+
+
+def test_every_public_name_resolves() -> None:
+    missing = []
+    for name in promptkit.__all__:
+        try:
+            getattr(promptkit, name)
+        except (AttributeError, ImportError) as exc:
+            missing.append(f"{name}: {exc}")
+    assert not missing, "\n".join(missing)
+
+
+def test_unknown_name_is_attribute_error() -> None:
+    try:
+        promptkit.does_not_exist  # noqa: B018
+    except AttributeError as exc:
+        assert "does_not_exist" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("expected AttributeError")
+
+
+def test_py_typed_is_shipped() -> None:
+    assert importlib.resources.files("promptkit").joinpath("py.typed").is_file()
