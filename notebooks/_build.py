@@ -521,7 +521,8 @@ from IPython.display import display
 from matplotlib.figure import Figure
 
 from promptkit import Anchor
-from promptkit.cache import analyze, load_log, plots, report
+from promptkit.cache import analyze, plots, report
+from promptkit.formats import read_logs
 from promptkit.providers import request_record, write_jsonl
 
 matplotlib.rcParams["figure.dpi"] = 80
@@ -609,7 +610,7 @@ FRAME_PER_TURN = ("volatile", "focus", "directive", "current", "tool-loop")
 def contributor_changes(path: Path) -> pl.DataFrame:
     # how often each contributor's text differs between adjacent turn-opening requests of the log
     opening = []
-    for record in load_log(path).records:
+    for record in read_logs(path).records:
         slots = [entry.slot for entry in record.layout]
         if "tool-loop" in slots:  # the second call of a tool loop re-sends the turn's material
             continue
@@ -803,7 +804,7 @@ figure
     md(r"""
 ## 4. Cost
 
-At DeepSeek's list prices (`report.PRICES`; pass your own with `prices=`), priced on our token counts.
+At DeepSeek's list prices (its provider profile's `prices`; pass your own with `prices=`), priced on our token counts.
 Output tokens are the fixture's answers.
 """),
     code(r"""

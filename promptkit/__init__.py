@@ -145,27 +145,22 @@ _export(
     "promptkit.cache",
     "analyze",
     "analyze_requests",
-    "load_requests",
-    "load_log",
-    "load_trajectory",
     "AnalysisResult",
     "get_tokenizer",
     "get_render_model",
     "get_cache_model",
-    "records_from_requests",
-    "RequestRecord",
-    "LoadResult",
-    "LoadProblem",
-    "LogFileError",
 )
+_export("promptkit.formats", "read_logs", "records_from_requests", "available_formats")
+_export("promptkit.layout", "RequestRecord", "LoadResult", "LoadProblem", "Usage")
+_export("promptkit.errors", "PromptkitError", "LogFileError", "RecordFormatError")
+_export("promptkit.providers.registry", "get_provider", "available_providers", "infer_provider")
+_export("promptkit.providers.pricing", "ModelPrice")
 _export(
     "promptkit.cache.report",
     "summarize",
     "format_summary",
     "cost_summary",
     "largest_breaks",
-    "PRICES",
-    "ModelPrice",
 )
 _export("promptkit.cache.plots", "plot_hit_ratio", "plot_composition", "plot_predicted_vs_reported")
 
@@ -203,19 +198,11 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
     )
     from promptkit.cache import (
         AnalysisResult as AnalysisResult,
-        LoadProblem as LoadProblem,
-        LoadResult as LoadResult,
-        LogFileError as LogFileError,
-        RequestRecord as RequestRecord,
         analyze as analyze,
         analyze_requests as analyze_requests,
         get_cache_model as get_cache_model,
         get_render_model as get_render_model,
         get_tokenizer as get_tokenizer,
-        load_log as load_log,
-        load_requests as load_requests,
-        load_trajectory as load_trajectory,
-        records_from_requests as records_from_requests,
     )
     from promptkit.cache.plots import (
         plot_composition as plot_composition,
@@ -223,8 +210,6 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         plot_predicted_vs_reported as plot_predicted_vs_reported,
     )
     from promptkit.cache.report import (
-        PRICES as PRICES,
-        ModelPrice as ModelPrice,
         cost_summary as cost_summary,
         format_summary as format_summary,
         largest_breaks as largest_breaks,
@@ -237,6 +222,22 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         prepare_llm_messages as prepare_llm_messages,
         to_llm_role as to_llm_role,
         well_formed as well_formed,
+    )
+    from promptkit.errors import (
+        LogFileError as LogFileError,
+        PromptkitError as PromptkitError,
+        RecordFormatError as RecordFormatError,
+    )
+    from promptkit.formats import (
+        available_formats as available_formats,
+        read_logs as read_logs,
+        records_from_requests as records_from_requests,
+    )
+    from promptkit.layout import (
+        LoadProblem as LoadProblem,
+        LoadResult as LoadResult,
+        RequestRecord as RequestRecord,
+        Usage as Usage,
     )
     from promptkit.providers import (
         ContentNotSentWarning as ContentNotSentWarning,
@@ -251,6 +252,12 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         openai_request as openai_request,
         request_record as request_record,
         write_jsonl as write_jsonl,
+    )
+    from promptkit.providers.pricing import ModelPrice as ModelPrice
+    from promptkit.providers.registry import (
+        available_providers as available_providers,
+        get_provider as get_provider,
+        infer_provider as infer_provider,
     )
     from promptkit.schema.attachments import (
         ATTACHMENT_REF_KINDS as ATTACHMENT_REF_KINDS,

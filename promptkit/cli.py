@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from promptkit.errors import PromptkitError
+
 
 def _version() -> str:
     try:
@@ -47,7 +49,7 @@ EXIT_INPUT: Final[int] = 1
 EXIT_USAGE: Final[int] = 2
 
 
-class CLIError(Exception):
+class CLIError(PromptkitError):
     """A failure the command reports in one line (no traceback) with an exit code."""
 
     def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
@@ -68,9 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze",
         help="analyze request logs: hit ratio, tokens lost per anchor, predicted vs reported, cost",
         description=(
-            "Analyze request logs (JSONL of request bodies or {request, response, session, timestamp} "
-            "records, or mini-swe-agent .traj.json). Prints the summary tables and writes "
-            "requests.parquet, requests.csv, summary.txt and PNG plots into --out."
+            "Analyze request logs of any supported format (detected per file; gzip and zstd read "
+            "transparently). Prints the summary tables and writes requests.parquet, requests.csv, "
+            "summary.txt and PNG plots into --out."
         ),
     )
     analyze.add_argument(
@@ -78,11 +80,19 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="*",
         type=Path,
         metavar="PATH",
-        help="log files or directories (searched for *.jsonl, *.traj.json, *.json); "
+        help="log files or directories (searched for *.jsonl, *.json, *.traj, *.har, plain or .gz/.zst); "
         "default: the bundled fixture log promptkit/" + DEFAULT_LOG,
     )
     analyze.add_argument(
-        "--provider", metavar="NAME", help="provider whose cache rules apply (e.g. deepseek, openai)"
+        "--provider",
+        metavar="NAME",
+        help="provider whose tokenizer and cache rules apply (deepseek, openai, anthropic, ollama, vllm, "
+        "exact); default: each session's, recognised from the log's URL, model name or usage",
+    )
+    analyze.add_argument(
+        "--format",
+        metavar="NAME",
+        help="read every file as this log format (default: detected per file); see promptkit formats",
     )
     analyze.add_argument("--tokenizer", metavar="NAME", help="tokenizer name (default: the provider's)")
     analyze.add_argument(
@@ -145,22 +155,14 @@ def _check_paths(paths: Sequence[Path]) -> None:
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input (reported in one line), as opposed to a bug (traceback)."""
-    errors: list[type[BaseException]] = [OSError, ValueError, LookupError, UnicodeError]
-    try:
-        from promptkit.cache import logs  # the log importer's own error classes, if any
-    except ImportError:  # pragma: no cover - before the engine exists
-        return tuple(errors)
-    for value in vars(logs).values():
-        if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == logs.__name__:
-            errors.append(value)
-    return tuple(errors)
+    return (PromptkitError, OSError, ValueError, LookupError, UnicodeError)
 
 
 def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -> Any:
     from promptkit.cache import analyze
 
     options: dict[str, Any] = {"view": args.view, "progress": progress}
-    for name in ("provider", "tokenizer", "render"):
+    for name in ("provider", "tokenizer", "render", "format"):
         value = getattr(args, name)
         if value is not None:
             options[name] = value
@@ -218,11 +220,18 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
         except PriceError as exc:
             raise CLIError(str(exc)) from exc
     if args.provider is not None:
-        from promptkit.cache.engine import PROVIDER_DEFAULTS
+        from promptkit.providers.registry import available_providers
 
-        if args.provider not in PROVIDER_DEFAULTS:
+        if args.provider not in available_providers():
             raise CLIError(
-                f"unknown provider {args.provider!r}; known: {', '.join(PROVIDER_DEFAULTS)}", EXIT_USAGE
+                f"unknown provider {args.provider!r}; known: {', '.join(available_providers())}", EXIT_USAGE
+            )
+    if args.format is not None:
+        from promptkit.formats import available_formats
+
+        if args.format not in available_formats():
+            raise CLIError(
+                f"unknown log format {args.format!r}; known: {', '.join(available_formats())}", EXIT_USAGE
             )
     progress = args.progress if args.progress is not None else stderr.isatty()
     try:

@@ -52,6 +52,7 @@ from promptkit.assembly.placement import (
     analyze_frame,
     place_blocks,
 )
+from promptkit.errors import ContributorOutputError
 from promptkit.schema.message import Message
 
 __all__ = [
@@ -71,10 +72,6 @@ BuildOutput = str | Sequence[str] | None
 #: A build: ``view -> str | Sequence[str] | None``, or an awaitable of one of those.
 BuildFn = Callable[["PromptView"], BuildOutput | Awaitable[BuildOutput]]
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class ContributorOutputError(TypeError):
-    """A build returned something other than ``str``, a sequence of ``str`` or ``None``; names the key."""
 
 
 def _messages_tuple(value: Sequence[Message]) -> tuple[Message, ...]:

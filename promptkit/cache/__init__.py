@@ -20,15 +20,9 @@ _EXPORTS: dict[str, str] = {}
 
 def _export(module: str, *names: str) -> None:
     for name in names:
-        _EXPORTS[name] = f"promptkit.cache.{module}"
+        _EXPORTS[name] = module if module.startswith("promptkit.") else f"promptkit.cache.{module}"
 
 
-_export(
-    "logs",
-    "load_requests", "load_log", "load_trajectory", "records_from_requests", "normalize_usage",
-    "RequestRecord", "LoadResult", "LoadProblem", "LogFileError", "RecordFormatError", "Usage", "LayoutSlot",
-    "MINI_SWE_AGENT_BASH_TOOL", "LAYOUT_SLOTS",
-)  # fmt: skip
 _export(
     "models",
     "get_cache_model", "register_cache_model", "CacheModel", "CachePlan", "CacheEntry", "ExactCache",
@@ -37,10 +31,14 @@ _export(
 _export("simulator", "RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome")
 _export(
     "engine",
-    "analyze", "analyze_requests", "AnalysisResult", "PROVIDER_DEFAULTS", "REQUEST_COLUMNS",
+    "analyze", "analyze_requests", "AnalysisResult", "DEFAULT_PROVIDER", "REQUEST_COLUMNS",
     "COMPOSITION_COLUMNS", "VIEWS",
 )  # fmt: skip
 _export("tokenizers", "get_tokenizer", "Tokenizer")
+# the record contract and the log readers, re-exported for analysis code
+_export("promptkit.formats", "read_logs", "records_from_requests")
+_export("promptkit.providers.usage", "normalize_usage")
+_export("promptkit.layout", "RequestRecord", "LoadResult", "LoadProblem", "Usage", "LayoutEntry")
 _export("render", "get_render_model", "RenderModel")
 _export("tokenize", "RequestTokenizer", "TokenizedRequest")
 

@@ -32,16 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from promptkit.cache.logs import (
-    LayoutSlot,
-    LoadProblem,
-    LoadResult,
-    RecordFormatError,
-    RequestRecord,
-    load_requests,
-    records_from_requests,
-)
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.errors import RecordFormatError, UsageError
+from promptkit.formats import read_logs, records_from_requests
+from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
+from promptkit.providers.registry import ProviderProfile, get_provider
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -51,26 +46,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "COMPOSITION_COLUMNS",
     "PROBLEM_COLUMNS",
-    "PROVIDER_DEFAULTS",
     "REQUEST_COLUMNS",
-    "THINKING_RENDER",
     "VIEWS",
     "AnalysisResult",
     "analyze",
     "analyze_requests",
-    "deepseek_thinking",
 ]
-
-#: Tokenizer, render model and cache model used for each provider unless given. OpenAI and Anthropic
-#: use cl100k_base with ChatML: OpenAI's newer o200k_base is not available offline, and Anthropic
-#: publishes no tokenizer, so their counts are approximations (compare ratios, not absolute counts).
-PROVIDER_DEFAULTS: Final[Mapping[str, tuple[str, str, str]]] = {
-    "deepseek": ("deepseek", "deepseek", "deepseek"),
-    "openai": ("cl100k_base", "chatml", "openai"),
-    "anthropic": ("cl100k_base", "chatml", "anthropic"),
-    "vllm": ("cl100k_base", "chatml", "vllm"),
-    "exact": ("cl100k_base", "chatml", "exact"),
-}
 
 VIEWS: Final[tuple[str, ...]] = ("consecutive", "simulated")
 
@@ -229,14 +210,14 @@ class _Prepared:
     record: RequestRecord
     body: Mapping[str, Any]
     shifted: bool  # a top-level system message was prepended
-    layout: tuple[LayoutSlot, ...] | None
+    layout: tuple[LayoutEntry, ...] | None
 
 
 def _prepare(record: RequestRecord) -> _Prepared:
     body, shifted = _chat_body(record.request)
     layout = record.layout
     if shifted and layout is not None:
-        layout = (LayoutSlot("persona", None), *layout)
+        layout = (LayoutEntry("persona", None), *layout)
     return _Prepared(record, body, shifted, layout)
 
 
@@ -285,24 +266,6 @@ def _composition_rows(p: _Prepared, tok: TokenizedRequest, rows: dict[str, list[
         rows["role"].append(span_role)
 
 
-#: The render model of DeepSeek's thinking mode, used for thinking calls when no render model is given.
-THINKING_RENDER: Final[str] = "deepseek-v3.2-thinking"
-
-
-def deepseek_thinking(request: Mapping[str, Any]) -> bool:
-    """Whether a DeepSeek request runs in thinking mode: the ``deepseek-reasoner`` model, or
-    ``"thinking": {"type": "enabled"}`` in the body.
-
-    >>> deepseek_thinking({"model": "deepseek-reasoner"}), deepseek_thinking({"model": "deepseek-chat"})
-    (True, False)
-    """
-    model = request.get("model")
-    if isinstance(model, str) and "reasoner" in model.lower():
-        return True
-    flag = request.get("thinking")
-    return isinstance(flag, Mapping) and flag.get("type") == "enabled"
-
-
 def _changed_message(
     tok: TokenizedRequest, pos: int, messages: Sequence[Any], source: Sequence[Any] | None
 ) -> int | None:
@@ -344,18 +307,17 @@ def _divergence(
 
 
 def _resolve(
-    provider: str,
+    provider: str | ProviderProfile,
     tokenizer: Any,
     render: Any,
     cache_model: str | CacheModel | None,
-) -> tuple[Any, Any, CacheModel]:
-    if provider not in PROVIDER_DEFAULTS:
-        raise ValueError(f"unknown provider {provider!r}; known: {', '.join(PROVIDER_DEFAULTS)}")
-    default_tok, default_render, default_model = PROVIDER_DEFAULTS[provider]
-    model = get_cache_model(cache_model if cache_model is not None else default_model)
+) -> tuple[ProviderProfile, Any, Any, CacheModel]:
+    profile = get_provider(provider)
+    model = get_cache_model(cache_model if cache_model is not None else profile.cache_model)
     return (
-        (tokenizer if tokenizer is not None else default_tok),
-        (render if render is not None else default_render),
+        profile,
+        (tokenizer if tokenizer is not None else profile.tokenizer),
+        (render if render is not None else profile.render),
         model,
     )
 
@@ -384,39 +346,18 @@ def _as_records(
 # the engine
 
 
-def analyze_requests(
-    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+def _analyze_group(
+    record_list: list[RequestRecord],
+    load_problems: list[LoadProblem],
     *,
-    provider: str = "deepseek",
+    provider: ProviderProfile,
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
     view: str = "consecutive",
     progress: bool = False,
 ) -> AnalysisResult:
-    """Analyze requests: tokens shared with the provider's cache, predicted hits, divergence points.
-
-    ``records``: a :class:`~promptkit.cache.logs.LoadResult` (its problems are carried into the
-    result), :class:`~promptkit.cache.logs.RequestRecord` s, or plain request bodies /
-    ``(body, layout)`` pairs (one session). ``provider`` picks the defaults of
-    :data:`PROVIDER_DEFAULTS`; ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
-    or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
-    (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
-    ``"simulated"``; ``progress`` shows a progress bar.
-
-    A request that cannot be rendered or tokenized is left out of the frames and reported in
-    ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when
-    some record has none, nothing expires (a note says so).
-
-    Example::
-
-        >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
-        >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hello"},
-        ...                                           {"role": "user", "content": "bye"}]}
-        >>> r = analyze_requests([body, longer], provider="exact")
-        >>> r.requests["prefix_tokens"].to_list()[1] > 0
-        True
-    """
+    """Analyze records of one provider (see :func:`analyze_requests`)."""
     import numpy as np
     import polars as pl
 
@@ -425,22 +366,24 @@ def analyze_requests(
 
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-    tok_spec, render_spec, model = _resolve(provider, tokenizer, render, cache_model)
+    profile, tok_spec, render_spec, model = _resolve(provider, tokenizer, render, cache_model)
     rt = RequestTokenizer(render_spec, tok_spec)
-    thinking: list[RequestTokenizer] = []  # DeepSeek thinking mode, made on first use
+    thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
     writes_nothing = 0  # requests whose plan stores no cache entry
     recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens, for excerpts
 
     def tokenizer_for(record: RequestRecord) -> RequestTokenizer:
-        """The request tokenizer for ``record``: DeepSeek's thinking-mode encoding for a thinking call
-        (deepseek-reasoner, or ``thinking: {"type": "enabled"}``) unless a render model was given."""
-        if render is not None or provider != "deepseek" or not deepseek_thinking(record.request):
+        """The request tokenizer for ``record``: the provider's thinking-mode render for a thinking call
+        (DeepSeek: deepseek-reasoner, or ``thinking: {"type": "enabled"}``) unless a render model was given."""
+        if render is not None or profile.thinking_render is None:
             return rt
-        if not thinking:
-            thinking.append(RequestTokenizer(THINKING_RENDER, rt.tokenizer))
-        return thinking[0]
+        name = profile.thinking_render(record.request)
+        if name is None:
+            return rt
+        if name not in thinking:
+            thinking[name] = RequestTokenizer(name, rt.tokenizer)
+        return thinking[name]
 
-    record_list, load_problems = _as_records(records)
     problems: list[LoadProblem] = list(load_problems)
     notes: list[str] = []
 
@@ -560,9 +503,7 @@ def analyze_requests(
         )
         notes.append(f"{writes_nothing} of {len(out)} requests write no cache entry ({model.name}): {why}")
     if thinking:
-        notes.append(
-            f"DeepSeek thinking-mode requests (deepseek-reasoner) were rendered with {THINKING_RENDER}"
-        )
+        notes.append(f"thinking-mode requests were rendered with {', '.join(thinking)}")
 
     kept = [k for k in range(len(record_list)) if k in out]
     requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
@@ -583,10 +524,116 @@ def analyze_requests(
         requests=requests,
         composition=composition,
         problems=problem_frame,
-        provider=provider,
+        provider=profile.name,
         tokenizer=_name_of(rt.tokenizer),
         render=_name_of(rt.render_model),
         cache_model=model,
+        view=view,
+        notes=tuple(notes),
+    )
+
+
+#: The provider assumed for records whose provider nothing in the log recognises.
+DEFAULT_PROVIDER: Final[str] = "deepseek"
+
+
+def analyze_requests(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+    *,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+) -> AnalysisResult:
+    """Analyze requests: tokens shared with the provider's cache, predicted hits, divergence points.
+
+    ``records``: a :class:`~promptkit.layout.LoadResult` (its problems are carried into the
+    result), :class:`~promptkit.layout.RequestRecord` s, or plain request bodies /
+    ``(body, layout)`` pairs (one session). ``provider`` (a name from
+    :func:`~promptkit.providers.registry.available_providers`, or a profile) picks the tokenizer, render
+    and cache model; None (the default) uses each session's provider as the log names it or as it is
+    recognised from the model name, URL or usage shape, and :data:`DEFAULT_PROVIDER` for sessions
+    nothing recognises (a note says so). Sessions of different providers are analyzed each with their
+    own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
+    or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
+    (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
+    ``"simulated"``; ``progress`` shows a progress bar.
+
+    A request that cannot be rendered or tokenized is left out of the frames and reported in
+    ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when
+    some record has none, nothing expires (a note says so).
+
+    Example::
+
+        >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
+        >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hello"},
+        ...                                           {"role": "user", "content": "bye"}]}
+        >>> r = analyze_requests([body, longer], provider="exact")
+        >>> r.requests["prefix_tokens"].to_list()[1] > 0
+        True
+    """
+    import polars as pl
+
+    if view not in VIEWS:
+        raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    record_list, load_problems = _as_records(records)
+    load_notes = list(records.notes) if isinstance(records, LoadResult) else []
+    if provider is not None:
+        result = _analyze_group(
+            record_list,
+            load_problems,
+            provider=get_provider(provider),
+            tokenizer=tokenizer,
+            render=render,
+            cache_model=cache_model,
+            view=view,
+            progress=progress,
+        )
+        return attrs.evolve(result, notes=(*load_notes, *result.notes))
+    groups: dict[str, list[RequestRecord]] = {}
+    defaulted: set[str] = set()
+    for r in record_list:
+        name = r.provider
+        if name is None:
+            name = DEFAULT_PROVIDER
+            defaulted.add(r.session)
+        groups.setdefault(name, []).append(r)
+    notes = list(load_notes)
+    if defaulted:
+        notes.append(
+            f"{len(defaulted)} session(s) name no provider and none was recognised from model, URL or usage: "
+            f"analyzed as {DEFAULT_PROVIDER!r} (pass --provider to choose)"
+        )
+    if not groups:
+        groups[DEFAULT_PROVIDER] = []
+    results = [
+        _analyze_group(
+            group,
+            load_problems if i == 0 else [],
+            provider=get_provider(name),
+            tokenizer=tokenizer,
+            render=render,
+            cache_model=cache_model,
+            view=view,
+            progress=progress,
+        )
+        for i, (name, group) in enumerate(groups.items())
+    ]
+    if len(results) == 1:
+        return attrs.evolve(results[0], notes=(*notes, *results[0].notes))
+    for part in results:
+        notes.extend(f"[{part.provider}] {n}" for n in part.notes)
+    first = results[0]
+    return AnalysisResult(
+        requests=pl.concat([part.requests for part in results]),
+        composition=pl.concat([part.composition for part in results]),
+        problems=pl.concat([part.problems for part in results]),
+        provider=", ".join(part.provider for part in results),
+        tokenizer=", ".join(dict.fromkeys(part.tokenizer for part in results)),
+        render=", ".join(dict.fromkeys(part.render for part in results)),
+        cache_model=first.cache_model,
         view=view,
         notes=tuple(notes),
     )
@@ -596,8 +643,9 @@ def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     **kwargs: Any,
 ) -> AnalysisResult:
-    """Load request logs (:func:`~promptkit.cache.logs.load_requests`) and analyze them
-    (:func:`analyze_requests`, same keyword arguments); load problems are carried into the result.
+    """Read request logs (:func:`~promptkit.formats.read_logs`; ``format=`` forces a log format) and
+    analyze them (:func:`analyze_requests`, same keyword arguments); load problems and notes are carried
+    into the result.
 
     Example::
 
@@ -605,4 +653,5 @@ def analyze(
         >>> r.requests.height, r.problems.height                                              # doctest: +SKIP
         (154, 5)
     """
-    return analyze_requests(load_requests(paths), **kwargs)
+    fmt = kwargs.pop("format", None)
+    return analyze_requests(read_logs(paths, format=fmt), **kwargs)

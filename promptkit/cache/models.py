@@ -41,9 +41,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
+from promptkit.layout import HEAD_SLOTS
+
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.cache.logs import LayoutSlot
     from promptkit.cache.tokenize import TokenizedRequest
+    from promptkit.layout import LayoutEntry
 
 __all__ = [
     "ANTHROPIC_MIN_CACHEABLE_TOKENS",
@@ -141,7 +143,7 @@ class CacheModel(abc.ABC):
         self,
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
-        layout: Sequence[LayoutSlot] | None = None,
+        layout: Sequence[LayoutEntry] | None = None,
     ) -> CachePlan:
         """The entries the call writes: its tokens (prompt, plus answer when included) as one entry."""
         stored = self.stored_length(
@@ -317,7 +319,6 @@ def anthropic_min_cacheable_tokens(model: str | None) -> int:
 _TTL_NAMES: Final[Mapping[str, float]] = {"5m": 300.0, "1h": 3600.0}
 
 #: Layout slots of the stable head: the leading run of messages in these slots.
-_HEAD_SLOTS: Final[frozenset[str]] = frozenset({"persona", "system", "identity", "knowledge", "context"})
 
 
 def _cache_control(obj: object) -> Mapping[str, Any] | None:
@@ -375,7 +376,7 @@ class AnthropicCache(CacheModel):
         self,
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
-        layout: Sequence[LayoutSlot] | None = None,
+        layout: Sequence[LayoutEntry] | None = None,
     ) -> list[tuple[int, float | None]]:
         """(position, ttl) of each cache breakpoint of the request, sorted, positions in tokens."""
         ends = _message_ends(tokenized)
@@ -408,7 +409,7 @@ class AnthropicCache(CacheModel):
         if not points and layout is not None and self.auto_from_layout:
             head: list[int] = []  # the leading run of head slots
             for i, s in enumerate(layout[: len(ends)]):
-                if s.slot not in _HEAD_SLOTS:
+                if s.slot not in HEAD_SLOTS:
                     break
                 head.append(ends[i])
             history = [ends[i] for i, s in enumerate(layout[: len(ends)]) if s.slot == "history"]
@@ -422,7 +423,7 @@ class AnthropicCache(CacheModel):
         self,
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
-        layout: Sequence[LayoutSlot] | None = None,
+        layout: Sequence[LayoutEntry] | None = None,
     ) -> CachePlan:
         minimum = (
             self.min_tokens

@@ -39,6 +39,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from promptkit.errors import RenderError
+
 __all__ = [
     "CHATML_SPECIAL_TOKENS",
     "DEEPSEEK_V3_CHAT_TEMPLATE",
@@ -59,10 +61,6 @@ __all__ = [
     "load_chat_template",
     "rendered_text",
 ]
-
-
-class RenderError(ValueError):
-    """A request cannot be rendered; the message says which message and field."""
 
 
 @attrs.frozen(slots=True)

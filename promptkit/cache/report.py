@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
@@ -31,6 +30,8 @@ import attrs
 import polars as pl
 
 from promptkit.cache.engine import REQUEST_COLUMNS as REQUEST_COLUMNS_ALL
+from promptkit.errors import PriceError, ReportInputError
+from promptkit.providers.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
@@ -38,12 +39,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ALL_SESSIONS",
     "COLD_START",
-    "DEFAULT_MODELS",
     "NEW_TOKENS",
     "NO_LAYOUT",
-    "PRICES",
     "REQUEST_COLUMNS",
-    "ModelPrice",
     "PriceError",
     "ReportInputError",
     "attribute_losses",
@@ -76,14 +74,6 @@ NO_LAYOUT: Final[str] = "(no layout)"
 NEW_TOKENS: Final[str] = "(new tokens)"
 
 _MILLION: Final[float] = 1_000_000.0
-
-
-class ReportInputError(ValueError):
-    """The frame handed to a report function lacks columns it needs; the message names them."""
-
-
-class PriceError(LookupError):
-    """No price is known for a model, or a price file is malformed; the message says which and where."""
 
 
 # --------------------------------------------------------------------------------------------- input
@@ -399,86 +389,22 @@ def predicted_vs_reported_summary(
 # -------------------------------------------------------------------------------------------- prices
 
 
-@attrs.frozen(slots=True)
-class ModelPrice:
-    """One model's prices in USD per million tokens.
+def _registry_prices() -> dict[str, ModelPrice]:
+    from promptkit.providers.registry import available_providers
 
-    ``cache_hit`` is a prompt token read from the cache, ``cache_miss`` a prompt token computed afresh
-    (the plain input price), ``output`` a generated token, ``cache_write`` a prompt token written to
-    the cache where the provider bills writes (Anthropic's 5-minute write; ``None`` elsewhere, where
-    a write costs the miss price).
-
-    >>> ModelPrice("deepseek", "deepseek-chat", cache_hit=0.028, cache_miss=0.28, output=0.42).cache_write
-    """
-
-    provider: str
-    model: str
-    cache_hit: float = attrs.field(converter=float)
-    cache_miss: float = attrs.field(converter=float)
-    output: float = attrs.field(converter=float)
-    cache_write: float | None = attrs.field(default=None, converter=attrs.converters.optional(float))
-
-    @cache_hit.validator
-    @cache_miss.validator
-    @output.validator
-    def _check(self, attribute: attrs.Attribute[float], value: float) -> None:
-        if not math.isfinite(value) or value < 0:
-            raise PriceError(
-                f"price {self.model}.{attribute.name} must be a finite number >= 0, got {value!r}"
-            )
-
-    @cache_write.validator
-    def _check_write(self, attribute: attrs.Attribute[float | None], value: float | None) -> None:
-        if value is not None and (not math.isfinite(value) or value < 0):
-            raise PriceError(f"price {self.model}.cache_write must be a finite number >= 0, got {value!r}")
+    return {m: p for profile in available_providers().values() for m, p in profile.prices.items()}
 
 
-def _p(
-    provider: str, model: str, hit: float, miss: float, out: float, write: float | None = None
-) -> ModelPrice:
-    return ModelPrice(provider, model, cache_hit=hit, cache_miss=miss, output=out, cache_write=write)
+def _default_model(provider: str) -> str | None:
+    from promptkit.providers.registry import available_providers
 
+    for name in provider.split(", "):
+        profile = available_providers().get(name.strip().lower())
+        if profile is not None and profile.default_model is not None:
+            return profile.default_model
+    return None
 
-# Public list prices, USD per million tokens, standard (not batch, not off-peak) tier.
-# - DeepSeek: api-docs.deepseek.com/quick_start/pricing, DeepSeek-V3.2 prices in force since
-#   2025-09-29 (deepseek-chat and deepseek-reasoner are priced alike); checked 2025-12.
-# - OpenAI: platform.openai.com/docs/pricing ("Standard"), checked 2025-12.
-# - Anthropic: platform.claude.com/docs/en/about-claude/pricing; cache_write is the 5-minute write
-#   (1.25 x input; a 1-hour write is 2 x input), cache hits are 0.1 x input; checked 2025-12.
-# Prices change: pass your own with ``prices=`` (a mapping or a frame) or ``promptkit analyze --prices FILE``.
-PRICES: Final[Mapping[str, ModelPrice]] = {
-    p.model: p
-    for p in (
-        _p("deepseek", "deepseek-chat", 0.028, 0.28, 0.42),
-        _p("deepseek", "deepseek-reasoner", 0.028, 0.28, 0.42),
-        _p("openai", "gpt-4o", 1.25, 2.50, 10.00),
-        _p("openai", "gpt-4o-mini", 0.075, 0.15, 0.60),
-        _p("openai", "gpt-4.1", 0.50, 2.00, 8.00),
-        _p("openai", "gpt-4.1-mini", 0.10, 0.40, 1.60),
-        _p("openai", "gpt-4.1-nano", 0.025, 0.10, 0.40),
-        _p("openai", "gpt-5", 0.125, 1.25, 10.00),
-        _p("openai", "gpt-5-mini", 0.025, 0.25, 2.00),
-        _p("openai", "gpt-5-nano", 0.005, 0.05, 0.40),
-        _p("anthropic", "claude-opus-4-5", 0.50, 5.00, 25.00, 6.25),
-        _p("anthropic", "claude-opus-4-1", 1.50, 15.00, 75.00, 18.75),
-        _p("anthropic", "claude-opus-4", 1.50, 15.00, 75.00, 18.75),
-        _p("anthropic", "claude-sonnet-4-5", 0.30, 3.00, 15.00, 3.75),
-        _p("anthropic", "claude-sonnet-4", 0.30, 3.00, 15.00, 3.75),
-        _p("anthropic", "claude-3-7-sonnet", 0.30, 3.00, 15.00, 3.75),
-        _p("anthropic", "claude-haiku-4-5", 0.10, 1.00, 5.00, 1.25),
-        _p("anthropic", "claude-3-5-haiku", 0.08, 0.80, 4.00, 1.00),
-        _p("anthropic", "claude-3-haiku", 0.03, 0.25, 1.25, 0.30),
-    )
-}
-
-#: The model priced when neither ``model=`` nor a ``model`` column says which (keyed by provider).
-DEFAULT_MODELS: Final[Mapping[str, str]] = {
-    "deepseek": "deepseek-chat",
-    "openai": "gpt-4.1",
-    "anthropic": "claude-sonnet-4-5",
-}
-
-_PRICE_FIELDS: Final[tuple[str, ...]] = ("cache_hit", "cache_miss", "output", "cache_write")
+_PRICE_FIELDS: Final[tuple[str, ...]] = ("cache_hit", "cache_miss", "output", "cache_write", "cache_write_1h")
 _PRICE_SCHEMA: Final[dict[str, Any]] = {
     "provider": pl.String,
     "model": pl.String,
@@ -486,6 +412,7 @@ _PRICE_SCHEMA: Final[dict[str, Any]] = {
     "cache_miss": pl.Float64,
     "output": pl.Float64,
     "cache_write": pl.Float64,
+    "cache_write_1h": pl.Float64,
 }
 
 
@@ -506,6 +433,7 @@ def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> Mo
             cache_miss=values["cache_miss"],
             output=values["output"],
             cache_write=values.get("cache_write") if values.get("cache_write") not in ("",) else None,
+            cache_write_1h=values.get("cache_write_1h") if values.get("cache_write_1h") not in ("",) else None,
         )
     except (TypeError, ValueError) as exc:
         raise PriceError(f"{where}: bad price for {model!r}: {exc}") from exc
@@ -516,7 +444,7 @@ PriceTable: TypeAlias = "Mapping[str, ModelPrice | Mapping[str, Any]] | pl.DataF
 
 
 def resolve_prices(prices: PriceTable | None = None, *, replace: bool = False) -> dict[str, ModelPrice]:
-    """The price table to use: :data:`PRICES` updated with ``prices`` (or only ``prices`` if ``replace``).
+    """The price table to use: the provider profiles' list prices updated with ``prices`` (or only ``prices`` if ``replace``).
 
     ``prices`` is a mapping of model name to :class:`ModelPrice` or to a mapping with the fields
     ``cache_hit, cache_miss, output`` (and optionally ``cache_write, provider``), or a DataFrame with
@@ -525,7 +453,7 @@ def resolve_prices(prices: PriceTable | None = None, *, replace: bool = False) -
     >>> resolve_prices({"my-model": {"cache_hit": 0.1, "cache_miss": 1, "output": 2}})["my-model"].cache_miss
     1.0
     """
-    table: dict[str, ModelPrice] = {} if replace else dict(PRICES)
+    table: dict[str, ModelPrice] = {} if replace else _registry_prices()
     if prices is None:
         return table
     if isinstance(prices, pl.DataFrame):
@@ -544,7 +472,7 @@ def resolve_prices(prices: PriceTable | None = None, *, replace: bool = False) -
 
 
 def prices_frame(prices: PriceTable | None = None) -> pl.DataFrame:
-    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write``)."""
+    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write, cache_write_1h``)."""
     table = resolve_prices(prices)
     return pl.DataFrame([attrs.asdict(p) for p in table.values()], schema=_PRICE_SCHEMA, orient="row")
 
@@ -619,7 +547,7 @@ def request_costs(
     """Per request: its cost in USD without any cache, with the predicted cache and with the reported one.
 
     The priced model is ``model`` if given, else the request's ``model`` column (when the log recorded
-    it), else the provider's default in :data:`DEFAULT_MODELS` (``provider`` or ``result.provider``).
+    it), else the provider profile's ``default_model`` (``provider`` or ``result.provider``).
     Prompt tokens are billed: cached at ``cache_hit``, written to the cache (optional columns
     ``predicted_cache_write_tokens`` / ``reported_cache_write_tokens``) at ``cache_write``, the rest at
     ``cache_miss``. Output tokens (``reported_completion_tokens``, else ``completion_tokens``; 0 and
@@ -632,7 +560,7 @@ def request_costs(
     _need(frame, ("session", "index", "prompt_tokens", "predicted_cached_tokens"), "request_costs")
     table = resolve_prices(prices)
     provider = provider or _provider_name(result)
-    default = model or (DEFAULT_MODELS.get(provider.lower()) if provider else None)
+    default = model or (_default_model(provider) if provider else None)
     if model is not None:
         names = pl.lit(model, dtype=pl.String)
     elif "model" in frame.columns:

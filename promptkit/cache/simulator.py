@@ -36,8 +36,8 @@ import numpy as np
 from promptkit.cache.models import CacheModel, CachePlan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.cache.logs import LayoutSlot
     from promptkit.cache.tokenize import TokenizedRequest
+    from promptkit.layout import LayoutEntry
 
 __all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache"]
 
@@ -375,7 +375,7 @@ class CacheSimulator:
         self,
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
-        layout: Sequence[LayoutSlot] | None = None,
+        layout: Sequence[LayoutEntry] | None = None,
     ) -> CachePlan:
         """The model's plan for a tokenized request (a shortcut)."""
         return self.model.plan(tokenized, request, layout)

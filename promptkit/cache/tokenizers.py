@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import tiktoken
 
+from promptkit.errors import TokenizerNotAvailableError
+
 if TYPE_CHECKING:  # pragma: no cover
     import tokenizers
 
@@ -53,10 +55,6 @@ __all__ = [
     "get_tokenizer",
     "vocab_size",
 ]
-
-
-class TokenizerNotAvailableError(LookupError):
-    """A tokenizer's data is not installed locally (promptkit never downloads tokenizer data)."""
 
 
 @runtime_checkable

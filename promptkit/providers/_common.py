@@ -8,7 +8,6 @@ messages into its own API's JSON body.
 from __future__ import annotations
 
 import copy
-import enum
 import json
 import re
 import sys
@@ -19,12 +18,17 @@ from typing import Any, Final
 import attrs
 
 from promptkit.egress import prepare_llm_messages, to_llm_role
+from promptkit.errors import (
+    ContentNotSentWarning,
+    MediaFormatError,
+    RequestBuildError,
+    ToolArgumentsError,
+    ToolDefinitionError,
+)
 from promptkit.schema.message import Message, ToolCall, is_directive
 
 __all__ = [
-    "HISTORY_SLOT",
     "SYSTEM_HINT_PREFIX",
-    "TOOL_LOOP_SLOT",
     "ContentNotSentWarning",
     "MediaFormatError",
     "PreparedInput",
@@ -32,8 +36,6 @@ __all__ = [
     "ToolArgumentsError",
     "ToolDefinitionError",
     "is_directive",
-    "layout_entry_dict",
-    "layout_slot",
     "merge_extra",
     "parse_data_url",
     "prepare_input",
@@ -43,32 +45,6 @@ __all__ = [
 
 #: Marker that a system message moved into a user message carries (pipeline seed §9).
 SYSTEM_HINT_PREFIX: Final[str] = "[系统提示]"
-#: The layout slot of a history message (``LayoutEntry.slot``).
-HISTORY_SLOT: Final[str] = "history"
-#: The layout slot of this turn's tool loop (assistant tool calls and results after the current message).
-TOOL_LOOP_SLOT: Final[str] = "tool-loop"
-
-
-class RequestBuildError(ValueError):
-    """A request body cannot be built from these messages; the message says which message or argument."""
-
-
-class ToolArgumentsError(RequestBuildError):
-    """A tool call's ``arguments`` are not a JSON object (the provider wants an object); names message and call."""
-
-
-class ToolDefinitionError(RequestBuildError):
-    """A tool definition is not an OpenAI-style function tool dict; names the tool index and the field."""
-
-
-class MediaFormatError(RequestBuildError):
-    """An image or audio reference this provider cannot take in that form; names the message and the item."""
-
-
-class ContentNotSentWarning(UserWarning):
-    """Content the provider's protocol cannot carry in that place (an image on an assistant message, an
-    audio clip for a provider without audio input) was left out of the body. Turn it into an error with
-    ``warnings.simplefilter("error", ContentNotSentWarning)``."""
 
 
 def warn_not_sent(message: str) -> None:
@@ -83,42 +59,6 @@ def warn_not_sent(message: str) -> None:
 
 # --------------------------------------------------------------------------------------------------
 # input: messages or an AssembledPrompt, and where every prepared message came from
-
-
-def layout_slot(entry: Any) -> str:
-    """The slot name of one layout entry (an attrs ``LayoutEntry``, or a ``{"slot", "key"}`` mapping)."""
-    slot = entry.get("slot") if isinstance(entry, Mapping) else getattr(entry, "slot", None)
-    if isinstance(slot, enum.Enum):
-        slot = slot.value
-    return "" if slot is None else str(slot)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return _plain(value.value)
-    if isinstance(value, Mapping):
-        return {str(_plain(k)): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def layout_entry_dict(entry: Any, *, where: str = "layout") -> dict[str, Any]:
-    """One layout entry as a plain JSON dict (``entry.to_dict()`` when it has one)."""
-    to_dict = getattr(entry, "to_dict", None)
-    if callable(to_dict):
-        raw = to_dict()
-    elif isinstance(entry, Mapping):
-        raw = entry
-    else:
-        raise TypeError(
-            f"{where}: a layout entry must have .to_dict() or be a mapping, got {type(entry).__name__}"
-        )
-    if not isinstance(raw, Mapping):
-        raise TypeError(f"{where}: to_dict() returned {type(raw).__name__}, expected a mapping")
-    out = _plain(raw)
-    assert isinstance(out, dict)
-    return out
 
 
 @attrs.frozen

@@ -20,15 +20,13 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (
-    HISTORY_SLOT,
-    TOOL_LOOP_SLOT,
     MediaFormatError,
     PreparedInput,
     RequestBuildError,
     ToolDefinitionError,
     check_function_tool,
-    layout_slot,
     merge_extra,
     parse_data_url,
     parse_tool_arguments,
@@ -38,6 +36,8 @@ from promptkit.providers._common import (
     tool_sequence,
     warn_not_sent,
 )
+from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.registry import ProviderProfile
 from promptkit.schema.message import Message
 
 __all__ = [
@@ -182,14 +182,14 @@ def history_end(prepared: PreparedInput) -> int | None:
     """
     layout = prepared.frame_layout()
     for j in range(len(prepared.messages) - 1, prepared.head_length() - 1, -1):
-        if layout_slot(layout[j]) == HISTORY_SLOT:
+        if LayoutEntry.coerce(layout[j]).slot == FrameSlot.HISTORY:
             return j
     return None
 
 
 def _ends_in_tool_loop(prepared: PreparedInput) -> bool:
     layout = prepared.frame_layout()
-    return bool(layout) and len(layout) > prepared.head_length() and layout_slot(layout[-1]) == TOOL_LOOP_SLOT
+    return bool(layout) and len(layout) > prepared.head_length() and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
 
 
 def anthropic_request(
@@ -342,3 +342,45 @@ def anthropic_request(
     if stream is not None:
         body["stream"] = stream
     return merge_extra(body, extra, where=where)
+
+
+# Public list prices, USD per million tokens: platform.claude.com/docs/en/about-claude/pricing;
+# cache_write is the 5-minute write (1.25 x input), cache_write_1h the 1-hour write (2 x input), cache
+# hits are 0.1 x input; checked 2025-12.
+PROFILE = ProviderProfile(
+    name="anthropic",
+    description="Anthropic Messages: explicit cache_control breakpoints, 5-minute / 1-hour TTLs, billed writes",
+    tokenizer="cl100k_base",
+    render="chatml",
+    cache_model="anthropic",
+    build_request=anthropic_request,
+    prices=[
+        ModelPrice(
+            "anthropic",
+            m,
+            cache_hit=0.1 * i,
+            cache_miss=i,
+            output=o,
+            cache_write=1.25 * i,
+            cache_write_1h=2 * i,
+        )
+        for m, i, o in (
+            ("claude-opus-4-5", 5.00, 25.00),
+            ("claude-opus-4-1", 15.00, 75.00),
+            ("claude-opus-4", 15.00, 75.00),
+            ("claude-sonnet-4-5", 3.00, 15.00),
+            ("claude-sonnet-4", 3.00, 15.00),
+            ("claude-3-7-sonnet", 3.00, 15.00),
+            ("claude-haiku-4-5", 1.00, 5.00),
+            ("claude-3-5-haiku", 0.80, 4.00),
+            ("claude-3-haiku", 0.25, 1.25),
+        )
+    ],
+    default_model="claude-sonnet-4-5",
+    context_window=1_000_000,
+    model_patterns=(r"claude",),
+    url_hosts=("anthropic.com",),
+    usage_shapes=("anthropic",),
+    layout_aligned=False,
+)
+PROFILES = (PROFILE,)

@@ -22,6 +22,8 @@ import attrs
 from promptkit.egress import to_llm_role
 from promptkit.providers._common import RequestBuildError, is_directive, prepare_input, system_hint_content
 from promptkit.providers.openai import chat_completions_body
+from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.registry import ProviderProfile
 from promptkit.schema.message import Message
 
 __all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
@@ -135,3 +137,50 @@ def deepseek_request(
         extra=extra,
         where=where,
     )
+
+
+#: The render model of DeepSeek's thinking mode, used for thinking calls when no render model is given.
+THINKING_RENDER = "deepseek-v3.2-thinking"
+
+
+def deepseek_thinking(request: Mapping[str, Any]) -> bool:
+    """Whether a DeepSeek request runs in thinking mode: the ``deepseek-reasoner`` model, or
+    ``"thinking": {"type": "enabled"}`` in the body.
+
+    >>> deepseek_thinking({"model": "deepseek-reasoner"}), deepseek_thinking({"model": "deepseek-chat"})
+    (True, False)
+    """
+    model = request.get("model")
+    if isinstance(model, str) and "reasoner" in model.lower():
+        return True
+    flag = request.get("thinking")
+    return isinstance(flag, Mapping) and flag.get("type") == "enabled"
+
+
+def _thinking_render(request: Mapping[str, Any]) -> str | None:
+    return THINKING_RENDER if deepseek_thinking(request) else None
+
+
+# Public list prices, USD per million tokens: api-docs.deepseek.com/quick_start/pricing, DeepSeek-V3.2
+# prices in force since 2025-09-29 (deepseek-chat and deepseek-reasoner are priced alike); checked 2025-12.
+PROFILE = ProviderProfile(
+    name="deepseek",
+    description="DeepSeek API: its own tokenizer and chat template, 64-token cache units, system-to-user normalization",
+    tokenizer="deepseek",
+    render="deepseek",
+    cache_model="deepseek",
+    build_request=deepseek_request,
+    normalize=normalize_system_placement,
+    thinking_render=_thinking_render,
+    prices=[
+        ModelPrice("deepseek", "deepseek-chat", cache_hit=0.028, cache_miss=0.28, output=0.42),
+        ModelPrice("deepseek", "deepseek-reasoner", cache_hit=0.028, cache_miss=0.28, output=0.42),
+    ],
+    default_model="deepseek-chat",
+    context_window=131_072,
+    model_patterns=(r"deepseek",),
+    url_hosts=("deepseek.com",),
+    usage_shapes=("deepseek",),
+    exact_tokens=True,
+)
+PROFILES = (PROFILE,)

@@ -23,6 +23,7 @@ from promptkit.providers._common import (
     stop_list,
     warn_not_sent,
 )
+from promptkit.providers.registry import ProviderProfile
 
 __all__ = ["ollama_image", "ollama_request"]
 
@@ -137,3 +138,15 @@ def ollama_request(
     if stream is not None:
         body["stream"] = stream
     return merge_extra(body, extra, where=where)
+
+
+PROFILE = ProviderProfile(
+    name="ollama",
+    description="Ollama /api/chat (a local llama.cpp server): exact prefix reuse of the last prompt",
+    tokenizer="cl100k_base",
+    render="chatml",
+    cache_model="vllm",
+    build_request=ollama_request,
+    url_hosts=("localhost:11434",),
+)
+PROFILES = (PROFILE,)

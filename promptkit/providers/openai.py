@@ -23,6 +23,8 @@ from promptkit.providers._common import (
     stop_list,
     warn_not_sent,
 )
+from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.registry import ProviderProfile
 from promptkit.schema.message import Message, to_openai_dict
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
@@ -199,3 +201,33 @@ def openai_request(
         extra=extra,
         where=where,
     )
+
+
+# Public list prices, USD per million tokens: platform.openai.com/docs/pricing ("Standard"), checked 2025-12.
+PROFILE = ProviderProfile(
+    name="openai",
+    description="OpenAI chat completions / Responses: automatic prefix caching from 1,024 tokens in 128-token steps",
+    tokenizer="o200k_base",
+    render="chatml",
+    cache_model="openai",
+    build_request=openai_request,
+    prices=[
+        ModelPrice("openai", m, cache_hit=hit, cache_miss=miss, output=out)
+        for m, hit, miss, out in (
+            ("gpt-4o", 1.25, 2.50, 10.00),
+            ("gpt-4o-mini", 0.075, 0.15, 0.60),
+            ("gpt-4.1", 0.50, 2.00, 8.00),
+            ("gpt-4.1-mini", 0.10, 0.40, 1.60),
+            ("gpt-4.1-nano", 0.025, 0.10, 0.40),
+            ("gpt-5", 0.125, 1.25, 10.00),
+            ("gpt-5-mini", 0.025, 0.25, 2.00),
+            ("gpt-5-nano", 0.005, 0.05, 0.40),
+        )
+    ],
+    default_model="gpt-4.1",
+    context_window=1_047_576,
+    model_patterns=(r"gpt-", r"o\d", r"chatgpt-", r"codex-", r"text-embedding-"),
+    url_hosts=("openai.com", "openai.azure.com"),
+    usage_shapes=("openai",),
+)
+PROFILES = (PROFILE,)

@@ -18,27 +18,21 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from promptkit.providers._common import RequestBuildError, layout_entry_dict, prepare_input
-from promptkit.providers.deepseek import deepseek_request
-from promptkit.providers.openai import openai_request
+from promptkit.errors import ProviderError, RequestBuildError
+from promptkit.layout import LayoutEntry
+from promptkit.providers._common import prepare_input
+from promptkit.providers.registry import available_providers, get_provider
 
-__all__ = ["RECORD_PROVIDERS", "RecordProvider", "request_record", "write_jsonl"]
-
-#: Providers whose bodies keep one message per prepared message, so a layout stays aligned.
-RecordProvider = Literal["deepseek", "openai"]
-RECORD_PROVIDERS: Final[dict[str, Callable[..., dict[str, Any]]]] = {
-    "deepseek": deepseek_request,
-    "openai": openai_request,
-}
+__all__ = ["request_record", "write_jsonl"]
 
 
 def request_record(
     prompt_or_messages: Any,
     *,
-    provider: RecordProvider = "deepseek",
+    provider: str = "deepseek",
     model: str,
     session: str | None = None,
     timestamp: float | int | str | None = None,
@@ -47,7 +41,7 @@ def request_record(
 ) -> dict[str, Any]:
     """The JSON-lines log record of one call: ``{"request", "layout", "session", "timestamp", "response"}``.
 
-    ``request`` is built by :func:`deepseek_request` or :func:`openai_request` (``params`` are passed to it:
+    ``request`` is built by the provider profile's body builder (:func:`deepseek_request`, :func:`openai_request`, :func:`ollama_request`; ``params`` are passed to it:
     ``tools``, ``temperature``...). When the input is an ``AssembledPrompt`` (anything with ``.messages``
     and ``.layout``), ``layout`` holds one ``{"slot", "key"}`` entry per body message, in order: a user
     message that :func:`promptkit.prepare_llm_messages` inserts to carry a tool result's images gets the
@@ -60,11 +54,16 @@ def request_record(
     >>> rec["request"]["messages"], rec["timestamp"]
     ([{'role': 'user', 'content': 'hi'}], 1700000000)
     """
-    builder = RECORD_PROVIDERS.get(provider)
-    if builder is None:
+    try:
+        profile = get_provider(provider)
+    except ProviderError as exc:
+        raise RequestBuildError(f"request_record: {exc}") from None
+    builder = profile.build_request
+    if builder is None or not profile.layout_aligned:
+        usable = sorted(n for n, p in available_providers().items() if p.build_request and p.layout_aligned)
         raise RequestBuildError(
-            f"request_record: provider must be one of {sorted(RECORD_PROVIDERS)} (chat-completions bodies), "
-            f"got {provider!r}"
+            f"request_record: provider must be one of {usable} (bodies with one message per prepared "
+            f"message, so the layout stays aligned), got {provider!r}"
         )
     body = builder(prompt_or_messages, model=model, **params)
     record: dict[str, Any] = {"request": body}
@@ -73,7 +72,7 @@ def request_record(
         if len(prepared.layout) != len(body["messages"]):  # pragma: no cover - builders are one-to-one
             raise RuntimeError("request_record: the body's messages do not align with the prepared messages")
         record["layout"] = [
-            layout_entry_dict(entry, where=f"request_record: layout[{prepared.sources[j]}]")
+            LayoutEntry.coerce(entry, where=f"request_record: layout[{prepared.sources[j]}]").to_dict()
             for j, entry in enumerate(prepared.layout)
         ]
     for key, value in (("session", session), ("timestamp", timestamp), ("response", response)):

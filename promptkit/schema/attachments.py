@@ -36,6 +36,8 @@ from typing import Final
 
 import attrs
 
+from promptkit.errors import AttachmentRefError
+
 __all__ = [
     "ATTACHMENT_REF_KINDS",
     "MATCHER_NESTED_OPENERS",
@@ -47,10 +49,6 @@ __all__ = [
     "parse_attachment_refs",
     "sanitize_desc",
 ]
-
-
-class AttachmentRefError(ValueError):
-    """An attachment reference that cannot be written: unknown kind, empty or non-string ref/desc."""
 
 
 class AttachmentRefKind(enum.StrEnum):

@@ -33,6 +33,8 @@ from typing import Final
 
 import attrs
 
+from promptkit.errors import MarkupError
+
 __all__ = [
     "AT_SELF_PATTERN",
     "MARKUP_TAG_NAMES",
@@ -50,10 +52,6 @@ __all__ = [
     "render_cq_segments",
     "split_markup_text",
 ]
-
-
-class MarkupError(ValueError):
-    """An argument the markup functions cannot work with (names the function and the argument)."""
 
 
 # --- the grammar ----------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from promptkit.errors import MessageFormatError
+
 __all__ = [
     "CONTROL_KINDS",
     "DIRECTIVE_KINDS",
@@ -102,10 +104,6 @@ class WellKnownMetadataKeys(enum.StrEnum):
     SENT_PIECES = "sentPieces"
     UNCONFIRMED = "unconfirmed"
     TEXT = "text"
-
-
-class MessageFormatError(ValueError):
-    """A chat-completions message dict that cannot become a :class:`Message`; names the field."""
 
 
 def _opt_tuple(value: Sequence[Any] | None) -> tuple[Any, ...] | None:

@@ -29,6 +29,7 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
+from promptkit.errors import PlatformMessageError
 from promptkit.schema.attachments import ATTACHMENT_REF_KINDS, AttachmentRef, format_attachment_ref
 from promptkit.schema.identity import get_sender_label, prefix_sender
 from promptkit.schema.message import Message, WellKnownKinds, WellKnownMetadataKeys
@@ -94,10 +95,6 @@ _OUTBOUND_KINDS: Final[dict[str, str]] = {
     "video": WellKnownKinds.OUTBOUND_VIDEO.value,
     "file": WellKnownKinds.OUTBOUND_FILE.value,
 }
-
-
-class PlatformMessageError(ValueError):
-    """A platform message value that breaks the seed's contract; the message names class and field."""
 
 
 # --- validators ---------------------------------------------------------------------------------------

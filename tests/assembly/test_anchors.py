@@ -65,7 +65,7 @@ def test_layout_entry_round_trips_through_json(slot: str, key: str | None) -> No
     ],
 )
 def test_layout_entry_from_dict_names_the_bad_field(raw: dict[str, object], field: str) -> None:
-    with pytest.raises(LayoutFormatError, match=f"request 7: field '{field}'"):
+    with pytest.raises(LayoutFormatError, match=rf"request 7(\.{field}: expected|: missing '{field}')"):
         LayoutEntry.from_dict(raw, where="request 7")
 
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.cache.engine import COMPOSITION_COLUMNS, REQUEST_COLUMNS, analyze, analyze_requests
-from promptkit.cache.logs import records_from_requests
 from promptkit.cache.models import AnthropicCache, DeepSeekCache, ExactCache
 from promptkit.cache.render import RenderedPiece, RenderError
 from promptkit.cache.tokenize import RequestTokenizer
+from promptkit.formats import records_from_requests
 
 REQUIRED = (
     "session", "index", "timestamp", "prompt_tokens", "prefix_tokens", "predicted_cached_tokens", "hit_ratio",
@@ -282,7 +282,7 @@ def test_ttl_applies_in_the_consecutive_view_and_is_ignored_without_timestamps()
     untimed = session([R1, R2], ["ok", None])
     model = ExactCache(ttl=60.0)
     assert rows(analyze_requests(timed, cache_model=model, **TINY))[1]["predicted_cached_tokens"] == 0
-    result = analyze_requests(untimed, cache_model=model, **TINY)
+    result = analyze_requests(untimed, cache_model=model, provider="deepseek", **TINY)
     assert rows(result)[1]["predicted_cached_tokens"] == 14
     assert result.notes == (
         "some records have no timestamp: the analysis ignores TTL expiry and entry delays",
@@ -564,8 +564,8 @@ def test_deepseek_reasoner_calls_use_thinking_mode_and_hit_through_the_reasoning
     """A thinking call's entry covers its reasoning; DeepSeek keeps the reasoning of the current turn in the
     next request, so the next call hits through it. The engine picks the thinking encoding by itself."""
     from promptkit.cache import analyze
-    from promptkit.cache.engine import THINKING_RENDER, deepseek_thinking
     from promptkit.cache.tokenizers import get_tokenizer
+    from promptkit.providers.deepseek import THINKING_RENDER, deepseek_thinking
 
     path = _reasoner_trajectory(tmp_path)
     result = analyze(path, provider="deepseek", cache_model="exact")

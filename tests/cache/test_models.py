@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.cache.logs import LayoutSlot
 from promptkit.cache.models import (
     ANTHROPIC_MIN_CACHEABLE_TOKENS,
     AnthropicCache,
@@ -24,6 +23,7 @@ from promptkit.cache.models import (
     register_cache_model,
 )
 from promptkit.cache.tokenize import TokenizedRequest
+from promptkit.layout import LayoutEntry
 
 
 def plan(prompt: int) -> CachePlan:
@@ -228,22 +228,22 @@ def test_anthropic_lookback_is_20_blocks() -> None:
 
 def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
     layout = [
-        LayoutSlot("persona"),
-        LayoutSlot("identity", "card"),
-        LayoutSlot("history"),
-        LayoutSlot("history"),
-        LayoutSlot("current"),
+        LayoutEntry("persona"),
+        LayoutEntry("identity", "card"),
+        LayoutEntry("history"),
+        LayoutEntry("history"),
+        LayoutEntry("current"),
     ]
     m = AnthropicCache(min_tokens=1)
     p = m.plan(TOK, {"messages": messages()}, layout)
     assert p.breakpoints == (1100, 2100)  # end of the stable head, end of the history
     # a system block after the history is not part of the head: the head is the leading run only
     late = [
-        LayoutSlot("persona"),
-        LayoutSlot("identity", "card"),
-        LayoutSlot("history"),
-        LayoutSlot("system"),
-        LayoutSlot("current"),
+        LayoutEntry("persona"),
+        LayoutEntry("identity", "card"),
+        LayoutEntry("history"),
+        LayoutEntry("system"),
+        LayoutEntry("current"),
     ]
     assert m.plan(TOK, {"messages": messages()}, late).breakpoints == (1100, 1600)
     assert (

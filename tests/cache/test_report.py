@@ -17,12 +17,11 @@ from promptkit.cache.report import (
     COLD_START,
     NEW_TOKENS,
     NO_LAYOUT,
-    PRICES,
     REQUEST_COLUMNS,
-    ModelPrice,
     PriceError,
     ReportInputError,
 )
+from promptkit.providers.pricing import ModelPrice
 
 _SCHEMA: dict[str, Any] = {
     "session": pl.String,
@@ -41,6 +40,8 @@ _SCHEMA: dict[str, Any] = {
     "completion_tokens": pl.Int64,
     "reported_completion_tokens": pl.Int64,
 }
+
+PRICES = report.resolve_prices()
 
 
 def make_requests(rows: list[dict[str, Any]]) -> pl.DataFrame:
@@ -413,8 +414,11 @@ def test_builtin_prices_are_complete_and_cheaper_when_cached() -> None:
         assert price.output > 0
         if price.provider == "anthropic":
             assert price.cache_write is not None and price.cache_write > price.cache_miss
+            assert price.cache_write_1h == 2 * price.cache_miss  # the 1-hour write is 2 x input
     frame = report.prices_frame()
-    assert set(frame.columns) == {"provider", "model", "cache_hit", "cache_miss", "output", "cache_write"}
+    assert set(frame.columns) == {
+        "provider", "model", "cache_hit", "cache_miss", "output", "cache_write", "cache_write_1h",
+    }  # fmt: skip
     assert frame.height == len(PRICES)
 
 

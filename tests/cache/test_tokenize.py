@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from promptkit.cache.logs import MINI_SWE_AGENT_BASH_TOOL
 from promptkit.cache.render import (
     CHATML_SPECIAL_TOKENS,
     DeepSeekV32Render,
@@ -23,6 +22,7 @@ from promptkit.cache.render import (
 )
 from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 from promptkit.cache.tokenizers import encode_with_offsets, get_tokenizer
+from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_LOGS = REPO_ROOT / "fixtures" / "real-logs" / "deepseek"

@@ -9,8 +9,6 @@ from hypothesis import given, settings, strategies as st
 
 from promptkit.egress import prepare_llm_messages
 from promptkit.providers._common import (
-    layout_entry_dict,
-    layout_slot,
     parse_data_url,
     prepare_input,
     system_hint_content,
@@ -79,11 +77,3 @@ def test_head_length() -> None:
     ]
     assert prepare_input(msgs, where="t").head_length() == 2
     assert prepare_input([], where="t").head_length() == 0
-
-
-def test_layout_entries() -> None:
-    assert layout_slot(Entry("history", "k")) == "history"
-    assert layout_slot({"slot": "current"}) == "current"
-    assert layout_entry_dict(Entry("history", "k")) == {"slot": "history", "key": "k"}
-    with pytest.raises(TypeError, match="layout"):
-        layout_entry_dict(("history", "k"))

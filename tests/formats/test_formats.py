@@ -11,19 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from promptkit.cache.logs import (
-    LAYOUT_SLOTS,
-    MINI_SWE_AGENT_BASH_TOOL,
-    LayoutSlot,
-    LogFileError,
-    RecordFormatError,
-    Usage,
-    load_log,
-    load_requests,
-    load_trajectory,
-    normalize_usage,
-    records_from_requests,
-)
+from promptkit.errors import LogFileError, RecordFormatError
+from promptkit.formats import read_logs, records_from_requests
+from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
+from promptkit.layout import SLOTS as LAYOUT_SLOTS, LayoutEntry, Usage
+from promptkit.providers.usage import normalize_usage
+
+load_log = load_requests = load_trajectory = read_logs
 
 REAL = Path("fixtures/real-logs/deepseek")
 
@@ -74,7 +68,7 @@ def test_wrapped_call_with_deepseek_usage_completion_layout_and_timestamp(tmp_pa
     assert rec.session == "s1" and rec.timestamp == 12.5
     assert rec.usage == Usage(100, 7, 64, None)
     assert rec.completion == {"role": "assistant", "content": "hello"}
-    assert rec.layout == (LayoutSlot("persona", None), LayoutSlot("current", None))
+    assert rec.layout == (LayoutEntry("persona", None), LayoutEntry("current", None))
 
 
 def test_interleaved_sessions_are_numbered_separately(tmp_path: Path) -> None:
@@ -90,9 +84,12 @@ def test_iso_timestamps_and_numeric_strings(tmp_path: Path) -> None:
         {"request": BODY, "timestamp": "2026-01-02T05:04:05+02:00"},
         {"request": BODY, "timestamp": "17.25"},
     ]
-    recs = load_log(write_jsonl(tmp_path / "t.jsonl", lines)).records
+    result = load_log(write_jsonl(tmp_path / "t.jsonl", lines))
     expected = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
-    assert [r.timestamp for r in recs] == [expected, expected, expected, 17.25]
+    # the session is put in time order (ties keep load order), and a note says so
+    assert [(r.timestamp, r.line) for r in result.records] == [(17.25, 4), (expected, 1), (expected, 2), (expected, 3)]
+    assert [r.index for r in result.records] == [0, 1, 2, 3]
+    assert any("not in time order" in n for n in result.notes)
 
 
 @pytest.mark.parametrize(
@@ -201,11 +198,9 @@ def test_missing_file_unreadable_bytes_and_directory_are_errors_naming_the_path(
         load_log(tmp_path / "nope.jsonl")
     bad = tmp_path / "latin.jsonl"
     bad.write_bytes(b'{"messages": []}\n\xff\xfe\n')
-    with pytest.raises(LogFileError, match=r"latin\.jsonl: not UTF-8") as info:
+    with pytest.raises(LogFileError, match=r"latin\.jsonl: line 2: not UTF-8") as info:
         load_log(bad)
     assert info.value.path == str(bad)
-    with pytest.raises(LogFileError, match="is a directory"):
-        load_log(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(LogFileError, match="holds no log files"):
@@ -579,7 +574,7 @@ def test_records_from_requests_accepts_bodies_and_layout_forms() -> None:
         [
             BODY,
             (BODY, [{"slot": "persona", "key": None}, ("current", None)]),
-            (BODY, [LayoutSlot("identity", "card"), _Entry(_Anchor.IDENTITY, "k2")]),
+            (BODY, [LayoutEntry("identity", "card"), _Entry(_Anchor.IDENTITY, "k2")]),
         ],
         session="built",
         timestamps=[1, "2", None],
@@ -591,8 +586,8 @@ def test_records_from_requests_accepts_bodies_and_layout_forms() -> None:
         ("built", 2, None),
     ]
     assert recs[0].layout is None
-    assert recs[1].layout == (LayoutSlot("persona"), LayoutSlot("current"))
-    assert recs[2].layout == (LayoutSlot("identity", "card"), LayoutSlot("identity", "k2"))
+    assert recs[1].layout == (LayoutEntry("persona"), LayoutEntry("current"))
+    assert recs[2].layout == (LayoutEntry("identity", "card"), LayoutEntry("identity", "k2"))
     assert recs[1].completion == {"role": "assistant", "content": "ok"}
 
 
@@ -647,8 +642,11 @@ def test_every_non_blank_line_is_a_record_or_a_problem(tmp_path: Path, lines: li
     result = load_log(path)
     non_blank = {i for i, line in enumerate(lines, start=1) if line.strip()}
     record_lines = [r.line for r in result.records]
-    problem_lines = [p.line for p in result.problems]
+    problem_lines = [p.line for p in result.problems if p.line is not None]
     assert set(record_lines) | set(problem_lines) == non_blank
+    # a file that yields nothing at all is one file-level problem, so it is never silently empty
+    file_level = [p for p in result.problems if p.line is None]
+    assert len(file_level) == (1 if not non_blank else 0)
     assert not set(record_lines) & set(problem_lines)  # these lines only carry fatal problems
     counts: dict[str, int] = {}
     for r in result.records:
@@ -691,11 +689,11 @@ def test_layout_entries_of_the_assembler_and_unknown_slots_are_accepted(tmp_path
     recs = records_from_requests(
         [(BODY, [LayoutEntry("persona", None), LayoutEntry(Anchor.IDENTITY, "rules")])]
     )
-    assert recs[0].layout == (LayoutSlot("persona"), LayoutSlot("identity", "rules"))
+    assert recs[0].layout == (LayoutEntry("persona"), LayoutEntry("identity", "rules"))
     line = {
         "request": BODY,
         "layout": [{"slot": "tool-loop", "key": None}, {"slot": "future-slot", "key": "k"}],
     }
     result = load_log(write_jsonl(tmp_path / "l.jsonl", [line]))
     assert result.problems == ()
-    assert result.records[0].layout == (LayoutSlot("tool-loop"), LayoutSlot("future-slot", "k"))
+    assert result.records[0].layout == (LayoutEntry("tool-loop"), LayoutEntry("future-slot", "k"))

@@ -1,0 +1,242 @@
+"""Field parsers shared by the log formats: each raises :class:`~promptkit.errors.RecordFormatError`
+naming the field (``request.messages[2].role: expected a string, got int``), so a format can turn it into
+a :class:`~promptkit.layout.LoadProblem` with its file and line.
+
+>>> parse_timestamp("2026-01-02T03:04:05Z")
+1767323045.0
+>>> clean_message({"role": "assistant", "content": "ok", "extra": {"cost": 1}}, "m")
+{'role': 'assistant', 'content': 'ok'}
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from promptkit.errors import LayoutFormatError, RecordFormatError
+from promptkit.layout import LayoutEntry, token_count as count, type_name
+
+__all__ = [
+    "CHAT_ROLES",
+    "anthropic_completion",
+    "check_message",
+    "check_request",
+    "clean_message",
+    "completion_of",
+    "count",
+    "parse_layout",
+    "parse_timestamp",
+    "parse_tool_calls",
+    "type_name",
+]
+
+#: Roles of a chat-completions message.
+CHAT_ROLES: Final[tuple[str, ...]] = ("system", "user", "assistant", "tool")
+
+
+def check_message(message: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(message, Mapping):
+        raise RecordFormatError(f"{where}: expected an object, got {type_name(message)}")
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise RecordFormatError(f"{where}.role: expected a string, got {type_name(role)}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str | list):
+        raise RecordFormatError(
+            f"{where}.content: expected a string, a list of parts or null, got {type_name(content)}"
+        )
+    return message
+
+
+def check_request(body: object, where: str = "request") -> Mapping[str, Any]:
+    """Validate the shape of a chat-completions body; return it."""
+    if not isinstance(body, Mapping):
+        raise RecordFormatError(f"{where}: expected an object, got {type_name(body)}")
+    if "messages" not in body:
+        raise RecordFormatError(f"{where}: missing 'messages'")
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        raise RecordFormatError(f"{where}.messages: expected a list, got {type_name(messages)}")
+    for i, message in enumerate(messages):
+        check_message(message, f"{where}.messages[{i}]")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise RecordFormatError(f"{where}.tools: expected a list, got {type_name(tools)}")
+    return body
+
+
+def parse_timestamp(value: object, where: str = "timestamp") -> float | None:
+    """Seconds since the epoch from a number or an ISO 8601 string (naive = UTC); None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RecordFormatError(f"{where}: expected seconds or an ISO 8601 string, got bool")
+    if isinstance(value, int | float):
+        ts = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            ts = float(text)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+            except ValueError:
+                raise RecordFormatError(
+                    f"{where}: {value!r} is neither seconds nor an ISO 8601 time"
+                ) from None
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            ts = parsed.timestamp()
+    else:
+        raise RecordFormatError(f"{where}: expected seconds or an ISO 8601 string, got {type_name(value)}")
+    if not math.isfinite(ts):
+        raise RecordFormatError(f"{where}: {value!r} is not a finite time")
+    return ts
+
+
+def parse_layout(value: object, n_messages: int, where: str = "layout") -> tuple[LayoutEntry, ...] | None:
+    """A layout aligned with the request's messages; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise RecordFormatError(f"{where}: expected a list, got {type_name(value)}")
+    if len(value) != n_messages:
+        raise RecordFormatError(f"{where}: {len(value)} entries for {n_messages} request messages")
+    try:
+        return tuple(LayoutEntry.coerce(item, where=f"{where}[{i}]") for i, item in enumerate(value))
+    except LayoutFormatError as exc:
+        raise RecordFormatError(str(exc)) from None
+
+
+def _literal(node: ast.AST) -> Any:
+    """A safe evaluator for Python literals and reprs of simple objects (``Function(name='bash', ...)``
+    becomes ``{'name': 'bash', ...}``)."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking is not a literal")
+        return {
+            _literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None
+        }
+    if isinstance(node, ast.Call) and not node.args:
+        return {kw.arg: _literal(kw.value) for kw in node.keywords if kw.arg is not None}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        value = _literal(node.operand)
+        if isinstance(value, int | float):
+            return -value
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+def parse_tool_calls(value: object, where: str) -> list[dict[str, Any]] | None:
+    """Tool calls stored as a list, a JSON string or a Python repr string, as chat-completions dicts."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text or text in ("None", "null", "[]"):
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            try:
+                value = _literal(ast.parse(text, mode="eval").body)
+            except (SyntaxError, ValueError, RecursionError) as exc:
+                raise RecordFormatError(f"{where}: cannot parse tool calls ({exc})") from None
+    if not isinstance(value, list):
+        raise RecordFormatError(f"{where}: expected a list of tool calls, got {type_name(value)}")
+    calls: list[dict[str, Any]] = []
+    for i, call in enumerate(value):
+        w = f"{where}[{i}]"
+        if not isinstance(call, Mapping):
+            raise RecordFormatError(f"{w}: expected an object, got {type_name(call)}")
+        function = call.get("function")
+        if not isinstance(function, Mapping):
+            raise RecordFormatError(f"{w}.function: expected an object, got {type_name(function)}")
+        name = function.get("name")
+        if not isinstance(name, str):
+            raise RecordFormatError(f"{w}.function.name: expected a string, got {type_name(name)}")
+        arguments = function.get("arguments", "")
+        if isinstance(arguments, Mapping):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        if not isinstance(arguments, str):
+            raise RecordFormatError(f"{w}.function.arguments: expected a string, got {type_name(arguments)}")
+        out: dict[str, Any] = {}
+        if call.get("id") is not None:
+            out["id"] = str(call["id"])
+        out["type"] = call.get("type") or "function"
+        out["function"] = {"name": name, "arguments": arguments}
+        calls.append(out)
+    return calls or None
+
+
+def clean_message(message: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The chat-completions fields of a stored message (``role``, ``content``, ``name``, ``tool_calls``,
+    ``tool_call_id``, and an assistant's non-empty ``reasoning_content``, which a thinking model's client
+    sends back); log-only fields (``extra``, ``provider_specific_fields`` ...) are not sent."""
+    check_message(message, where)
+    out: dict[str, Any] = {"role": message["role"], "content": message.get("content")}
+    if message.get("name") is not None:
+        out["name"] = message["name"]
+    reasoning = message.get("reasoning_content")
+    if message["role"] == "assistant" and isinstance(reasoning, str) and reasoning:
+        out["reasoning_content"] = reasoning
+    calls = parse_tool_calls(message.get("tool_calls"), f"{where}.tool_calls")
+    if calls:
+        out["tool_calls"] = calls
+    if message.get("tool_call_id") is not None:
+        out["tool_call_id"] = str(message["tool_call_id"])
+    return out
+
+
+def anthropic_completion(response: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """An Anthropic Messages response as a chat-completions assistant message."""
+    text: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for i, block in enumerate(response["content"]):
+        if not isinstance(block, Mapping):
+            raise RecordFormatError(f"{where}.content[{i}]: expected an object, got {type_name(block)}")
+        if block.get("type") == "text":
+            text.append(str(block.get("text", "")))
+        elif block.get("type") == "tool_use":
+            calls.append(
+                {
+                    "id": str(block.get("id", "")),
+                    "type": "function",
+                    "function": {
+                        "name": str(block.get("name", "")),
+                        "arguments": json.dumps(block.get("input", {}), ensure_ascii=False),
+                    },
+                }
+            )
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def completion_of(response: Mapping[str, Any], where: str) -> dict[str, Any] | None:
+    choices = response.get("choices")
+    if choices is not None:
+        if not isinstance(choices, list):
+            raise RecordFormatError(f"{where}.choices: expected a list, got {type_name(choices)}")
+        if not choices:
+            return None
+        first = choices[0]
+        if not isinstance(first, Mapping):
+            raise RecordFormatError(f"{where}.choices[0]: expected an object, got {type_name(first)}")
+        message = first.get("message")
+        if message is None:
+            return None
+        if isinstance(message, Mapping) and "role" not in message:
+            message = {"role": "assistant", **message}
+        return clean_message(message, f"{where}.choices[0].message")
+    if isinstance(response.get("content"), list) and response.get("role", "assistant") == "assistant":
+        return anthropic_completion(response, where)
+    return None

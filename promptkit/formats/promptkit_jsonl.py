@@ -1,0 +1,198 @@
+"""promptkit's own log format: JSON Lines, one call per line (or a ``.json`` file holding one record or
+a list of them).
+
+Each line is either a bare chat-completions request body
+(``{"model": ..., "messages": [...], "tools": [...]}``) or a wrapped call::
+
+    {"request": {...}, "response": {...}, "session": "s1", "timestamp": 1775786368.2,
+     "layout": [{"slot": "identity", "key": "persona.card"}, {"slot": "history", "key": null}, ...],
+     "provider": "deepseek", "url": "https://api.deepseek.com/chat/completions"}
+
+``response`` is the provider's response body (its ``usage`` and its first choice's message, the
+*completion*); ``usage`` may also stand at the top level; ``session`` defaults to the file name (without
+``.jsonl``), ``timestamp`` is seconds since the epoch or an ISO 8601 string (naive = UTC), ``layout`` is
+the assembler's per-message layout aligned with ``request["messages"]``, ``provider`` and ``url`` are
+optional. An Anthropic Messages body (top-level ``system``) is read as it is.
+:meth:`promptkit.layout.RequestRecord.to_json` writes this form.
+
+>>> import json, pathlib, tempfile
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "calls.jsonl"
+>>> _ = path.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\\n")
+>>> from promptkit.formats import read_logs
+>>> [(r.session, r.index, r.line) for r in read_logs(path).records]
+[('calls', 0, 1)]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from promptkit.errors import RecordFormatError
+from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.fields import check_request, completion_of, parse_layout, parse_timestamp
+from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.providers.usage import normalize_usage
+
+__all__ = ["FORMAT", "record_from_json"]
+
+
+def record_from_json(
+    obj: object, *, file: str | None, line: int | None, default_session: str, problems: list[LoadProblem]
+) -> RequestRecord | None:
+    """One object of promptkit's log form (bare body or wrapped call) as a record; problems with the
+    record (None is returned) or with an optional field (the record is kept without it) are appended to
+    ``problems``, never raised."""
+
+    def report(reason: str) -> None:
+        problems.append(LoadProblem(file, line, reason))
+
+    if not isinstance(obj, Mapping):
+        report(f"expected a JSON object, got {type_name(obj)}")
+        return None
+    wrapped = "request" in obj
+    try:
+        request = check_request(obj["request"] if wrapped else obj, "request" if wrapped else "body")
+    except RecordFormatError as exc:
+        report(str(exc))
+        return None
+    if not wrapped:
+        return RequestRecord(request, default_session, file=file, line=line)
+
+    session = obj.get("session", default_session)
+    if isinstance(session, int) and not isinstance(session, bool):
+        session = str(session)
+    if not isinstance(session, str) or not session:
+        report(
+            f"session: expected a non-empty string, got {type_name(session)}; the record is kept in session {default_session!r}"
+        )
+        session = default_session
+
+    timestamp = None
+    try:
+        timestamp = parse_timestamp(obj.get("timestamp"))
+    except RecordFormatError as exc:
+        report(f"{exc}; the record is kept without a timestamp")
+
+    layout = None
+    try:
+        layout = parse_layout(obj.get("layout"), len(request["messages"]))
+    except RecordFormatError as exc:
+        report(f"{exc}; the record is kept without a layout")
+
+    completion = usage = None
+    response = obj.get("response")
+    raw_usage: Any = obj.get("usage")
+    usage_where = "usage"
+    if response is not None:
+        if not isinstance(response, Mapping):
+            report(f"response: expected an object, got {type_name(response)}; the record is kept without it")
+        else:
+            try:
+                completion = completion_of(response, "response")
+            except RecordFormatError as exc:
+                report(f"{exc}; the record is kept without a completion")
+            if response.get("usage") is not None:
+                raw_usage, usage_where = response["usage"], "response.usage"
+    if raw_usage is not None:
+        try:
+            usage = normalize_usage(raw_usage, usage_where)
+        except RecordFormatError as exc:
+            report(f"{exc}; the record is kept without usage")
+    provider = obj.get("provider")
+    if provider is not None and not isinstance(provider, str):
+        report(f"provider: expected a string, got {type_name(provider)}; ignored")
+        provider = None
+    url = obj.get("url")
+    if url is not None and not isinstance(url, str):
+        report(f"url: expected a string, got {type_name(url)}; ignored")
+        url = None
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        report(f"meta: expected an object, got {type_name(meta)}; ignored")
+        meta = None
+    return RequestRecord(
+        request,
+        session,
+        timestamp=timestamp,
+        completion=completion,
+        usage=usage,
+        layout=layout,
+        file=file,
+        line=line,
+        provider=provider,
+        url=url,
+        meta=dict(meta or {}),
+    )
+
+
+def _is_record(obj: object) -> bool:
+    return isinstance(obj, Mapping) and ("request" in obj or "messages" in obj)
+
+
+def _first_json_line(head: str) -> object:
+    for raw in head.split("\n")[:5]:
+        if raw.strip():
+            try:
+                return json.loads(raw)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def sniff(source: Source) -> bool:
+    """JSONL whose first object is a request body or a wrapped call; or a ``.json`` file that starts a
+    record or a list of records. Falls back to any ``.jsonl`` file (its lines are then reported one by one)."""
+    name = source.name
+    head = source.head.lstrip()
+    if name.endswith(".json"):
+        return head.startswith("[") or (
+            head.startswith("{") and ('"request"' in head or '"messages"' in head)
+        )
+    if _is_record(_first_json_line(source.head)):
+        return True
+    return name.endswith((".jsonl", ".ndjson"))
+
+
+def read(source: Source) -> Iterator[Item]:
+    """Records of a promptkit JSONL file (or ``.json`` record / list of records)."""
+    problems: list[LoadProblem] = []
+    session = source.stem
+    if source.name.endswith(".json"):
+        try:
+            data = json.loads(source.text())
+        except json.JSONDecodeError as exc:
+            yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            return
+        items = data if isinstance(data, list) else [data]
+        for i, item in enumerate(items):
+            sub: list[LoadProblem] = []
+            record = record_from_json(item, file=source.file, line=None, default_session=session, problems=sub)
+            for p in sub:
+                yield LoadProblem(p.file, p.line, f"item {i}: {p.reason}" if isinstance(data, list) else p.reason)
+            if record is not None:
+                yield record
+        return
+    for lineno, raw in source.lines():
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        record = record_from_json(obj, file=source.file, line=lineno, default_session=session, problems=problems)
+        yield from problems
+        problems.clear()
+        if record is not None:
+            yield record
+
+
+FORMAT = LogFormat(
+    name="promptkit",
+    description="promptkit JSONL: one request body or wrapped call (request, response, session, layout) per line",
+    sniff=sniff,
+    read=read,
+    priority=-10,
+)

@@ -1,0 +1,111 @@
+"""Provider usage objects, normalized to :class:`~promptkit.layout.Usage`, and recognised by shape.
+
+>>> usage_shape({"prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10})
+'deepseek'
+>>> usage_shape({"input_tokens": 3, "cache_read_input_tokens": 0})
+'anthropic'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from promptkit.errors import RecordFormatError
+from promptkit.layout import Usage, token_count as count, type_name
+
+__all__ = ["normalize_usage", "usage_shape"]
+
+
+def usage_shape(usage: object) -> str | None:
+    """The provider whose usage object this looks like: ``"anthropic"`` (``cache_read_input_tokens`` /
+    ``cache_creation_input_tokens``), ``"deepseek"`` (``prompt_cache_hit_tokens``), ``"openai"``
+    (``prompt_tokens_details`` or the Responses API's ``input_tokens_details``), else None."""
+    if not isinstance(usage, Mapping):
+        return None
+    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+        return "anthropic"
+    if "prompt_cache_hit_tokens" in usage or "prompt_cache_miss_tokens" in usage:
+        return "deepseek"
+    if "prompt_tokens_details" in usage or "input_tokens_details" in usage:
+        return "openai"
+    return None
+
+
+def _anthropic_split(usage: Mapping[str, Any], where: str, created: int | None) -> int | None:
+    """Tokens written with the 1-hour TTL (``cache_creation.ephemeral_1h_input_tokens``); 0 when the
+    usage splits writes and none were 1-hour, None when it does not split them."""
+    detail = usage.get("cache_creation")
+    if detail is None:
+        return None
+    if not isinstance(detail, Mapping):
+        raise RecordFormatError(f"{where}.cache_creation: expected an object, got {type_name(detail)}")
+    five = count(detail.get("ephemeral_5m_input_tokens"), f"{where}.cache_creation.ephemeral_5m_input_tokens")
+    hour = count(detail.get("ephemeral_1h_input_tokens"), f"{where}.cache_creation.ephemeral_1h_input_tokens")
+    if five is None and hour is None:
+        return None
+    if created is not None and (five or 0) + (hour or 0) != created:
+        raise RecordFormatError(
+            f"{where}.cache_creation: ephemeral_5m_input_tokens + ephemeral_1h_input_tokens = "
+            f"{(five or 0) + (hour or 0)}, but cache_creation_input_tokens = {created}"
+        )
+    return hour or 0
+
+
+def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
+    """Normalize a provider's ``usage`` object to :class:`~promptkit.layout.Usage`.
+
+    - DeepSeek: ``prompt_cache_hit_tokens`` (cached) + ``prompt_cache_miss_tokens`` = ``prompt_tokens``.
+    - Anthropic: ``cache_read_input_tokens`` (cached), ``cache_creation_input_tokens`` (written, split
+      into ``cache_creation.ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``) and
+      ``input_tokens`` (after the last breakpoint) add up to the prompt; ``output_tokens``.
+    - OpenAI: ``prompt_tokens`` with ``prompt_tokens_details.cached_tokens`` (and ``cache_write_tokens``
+      when reported); the Responses API's ``input_tokens`` / ``input_tokens_details`` too.
+
+    Raises :class:`~promptkit.errors.RecordFormatError` naming the field when a count is not a
+    non-negative integer.
+
+    Example::
+
+        >>> normalize_usage({"prompt_tokens": 2942, "completion_tokens": 71,
+        ...                  "prompt_cache_hit_tokens": 320, "prompt_cache_miss_tokens": 2622})
+        Usage(prompt_tokens=2942, completion_tokens=71, cached_tokens=320, cache_write_tokens=None, cache_write_1h_tokens=None)
+        >>> normalize_usage({"input_tokens": 21, "cache_read_input_tokens": 188086,
+        ...                  "cache_creation_input_tokens": 0, "output_tokens": 393})
+        Usage(prompt_tokens=188107, completion_tokens=393, cached_tokens=188086, cache_write_tokens=0, cache_write_1h_tokens=None)
+    """
+    if not isinstance(usage, Mapping):
+        raise RecordFormatError(f"{where}: expected an object, got {type_name(usage)}")
+
+    def get(key: str) -> int | None:
+        return count(usage.get(key), f"{where}.{key}")
+
+    read, created = get("cache_read_input_tokens"), get("cache_creation_input_tokens")
+    hit, miss = get("prompt_cache_hit_tokens"), get("prompt_cache_miss_tokens")
+    if read is not None or created is not None:  # Anthropic
+        uncached = get("input_tokens")
+        prompt = None if uncached is None else uncached + (read or 0) + (created or 0)
+        hour = _anthropic_split(usage, where, created)
+        return Usage(prompt, get("output_tokens"), read or 0, created or 0, hour)
+    prompt = get("prompt_tokens")
+    if prompt is None:
+        prompt = get("input_tokens")
+    completion = get("completion_tokens")
+    if completion is None:
+        completion = get("output_tokens")
+    if hit is not None or miss is not None:  # DeepSeek
+        if prompt is None and hit is not None and miss is not None:
+            prompt = hit + miss
+        return Usage(prompt, completion, hit, None)
+    details: object = usage.get("prompt_tokens_details")
+    details_name = "prompt_tokens_details"
+    if details is None:
+        details, details_name = usage.get("input_tokens_details"), "input_tokens_details"
+    cached = write = hour = None
+    if details is not None:
+        if not isinstance(details, Mapping):
+            raise RecordFormatError(f"{where}.{details_name}: expected an object, got {type_name(details)}")
+        cached = count(details.get("cached_tokens"), f"{where}.{details_name}.cached_tokens")
+        write = count(details.get("cache_write_tokens"), f"{where}.{details_name}.cache_write_tokens")
+        hour = count(details.get("cache_write_1h_tokens"), f"{where}.{details_name}.cache_write_1h_tokens")
+    return Usage(prompt, completion, cached, write, hour)
