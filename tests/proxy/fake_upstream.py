@@ -33,7 +33,8 @@ def _usage_numbers(body: bytes, payload: dict[str, Any]) -> tuple[int, int]:
 
 
 def _answer_text(payload: dict[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    seen = {k: payload.get(k) for k in ("model", "system", "messages", "instructions", "input")}
+    digest = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
     return f"Answer {digest[:8]}: the quick brown fox jumps over the lazy dog, 東京 ✓."
 
 
