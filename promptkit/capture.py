@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from promptkit.formats.http_capture import (
     SECRET_PATTERNS,
@@ -118,7 +118,9 @@ class RecordLog:
     def _fail(self, reason: str) -> bool:
         self.failures += 1
         self.last_error = reason
-        message = f"promptkit: RECORDING FAILED ({self.failures} so far): {reason}; the call itself went through"
+        message = (
+            f"promptkit: RECORDING FAILED ({self.failures} so far): {reason}; the call itself went through"
+        )
         _log.error(message)
         print(message, file=sys.stderr, flush=True)
         if self._on_failure is not None:
@@ -216,7 +218,9 @@ def _aligned(layout: list[dict[str, Any]], body: Mapping[str, Any]) -> list[dict
 # the recorder and its transports
 
 
-_LAYOUT: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar("promptkit_layout", default=None)
+_LAYOUT: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "promptkit_layout", default=None
+)
 
 
 class Recorder:
@@ -313,7 +317,9 @@ class _Call:
         if self.headers is not None and is_event_stream(self.headers.get("content-type")):
             self.finish()
         else:
-            self.finish({"kind": "client-disconnected", "message": "the client closed the response before its end"})
+            self.finish(
+                {"kind": "client-disconnected", "message": "the client closed the response before its end"}
+            )
 
     def finish(self, error: Mapping[str, Any] | None = None) -> None:
         if self.done:
@@ -527,7 +533,9 @@ def capture(
     recorder = Recorder(client, record_log, session)
     asynchronous = hasattr(http, "aclose")  # httpx.AsyncClient (a sync Client has close only)
     wrap: Callable[[Any], Any] = (
-        (lambda t: AsyncCaptureTransport(t, recorder)) if asynchronous else (lambda t: CaptureTransport(t, recorder))
+        (lambda t: AsyncCaptureTransport(t, recorder))
+        if asynchronous
+        else (lambda t: CaptureTransport(t, recorder))
     )
     if isinstance(http._transport, CaptureTransport | AsyncCaptureTransport):
         raise CaptureError("capture: this client is already being captured")

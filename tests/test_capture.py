@@ -110,7 +110,10 @@ def test_layout_that_does_not_align_warns(up: Upstream, tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     client = openai.OpenAI(api_key=KEY, base_url=up.url + "/v1", max_retries=0)
     recorder = capture(client, log)
-    with recorder.layout([("identity", "a"), ("context", "b"), ("current", None)]), warnings.catch_warnings(record=True) as seen:
+    with (
+        recorder.layout([("identity", "a"), ("context", "b"), ("current", None)]),
+        warnings.catch_warnings(record=True) as seen,
+    ):
         warnings.simplefilter("always")
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
     assert any(issubclass(w.category, LayoutMismatchWarning) for w in seen)
@@ -124,7 +127,11 @@ def test_failed_and_dropped_calls_are_recorded_as_errors(up: Upstream, tmp_path:
     with pytest.raises(openai.InternalServerError):
         client.chat.completions.create(model="fail-503", messages=[{"role": "user", "content": "x"}])
     with pytest.raises(openai.APIError):
-        list(client.chat.completions.create(model="drop", stream=True, messages=[{"role": "user", "content": "x"}]))
+        list(
+            client.chat.completions.create(
+                model="drop", stream=True, messages=[{"role": "user", "content": "x"}]
+            )
+        )
     failed, dropped = lines(log)
     assert failed["error"]["kind"] == "http-status" and failed["error"]["status"] == 503
     assert dropped["error"]["kind"] == "stream-dropped"

@@ -99,7 +99,9 @@ SENSITIVE_HEADERS: Final[frozenset[str]] = frozenset(
     }
 )  # fmt: skip
 #: Query parameters whose value is replaced in recorded URLs.
-_SECRET_QUERY: Final[frozenset[str]] = frozenset({"key", "api_key", "apikey", "api-key", "token", "access_token"})
+_SECRET_QUERY: Final[frozenset[str]] = frozenset(
+    {"key", "api_key", "apikey", "api-key", "token", "access_token"}
+)
 
 #: Patterns of API keys replaced by ``[REDACTED]`` in every recorded string (keys pasted into prompts
 #: included): OpenAI / DeepSeek ``sk-...``, Anthropic ``sk-ant-...``, Google ``AIza...``, bearer tokens.
@@ -178,7 +180,8 @@ def redact_url(url: str) -> str:
     if not parts.query:
         return url
     query = [
-        (k, REDACTED if k.lower() in _SECRET_QUERY else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        (k, REDACTED if k.lower() in _SECRET_QUERY else v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
     ]
     return urlunsplit(parts._replace(query=urlencode(query)))
 
@@ -275,7 +278,9 @@ def decode_body(raw: bytes, content_encoding: str | None) -> bytes:
             else:
                 raise HttpCaptureError(f"content-encoding: unknown coding {coding!r}")
         except ImportError:
-            raise HttpCaptureError(f"content-encoding: {coding!r} needs a package that is not installed") from None
+            raise HttpCaptureError(
+                f"content-encoding: {coding!r} needs a package that is not installed"
+            ) from None
         except zlib.error as exc:
             raise HttpCaptureError(f"content-encoding: broken {coding} data ({exc})") from None
     return body
@@ -337,14 +342,19 @@ class StreamResult:
 
 
 def _events_json(text: str, where: str) -> Iterator[tuple[int, SSEEvent, Any]]:
-    for i, event in enumerate(parse_sse(text)):
+    events = parse_sse(text)
+    terminated = text.endswith(("\n\n", "\r\n\r\n", "\r\r"))
+    for i, event in enumerate(events):
         if event.data.strip() == "[DONE]":
             yield i, event, None
             continue
         try:
-            yield i, event, json.loads(event.data)
+            data = json.loads(event.data)
         except json.JSONDecodeError as exc:
+            if i == len(events) - 1 and not terminated:
+                return  # the stream was cut inside its last event: what came before stands
             raise HttpCaptureError(f"{where}: event {i}: data is not JSON ({exc.msg})") from None
+        yield i, event, data
 
 
 def _reassemble_openai_chat(text: str, where: str) -> StreamResult:
@@ -369,10 +379,19 @@ def _reassemble_openai_chat(text: str, where: str) -> StreamResult:
             usage = chunk["usage"]
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, Mapping):
-                raise HttpCaptureError(f"{where}: event {i}.choices: expected objects, got {_type_name(choice)}")
+                raise HttpCaptureError(
+                    f"{where}: event {i}.choices: expected objects, got {_type_name(choice)}"
+                )
             state = choices.setdefault(
                 int(choice.get("index", 0)),
-                {"role": "assistant", "content": [], "reasoning_content": [], "refusal": [], "calls": {}, "finish": None},
+                {
+                    "role": "assistant",
+                    "content": [],
+                    "reasoning_content": [],
+                    "refusal": [],
+                    "calls": {},
+                    "finish": None,
+                },
             )
             delta = choice.get("delta") or {}
             if isinstance(delta.get("role"), str):
@@ -446,13 +465,17 @@ def _reassemble_anthropic(text: str, where: str) -> StreamResult:
         if kind == "message_start":
             start = data.get("message")
             if not isinstance(start, Mapping):
-                raise HttpCaptureError(f"{where}: event {i}.message: expected an object, got {_type_name(start)}")
+                raise HttpCaptureError(
+                    f"{where}: event {i}.message: expected an object, got {_type_name(start)}"
+                )
             message = {k: copy.deepcopy(v) for k, v in start.items() if k not in ("content", "usage")}
             usage.update(start.get("usage") or {})
         elif kind == "content_block_start":
             block = data.get("content_block")
             if not isinstance(block, Mapping):
-                raise HttpCaptureError(f"{where}: event {i}.content_block: expected an object, got {_type_name(block)}")
+                raise HttpCaptureError(
+                    f"{where}: event {i}.content_block: expected an object, got {_type_name(block)}"
+                )
             index = int(data.get("index", len(blocks)))
             blocks[index] = copy.deepcopy(dict(block))
             if block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
@@ -611,7 +634,9 @@ def _responses_items(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
             role = item.get("role")
             if not isinstance(role, str):
                 raise HttpCaptureError(f"{w}.role: expected a string, got {_type_name(role)}")
-            messages.append({"role": role, "content": _responses_content(item.get("content"), f"{w}.content")})
+            messages.append(
+                {"role": role, "content": _responses_content(item.get("content"), f"{w}.content")}
+            )
             open_assistant = role == "assistant"
         elif kind in ("function_call", "custom_tool_call"):
             call = _tool_call(item, w)
@@ -623,7 +648,9 @@ def _responses_items(items: Sequence[Any], where: str) -> list[dict[str, Any]]:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             content = output if isinstance(output, str) else _responses_content(output, f"{w}.output")
-            messages.append({"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": content})
+            messages.append(
+                {"role": "tool", "tool_call_id": str(item.get("call_id", "")), "content": content}
+            )
             open_assistant = False
         else:
             # reasoning, item_reference, web_search_call...: the model sees them; keep their bytes so a
@@ -680,7 +707,9 @@ def responses_request_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
             for m in _responses_items(instructions, "request.body.instructions")
         )
     elif instructions is not None:
-        raise HttpCaptureError(f"request.body.instructions: expected a string, got {_type_name(instructions)}")
+        raise HttpCaptureError(
+            f"request.body.instructions: expected a string, got {_type_name(instructions)}"
+        )
     inp = body.get("input")
     if isinstance(inp, str):
         messages.append({"role": "user", "content": inp})
@@ -807,7 +836,9 @@ def exchange_record(
     """
     api = api_from_url(url)
     if api is None:
-        raise HttpCaptureError(f"request.url: {redact_url(url)!r} is not an LLM API endpoint promptkit records")
+        raise HttpCaptureError(
+            f"request.url: {redact_url(url)!r} is not an LLM API endpoint promptkit records"
+        )
     body = _json_body(request_body, "request.body")
     if not isinstance(body, Mapping):
         raise HttpCaptureError(f"request.body: expected a JSON object, got {_type_name(body)}")
@@ -824,7 +855,11 @@ def exchange_record(
     if response_body is not None:
         try:
             if stream:
-                text = response_body.decode("utf-8", "replace") if isinstance(response_body, bytes) else response_body
+                text = (
+                    response_body.decode("utf-8", "replace")
+                    if isinstance(response_body, bytes)
+                    else response_body
+                )
                 if not isinstance(text, str):
                     raise HttpCaptureError("response.body: a stream must be text")
                 result = reassemble_stream(api, text)
@@ -836,7 +871,11 @@ def exchange_record(
             else:
                 response = _json_body(response_body, "response.body")
         except HttpCaptureError as exc:
-            raw = response_body if isinstance(response_body, str | Mapping) else response_body.decode("utf-8", "replace")
+            raw = (
+                response_body
+                if isinstance(response_body, str | Mapping)
+                else response_body.decode("utf-8", "replace")
+            )
             response = None
             if failure is None:
                 failure = {"kind": "undecodable", "message": str(exc), "body": raw}
@@ -933,7 +972,9 @@ def completion_of(response: Mapping[str, Any]) -> Mapping[str, Any] | None:
         return dict(message) if isinstance(message, Mapping) else None
     content = response.get("content")
     if isinstance(content, list):  # Anthropic
-        text = "".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text")
+        text = "".join(
+            str(b.get("text", "")) for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
         calls = [
             {"id": str(b.get("id", "")), "type": "function",
              "function": {"name": str(b.get("name", "")), "arguments": json.dumps(b.get("input", {}), ensure_ascii=False)}}
@@ -959,7 +1000,9 @@ class _Exchange:
     started: float | None
 
 
-def _record_of(ex: _Exchange, file: str, line: int | None, default_session: str) -> RequestRecord | LoadProblem:
+def _record_of(
+    ex: _Exchange, file: str, line: int | None, default_session: str
+) -> RequestRecord | LoadProblem:
     def problem(reason: str) -> LoadProblem:
         return LoadProblem(file, line, reason)
 
@@ -1029,9 +1072,17 @@ def _pair_exchange(obj: object) -> _Exchange:
         body = response.get("body")
         if body is None and response.get("body_raw") is not None:
             body = response["body_raw"]
-            if content_type is None and isinstance(body, str) and body.lstrip().startswith(("event:", "data:")):
+            if (
+                content_type is None
+                and isinstance(body, str)
+                and body.lstrip().startswith(("event:", "data:"))
+            ):
                 content_type = "text/event-stream"
-        if isinstance(body, str) and is_event_stream(content_type) is False and body.lstrip().startswith("event:"):
+        if (
+            isinstance(body, str)
+            and is_event_stream(content_type) is False
+            and body.lstrip().startswith("event:")
+        ):
             content_type = "text/event-stream"
     return _Exchange(
         method=request["method"],
@@ -1061,7 +1112,9 @@ def _har_exchange(entry: object) -> _Exchange:
         status = response.get("status") if isinstance(response.get("status"), int) else None
         content = response.get("content")
         if isinstance(content, Mapping):
-            content_type = content.get("mimeType") or _header(_headers_of(response.get("headers")), "content-type")
+            content_type = content.get("mimeType") or _header(
+                _headers_of(response.get("headers")), "content-type"
+            )
             text = content.get("text")
             if isinstance(text, str) and content.get("encoding") == "base64":
                 try:
@@ -1136,8 +1189,8 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
     file = str(path)
     session = _session_of(path)
     buffered = list(lines)
-    head = next((text for _, text in buffered if text.strip()), "")
-    if _HAR_HINT.match(head.lstrip("\ufeff")):
+    head = "\n".join(t for _, t in buffered[:8]).lstrip("\ufeff")
+    if _HAR_HINT.match(head):
         text = "\n".join(t for _, t in buffered).lstrip("\ufeff")
         try:
             entries = list(_har_entries(text))

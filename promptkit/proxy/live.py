@@ -132,7 +132,9 @@ class LiveFigures:
             state = self._sessions.get(session)
             if state is None:
                 model = request.get("model")
-                state = _Session(session, provider, model if isinstance(model, str) else None, self.max_breaks)
+                state = _Session(
+                    session, provider, model if isinstance(model, str) else None, self.max_breaks
+                )
                 self._sessions[session] = state
             state.requests += 1
             if record.get("error") is not None:
@@ -156,7 +158,9 @@ class LiveFigures:
                 request=request,
                 session=session,
                 index=index,
-                timestamp=record.get("timestamp") if isinstance(record.get("timestamp"), float | int) else None,
+                timestamp=record.get("timestamp")
+                if isinstance(record.get("timestamp"), float | int)
+                else None,
                 completion=completion_of(response) if isinstance(response, Mapping) else None,
                 usage=usage,
                 layout=_layout(record.get("layout")),
@@ -241,7 +245,9 @@ def _pct(value: object) -> str:
     return "–" if not isinstance(value, float | int) else f"{value:.1%}"
 
 
-def render_page(snapshot: Mapping[str, Any], *, upstream: str, log: str | None, recording: Mapping[str, Any]) -> str:
+def render_page(
+    snapshot: Mapping[str, Any], *, upstream: str, log: str | None, recording: Mapping[str, Any]
+) -> str:
     """The live page (HTML, refreshes itself every 2 s, no script, no forms) for a :meth:`LiveFigures.snapshot`.
 
     >>> page = render_page(LiveFigures(predict=False).snapshot(), upstream="https://api.openai.com",
@@ -266,10 +272,15 @@ def render_page(snapshot: Mapping[str, Any], *, upstream: str, log: str | None, 
             + "".join(
                 f"<td>{e(str(v))}</td>"
                 for v in (
-                    s["session"], s["provider"], s["model"] or "", s["requests"], s["errors"],
-                    _pct(s["reported_hit_ratio"]), _pct(s["predicted_hit_ratio"]),
+                    s["session"],
+                    s["provider"],
+                    s["model"] or "",
+                    s["requests"],
+                    s["errors"],
+                    _pct(s["reported_hit_ratio"]),
+                    _pct(s["predicted_hit_ratio"]),
                 )
-            )  # fmt: skip
+            )
             + f"<td>{breaks or '–'}</td></tr>"
         )
     totals = snapshot["totals"]

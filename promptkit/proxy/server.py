@@ -64,7 +64,16 @@ from promptkit.formats.http_capture import (
 from promptkit.proxy.live import LiveFigures, render_page
 from promptkit.proxy.sessions import SessionTracker
 
-__all__ = ["LIVE_PATH", "ProxyConfig", "ProxyConfigError", "ProxyState", "RunningProxy", "build_app", "run_proxy", "serve"]
+__all__ = [
+    "LIVE_PATH",
+    "ProxyConfig",
+    "ProxyConfigError",
+    "ProxyState",
+    "RunningProxy",
+    "build_app",
+    "run_proxy",
+    "serve",
+]
 
 #: Where the live page and the JSON endpoint are served (never forwarded upstream).
 LIVE_PATH: Final[str] = "/_promptkit"
@@ -152,7 +161,9 @@ class ProxyState:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         try:
-            self.log = RecordLog(config.log, redact_patterns=config.redact) if config.log is not None else None
+            self.log = (
+                RecordLog(config.log, redact_patterns=config.redact) if config.log is not None else None
+            )
         except Exception as exc:  # a bad pattern
             raise ProxyConfigError(str(exc)) from None
         self.sessions = SessionTracker()
@@ -315,7 +326,9 @@ async def _forward(request: web.Request) -> web.StreamResponse:
 async def _live_page(request: web.Request) -> web.Response:
     state: ProxyState = request.app[_STATE]
     recording = state.recording()
-    page = render_page(state.figures.snapshot(), upstream=state.config.upstream, log=recording["log"], recording=recording)
+    page = render_page(
+        state.figures.snapshot(), upstream=state.config.upstream, log=recording["log"], recording=recording
+    )
     return web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
 
 
@@ -330,7 +343,9 @@ async def _live_redirect(request: web.Request) -> web.StreamResponse:
 
 
 async def _read_only(request: web.Request) -> web.Response:
-    return web.Response(status=405, text="the promptkit live page is read-only\n", headers={"Allow": "GET, HEAD"})
+    return web.Response(
+        status=405, text="the promptkit live page is read-only\n", headers={"Allow": "GET, HEAD"}
+    )
 
 
 _STATE: Final = web.AppKey("promptkit_proxy_state", ProxyState)

@@ -96,12 +96,27 @@ def anthropic_message(payload: dict[str, Any], prompt: int, cached: int) -> dict
 
 def chat_events(payload: dict[str, Any], prompt: int, cached: int) -> list[bytes]:
     text = _answer_text(payload)
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1775786368, "model": payload.get("model")}
+    base = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1775786368,
+        "model": payload.get("model"),
+    }
     events: list[tuple[str | None, dict[str, Any] | str]] = [
-        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+        (
+            None,
+            {
+                **base,
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                ],
+            },
+        )
     ]
     for piece in _pieces(text):
-        events.append((None, {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}))
+        events.append(
+            (None, {**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        )
     events.append((None, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
     if (payload.get("stream_options") or {}).get("include_usage"):
         usage = {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12,
@@ -157,9 +172,13 @@ async def _handle(request: web.Request) -> web.StreamResponse:
     model = str(payload.get("model", ""))
     prompt, cached = _usage_numbers(body, payload)
     if model == "fail-503":
-        return web.json_response({"error": {"type": "overloaded_error", "message": "upstream overloaded"}}, status=503)
+        return web.json_response(
+            {"error": {"type": "overloaded_error", "message": "upstream overloaded"}}, status=503
+        )
     if model == "fail-400":
-        return web.json_response({"error": {"type": "invalid_request_error", "message": "bad field"}}, status=400)
+        return web.json_response(
+            {"error": {"type": "invalid_request_error", "message": "bad field"}}, status=400
+        )
     if model == "slow":
         await asyncio.sleep(SLOW_SECONDS)
     path = request.path

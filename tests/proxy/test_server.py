@@ -40,14 +40,18 @@ def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def fetch(session: aiohttp.ClientSession, url: str, payload: Any, headers: Any = None) -> tuple[int, bytes, Any]:
+async def fetch(
+    session: aiohttp.ClientSession, url: str, payload: Any, headers: Any = None
+) -> tuple[int, bytes, Any]:
     async with session.post(url, json=payload, headers=headers or HEADERS) as r:
         return r.status, await r.read(), r.headers
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize(("path", "payload"), CASES, ids=["anthropic", "chat", "responses"])
-def test_forwards_unchanged_and_records_whole(tmp_path: Path, path: str, payload: dict[str, Any], stream: bool) -> None:
+def test_forwards_unchanged_and_records_whole(
+    tmp_path: Path, path: str, payload: dict[str, Any], stream: bool
+) -> None:
     payload = {**payload, "stream": stream}
     log = tmp_path / "calls.jsonl"
 
@@ -118,9 +122,14 @@ def test_streamed_events_reach_the_client_before_the_upstream_finishes(tmp_path:
         await site.start()
         host, port = runner.addresses[0][:2]
         try:
-            async with serve(ProxyConfig(upstream=f"http://{host}:{port}", port=0, log=tmp_path / "l.jsonl")) as proxy:
+            async with serve(
+                ProxyConfig(upstream=f"http://{host}:{port}", port=0, log=tmp_path / "l.jsonl")
+            ) as proxy:
                 async with aiohttp.ClientSession() as s:
-                    async with s.post(proxy.url + "/v1/chat/completions", json={"model": "m", "messages": [], "stream": True}) as r:
+                    async with s.post(
+                        proxy.url + "/v1/chat/completions",
+                        json={"model": "m", "messages": [], "stream": True},
+                    ) as r:
                         first = await asyncio.wait_for(r.content.readuntil(b"\n\n"), timeout=20)
                         assert b"first" in first
                         assert not gate.is_set()  # the upstream is still holding the rest
@@ -165,7 +174,10 @@ def test_sessions_from_header_metadata_and_prefix_affinity(tmp_path: Path) -> No
 def test_live_figures_page_and_json(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     system = "You are a careful assistant. " * 400  # above the 1,024-token minimum of OpenAI's cache
-    turn1 = {"model": "gpt-4o", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "q1"}]}
+    turn1 = {
+        "model": "gpt-4o",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": "q1"}],
+    }
     turn2 = {"model": "gpt-4o", "messages": [*turn1["messages"], {"role": "assistant", "content": "a1"},
                                              {"role": "user", "content": "q2"}]}  # fmt: skip
     changed = {"model": "gpt-4o", "messages": [{"role": "system", "content": system + " Today is Monday."},
@@ -192,7 +204,9 @@ def test_live_figures_page_and_json(tmp_path: Path) -> None:
             [live] = [x for x in stats["sessions"] if x["session"] == "live"]
             usages = [r["response"]["usage"] for r in records(log)]
             assert live["reported_prompt_tokens"] == sum(u["prompt_tokens"] for u in usages)
-            assert live["reported_cached_tokens"] == sum(u["prompt_tokens_details"]["cached_tokens"] for u in usages)
+            assert live["reported_cached_tokens"] == sum(
+                u["prompt_tokens_details"]["cached_tokens"] for u in usages
+            )
             assert live["requests"] == live["predicted_requests"] == 3
             assert live["predicted_hit_ratio"] is not None and live["predicted_cached_tokens"] > 0
             [brk] = live["last_breaks"]
@@ -208,7 +222,10 @@ def test_analyze_reads_the_proxy_log(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
 
     async def main() -> None:
-        async with fake_upstream() as up, serve(ProxyConfig(upstream=up.url, port=0, log=log, predict=False)) as proxy:
+        async with (
+            fake_upstream() as up,
+            serve(ProxyConfig(upstream=up.url, port=0, log=log, predict=False)) as proxy,
+        ):
             async with aiohttp.ClientSession() as s:
                 for path, payload in CASES:
                     for stream in (False, True):
@@ -225,12 +242,15 @@ def test_analyze_reads_the_proxy_log(tmp_path: Path) -> None:
 
 def test_redaction_patterns_and_secret_query_values(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
-    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "my card is 4111-1111-1111-1111, key sk-proj-" + "q" * 30}]}
+    body = {
+        "model": "gpt-4o",
+        "messages": [{"role": "user", "content": "my card is 4111-1111-1111-1111, key sk-proj-" + "q" * 30}],
+    }
 
     async def main() -> None:
         config = ProxyConfig(upstream=up_url[0], port=0, log=log, redact=(r"\d{4}-\d{4}-\d{4}-\d{4}",))
         async with serve(config) as proxy, aiohttp.ClientSession() as s:
-            status, answer, _ = await fetch(s, proxy.url + "/v1/chat/completions?api_key=hunter2", body)
+            status, _answer, _ = await fetch(s, proxy.url + "/v1/chat/completions?api_key=hunter2", body)
             assert status == 200
 
     up_url: list[str] = []
@@ -289,7 +309,9 @@ def test_upstream_timeout_is_a_504_and_recorded(tmp_path: Path) -> None:
         async with fake_upstream() as up:
             config = ProxyConfig(upstream=up.url, port=0, log=log, read_timeout=fake.SLOW_SECONDS / 6)
             async with serve(config) as proxy, aiohttp.ClientSession() as s:
-                status, body, _ = await fetch(s, proxy.url + "/v1/messages", {"model": "slow", "messages": []})
+                status, body, _ = await fetch(
+                    s, proxy.url + "/v1/messages", {"model": "slow", "messages": []}
+                )
                 assert status == 504
                 assert json.loads(body)["error"]["type"] == "proxy_upstream_timeout"
 
@@ -309,7 +331,9 @@ def test_unreachable_upstream_is_a_502_and_recorded(tmp_path: Path) -> None:
             port = sock.getsockname()[1]
         async with serve(ProxyConfig(upstream=f"http://127.0.0.1:{port}", port=0, log=log)) as proxy:
             async with aiohttp.ClientSession() as s:
-                status, body, _ = await fetch(s, proxy.url + "/v1/chat/completions", {"model": "m", "messages": []})
+                status, body, _ = await fetch(
+                    s, proxy.url + "/v1/chat/completions", {"model": "m", "messages": []}
+                )
                 assert status == 502 and b"proxy_upstream_unreachable" in body
 
     run(main)
@@ -338,7 +362,9 @@ def test_connection_dropped_mid_response_is_passed_on_and_recorded(tmp_path: Pat
         assert rec["error"]["partial_response"]["content"][0]["text"].startswith("Answer")
 
 
-def test_log_write_failure_keeps_forwarding_and_is_reported(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+def test_log_write_failure_keeps_forwarding_and_is_reported(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     log = tmp_path / "calls.jsonl"
     log.mkdir()  # a directory: every write fails
 
@@ -346,7 +372,11 @@ def test_log_write_failure_keeps_forwarding_and_is_reported(tmp_path: Path, capf
         async with fake_upstream() as up, serve(ProxyConfig(upstream=up.url, port=0, log=log)) as proxy:
             async with aiohttp.ClientSession() as s:
                 for k in range(3):
-                    status, _, _ = await fetch(s, proxy.url + "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": str(k)}]})
+                    status, _, _ = await fetch(
+                        s,
+                        proxy.url + "/v1/chat/completions",
+                        {"model": "m", "messages": [{"role": "user", "content": str(k)}]},
+                    )
                     assert status == 200
                     if k == 1:
                         log.rmdir()  # the disk is back
@@ -414,7 +444,10 @@ def test_load_200_concurrent_requests_half_streaming(tmp_path: Path) -> None:
         bodies.append((path, payload))
 
     async def main() -> None:
-        async with fake_upstream() as up, serve(ProxyConfig(upstream=up.url, port=0, log=log, predict=False)) as proxy:
+        async with (
+            fake_upstream() as up,
+            serve(ProxyConfig(upstream=up.url, port=0, log=log, predict=False)) as proxy,
+        ):
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as s:
                 direct = await asyncio.gather(*(fetch(s, up.url + p, b) for p, b in bodies))
