@@ -134,24 +134,46 @@ def _add_proxy_command(commands: Any) -> None:
             "http://LISTEN/_promptkit/ (JSON: /_promptkit/stats.json). Needs the 'proxy' extra (aiohttp)."
         ),
     )
-    proxy.add_argument("--upstream", required=True, metavar="URL", help="the API base URL, e.g. https://api.anthropic.com")
     proxy.add_argument(
-        "--listen", default="127.0.0.1:8787", metavar="HOST:PORT", help="where to listen (default: %(default)s)"
+        "--upstream", required=True, metavar="URL", help="the API base URL, e.g. https://api.anthropic.com"
     )
     proxy.add_argument(
-        "--log", default="promptkit-proxy.jsonl", metavar="FILE", help="JSONL log to append to (default: %(default)s)"
+        "--listen",
+        default="127.0.0.1:8787",
+        metavar="HOST:PORT",
+        help="where to listen (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--log",
+        default="promptkit-proxy.jsonl",
+        metavar="FILE",
+        help="JSONL log to append to (default: %(default)s)",
     )
     proxy.add_argument("--no-log", action="store_true", help="record nothing (live figures only)")
     proxy.add_argument(
-        "--redact", action="append", default=[], metavar="REGEX", help="redact matches in recorded bodies (repeatable)"
+        "--redact",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="redact matches in recorded bodies (repeatable)",
     )
     proxy.add_argument(
-        "--allow-remote", action="store_true", help="allow listening on a non-loopback address (other machines)"
+        "--allow-remote",
+        action="store_true",
+        help="allow listening on a non-loopback address (other machines)",
     )
-    proxy.add_argument("--provider", metavar="NAME", help="cache rules for the predicted figures (default: inferred)")
-    proxy.add_argument("--no-predict", action="store_true", help="do not run the analyzer for live predictions")
     proxy.add_argument(
-        "--timeout", type=float, default=600.0, metavar="SECONDS", help="upstream silence before giving up (default: %(default)s)"
+        "--provider", metavar="NAME", help="cache rules for the predicted figures (default: inferred)"
+    )
+    proxy.add_argument(
+        "--no-predict", action="store_true", help="do not run the analyzer for live predictions"
+    )
+    proxy.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="upstream silence before giving up (default: %(default)s)",
     )
     proxy.set_defaults(handler=_run_proxy)
 
