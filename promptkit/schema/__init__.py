@@ -127,6 +127,8 @@ from promptkit.schema.platform import (
     outbound_marker_message as outbound_marker_message,
     outbound_media_message as outbound_media_message,
     reply_quote_line as reply_quote_line,
+    self_initiated_actor as self_initiated_actor,
+    session_type_of as session_type_of,
     was_addressed as was_addressed,
     with_forwards as with_forwards,
 )
@@ -254,6 +256,8 @@ __all__ = [
     "reply_quote_line",
     "sanitize_desc",
     "segment_mirrors_hold",
+    "self_initiated_actor",
+    "session_type_of",
     "speaker_of",
     "split_markup_text",
     "strip_sender_prefix",

@@ -67,6 +67,8 @@ __all__ = [
     "outbound_marker_message",
     "outbound_media_message",
     "reply_quote_line",
+    "self_initiated_actor",
+    "session_type_of",
     "was_addressed",
     "with_forwards",
 ]

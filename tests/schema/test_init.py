@@ -22,3 +22,14 @@ def test_every_public_name_is_exported(name: str) -> None:
 def test_package_docstring_example() -> None:
     result = doctest.testmod(schema)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_public_definition_is_in_all(name: str) -> None:
+    module = importlib.import_module(f"promptkit.schema.{name}")
+    defined = [
+        n
+        for n, obj in vars(module).items()
+        if not n.startswith("_") and callable(obj) and getattr(obj, "__module__", None) == module.__name__
+    ]
+    assert sorted(set(defined) - set(module.__all__)) == []
