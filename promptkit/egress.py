@@ -1,4 +1,4 @@
-"""The one mandatory exit: :func:`to_llm_role` and :func:`prepare_llm_messages` (pipeline seed §3, §10).
+"""The one mandatory exit: :func:`to_llm_role` and :func:`prepare_llm_messages` (pipeline contract §3, §10).
 
 Every provider calls :func:`prepare_llm_messages` before it serializes a request body. It translates
 custom roles to the four well-known ones and writes a readable prefix into the content:

@@ -46,7 +46,7 @@ __all__ = [
     "system_hint_content",
 ]
 
-#: Marker that a system message moved into a user message carries (pipeline seed §9).
+#: Marker that a system message moved into a user message carries (pipeline contract §9).
 SYSTEM_HINT_PREFIX: Final[str] = "[系统提示]"
 
 

@@ -1,7 +1,7 @@
 """DeepSeek chat-completions request bodies, and the system-placement normalization DeepSeek needs.
 
 DeepSeek's chat template hoists every ``system`` message to the front of the rendered prompt (pipeline
-seed §9): a system block that sits after the history in the array is rendered before it, so material that
+pipeline contract §9): a system block that sits after the history in the array is rendered before it, so material that
 changes every turn would break the cache of the whole history. :func:`normalize_system_placement` turns
 those later system messages into user messages, so the array position is the rendered position.
 
@@ -40,7 +40,7 @@ ReasoningContentMode = Literal["omit", "tool-calls", "all"]
 
 
 def normalize_system_placement(messages: Sequence[Message]) -> list[Message]:
-    """Move every system message after the first non-system one to the user role (DeepSeek, seed §9).
+    """Move every system message after the first non-system one to the user role (DeepSeek, pipeline contract §9).
 
     - the leading run of system messages (the stable head) is untouched;
     - a later system message becomes a user message whose content is prefixed with ``[系统提示]`` and a

@@ -1,4 +1,4 @@
-"""The attachment placeholder grammar ``[图片: desc | ref:…]`` (pipeline seed §4).
+"""The attachment placeholder grammar ``[图片: desc | ref:…]`` (pipeline contract §4).
 
 Attachments (images, audio, video, files) are written back into a model's text context as
 readable, parseable placeholders. This module is the one source of that format: one formatter,
@@ -61,7 +61,7 @@ class AttachmentRefKind(enum.StrEnum):
 
 
 #: Attachment kind (``MessageAttachment.kind``) -> placeholder kind. The one mapping every writer
-#: and reader of placeholders looks up (schema-message seed, "ATTACHMENT_REF_KINDS").
+#: and reader of placeholders looks up (platform message contract, "ATTACHMENT_REF_KINDS").
 ATTACHMENT_REF_KINDS: Final[Mapping[str, AttachmentRefKind]] = MappingProxyType(
     {
         "image": AttachmentRefKind.IMAGE,

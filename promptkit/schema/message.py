@@ -1,6 +1,6 @@
 """The LLM protocol layer: :class:`Message`, :class:`ToolCall`, :class:`ContentSegment`.
 
-These map one to one onto the OpenAI / DeepSeek chat-completions protocol (pipeline seed §2, §8).
+These map one to one onto the OpenAI / DeepSeek chat-completions protocol (pipeline contract §2, §8).
 Messages are values: frozen attrs classes; a function that "changes" one returns a new one
 (``attrs.evolve``) and leaves its input untouched.
 
@@ -77,7 +77,7 @@ DIRECTIVE_KINDS: Final[tuple[str, ...]] = (
 
 
 class WellKnownMetadataKeys(enum.StrEnum):
-    """Registered ``Message.metadata`` keys (schema-message seed, "存档元数据的键")."""
+    """Registered ``Message.metadata`` keys (platform message contract, "存档元数据的键")."""
 
     VISIBLE_CONTENT = "visibleContent"
     SPOKEN_CONTENT = "spokenContent"
@@ -140,7 +140,7 @@ SegmentType = Literal["text", "reasoning_text", "tool_call"]
 
 @attrs.frozen
 class ContentSegment:
-    """One entry of an assistant message's ordered timeline (seed §8).
+    """One entry of an assistant message's ordered timeline (pipeline contract §8).
 
     ``text`` and ``reasoning_text`` segments carry ``text``; a ``tool_call`` segment carries
     ``tool_call`` and, for display, ``start_time`` / ``end_time`` (milliseconds).

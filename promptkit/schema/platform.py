@@ -1,4 +1,4 @@
-"""The platform layer: what adapters emit and receive (schema-message seed).
+"""The platform layer: what adapters emit and receive (platform message contract).
 
 :class:`IncomingMessage` flows in from a platform adapter (OneBot, WebUI, CLI), :class:`OutgoingMessage`
 flows out to one. They are platform semantics and stay strictly apart from the LLM protocol layer
@@ -11,8 +11,8 @@ flows out to one. They are platform semantics and stay strictly apart from the L
   outbound text that is not her reply are archived into the conversation history;
 - :func:`one_speaker`, :func:`was_addressed`, :func:`arrival_tag`: small judgements every reader shares.
 
-Field names are the seed's, in snake_case (``sessionId`` -> ``session_id``). Every optional field
-defaults to ``None`` ("not set" in the seed); validators enforce the seed's "must" rules at the boundary
+Field names are the contract's, in snake_case (``sessionId`` -> ``session_id``). Every optional field
+defaults to ``None`` ("not set" in the contract); validators enforce the contract's "must" rules at the boundary
 and raise :class:`PlatformMessageError` naming the class and the field. ``TextRef`` values (the i18n text
 objects of ``@aalis/schema-i18n``) are opaque here: they are stored and passed on as given.
 
@@ -340,7 +340,7 @@ class ModelInfo:
 
 @attrs.frozen
 class IncomingMessage:
-    """A message an adapter emits on ``inbound:message`` (schema-message seed, "IncomingMessage 关键字段").
+    """A message an adapter emits on ``inbound:message`` (platform message contract, "IncomingMessage 关键字段").
 
     Required: ``content`` (the text; a chat forwarded with the message only leaves its
     :func:`forward_placeholder` here, the expansion is in ``forwards``), ``session_id``, ``platform``.
@@ -364,7 +364,7 @@ class IncomingMessage:
     - ``trigger_type`` (:data:`TRIGGER_TYPES`), ``actor`` (the identity the AI acts for),
       ``from_turn`` (:class:`FromTurn`), ``host_notice`` (:class:`HostNotice`).
 
-    The seed's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
+    The contract's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
     notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``, and one that carries
     ``from_turn`` is on that turn's platform; a message with ``from_turn`` sets no ``actor``; there are no
     more descriptions than attachments.
@@ -436,7 +436,7 @@ class IncomingMessage:
 
 @attrs.frozen
 class OutgoingMessage:
-    """A message sent to a platform on ``outbound:message`` (schema-message seed, "OutgoingMessage").
+    """A message sent to a platform on ``outbound:message`` (platform message contract, "OutgoingMessage").
 
     Required: ``content`` and ``session_id``; the rest is keyword-only and ``None`` when not set:
     ``text`` (the i18n text object when ``content`` is to be translated), ``platform``, ``host_notice``
