@@ -34,6 +34,7 @@ __all__ = [
     "BEFORE_HISTORY",
     "FOCUS_INJECTOR",
     "RESERVED_KEYS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "Anchor",
     "FrameSlot",
@@ -83,8 +84,14 @@ VOLATILE_INJECTOR: Final[str] = "persona-volatile"
 #: ``metadata["injector"]`` of the focus guidance block (it sits between the volatile block and the
 #: turn-hint blocks and keeps its adjacency to the current message).
 FOCUS_INJECTOR: Final[str] = "focus-guidance"
+#: ``metadata["injector"]`` (and layout key, slot ``context``) of the compaction summary that
+#: :func:`promptkit.assembly.trim.trim_to_budget` puts at the end of the stable head in place of the
+#: history chunks it dropped.
+SUMMARY_INJECTOR: Final[str] = "history-summary"
 #: Injector names the frame uses; no contributor may take one of them as its key.
-RESERVED_KEYS: Final[frozenset[str]] = frozenset({VOLATILE_INJECTOR, FOCUS_INJECTOR, *DIRECTIVE_KINDS})
+RESERVED_KEYS: Final[frozenset[str]] = frozenset(
+    {VOLATILE_INJECTOR, FOCUS_INJECTOR, SUMMARY_INJECTOR, *DIRECTIVE_KINDS}
+)
 
 
 class FrameSlot(enum.StrEnum):
