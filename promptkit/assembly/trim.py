@@ -14,8 +14,8 @@ Two policies say *which* units go:
 - ``"sliding"`` drops the oldest units one by one until the prompt fits. Once a conversation has reached
   its budget, every new turn drops one more unit right after the head, so the request differs from the
   previous one from there on and nothing after the head is ever read from the cache again
-  (**cache-hostile**: 0.166 hit ratio over 240 turns at a 6,000-token budget under DeepSeek's rules,
-  see ``docs/how-to/trimming.md``).
+  (**cache-hostile**: over 240 agent turns under DeepSeek's rules, a hit ratio of 0.29 to 0.36 against
+  0.90 to 0.97 for the chunked policy; see ``docs/how-to/trimming.md``).
 - ``"chunked"`` (the default) drops whole **chunks**. The droppable units are cut into chunks from the
   start of the history: a chunk closes as soon as it holds ``step = ceil((1 - low_water) * budget)``
   tokens. When the prompt is over budget, the fewest oldest chunks go that make it fit; as a
@@ -49,7 +49,8 @@ m2 m3 m4 m5 m6 m7 m8 | m5 m6 m7 m8
 m3 m4 m5 m6 m7 m8 m9 | m5 m6 m7 m8 m9
 m4 m5 m6 m7 m8 m9 m10 | m5 m6 m7 m8 m9 m10
 >>> def summarize(chunk, previous):  # a real one asks a model; the summary so far comes first
-...     return f"{previous or ''}{chunk[0].content.split()[0]}-{chunk[-1].content.split()[0]}: ...\\n"
+...     span = f"{chunk[0].content.split()[0]}-{chunk[-1].content.split()[0]}: ..."
+...     return f"{previous}; {span}" if previous else span
 >>> r = trim_to_budget(prompt(11), 80, compaction=Compaction(summarize, header="Earlier:"))
 >>> r.summary_at, r.chunks_dropped, kept(r), r.messages[1].content
 (1, 1, 'Earlier: m5 m6 m7 m8 m9 m10', 'Earlier:\\n\\nm0-m4: ...')
