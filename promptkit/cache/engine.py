@@ -42,6 +42,7 @@ from promptkit.cache.logs import (
     records_from_requests,
 )
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.cache.runtime import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -384,6 +385,7 @@ def _as_records(
 # the engine
 
 
+@gc_paused()  # perf: the cyclic GC would rescan every loaded record (promptkit.cache.runtime)
 def analyze_requests(
     records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
     *,
@@ -420,6 +422,7 @@ def analyze_requests(
     import numpy as np
     import polars as pl
 
+    from promptkit.cache.composition import composition_frame, composition_part
     from promptkit.cache.simulator import CacheSimulator
     from promptkit.cache.tokenize import RequestTokenizer
 
@@ -455,7 +458,7 @@ def analyze_requests(
 
     req_schema, comp_schema, prob_schema = _schemas()
     out: dict[int, dict[str, Any]] = {}
-    comp_rows: dict[int, dict[str, list[Any]]] = {}
+    comp_rows: dict[int, dict[str, np.ndarray]] = {}
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
@@ -482,7 +485,7 @@ def analyze_requests(
         if global_sim is not None:
             outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
         else:
-            sim = CacheSimulator(model)
+            sim = CacheSimulator(model, share_tokens=True)  # perf: a throw-away cache, no copies
             prev = previous.get(record.session)
             if prev is not None:
                 sim.store(prev[0], prev[1], prev[2], prev[3])
@@ -535,9 +538,9 @@ def analyze_requests(
             "divergence_cached_text": d_cached_text,
             "divergence_prompt_text": d_prompt_text,
         }
-        rows: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-        _composition_rows(prepared, tok, rows)
-        comp_rows[k] = rows
+        comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
+            record.session, record.index, prepared.body, tok, layout=prepared.layout, shifted=prepared.shifted
+        )
     if progress:
         bar.close()
     warm_starts = [
@@ -566,11 +569,7 @@ def analyze_requests(
 
     kept = [k for k in range(len(record_list)) if k in out]
     requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
-    comp: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-    for k in kept:
-        for c in COMPOSITION_COLUMNS:
-            comp[c].extend(comp_rows[k][c])
-    composition = pl.DataFrame(comp, schema=comp_schema)
+    composition = composition_frame([comp_rows[k] for k in kept], comp_schema)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -592,6 +591,7 @@ def analyze_requests(
     )
 
 
+@gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     **kwargs: Any,
