@@ -42,7 +42,7 @@ from promptkit.cache.logs import (
     records_from_requests,
 )
 from promptkit.cache.models import CacheModel, get_cache_model
-from promptkit.cache.runtime import gc_paused
+from promptkit.cache.runtime import gc_paused, phase
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -605,4 +605,6 @@ def analyze(
         >>> r.requests.height, r.problems.height                                              # doctest: +SKIP
         (154, 5)
     """
-    return analyze_requests(load_requests(paths), **kwargs)
+    with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
+        loaded = load_requests(paths)
+    return analyze_requests(loaded, **kwargs)
