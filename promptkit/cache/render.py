@@ -108,7 +108,8 @@ class IncrementalRenderModel(RenderModel, Protocol):
     :class:`~promptkit.cache.tokenize.RequestTokenizer` reuse the rendering and tokens of a request that
     shares the first ``start`` messages).
 
-    Contract, for every ``0 <= start <= len(messages)``: ``render(request, completion=c)`` equals the
+    Contract: ``render_from(request, 0, completion=c)`` is ``render(request, completion=c)``; for every
+    ``1 <= start <= len(messages)``, ``render(request, completion=c)`` equals the
     pieces before the first piece of message ``start`` followed by ``render_from(request, start,
     completion=c)``; and the pieces before message ``start`` are the same for two requests whose
     ``messages[:start]`` are equal and whose ``prefix_context(request, start)`` are equal (``==``). The

@@ -373,7 +373,9 @@ class RequestTokenizer:
         start = best_lcp
         if model.prefix_context(request, start) != model.prefix_context(best.request, start):
             return None
-        t = bisect.bisect_right(best.cut_pieces, best.message_piece(start)) - 1
+        # the last special piece *before* message ``start``'s first piece: the piece at that index in
+        # the snapshot may be special while the new request's is text that merges with what precedes it
+        t = bisect.bisect_left(best.cut_pieces, best.message_piece(start)) - 1
         if t < 0:
             return None
         return best, start, best.cut_pieces[t], t
