@@ -29,12 +29,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import write_corpus  # noqa: E402
+from corpus import write_corpus
 
-from promptkit.cache.engine import PROVIDER_DEFAULTS, analyze_requests  # noqa: E402
-from promptkit.cache.logs import load_requests  # noqa: E402
-from promptkit.cache.plots import save_plots  # noqa: E402
-from promptkit.cache.tokenize import RequestTokenizer  # noqa: E402
+from promptkit.cache.engine import PROVIDER_DEFAULTS, analyze_requests
+from promptkit.cache.logs import load_requests
+from promptkit.cache.plots import save_plots
+from promptkit.cache.tokenize import RequestTokenizer
 
 
 def main(argv: list[str] | None = None) -> None:

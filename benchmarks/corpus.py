@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from incremental_tokenize import IDENTS, TOOLS, chinese, code, english  # noqa: E402
+from incremental_tokenize import IDENTS, TOOLS, chinese, code, english
 
 #: Characters per token of this generator's text, measured with cl100k_base (≈ 3.3): used to size sessions.
 CHARS_PER_TOKEN = 3.3
@@ -51,7 +51,9 @@ def session_calls(name: str, calls: int, seed: int, start: float) -> Iterator[di
     """The records of one session: call k's request is the conversation before the k-th answer."""
     rng = random.Random(f"{seed}:{name}")
     final_tokens = rng.randint(30_000, 60_000)
-    system = "You are a helpful assistant that can interact with a computer shell.\n" + english(random.Random(seed), 40)
+    system = "You are a helpful assistant that can interact with a computer shell.\n" + english(
+        random.Random(seed), 40
+    )
     task = "Please solve this issue in the repository.\n" + english(rng, 12) + "\n" + code(rng, 3)
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system},
@@ -81,7 +83,10 @@ def session_calls(name: str, calls: int, seed: int, start: float) -> Iterator[di
         }
         budget = int(per_call_chars * rng.uniform(0.3, 1.7)) - len(answer["content"])
         output = _tool_output(rng, max(budget, 40))
-        messages += [answer, {"role": "tool", "content": output, "tool_call_id": answer["tool_calls"][0]["id"]}]
+        messages += [
+            answer,
+            {"role": "tool", "content": output, "tool_call_id": answer["tool_calls"][0]["id"]},
+        ]
         now += rng.uniform(3.0, 25.0)
 
 

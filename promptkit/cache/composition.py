@@ -129,7 +129,9 @@ def composition_part(
     }
 
 
-def composition_frame(parts: Sequence[Mapping[str, np.ndarray]], schema: Mapping[str, Any] | None = None) -> pl.DataFrame:
+def composition_frame(
+    parts: Sequence[Mapping[str, np.ndarray]], schema: Mapping[str, Any] | None = None
+) -> pl.DataFrame:
     """Join :func:`composition_part` outputs into one frame with :data:`COMPOSITION_COLUMNS`
     (``message`` is null for the header, gaps and generation prompt).
 
@@ -139,7 +141,11 @@ def composition_frame(parts: Sequence[Mapping[str, np.ndarray]], schema: Mapping
     import polars as pl
 
     s, i = pl.String, pl.Int64
-    dtypes = dict(schema) if schema is not None else dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
+    dtypes = (
+        dict(schema)
+        if schema is not None
+        else dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
+    )
     columns: dict[str, pl.Series] = {}
     for name in COMPOSITION_COLUMNS:
         if parts:

@@ -249,7 +249,9 @@ def _hit_ratio_band(frame: pl.DataFrame, axes: Axes, sessions: int, has_reported
     axes.plot(x, per_turn["median"].to_numpy(), linewidth=1.8, label="median")
     if has_reported:
         reported = (
-            frame.filter(pl.col("reported_cached_tokens").is_not_null() & (pl.col("reported_prompt_tokens") > 0))
+            frame.filter(
+                pl.col("reported_cached_tokens").is_not_null() & (pl.col("reported_prompt_tokens") > 0)
+            )
             .group_by("index")
             .agg((pl.col("reported_cached_tokens") / pl.col("reported_prompt_tokens")).median().alias("r"))
             .sort("index")
@@ -367,7 +369,9 @@ def plot_composition(
         handles: list[Any] = [Patch(facecolor=colors[slot], label=slot) for slot in slots]
         handles += [h for h in axes.get_legend_handles_labels()[0]]
         # top of the legend = top of the stack
-        axes.legend(handles=handles[::-1], loc="upper left", fontsize="small", ncols=2 if len(slots) > 8 else 1)
+        axes.legend(
+            handles=handles[::-1], loc="upper left", fontsize="small", ncols=2 if len(slots) > 8 else 1
+        )
     return figure
 
 

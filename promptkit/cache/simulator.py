@@ -202,7 +202,9 @@ class RadixCache:
             child = node.children.get(first)
             if child is None:
                 tail = tokens[pos:]
-                leaf = _Node(tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n)
+                leaf = _Node(
+                    tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n
+                )
                 node.children[first] = leaf
                 self._tokens += n - pos
                 node = leaf

@@ -340,7 +340,9 @@ class RequestTokenizer:
             n_tail = len(prompt_tail)
         q = snap.message_piece(start)
         self.resumed += 1
-        return self._run(request, snap.pieces[j:q] + tail, q - j + n_tail, (snap, start, j, t), j, snap.pieces[:j])
+        return self._run(
+            request, snap.pieces[j:q] + tail, q - j + n_tail, (snap, start, j, t), j, snap.pieces[:j]
+        )
 
     def _find_resume(self, request: Mapping[str, Any]) -> tuple[_Snapshot, int, int, int] | None:
         """The snapshot sharing the most leading messages with ``request`` and where to resume in it:

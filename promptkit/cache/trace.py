@@ -61,6 +61,10 @@ class TraceFormatError(ValueError):
     """A trace line is not a Mooncake record; the message names the file and line."""
 
 
+def _ids(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(int(x) for x in value)
+
+
 def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 0:
         raise ValueError(f"{attribute.name} must be >= 0, got {value}")
@@ -73,7 +77,7 @@ class TraceRecord:
     timestamp: float
     input_length: int = attrs.field(validator=_non_negative)
     output_length: int = attrs.field(validator=_non_negative)
-    hash_ids: tuple[int, ...] = attrs.field(converter=lambda v: tuple(int(x) for x in v))
+    hash_ids: tuple[int, ...] = attrs.field(converter=_ids)
 
     def to_json(self) -> dict[str, Any]:
         """The record as Mooncake writes it (an integral timestamp as an int).
@@ -120,7 +124,9 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRecord]:
             if isinstance(ts, bool) or not isinstance(ts, int | float):
                 raise TraceFormatError(f"{where}: field 'timestamp' must be a number, got {ts!r}")
             ids = obj.get("hash_ids")
-            if not isinstance(ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in ids):
+            if not isinstance(ids, list) or not all(
+                isinstance(x, int) and not isinstance(x, bool) for x in ids
+            ):
                 raise TraceFormatError(f"{where}: field 'hash_ids' must be a list of integers")
             records.append(
                 TraceRecord(

@@ -139,7 +139,11 @@ def _slot_image(ax: Any) -> tuple[Any, dict[tuple[float, ...], str]]:
     """The composition image and the legend's colour -> slot label map."""
     (image,) = ax.images
     legend = ax.get_legend()
-    labels = {tuple(h.get_facecolor()): t.get_text() for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True) if isinstance(h, Rectangle)}
+    labels = {
+        tuple(h.get_facecolor()): t.get_text()
+        for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+        if isinstance(h, Rectangle)
+    }
     return image, labels
 
 
@@ -147,7 +151,7 @@ def _segments(ax: Any) -> list[tuple[float, float, float, str]]:
     """(request index, bottom, height, slot label) of every run of one slot in a column of the image."""
     image, labels = _slot_image(ax)
     data = image.get_array()
-    x0, x1, y0, y1 = image.get_extent()
+    x0, _x1, y0, y1 = image.get_extent()
     rows, cols = data.shape
     step = (y1 - y0) / rows
     out = []
@@ -204,14 +208,17 @@ def test_composition_is_one_image_whatever_the_number_of_turns() -> None:
         },
         schema_overrides={"key": pl.String},
     )
-    rows = [{"session": "s", "index": i, "prompt_tokens": 51 + 10 * i, "predicted_cached_tokens": 50} for i in range(n)]
+    rows = [
+        {"session": "s", "index": i, "prompt_tokens": 51 + 10 * i, "predicted_cached_tokens": 50}
+        for i in range(n)
+    ]
     ax = plots.plot_composition(_result(rows, comp)).axes[0]
     assert len(ax.images) == 1 and not ax.patches and not ax.containers
     image = ax.images[0]
     data = image.get_array()
     assert data.shape[1] == n and data.shape[0] <= plots._COMPOSITION_ROWS
     # the last column is filled up to its prompt length (binned) and empty above
-    x0, x1, y0, y1 = image.get_extent()
+    _x0, _x1, y0, y1 = image.get_extent()
     step = (y1 - y0) / data.shape[0]
     filled = int((~np.ma.getmaskarray(data[:, -1])).sum())
     assert filled == -(-(51 + 10 * (n - 1)) // int(step))

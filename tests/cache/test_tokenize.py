@@ -405,7 +405,11 @@ edits = st.lists(st.sampled_from(["extend", "extend", "edit-last", "edit-middle"
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(base=conversations(), more=conversations(), steps=edits, answer=st.one_of(st.none(), text))
 def test_a_session_of_edited_requests_tokenizes_as_naive(
-    render_model: str, base: list[dict[str, Any]], more: list[dict[str, Any]], steps: list[str], answer: str | None
+    render_model: str,
+    base: list[dict[str, Any]],
+    more: list[dict[str, Any]],
+    steps: list[str],
+    answer: str | None,
 ) -> None:
     """Requests that extend, edit, shorten or fork earlier ones (sharing one tokenizer, so every request
     may resume from a snapshot of an earlier one) tokenize exactly as the naive reference."""

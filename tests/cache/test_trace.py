@@ -63,7 +63,7 @@ def test_simulation_credits_exactly_the_blocks_seen_before(path: Path) -> None:
 
 def test_the_readme_sample_shares_its_first_twelve_blocks() -> None:
     first, second = read_trace(TRACES / "mooncake-readme-sample.jsonl")
-    shared = next(i for i, (a, b) in enumerate(zip(first.hash_ids, second.hash_ids)) if a != b)
+    shared = next(i for i, (a, b) in enumerate(zip(first.hash_ids, second.hash_ids, strict=False)) if a != b)
     frame = simulate_trace([first, second])
     assert frame["cached_blocks"].to_list() == [0, shared]
 
@@ -81,7 +81,9 @@ def test_capacity_and_ttl_evict_blocks() -> None:
 
 def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text('{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [0]}\n{"timestamp": 1}\n')
+    path.write_text(
+        '{"timestamp": 0, "input_length": 5, "output_length": 1, "hash_ids": [0]}\n{"timestamp": 1}\n'
+    )
     with pytest.raises(TraceFormatError, match=r"t\.jsonl:2: field"):
         read_trace(path)
     path.write_text("not json\n")
