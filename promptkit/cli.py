@@ -339,10 +339,9 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             f"{', '.join(map(str, paths))}: no request could be analyzed "
             f"({problems.height} problem(s){detail})"
         )
-    tables = summarize(result, prices=prices, model=args.model)
-    # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
-    width = max(60, shutil.get_terminal_size((200, 24)).columns)
-    text = format_summary(tables, width=width)
+    from promptkit.cache.runtime import phase
+
+    out: Path = args.out
     header = _header(result, paths)
     if args.provider is None:
         defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
@@ -351,23 +350,21 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             if defaulted
             else "\n(provider: recognised per session from the log's URLs, model names or usage)"
         )
-    _emit(stdout, header + "\n\n" + text)
-
-    out: Path = args.out
     try:
-        written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200))
+        with phase("tables", enabled=progress, file=stderr):
+            tables = summarize(result, prices=prices, model=args.model)
+            # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
+            width = max(60, shutil.get_terminal_size((200, 24)).columns)
+            text = format_summary(tables, width=width)
+            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200))
+        _emit(stdout, header + "\n\n" + text)
         if not args.no_plots:
             from promptkit.cache.plots import save_plots
 
-            plots = save_plots(result, out)
+            plots = save_plots(result, out, progress=progress)
             written += list(plots.values())
-            sessions = result.requests["session"].n_unique()
-            drawn = sum(1 for name in plots if name.startswith("composition-"))
-            if 0 < drawn < sessions:
-                print(
-                    f"promptkit: composition plotted for the first {drawn} of {sessions} sessions",
-                    file=stderr,
-                )
+            for note in getattr(plots, "notes", ()):
+                print(f"promptkit: plot skipped: {note}", file=stderr)
     except OSError as exc:
         raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
     _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")

@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
@@ -89,17 +91,6 @@ EXCERPT_TOKENS: Final[int] = 12
 #: How many recent requests' tokens are kept to show what the cache held at a divergence.
 _EXCERPT_SOURCES: Final[int] = 512
 
-#: Columns of :attr:`AnalysisResult.composition`.
-COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
-    "session",
-    "index",
-    "slot",
-    "key",
-    "start",
-    "tokens",
-    "message",
-    "role",
-)
 
 #: Columns of :attr:`AnalysisResult.problems`.
 PROBLEM_COLUMNS: Final[tuple[str, ...]] = ("file", "line", "reason")
@@ -220,51 +211,6 @@ def _prepare(record: RequestRecord) -> _Prepared:
     if shifted and layout is not None:
         layout = (LayoutEntry("persona", None), *layout)
     return _Prepared(record, body, shifted, layout)
-
-
-def _composition_rows(p: _Prepared, tok: TokenizedRequest, rows: dict[str, list[Any]]) -> None:
-    record = p.record
-    messages = p.body["messages"]
-    ends = tok.message_ends if tok.message_ends is not None else None
-    spans: list[tuple[int, int, str, str | None, int | None, str | None]] = []
-    if tok.header_len > 0:
-        spans.append((0, tok.header_len, "tools" if p.body.get("tools") else "header", None, None, None))
-    starts = tok.message_starts
-    order = sorted(range(len(starts)), key=lambda k: (starts[k], k))
-    for rank, i in enumerate(order):
-        start = starts[i]
-        if ends is not None:
-            end = ends[i]
-        else:
-            end = starts[order[rank + 1]] if rank + 1 < len(order) else tok.prompt_len
-        if end <= start:
-            continue
-        role = str(messages[i].get("role"))
-        original = i - 1 if p.shifted else i
-        if p.layout is not None:
-            slot, key = p.layout[i].slot, p.layout[i].key
-        else:
-            slot, key = role, None
-        spans.append((start, end - start, slot, key, original if original >= 0 else None, role))
-    spans.sort(key=lambda span: span[0])
-    covered = tok.header_len
-    filled: list[tuple[int, int, str, str | None, int | None, str | None]] = []
-    for span in spans:
-        if span[0] > covered:
-            filled.append((covered, span[0] - covered, "template", None, None, None))
-        filled.append(span)
-        covered = max(covered, span[0] + span[1])
-    if covered < tok.prompt_len:
-        filled.append((covered, tok.prompt_len - covered, "generation", None, None, None))
-    for start, size, slot, key, msg, span_role in filled:
-        rows["session"].append(record.session)
-        rows["index"].append(record.index)
-        rows["slot"].append(slot)
-        rows["key"].append(key)
-        rows["start"].append(start)
-        rows["tokens"].append(size)
-        rows["message"].append(msg)
-        rows["role"].append(span_role)
 
 
 def _changed_message(
@@ -401,6 +347,7 @@ def _analyze_group(
     import numpy as np
     import polars as pl
 
+    from promptkit.cache.composition import composition_frame, composition_part
     from promptkit.cache.simulator import CacheSimulator
     from promptkit.cache.tokenize import RequestTokenizer
 
@@ -439,7 +386,7 @@ def _analyze_group(
 
     req_schema, comp_schema, prob_schema = _schemas()
     out: dict[int, dict[str, Any]] = {}
-    comp_rows: dict[int, dict[str, list[Any]]] = {}
+    comp_rows: dict[int, dict[str, np.ndarray]] = {}
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
@@ -466,7 +413,7 @@ def _analyze_group(
         if global_sim is not None:
             outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
         else:
-            sim = CacheSimulator(model)
+            sim = CacheSimulator(model, share_tokens=True)  # perf: a throw-away cache, no copies
             prev = previous.get(record.session)
             if prev is not None:
                 sim.store(prev[0], prev[1], prev[2], prev[3])
@@ -519,9 +466,9 @@ def _analyze_group(
             "divergence_cached_text": d_cached_text,
             "divergence_prompt_text": d_prompt_text,
         }
-        rows: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-        _composition_rows(prepared, tok, rows)
-        comp_rows[k] = rows
+        comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
+            record.session, record.index, prepared.body, tok, layout=prepared.layout, shifted=prepared.shifted
+        )
     if progress:
         bar.close()
     warm_starts = [
@@ -562,11 +509,7 @@ def _analyze_group(
 
     kept = [k for k in range(len(record_list)) if k in out]
     requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
-    comp: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-    for k in kept:
-        for c in COMPOSITION_COLUMNS:
-            comp[c].extend(comp_rows[k][c])
-    composition = pl.DataFrame(comp, schema=comp_schema)
+    composition = composition_frame([comp_rows[k] for k in kept], comp_schema)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -592,6 +535,7 @@ def _analyze_group(
 DEFAULT_PROVIDER: Final[str] = "deepseek"
 
 
+@gc_paused()  # perf: the cyclic GC would rescan every loaded record (promptkit.cache.runtime)
 def analyze_requests(
     records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
     *,
@@ -694,6 +638,7 @@ def analyze_requests(
     )
 
 
+@gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     **kwargs: Any,
@@ -709,4 +654,6 @@ def analyze(
         (154, 5)
     """
     fmt = kwargs.pop("format", None)
-    return analyze_requests(read_logs(paths, format=fmt), **kwargs)
+    with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
+        loaded = read_logs(paths, format=fmt)
+    return analyze_requests(loaded, **kwargs)

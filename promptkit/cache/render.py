@@ -51,6 +51,7 @@ __all__ = [
     "ChatMLRender",
     "DeepSeekV3Render",
     "DeepSeekV32Render",
+    "IncrementalRenderModel",
     "JinjaTemplateRender",
     "RenderError",
     "RenderModel",
@@ -99,6 +100,32 @@ class RenderModel(Protocol):
         ...
 
 
+@runtime_checkable
+class IncrementalRenderModel(RenderModel, Protocol):
+    """A render model that can render a request from message ``start`` on (what lets
+    :class:`~promptkit.cache.tokenize.RequestTokenizer` reuse the rendering and tokens of a request that
+    shares the first ``start`` messages).
+
+    Contract: ``render_from(request, 0, completion=c)`` is ``render(request, completion=c)``; for every
+    ``1 <= start <= len(messages)``, ``render(request, completion=c)`` equals the
+    pieces before the first piece of message ``start`` followed by ``render_from(request, start,
+    completion=c)``; and the pieces before message ``start`` are the same for two requests whose
+    ``messages[:start]`` are equal and whose ``prefix_context(request, start)`` are equal (``==``). The
+    message pieces come in message order, after the header. A property test checks both on generated
+    conversations.
+    """
+
+    def render_from(
+        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """The pieces of message ``start`` and after, then the generation prompt / ``completion``."""
+        ...
+
+    def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
+        """Everything besides ``messages[:start]`` that the pieces before message ``start`` depend on."""
+        ...
+
+
 def rendered_text(pieces: Sequence[RenderedPiece]) -> str:
     """The concatenated text of ``pieces``."""
     return "".join(p.text for p in pieces)
@@ -108,7 +135,9 @@ def rendered_text(pieces: Sequence[RenderedPiece]) -> str:
 # request access helpers
 
 
-def _messages(request: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+def _messages(request: Mapping[str, Any], start: int = 0) -> Sequence[Mapping[str, Any]]:
+    """``request["messages"]``, checked from index ``start`` on (the ones before were checked when the
+    request that shares them was rendered)."""
     if not isinstance(request, Mapping):
         raise RenderError(
             f"request must be a mapping (a chat-completions body), got {type(request).__name__}"
@@ -116,7 +145,8 @@ def _messages(request: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     messages = request.get("messages")
     if not isinstance(messages, Sequence) or isinstance(messages, str):
         raise RenderError(f"request['messages'] must be a list, got {type(messages).__name__}")
-    for i, m in enumerate(messages):
+    for i in range(start, len(messages)):
+        m = messages[i]
         if not isinstance(m, Mapping):
             raise RenderError(f"messages[{i}] must be an object, got {type(m).__name__}")
         if not isinstance(m.get("role"), str):
@@ -512,7 +542,20 @@ class DeepSeekV32Render:
         self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
     ) -> list[RenderedPiece]:
         """Pieces of ``request`` (ending with its generation prompt), or with ``completion``."""
-        messages = list(_messages(request))
+        return self.render_from(request, 0, completion=completion)
+
+    def render_from(
+        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """The pieces of message ``start`` and after (the header too when ``start`` is 0), then
+        ``completion`` (see :class:`IncrementalRenderModel`).
+
+        >>> r = DeepSeekV32Render()
+        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+        >>> r.render(request)[-3:] == r.render_from(request, 1)
+        True
+        """
+        messages: list[Mapping[str, Any]] = list(_messages(request, start))
         tools = _tools(request)
         if completion is not None:
             if not isinstance(completion, Mapping):
@@ -523,15 +566,37 @@ class DeepSeekV32Render:
         tools_at: int | None = None
         if tools:
             tools_at = next((i for i, m in enumerate(messages) if m["role"] == "system"), None)
-        out: list[RenderedPiece] = [RenderedPiece(BOS, True, None)]
-        if tools and tools_at is None:
-            out += _template_pieces("\n\n" + deepseek_v32_tools_text(tools), None)
-        last_user = max((i for i, m in enumerate(messages) if m["role"] in ("user", "developer")), default=-1)
+        out: list[RenderedPiece] = []
+        if start == 0:
+            out.append(RenderedPiece(BOS, True, None))
+            if tools and tools_at is None:
+                out += _template_pieces("\n\n" + deepseek_v32_tools_text(tools), None)
+        last_user = self._last_user(messages) if self.thinking else -1
         n_real = len(messages) - (completion is not None)
-        for i in range(len(messages)):
+        for i in range(start, len(messages)):
             index = i if i < n_real else None
             out += self._message(i, index, messages, tools if i == tools_at else [], last_user)
         return out
+
+    @staticmethod
+    def _last_user(messages: Sequence[Mapping[str, Any]]) -> int:
+        for i in range(len(messages) - 1, -1, -1):
+            if messages[i]["role"] in ("user", "developer"):
+                return i
+        return -1
+
+    def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
+        """What the pieces before message ``start`` depend on besides those messages: the tools, whether
+        they go into the header or into a system message before ``start``, and (thinking mode) where
+        the last user message is relative to ``start``."""
+        tools = _tools(request)
+        messages = _messages(request, start)
+        where: int | None = None
+        if tools:
+            first_system = next((i for i, m in enumerate(messages) if m["role"] == "system"), None)
+            where = -1 if first_system is None else min(first_system, start)
+        last = min(self._last_user(messages), start) if self.thinking else None
+        return (tools, where, last)
 
     def _message(
         self,
@@ -658,14 +723,28 @@ class ChatMLRender:
         self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
     ) -> list[RenderedPiece]:
         """Pieces of ``request`` ending with the generation prompt, or with ``completion``."""
-        messages = _messages(request)
+        return self.render_from(request, 0, completion=completion)
+
+    def render_from(
+        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """The pieces of message ``start`` and after (the tools block too when ``start`` is 0), then the
+        generation prompt or ``completion`` (see :class:`IncrementalRenderModel`).
+
+        >>> r = ChatMLRender()
+        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}]}
+        >>> r.render(request)[4:] == r.render_from(request, 1)
+        True
+        """
+        messages = _messages(request, start)
         P = RenderedPiece
         out: list[RenderedPiece] = []
         tools = _tools(request)
-        if tools:
+        if tools and start == 0:
             out += [P(IM_START, True, None), P("system\n" + chatml_tools_text(tools), False, None)]
             out += [P(IM_END, True, None), P("\n", False, None)]
-        for i, m in enumerate(messages):
+        for i in range(start, len(messages)):
+            m = messages[i]
             role = m["role"]
             name = m.get("name")
             head = f"{role} name={name}\n" if isinstance(name, str) and name else f"{role}\n"
@@ -685,6 +764,10 @@ class ChatMLRender:
                 out.append(P(text, False, None))
             out.append(P(IM_END, True, None))
         return out
+
+    def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
+        """The tool definitions: the only thing besides the messages that the pieces depend on."""
+        return _tools(request)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -88,12 +88,16 @@ class RadixCache:
     expires. ``capacity`` (tokens) bounds the stored tokens; inserting beyond it evicts expired runs
     first, then the least recently used leaves (a leaf is trimmed token-exactly when only part of it
     must go).
+
+    ``share_tokens``: keep read-only token arrays by reference instead of copying them (for a
+    short-lived cache: a view keeps the whole array it comes from alive).
     """
 
-    def __init__(self, *, capacity: int | None = None) -> None:
+    def __init__(self, *, capacity: int | None = None, share_tokens: bool = False) -> None:
         if capacity is not None and capacity < 0:
             raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
         self.capacity = capacity
+        self.share_tokens = share_tokens
         self._root = _Node(np.zeros(0, np.int64), None, 0)
         self._root.expires = _INF
         self._tokens = 0
@@ -197,7 +201,10 @@ class RadixCache:
             first = int(tokens[pos])
             child = node.children.get(first)
             if child is None:
-                leaf = _Node(tokens[pos:].copy(), node, n)
+                tail = tokens[pos:]
+                leaf = _Node(
+                    tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n
+                )
                 node.children[first] = leaf
                 self._tokens += n - pos
                 node = leaf
@@ -304,6 +311,7 @@ class CacheSimulator:
     :meth:`lookup` then :meth:`store` for each call (or :meth:`step`). Entries become readable
     ``model.delay`` seconds after the call (immediately when the delay is 0 or the time unknown).
     Calls must come in non-decreasing time; times may be None (unknown: nothing expires).
+    ``share_tokens`` is passed to the :class:`RadixCache`.
 
     Example::
 
@@ -316,9 +324,9 @@ class CacheSimulator:
         192
     """
 
-    def __init__(self, model: CacheModel) -> None:
+    def __init__(self, model: CacheModel, *, share_tokens: bool = False) -> None:
         self.model = model
-        self.cache = RadixCache(capacity=model.capacity)
+        self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
 
