@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
@@ -226,8 +227,14 @@ def _composition_rows(p: _Prepared, tok: TokenizedRequest, rows: dict[str, list[
     messages = p.body["messages"]
     ends = tok.message_ends if tok.message_ends is not None else None
     spans: list[tuple[int, int, str, str | None, int | None, str | None]] = []
-    if tok.header_len > 0:
-        spans.append((0, tok.header_len, "tools" if p.body.get("tools") else "header", None, None, None))
+    head = opaque_head_of(record)
+    head_len = head.tokens if head is not None else 0
+    if head is not None:
+        spans.append((0, head_len, OPAQUE_HEAD_SLOT, head.key, None, None))
+    if tok.header_len > head_len:
+        spans.append(
+            (head_len, tok.header_len - head_len, "tools" if p.body.get("tools") else "header", None, None, None)
+        )
     starts = tok.message_starts
     order = sorted(range(len(starts)), key=lambda k: (starts[k], k))
     for rank, i in enumerate(order):
@@ -295,6 +302,9 @@ def _divergence(
     """(message index, role, slot, key) of the message that made the prompt diverge at token ``pos``."""
     i = _changed_message(tok, pos, p.body["messages"], source)
     if i is None:
+        head = opaque_head_of(p.record)
+        if head is not None and pos < head.tokens:
+            return None, OPAQUE_HEAD_SLOT, None, None
         if pos < tok.header_len:
             return None, ("tools" if p.body.get("tools") else "header"), None, None
         return None, "generation", None, None
@@ -413,6 +423,7 @@ def _analyze_group(
         prepared = _prepare(record)
         try:
             tok = tokenizer_for(record).tokenize(prepared.body, completion=record.completion)
+            tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(
                 LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
@@ -443,7 +454,7 @@ def _analyze_group(
             d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
             cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
             if cached is not None and prefix < len(cached):
-                decode = tokenizer_for(record).decode
+                decode = opaque_decoder(tokenizer_for(record).decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
                 d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
         bodies[_source_id(record)] = prepared.body["messages"]
