@@ -277,18 +277,20 @@ def _first_objects(head: str, n: int = 5) -> list[Any]:
             try:
                 out.append(json.loads(raw))
             except json.JSONDecodeError:
-                break
+                continue  # a torn line is reported by read
     return out
 
 
 def sniff(source: Source) -> bool:
-    """JSONL whose first lines are rollout lines: ``{"type": "session_meta" | "response_item" | ...,
-    "payload": {...}}``."""
+    """JSONL whose first lines are rollout lines, ``{"type": "session_meta" | "response_item" | ...,
+    "payload": {...}}``: most of the first five that parse, and none a chat request."""
     objs = _first_objects(source.head)
-    return bool(objs) and all(
+    rollout = sum(
         isinstance(o, Mapping) and o.get("type") in LINE_TYPES and isinstance(o.get("payload"), Mapping)
         for o in objs
     )
+    chat = any(isinstance(o, Mapping) and ("messages" in o or "request" in o) for o in objs)
+    return not chat and 2 * rollout > len(objs)
 
 
 def read(source: Source) -> Iterator[Item]:
