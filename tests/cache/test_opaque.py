@@ -92,7 +92,9 @@ def test_engine_shares_equal_heads_and_breaks_at_token_zero_on_a_new_one() -> No
 
 
 def test_a_malformed_head_is_a_problem_not_a_crash() -> None:
-    bad = RequestRecord({"messages": [{"role": "user", "content": "x"}]}, "s", meta={"opaque_head_tokens": -5})
+    bad = RequestRecord(
+        {"messages": [{"role": "user", "content": "x"}]}, "s", meta={"opaque_head_tokens": -5}
+    )
     result = analyze_requests([bad], provider="exact")
     assert result.requests.height == 0
     assert "meta.opaque_head_tokens" in result.problems["reason"][0]

@@ -52,12 +52,16 @@ def test_request_count_and_cache_figures_equal_the_transcripts_own_usage() -> No
     result = read_logs(PROJECT)
     assert result.problems == ()
     assert result.formats == {"claude-code": 2}
-    lines = sum(1 for p in (MAIN, AGENT) for line in p.read_text().splitlines() if '"type":"assistant"' in line)
+    lines = sum(
+        1 for p in (MAIN, AGENT) for line in p.read_text().splitlines() if '"type":"assistant"' in line
+    )
     assert lines > len(raw)  # the streamed duplicates are there ...
     assert len(result.records) == len(raw)  # ... and merged into one request per message id
     usages = [r.usage for r in result.records]
     assert all(u is not None for u in usages)
-    assert sum(u.cached_tokens or 0 for u in usages if u) == sum(u["cache_read_input_tokens"] for u in raw.values())
+    assert sum(u.cached_tokens or 0 for u in usages if u) == sum(
+        u["cache_read_input_tokens"] for u in raw.values()
+    )
     assert sum(u.cache_write_tokens or 0 for u in usages if u) == sum(
         u["cache_creation_input_tokens"] for u in raw.values()
     )
@@ -65,7 +69,8 @@ def test_request_count_and_cache_figures_equal_the_transcripts_own_usage() -> No
         u["cache_creation"]["ephemeral_1h_input_tokens"] for u in raw.values()
     )
     assert sum(u.prompt_tokens or 0 for u in usages if u) == sum(
-        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in raw.values()
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+        for u in raw.values()
     )
 
 
@@ -75,7 +80,9 @@ def test_main_thread_and_subagent_are_sessions_of_their_own() -> None:
     assert [r.index for r in sessions[SESSION]] == [0, 1]
     assert {r.provider for r in read_logs(PROJECT).records} == {"anthropic"}
     assert {r.request["model"] for r in sessions[SESSION]} == {"claude-opus-4-6"}
-    assert {r.request["model"] for r in sessions[f"{SESSION}/agent-a2898e3"]} == {"claude-sonnet-4-5-20250929"}
+    assert {r.request["model"] for r in sessions[f"{SESSION}/agent-a2898e3"]} == {
+        "claude-sonnet-4-5-20250929"
+    }
 
 
 def test_one_file_reads_alone() -> None:
@@ -124,7 +131,9 @@ def test_opaque_head_is_reported_prompt_minus_the_visible_count_of_the_first_cal
         n = first.meta["opaque_head_tokens"]
         assert n == first.usage.prompt_tokens - visible_prompt_tokens(first)
         assert n > 10_000  # Claude Code's system prompt and tools
-        assert {r.meta["opaque_head_key"] for r in records} == {f"claude-code:{session}:{first.request['model']}"}
+        assert {r.meta["opaque_head_key"] for r in records} == {
+            f"claude-code:{session}:{first.request['model']}"
+        }
         assert {r.meta["opaque_head_tokens"] for r in records} == {n}
 
 
@@ -166,7 +175,9 @@ def test_bad_lines_are_problems_naming_file_line_and_field(tmp_path: Path) -> No
 
 
 def test_bad_usage_keeps_the_call_and_names_the_field(tmp_path: Path) -> None:
-    text = AGENT.read_text(encoding="utf-8").replace('"cache_creation_input_tokens":13522', '"cache_creation_input_tokens":"many"')
+    text = AGENT.read_text(encoding="utf-8").replace(
+        '"cache_creation_input_tokens":13522', '"cache_creation_input_tokens":"many"'
+    )
     path = tmp_path / "agent-a2898e3.jsonl"
     path.write_text(text, encoding="utf-8")
     result = read_logs(path)
@@ -215,8 +226,15 @@ def test_compaction_starts_a_new_context_and_synthetic_messages_are_no_calls(tmp
     events = [
         _event("user", "u1", None, "first question"),
         _event("assistant", "a1", "u1", [{"type": "text", "text": "first answer"}]),
-        {"type": "system", "subtype": "compact_boundary", "uuid": "c1", "parentUuid": None, "sessionId": "s1",
-         "logicalParentUuid": "a1", "timestamp": "2026-02-12T16:01:00Z"},
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "c1",
+            "parentUuid": None,
+            "sessionId": "s1",
+            "logicalParentUuid": "a1",
+            "timestamp": "2026-02-12T16:01:00Z",
+        },
         _event("user", "u2", "c1", "This session is being continued. Summary: ...", isCompactSummary=True),
         _event("assistant", "x1", "u2", [{"type": "text", "text": "API Error"}], model="<synthetic>"),
         _event("user", "u3", "x1", "go on"),

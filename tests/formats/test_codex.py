@@ -13,7 +13,9 @@ from promptkit.formats.base import Source
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "codex"
-ROLLOUT = FIXTURES / "sessions/2026/02/23/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"
+ROLLOUT = (
+    FIXTURES / "sessions/2026/02/23/rollout-2026-02-23T12-41-04-019c8a4d-8f45-7010-8b5d-7fad920aa6f9.jsonl"
+)
 SESSION = "019c8a4d-8f45-7010-8b5d-7fad920aa6f9"
 
 
@@ -46,21 +48,33 @@ def test_one_request_per_call_with_the_rollouts_own_usage() -> None:
     text = ROLLOUT.read_text(encoding="utf-8")
     assert text.count('"type":"token_count"') > len(raw)  # repeats and an empty one are in the file
     assert len(result.records) == len(raw)
-    got = [(r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens) for r in result.records if r.usage]
+    got = [
+        (r.usage.prompt_tokens, r.usage.cached_tokens, r.usage.completion_tokens)
+        for r in result.records
+        if r.usage
+    ]
     assert got == [(u["input_tokens"], u["cached_input_tokens"], u["output_tokens"]) for u in raw]
-    assert {(r.session, r.provider, r.request["model"]) for r in result.records} == {(SESSION, "openai", "gpt-5.3-codex")}
+    assert {(r.session, r.provider, r.request["model"]) for r in result.records} == {
+        (SESSION, "openai", "gpt-5.3-codex")
+    }
     assert [r.index for r in result.records] == [0, 1, 2]
 
 
 def test_request_is_instructions_and_items_before_the_calls_output() -> None:
     first, second, third = read_logs(ROLLOUT).records
-    assert first.request["messages"][0] == {"role": "system", "content": "[REDACTED_TEXT len=13131 sha=036b7e47]"}
+    assert first.request["messages"][0] == {
+        "role": "system",
+        "content": "[REDACTED_TEXT len=13131 sha=036b7e47]",
+    }
     assert [m["role"] for m in first.request["messages"][1:]] == [
         "developer", "developer", "user", "user", "developer", "developer", "user",
     ]  # fmt: skip
     # the call's output (reasoning, a commentary message, two tool calls) is its completion ...
     assert first.completion is not None
-    assert [c["id"] for c in first.completion["tool_calls"]] == ["call_gL2iTwQbQ9Tg1BKGl350ZGKp", "call_qXFvlxrQVjVXhLKaZsBPk1ob"]
+    assert [c["id"] for c in first.completion["tool_calls"]] == [
+        "call_gL2iTwQbQ9Tg1BKGl350ZGKp",
+        "call_qXFvlxrQVjVXhLKaZsBPk1ob",
+    ]
     # ... and the next request's history, followed by the tool outputs
     assert second.request["messages"][: len(first.request["messages"])] == first.request["messages"]
     assert [m.get("tool_call_id") for m in second.request["messages"][-2:]] == [
@@ -95,7 +109,10 @@ def test_bad_lines_are_problems_naming_file_line_and_field(tmp_path: Path) -> No
     reasons = {(p.line, p.reason.split(";")[0]) for p in result.problems}
     assert (2, "missing 'payload'") in reasons
     assert any(line == 4 and reason.startswith("invalid JSON") for line, reason in reasons)
-    assert (32, "payload.info.last_token_usage.cached_input_tokens: expected a token count, got str") in reasons
+    assert (
+        32,
+        "payload.info.last_token_usage.cached_input_tokens: expected a token count, got str",
+    ) in reasons
     assert {p.file for p in result.problems} == {str(path)}
     # the call whose token_count is broken is read from Codex's repeat of that event (line 38)
     assert [r.line for r in result.records] == [19, 38, 48]
@@ -120,10 +137,25 @@ def test_a_malformed_response_item_is_left_out_and_named(tmp_path: Path) -> None
 def test_totals_only_and_compaction(tmp_path: Path) -> None:
     def item(role: str, text: str) -> dict[str, Any]:
         kind = "output_text" if role == "assistant" else "input_text"
-        return {"type": "response_item", "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}}
+        return {
+            "type": "response_item",
+            "payload": {"type": "message", "role": role, "content": [{"type": kind, "text": text}]},
+        }
 
     def count(total: int, cached: int) -> dict[str, Any]:
-        return {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": {"input_tokens": total, "cached_input_tokens": cached, "output_tokens": 1}}}}
+        return {
+            "type": "event_msg",
+            "payload": {
+                "type": "token_count",
+                "info": {
+                    "total_token_usage": {
+                        "input_tokens": total,
+                        "cached_input_tokens": cached,
+                        "output_tokens": 1,
+                    }
+                },
+            },
+        }
 
     path = write_rollout(tmp_path / "rollout-y.jsonl", [
         {"type": "session_meta", "payload": {"id": "s", "instructions": "Be Codex."}},
