@@ -344,6 +344,13 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     width = max(60, shutil.get_terminal_size((200, 24)).columns)
     text = format_summary(tables, width=width)
     header = _header(result, paths)
+    if args.provider is None:
+        defaulted = any("name no provider and none was recognised" in n for n in result.notes)
+        header += (
+            "\n(provider: no session named one or was recognised; the default was used, see the notes)"
+            if defaulted
+            else "\n(provider: recognised per session from the log's URLs, model names or usage)"
+        )
     _emit(stdout, header + "\n\n" + text)
 
     out: Path = args.out
