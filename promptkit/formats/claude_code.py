@@ -71,42 +71,30 @@ _BOOKKEEPING_TYPES: Final[frozenset[str]] = frozenset(
 
 @attrs.frozen(slots=True)
 class _Event:
+    """What promptkit keeps of one line (not the line itself: ``toolUseResult`` copies can be large)."""
+
     line: int
     type: str
     uuid: str | None
     parent: str | None
-    obj: Mapping[str, Any]
-
-    @property
-    def message(self) -> Mapping[str, Any]:
-        m = self.obj.get("message")
-        return m if isinstance(m, Mapping) else {}
-
-    @property
-    def blocks(self) -> list[Any]:
-        content = self.message.get("content")
-        if isinstance(content, str):
-            return [{"type": "text", "text": content}]
-        return list(content) if isinstance(content, list) else []
-
-    @property
-    def message_key(self) -> str:
-        """What the streamed lines of one model call share: the message id, else the request id."""
-        mid = self.message.get("id")
-        if isinstance(mid, str) and mid:
-            return "msg:" + mid
-        rid = self.obj.get("requestId")
-        if isinstance(rid, str) and rid:
-            return "req:" + rid
-        return "uuid:" + str(self.uuid)
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    message_key: str = ""  # what the streamed lines of one model call share: message id, else request id
+    model: str | None = None
+    usage: Any = None
+    timestamp: Any = None
+    request_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    sidechain: bool = False
+    compact_boundary: bool = False
 
     @property
     def synthetic(self) -> bool:
-        return self.type == "assistant" and self.message.get("model") == "<synthetic>"
+        return self.type == "assistant" and self.model == "<synthetic>"
 
-    @property
-    def compact_boundary(self) -> bool:
-        return self.type == "system" and self.obj.get("subtype") == "compact_boundary"
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _parse_event(obj: object, line: int) -> _Event:
@@ -120,6 +108,10 @@ def _parse_event(obj: object, line: int) -> _Event:
         )
     uuid = obj.get("uuid")
     parent = obj.get("parentUuid")
+    if parent is not None and not isinstance(parent, str):
+        raise RecordFormatError(f"parentUuid: expected a string or null, got {type_name(parent)}")
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    message: Mapping[str, Any] = {}
     if kind in _MESSAGE_TYPES:
         if not isinstance(uuid, str) or not uuid:
             raise RecordFormatError(
@@ -127,24 +119,48 @@ def _parse_event(obj: object, line: int) -> _Event:
                 if uuid is None
                 else f"uuid: expected a string, got {type_name(uuid)}"
             )
-        message = obj.get("message")
-        if not isinstance(message, Mapping):
+        raw_message = obj.get("message")
+        if not isinstance(raw_message, Mapping):
             raise RecordFormatError(
                 f"{kind} event: missing 'message'"
-                if message is None
-                else f"message: expected an object, got {type_name(message)}"
+                if raw_message is None
+                else f"message: expected an object, got {type_name(raw_message)}"
             )
+        message = raw_message
         content = message.get("content")
-        if not isinstance(content, str | list):
+        if isinstance(content, str):
+            blocks = ({"type": "text", "text": content},)
+        elif isinstance(content, list):
+            for k, block in enumerate(content):
+                if not isinstance(block, Mapping):
+                    raise RecordFormatError(
+                        f"message.content[{k}]: expected an object, got {type_name(block)}"
+                    )
+            blocks = tuple(content)
+        else:
             raise RecordFormatError(
                 f"message.content: expected a string or a list of blocks, got {type_name(content)}"
             )
-        for k, block in enumerate(content if isinstance(content, list) else []):
-            if not isinstance(block, Mapping):
-                raise RecordFormatError(f"message.content[{k}]: expected an object, got {type_name(block)}")
-    if parent is not None and not isinstance(parent, str):
-        raise RecordFormatError(f"parentUuid: expected a string or null, got {type_name(parent)}")
-    return _Event(line, kind, uuid if isinstance(uuid, str) else None, parent, obj)
+    uuid_s = uuid if isinstance(uuid, str) else None
+    request_id = _str_or_none(obj.get("requestId"))
+    mid = _str_or_none(message.get("id"))
+    key = "msg:" + mid if mid else ("req:" + request_id if request_id else "uuid:" + str(uuid_s))
+    return _Event(
+        line,
+        kind,
+        uuid_s,
+        parent,
+        blocks=blocks,
+        message_key=key,
+        model=_str_or_none(message.get("model")),
+        usage=message.get("usage"),
+        timestamp=obj.get("timestamp"),
+        request_id=request_id,
+        session_id=_str_or_none(obj.get("sessionId")),
+        agent_id=_str_or_none(obj.get("agentId")),
+        sidechain=obj.get("isSidechain") is True,
+        compact_boundary=kind == "system" and obj.get("subtype") == "compact_boundary",
+    )
 
 
 def _tool_content(value: Any) -> Any:
@@ -227,19 +243,12 @@ class _Transcript:
                     if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                         self.answers.setdefault(b["tool_use_id"], []).append(e)
         self.missing_parents: list[tuple[int, str]] = []
-        self._thread: dict[str, str] = {}
-        session = next(
-            (
-                e.obj["sessionId"]
-                for e in events
-                if isinstance(e.obj.get("sessionId"), str) and e.obj["sessionId"]
-            ),
-            stem,
-        )
-        self.session: str = session
+        self.session: str = next((e.session_id for e in events if e.session_id), stem)
+        self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
 
-    def chain(self, first: _Event) -> list[_Event]:
-        """The ancestors of ``first`` back to the root or a compaction boundary, newest first."""
+    def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
+        """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
+        nearest call whose context is already known (returned second, and included in the list)."""
         out: list[_Event] = []
         seen: set[str] = set()
         cur = first.parent
@@ -252,15 +261,16 @@ class _Transcript:
             if ev.compact_boundary:
                 break
             out.append(ev)
+            if cur in self._contexts:
+                return out, ev
             cur = ev.parent
-        return out
+        return out, None
 
     def thread_of(self, e: _Event) -> str:
         """The session of an event: the main thread, a sub-agent, or an older in-file sidechain."""
-        agent = e.obj.get("agentId")
-        if e.obj.get("isSidechain") is True or isinstance(agent, str):
-            if isinstance(agent, str) and agent:
-                return f"{self.session}/agent-{agent}"
+        if e.sidechain or e.agent_id:
+            if e.agent_id:
+                return f"{self.session}/agent-{e.agent_id}"
             root = e
             seen: set[str] = set()
             while root.parent is not None and root.parent in self.by_uuid and root.parent not in seen:
@@ -270,8 +280,12 @@ class _Transcript:
         return self.session
 
     def context(self, first: _Event) -> list[dict[str, Any]]:
-        """The chat messages before the model call whose first line is ``first``."""
-        chain = [e for e in self.chain(first) if e.type in _MESSAGE_TYPES and not e.synthetic]
+        """The chat messages before the model call whose first line is ``first``.
+
+        Calls are visited in file order and each one's context is kept, so a call's context is the
+        nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
+        segment, known = self.segment(first)
+        chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
             b.get("tool_use_id")
@@ -295,24 +309,24 @@ class _Transcript:
         turns: list[tuple[str, list[Mapping[str, Any]]]] = []
         assistant_turn: dict[str, int] = {}
         for e in events:
-            blocks = [b for b in e.blocks if isinstance(b, Mapping)]
             if e.type == "assistant":
-                key = e.message_key
-                if key in assistant_turn:
-                    turns[assistant_turn[key]][1].extend(blocks)
+                if e.message_key in assistant_turn:
+                    turns[assistant_turn[e.message_key]][1].extend(e.blocks)
                 else:
-                    assistant_turn[key] = len(turns)
-                    turns.append(("assistant", blocks))
+                    assistant_turn[e.message_key] = len(turns)
+                    turns.append(("assistant", list(e.blocks)))
             elif turns and turns[-1][0] == "user":
-                turns[-1][1].extend(blocks)
+                turns[-1][1].extend(e.blocks)
             else:
-                turns.append(("user", blocks))
-        messages: list[dict[str, Any]] = []
+                turns.append(("user", list(e.blocks)))
+        messages: list[dict[str, Any]] = list(self._contexts[known.uuid]) if known and known.uuid else []
         for role, blocks in turns:
             if role == "assistant":
                 messages.append(_assistant_message(blocks))
             else:
                 messages.extend(_user_messages(blocks))
+        if first.uuid is not None:
+            self._contexts[first.uuid] = messages
         return messages
 
 
@@ -328,13 +342,13 @@ def _one_hour_sessions(records: Sequence[RequestRecord]) -> set[str]:
 
 
 def _with_breakpoint(record: RequestRecord, ttl: str | None) -> RequestRecord:
-    messages = [dict(m) for m in record.request["messages"]]
+    messages = list(record.request["messages"])
     if not messages:
         return record
     cc: dict[str, Any] = {"type": "ephemeral"}
     if ttl is not None:
         cc["ttl"] = ttl
-    messages[-1]["cache_control"] = cc
+    messages[-1] = {**messages[-1], "cache_control": cc}
     return attrs.evolve(record, request={**record.request, "messages": messages})
 
 
@@ -364,28 +378,27 @@ def transcript_records(
     records: list[RequestRecord] = []
     for group in groups.values():
         first = group[0]
-        model = next((g.message.get("model") for g in group if isinstance(g.message.get("model"), str)), None)
+        model = next((g.model for g in group if g.model is not None), None)
         body: dict[str, Any] = {}
         if model is not None:
             body["model"] = model
         body["messages"] = t.context(first)
         completion = _assistant_message([b for g in group for b in g.blocks if isinstance(b, Mapping)])
         usage = None
-        usage_event = next((g for g in reversed(group) if g.message.get("usage") is not None), None)
+        usage_event = next((g for g in reversed(group) if g.usage is not None), None)
         if usage_event is not None:
             try:
-                usage = normalize_usage(usage_event.message["usage"], "message.usage")
+                usage = normalize_usage(usage_event.usage, "message.usage")
             except RecordFormatError as exc:
                 problems.append(LoadProblem(file, usage_event.line, f"{exc}; the call is kept without usage"))
         timestamp = None
         try:
-            timestamp = parse_timestamp(first.obj.get("timestamp"))
+            timestamp = parse_timestamp(first.timestamp)
         except RecordFormatError as exc:
             problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
         meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group]}
-        rid = first.obj.get("requestId")
-        if isinstance(rid, str):
-            meta["request_id"] = rid
+        if first.request_id is not None:
+            meta["request_id"] = first.request_id
         records.append(
             RequestRecord(
                 body,
