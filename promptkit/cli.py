@@ -345,7 +345,7 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     text = format_summary(tables, width=width)
     header = _header(result, paths)
     if args.provider is None:
-        defaulted = any("name no provider and none was recognised" in n for n in result.notes)
+        defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
         header += (
             "\n(provider: no session named one or was recognised; the default was used, see the notes)"
             if defaulted
