@@ -111,6 +111,46 @@ def _usage_of(info: Mapping[str, Any], previous_total: dict[str, int] | None) ->
     return {k: max(0, v - previous_total.get(k, 0)) for k, v in total.items()}
 
 
+#: Items that join the assistant message before them when converted (so a cut before them is not final).
+_JOINING: Final[frozenset[str]] = frozenset({"function_call", "custom_tool_call"})
+
+
+class _History:
+    """The conversation's response items and their chat-completions conversion, each item converted once:
+    the conversion of ``items[:m]`` is final when ``items[m]`` starts a message of its own."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.ts: list[float | None] = []
+        self._done = 0  # items[:_done] are converted into _messages; items[_done] starts a message
+        self._messages: list[dict[str, Any]] = []
+
+    def reset(self, items: list[dict[str, Any]], ts: float | None) -> None:
+        self.items, self.ts = items, [ts] * len(items)
+        self._done, self._messages = 0, []
+
+    def append(self, item: dict[str, Any], ts: float | None) -> None:
+        self.items.append(item)
+        self.ts.append(ts)
+
+    def messages(self, cut: int) -> list[dict[str, Any]]:
+        """The chat messages of ``items[:cut]``."""
+        b = min(cut, len(self.items) - 1)  # a final cut needs a next item that starts a message
+        while b > self._done and self.items[b].get("type") in _JOINING:
+            b -= 1
+        if b > self._done:
+            self._messages += _convert(self.items[self._done : b])
+            self._done = b
+        return self._messages + _convert(self.items[self._done : cut])
+
+
+def _convert(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not items:
+        return []
+    messages: list[dict[str, Any]] = responses_request_to_chat({"input": items})["messages"]
+    return messages
+
+
 def rollout_records(
     lines: Iterable[tuple[int, str]], *, file: str, stem: str
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
@@ -121,8 +161,7 @@ def rollout_records(
     instructions: str | None = None
     tools: list[Any] | None = None
     model: str | None = None
-    items: list[dict[str, Any]] = []
-    items_ts: list[float | None] = []
+    history = _History()
     call_start: int | None = None  # index in items where the current call's output starts
     last_info: Any = None
     last_total: dict[str, int] | None = None
@@ -178,17 +217,19 @@ def rollout_records(
         elif kind == "compacted":
             replacement = payload.get("replacement_history")
             if isinstance(replacement, list):
-                items = [dict(i) for i in replacement if isinstance(i, Mapping)]
+                history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
             else:
                 summary = payload.get("message")
-                items = [
-                    {
-                        "type": "message",
-                        "role": "user",
-                        "content": [{"type": "input_text", "text": str(summary or "")}],
-                    }
-                ]
-            items_ts = [ts] * len(items)
+                history.reset(
+                    [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": str(summary or "")}],
+                        }
+                    ],
+                    ts,
+                )
             call_start = None
         elif kind == "response_item":
             try:
@@ -201,11 +242,10 @@ def rollout_records(
                 continue
             if _is_output(payload):
                 if call_start is None:
-                    call_start = len(items)
+                    call_start = len(history.items)
             else:
                 call_start = None
-            items.append(dict(payload))
-            items_ts.append(ts)
+            history.append(dict(payload), ts)
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info")
             if info is None or info == last_info:
@@ -224,16 +264,17 @@ def rollout_records(
                 last_total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
             except RecordFormatError:
                 last_total = None
-            cut = call_start if call_start is not None else len(items)
-            body: dict[str, Any] = {"model": model or "gpt-5"}
+            cut = call_start if call_start is not None else len(history.items)
+            body: dict[str, Any] = {"model": model or "gpt-5", "input": []}
             if instructions is not None:
                 body["instructions"] = instructions
-            body["input"] = items[:cut]
             if tools is not None:
                 body["tools"] = tools
             try:
                 request = responses_request_to_chat(body)
-                completion = responses_response_to_chat({"output": items[cut:]})["choices"][0]["message"]
+                request["messages"] = request["messages"] + history.messages(cut)
+                output = history.items[cut:]
+                completion = responses_response_to_chat({"output": output})["choices"][0]["message"]
             except RecordFormatError as exc:
                 problem(lineno, f"{exc}; no call recorded for this token_count")
                 continue
@@ -245,7 +286,7 @@ def rollout_records(
                 raw_usage["input_tokens_details"]["cache_write_tokens"] = counts["cache_write_input_tokens"]
             if "output_tokens" in counts:
                 raw_usage["output_tokens"] = counts["output_tokens"]
-            started = items_ts[cut] if cut < len(items_ts) and items_ts[cut] is not None else ts
+            started = history.ts[cut] if cut < len(history.ts) and history.ts[cut] is not None else ts
             records.append(
                 RequestRecord(
                     request,

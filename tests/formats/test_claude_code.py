@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -222,6 +223,11 @@ def _event(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any)
             "timestamp": "2026-02-12T16:00:00Z", "message": message, **extra}  # fmt: skip
 
 
+def write_events(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    return path
+
+
 def test_compaction_starts_a_new_context_and_synthetic_messages_are_no_calls(tmp_path: Path) -> None:
     events = [
         _event("user", "u1", None, "first question"),
@@ -278,3 +284,41 @@ def test_a_missing_parent_is_one_problem_and_the_calls_are_kept(tmp_path: Path) 
     assert len(result.records) == 1
     [problem] = result.problems
     assert problem.line == 2 and "parentUuid 'gone' is not in this file" in problem.reason
+
+
+def test_a_rewound_branch_leaves_the_abandoned_turns_out(tmp_path: Path) -> None:
+    events = [
+        _event("user", "u1", None, "one"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}]),
+        _event("user", "u2", "a1", "two"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "A2"}]),
+        _event("user", "u2b", "a1", "two, edited"),  # the user rewound to a1 and wrote again
+        _event("assistant", "a3", "u2b", [{"type": "text", "text": "A3"}]),
+    ]
+    path = write_events(tmp_path / "s1.jsonl", events)
+    contents = [[m["content"] for m in r.request["messages"]] for r in read_logs(path).records]
+    assert contents == [["one"], ["one", "A1", "two"], ["one", "A1", "two, edited"]]
+
+
+def test_every_call_extends_the_one_before_in_a_long_tool_loop(tmp_path: Path) -> None:
+    events = [_event("user", "u0", None, "start")]
+    for i in range(300):
+        parent = events[-1]["uuid"]
+        call = _event("assistant", f"a{i}", parent, [{"type": "text", "text": f"step {i}"}])
+        use = _event(
+            "assistant", f"b{i}", f"a{i}", [{"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {}}]
+        )
+        use["message"]["id"] = call["message"]["id"]  # the same call, streamed as two lines
+        result = _event(
+            "user", f"r{i}", f"b{i}", [{"type": "tool_result", "tool_use_id": f"t{i}", "content": str(i)}]
+        )
+        events += [call, use, result]
+    records = read_logs(write_events(tmp_path / "s1.jsonl", events)).records
+    assert len(records) == 300
+    for before, after in itertools.pairwise(records):
+        grown = after.request["messages"]
+        assert [{k: v for k, v in m.items() if k != "cache_control"} for m in grown[:-2]] == [
+            {k: v for k, v in m.items() if k != "cache_control"} for m in before.request["messages"]
+        ]
+        assert [m["role"] for m in grown[-2:]] == ["assistant", "tool"]
+        assert grown[-2]["tool_calls"][0]["id"] == grown[-1]["tool_call_id"]

@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings, strategies as st
+
 from promptkit.cache import analyze
 from promptkit.formats import get_format, read_logs, sniff_format
 from promptkit.formats.base import Source
+from promptkit.formats.http_capture import responses_request_to_chat
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "codex"
@@ -188,3 +191,44 @@ def test_sniffing(tmp_path: Path) -> None:
     assert sniff_format(Source.open(ROLLOUT)).name == "codex"
     other = write_rollout(tmp_path / "calls.jsonl", [{"type": "message", "payload": {}}])
     assert not get_format("codex").sniff(Source.open(other))
+
+
+_ITEMS = st.sampled_from(
+    [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u"}]},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "d"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+        {"type": "function_call", "name": "f", "arguments": "{}", "call_id": "c"},
+        {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch", "call_id": "p"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        {"type": "reasoning", "summary": [], "encrypted_content": "x"},
+    ]
+)
+
+
+@settings(deadline=None, max_examples=80)
+@given(st.lists(st.one_of(_ITEMS, st.just("count")), max_size=40))
+def test_each_request_equals_the_whole_conversion_of_its_items(
+    tmp_path_factory: Any, steps: list[Any]
+) -> None:
+    lines: list[dict[str, Any]] = [{"type": "session_meta", "payload": {"id": "s", "instructions": "I"}}]
+    total = 0
+    for step in steps:
+        if step == "count":
+            total += 1500
+            usage = {"input_tokens": total, "cached_input_tokens": 0, "output_tokens": 1}
+            lines.append(
+                {
+                    "type": "event_msg",
+                    "payload": {"type": "token_count", "info": {"total_token_usage": usage}},
+                }
+            )
+        else:
+            lines.append({"type": "response_item", "payload": step})
+    path = write_rollout(tmp_path_factory.mktemp("r") / "rollout-p.jsonl", lines)
+    items = [line["payload"] for line in lines if line["type"] == "response_item"]
+    records = read_logs(path).records
+    assert len(records) == steps.count("count")
+    for r in records:
+        whole = responses_request_to_chat({"instructions": "I", "input": items[: r.meta["codex_items"]]})
+        assert r.request["messages"] == whole["messages"]
