@@ -355,7 +355,15 @@ def _with_breakpoint(record: RequestRecord, ttl: str | None) -> RequestRecord:
 def transcript_records(
     lines: Iterator[tuple[int, str]] | Sequence[tuple[int, str]], *, file: str, stem: str
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
-    """The model calls of one transcript file (see the module docstring) and the problems met."""
+    """The model calls of one transcript file (see the module docstring) and the problems met.
+
+    >>> lines = ['{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s", "message": {"role": "user", "content": "hi"}}',
+    ...          '{"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {"id": "m1", '
+    ...          '"model": "claude-sonnet-4-5", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}}', "{oops"]
+    >>> records, problems = transcript_records(enumerate(lines, 1), file="s.jsonl", stem="s")
+    >>> [(r.session, r.line, r.request["messages"][0]["content"]) for r in records], [(p.line, p.reason[:12]) for p in problems]
+    ([('s', 2, 'hi')], [(3, 'invalid JSON')])
+    """
     problems: list[LoadProblem] = []
     events: list[_Event] = []
     for lineno, raw in lines:

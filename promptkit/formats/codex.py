@@ -154,7 +154,16 @@ def _convert(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def rollout_records(
     lines: Iterable[tuple[int, str]], *, file: str, stem: str
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
-    """The model calls of one rollout file (see the module docstring) and the problems met."""
+    """The model calls of one rollout file (see the module docstring) and the problems met.
+
+    >>> lines = ['{"type": "session_meta", "payload": {"id": "s", "instructions": "Be brief."}}',
+    ...          '{"type": "response_item", "payload": {"type": "message", "role": "user", "content": "hi"}}',
+    ...          '{"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": '
+    ...          '{"input_tokens": 1200, "cached_input_tokens": 1024, "output_tokens": 5}}}}']
+    >>> records, problems = rollout_records(enumerate(lines, 1), file="r.jsonl", stem="r")
+    >>> [m["role"] for m in records[0].request["messages"]], records[0].usage.cached_tokens, problems
+    (['system', 'user'], 1024, [])
+    """
     problems: list[LoadProblem] = []
     records: list[RequestRecord] = []
     session: str | None = None

@@ -36,8 +36,13 @@ __all__ = ["estimate_opaque_heads", "visible_prompt_tokens"]
 
 def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], Any] | None = None) -> int:
     """Prompt tokens of the record's request as promptkit renders and tokenizes it for its provider
-    (the provider's profile; the default provider when the record names none). ``cache`` keeps request
-    tokenizers between calls."""
+    (the provider's profile; Anthropic's when the record names none). ``cache`` keeps request
+    tokenizers between calls.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> visible_prompt_tokens(RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s", provider="openai"))
+    9
+    """
     from promptkit.cache.tokenize import RequestTokenizer
     from promptkit.providers.registry import get_provider
 

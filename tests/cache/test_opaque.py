@@ -98,3 +98,13 @@ def test_a_malformed_head_is_a_problem_not_a_crash() -> None:
     result = analyze_requests([bad], provider="exact")
     assert result.requests.height == 0
     assert "meta.opaque_head_tokens" in result.problems["reason"][0]
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    from promptkit.cache import opaque
+
+    result = doctest.testmod(opaque, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
