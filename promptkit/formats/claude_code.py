@@ -33,6 +33,10 @@ How the file becomes request records:
   :func:`~promptkit.formats.opaque_head.estimate_opaque_heads`) and ``meta["opaque_head_key"] =
   "claude-code:<session>:<model>"``; the analysis puts that many placeholder tokens before the messages.
 
+Other events (``progress``, ``system``, ``attachment``...) are not part of the requests; what Claude Code
+derives from some of them and sends (hook output, attachments as ``<system-reminder>`` text) is not
+reconstructed.
+
 A malformed line, an event without ``type`` or a user/assistant event without ``uuid`` or ``message`` is
 a problem naming file, line and field; the rest of the file is still read.
 
