@@ -51,6 +51,7 @@ def composition_part(
     *,
     layout: Sequence[Any] | None = None,
     shifted: bool = False,
+    opaque: tuple[int, str] | None = None,
 ) -> dict[str, np.ndarray]:
     """The composition rows of one request, as column arrays (see :func:`composition_frame`).
 
@@ -58,6 +59,8 @@ def composition_part(
     message with tokens (its layout ``slot`` and ``key``, else its role), sorted by start; a
     ``template`` span for every gap between them; the trailing ``generation`` prompt. ``shifted``: the
     body's first message was prepended (an Anthropic top-level system), so message indices shift by one.
+    ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.cache.opaque`), the
+    first ``tokens`` of the header: it becomes its own ``opaque-head`` span with that key.
 
     >>> from promptkit.cache.tokenize import TokenizedRequest
     >>> tok = TokenizedRequest(tokens=list(range(10)), message_starts=(2, 6), header_len=2, prompt_len=10,
@@ -111,11 +114,25 @@ def composition_part(
         slots = roles
         keys = [None] * n
     header_slot = "tools" if body.get("tools") else "header"
-    slot_of = np.array([*slots[:n], header_slot, "template", "generation"], dtype=object)
-    key_of = np.array([*keys[:n], None, None, None], dtype=object)
-    role_of = np.array([*roles[:n], None, None, None], dtype=object)
+    opaque_key = opaque[1] if opaque is not None else None
+    slot_of = np.array([*slots[:n], header_slot, "template", "generation", "opaque-head"], dtype=object)
+    key_of = np.array([*keys[:n], None, None, None, opaque_key], dtype=object)
+    role_of = np.array([*roles[:n], None, None, None, None], dtype=object)
     message = all_codes - (1 if shifted else 0)
     message_of = np.where((all_codes < n) & (message >= 0), message, -1)
+    if opaque is not None and opaque[0] > 0 and all_codes.shape[0] and all_codes[0] == n:
+        # the header span [0, header_len) starts with the opaque head: split it in two (code n + 3)
+        size = min(opaque[0], int(all_size[0]))
+        rest = int(all_size[0]) - size
+        if rest > 0:
+            all_codes = np.concatenate(([n + 3], all_codes))
+            all_start = np.concatenate(([0, size], all_start[1:]))
+            all_size = np.concatenate(([size, rest], all_size[1:]))
+        else:
+            all_codes = np.concatenate(([n + 3], all_codes[1:]))
+        message_of = np.where(
+            (all_codes < n) & (all_codes - (1 if shifted else 0) >= 0), all_codes - (1 if shifted else 0), -1
+        )
     rows = all_codes.shape[0]
     return {
         "session": np.full(rows, session, dtype=object),

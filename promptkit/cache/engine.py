@@ -35,6 +35,7 @@ import attrs
 
 from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
@@ -242,6 +243,9 @@ def _divergence(
     """(message index, role, slot, key) of the message that made the prompt diverge at token ``pos``."""
     i = _changed_message(tok, pos, p.body["messages"], source)
     if i is None:
+        head = opaque_head_of(p.record)
+        if head is not None and pos < head.tokens:
+            return None, OPAQUE_HEAD_SLOT, None, None
         if pos < tok.header_len:
             return None, ("tools" if p.body.get("tools") else "header"), None, None
         return None, "generation", None, None
@@ -401,6 +405,7 @@ def _analyze_group(
         prepared = _prepare(record)
         try:
             tok = _tokenize_or_mend(tokenizer_for(record), prepared, record, mended)
+            tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(
                 LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
@@ -431,7 +436,7 @@ def _analyze_group(
             d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
             cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
             if cached is not None and prefix < len(cached):
-                decode = tokenizer_for(record).decode
+                decode = opaque_decoder(tokenizer_for(record).decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
                 d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
         bodies[_source_id(record)] = prepared.body["messages"]
@@ -466,8 +471,15 @@ def _analyze_group(
             "divergence_cached_text": d_cached_text,
             "divergence_prompt_text": d_prompt_text,
         }
+        head = opaque_head_of(record)
         comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
-            record.session, record.index, prepared.body, tok, layout=prepared.layout, shifted=prepared.shifted
+            record.session,
+            record.index,
+            prepared.body,
+            tok,
+            layout=prepared.layout,
+            shifted=prepared.shifted,
+            opaque=(head.tokens, head.key) if head is not None else None,
         )
     if progress:
         bar.close()
