@@ -203,8 +203,13 @@ def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from promptkit.cache.calibration import fit_calibration, leave_one_run_out
     from promptkit.cache.report import table_config
 
+    from promptkit.errors import CalibrationError
+
     result = _analyze_for(args)
-    cal = fit_calibration(result)
+    try:
+        cal = fit_calibration(result)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
     try:
         cal.save(args.out)
     except OSError as exc:

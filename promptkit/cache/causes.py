@@ -417,7 +417,7 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
     import polars as pl
 
     frame = result.requests
-    model = result.cache_model
+    model = getattr(result, "cache_model", None)  # a duck-typed result without one: no minimum
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
@@ -425,7 +425,7 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
         session = row["session"]
         first = session not in seen
         seen.add(session)
-        minimum = _minimum(model, row.get("model"))
+        minimum = 0 if model is None else _minimum(model, row.get("model"))
         segments = _split(row, first, minimum)
         p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
         rp, rc = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
