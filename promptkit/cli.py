@@ -141,7 +141,10 @@ def _add_log_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--provider", metavar="NAME", help="provider (default: each session's)")
     sub.add_argument("--format", metavar="NAME", help="log format (default: detected per file)")
     sub.add_argument(
-        "--view", choices=("consecutive", "simulated"), default="consecutive", help="analysis view (default: %(default)s)"
+        "--view",
+        choices=("consecutive", "simulated"),
+        default="consecutive",
+        help="analysis view (default: %(default)s)",
     )
 
 
@@ -153,7 +156,9 @@ def _add_cause_commands(commands: Any) -> None:
         "on logs with usage, print it and its leave-one-session-out error, and save it to --out.",
     )
     _add_log_options(calibrate)
-    calibrate.add_argument("--out", metavar="FILE", type=Path, required=True, help="where to write the calibration")
+    calibrate.add_argument(
+        "--out", metavar="FILE", type=Path, required=True, help="where to write the calibration"
+    )
     calibrate.set_defaults(handler=_run_calibrate)
 
     check = commands.add_parser(
@@ -165,7 +170,10 @@ def _add_cause_commands(commands: Any) -> None:
     _add_log_options(check)
     check.add_argument("--min-hit", metavar="X", type=float, help="minimum hit ratio per session (0-1)")
     check.add_argument(
-        "--max-layout-loss", metavar="Y", type=float, help="maximum share of the prompt lost to the layout (0-1)"
+        "--max-layout-loss",
+        metavar="Y",
+        type=float,
+        help="maximum share of the prompt lost to the layout (0-1)",
     )
     check.set_defaults(handler=_run_check)
 
@@ -202,7 +210,6 @@ def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 
     from promptkit.cache.calibration import fit_calibration, leave_one_run_out
     from promptkit.cache.report import table_config
-
     from promptkit.errors import CalibrationError
 
     result = _analyze_for(args)

@@ -28,14 +28,19 @@ def _log(tmp_path: Path, *, stamp: bool, name: str = "calls.jsonl") -> Path:
         system = f"Current time: 2026-12-03T10:{k:02d}:00Z. {LONG}" if stamp else LONG
         body = {"model": "m", "messages": [{"role": "system", "content": system}, *history]}
         lines.append(json.dumps(RequestRecord(body, session="s", index=k, timestamp=float(k)).to_json()))
-        history += [{"role": "assistant", "content": f"reply {k}"}, {"role": "user", "content": f"more {k} " * 20}]
+        history += [
+            {"role": "assistant", "content": f"reply {k}"},
+            {"role": "user", "content": f"more {k} " * 20},
+        ]
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
 def test_check_exits_1_with_the_failing_sessions_and_their_causes(tmp_path: Path) -> None:
-    code, out, _ = run(["check", str(_log(tmp_path, stamp=True)), "--provider", "exact", "--max-layout-loss", "0.05"])
+    code, out, _ = run(
+        ["check", str(_log(tmp_path, stamp=True)), "--provider", "exact", "--max-layout-loss", "0.05"]
+    )
     assert code == 1
     assert "1 of 1 session(s) fail" in out
     assert "s: layout loss" in out and "volatile_value" in out
@@ -43,7 +48,9 @@ def test_check_exits_1_with_the_failing_sessions_and_their_causes(tmp_path: Path
 
 def test_check_exits_0_when_every_session_passes(tmp_path: Path) -> None:
     path = _log(tmp_path, stamp=False)
-    code, out, _ = run(["check", str(path), "--provider", "exact", "--max-layout-loss", "0", "--min-hit", "0.5"])
+    code, out, _ = run(
+        ["check", str(path), "--provider", "exact", "--max-layout-loss", "0", "--min-hit", "0.5"]
+    )
     assert (code, out) == (0, "promptkit check: all 1 session(s) pass\n")
     code, out, _ = run(["check", str(path), "--provider", "exact", "--min-hit", "0.99"])
     assert code == 1 and "hit ratio" in out
@@ -62,13 +69,23 @@ def test_lint_prints_the_planted_timestamp(tmp_path: Path) -> None:
 
 def test_calibrate_writes_a_file_analyze_applies(tmp_path: Path) -> None:
     out_file = tmp_path / "cal.json"
-    code, out, _ = run(["calibrate", "fixtures/real-logs/deepseek", "--provider", "deepseek", "--out", str(out_file)])
+    code, out, _ = run(
+        ["calibrate", "fixtures/real-logs/deepseek", "--provider", "deepseek", "--out", str(out_file)]
+    )
     assert code == 0, out
     assert "held-out error, leave one session out" in out
     cal = load_calibration(out_file)
     assert cal.fitted_on["runs"] == 3
     code, out, _ = run(
-        ["analyze", "fixtures/real-logs/deepseek", "--no-plots", "--out", str(tmp_path / "r"), "--calibration", str(out_file)]
+        [
+            "analyze",
+            "fixtures/real-logs/deepseek",
+            "--no-plots",
+            "--out",
+            str(tmp_path / "r"),
+            "--calibration",
+            str(out_file),
+        ]
     )
     assert code == 0
     assert "Lost to your layout: 0 tokens" in out
@@ -77,13 +94,33 @@ def test_calibrate_writes_a_file_analyze_applies(tmp_path: Path) -> None:
 
 
 def test_calibrate_without_usage_is_one_line_error(tmp_path: Path) -> None:
-    code, _, err = run(["calibrate", str(_log(tmp_path, stamp=False)), "--provider", "exact", "--out", str(tmp_path / "c.json")])
+    code, _, err = run(
+        [
+            "calibrate",
+            str(_log(tmp_path, stamp=False)),
+            "--provider",
+            "exact",
+            "--out",
+            str(tmp_path / "c.json"),
+        ]
+    )
     assert code == 1
     assert err.startswith("promptkit: error: calibration: no request can be told")
 
 
 @pytest.mark.parametrize("spec", ["default"])
 def test_analyze_default_calibration_needs_a_bundled_one(tmp_path: Path, spec: str) -> None:
-    code, _, err = run(["analyze", str(_log(tmp_path, stamp=False)), "--provider", "exact", "--no-plots",
-                        "--out", str(tmp_path / "r"), "--calibration", spec])
+    code, _, err = run(
+        [
+            "analyze",
+            str(_log(tmp_path, stamp=False)),
+            "--provider",
+            "exact",
+            "--no-plots",
+            "--out",
+            str(tmp_path / "r"),
+            "--calibration",
+            spec,
+        ]
+    )
     assert code == 1 and "no calibration is bundled for provider 'exact'" in err

@@ -38,7 +38,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import attrs
 
@@ -72,7 +72,9 @@ def _probability(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
     if value is None and attribute.name != "stale_probability":
         return
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value <= 1.0:
-        raise CalibrationError(f"calibration {attribute.name}: expected a probability in [0, 1], got {value!r}")
+        raise CalibrationError(
+            f"calibration {attribute.name}: expected a probability in [0, 1], got {value!r}"
+        )
 
 
 @attrs.frozen(slots=True)
@@ -94,7 +96,9 @@ class Calibration:
     @split_on.validator
     def _check_split(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
         if value is not None and value not in SPLIT_FEATURES:
-            raise CalibrationError(f"calibration split_on: expected one of {', '.join(SPLIT_FEATURES)}, got {value!r}")
+            raise CalibrationError(
+                f"calibration split_on: expected one of {', '.join(SPLIT_FEATURES)}, got {value!r}"
+            )
 
     def probability(self, *, gap_seconds: float | None = None, write_tokens: float | None = None) -> float:
         """The stale probability of a call with this gap since the previous call and newest write."""
@@ -180,6 +184,16 @@ def default_calibration(provider: str) -> Calibration | None:
 # -------------------------------------------------------------------------------------- fitting
 
 
+def _items(
+    results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
+) -> list[AnalysisResult | pl.DataFrame]:
+    import polars as pl
+
+    if isinstance(results, pl.DataFrame) or hasattr(results, "requests"):
+        return [cast("AnalysisResult | pl.DataFrame", results)]
+    return list(results)
+
+
 def _frame(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     import polars as pl
 
@@ -187,7 +201,9 @@ def _frame(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     return frame.sort("session", "index", maintain_order=True)
 
 
-def calibration_events(results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame]) -> pl.DataFrame:
+def calibration_events(
+    results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
+) -> pl.DataFrame:
     """The requests a fit can learn from: one row per request with usage after the first of its session.
 
     Columns: ``session, index, gap_seconds, write_tokens`` (``C[n] - R[n-1]``: what the newest write
@@ -196,7 +212,7 @@ def calibration_events(results: AnalysisResult | pl.DataFrame | Iterable[Analysi
     """
     import polars as pl
 
-    items = [results] if isinstance(results, pl.DataFrame) or hasattr(results, "requests") else list(results)  # type: ignore[arg-type]
+    items = _items(results)
     rows: list[dict[str, Any]] = []
     for item in items:
         prev: dict[str, tuple[int | None, float | None]] = {}
@@ -266,7 +282,7 @@ def fit_calibration(
     """
     import polars as pl
 
-    items = [results] if isinstance(results, pl.DataFrame) or hasattr(results, "requests") else list(results)  # type: ignore[arg-type]
+    items = _items(results)
     if provider is None:
         names = {getattr(i, "provider", None) for i in items} - {None}
         provider = ", ".join(sorted(str(n) for n in names)) or "unknown"
@@ -279,9 +295,7 @@ def fit_calibration(
             "calibration: no request can be told fresh or stale (the logs need usage with cached tokens, "
             "and requests where an older entry would serve less than the newest)"
         )
-    runs = sum(
-        (i if isinstance(i, pl.DataFrame) else i.requests)["session"].n_unique() for i in items
-    )
+    runs = sum((i if isinstance(i, pl.DataFrame) else i.requests)["session"].n_unique() for i in items)
     fitted: dict[str, Any] = {
         "requests": int(sum((i if isinstance(i, pl.DataFrame) else i.requests).height for i in items)),
         "events": stale + fresh,
@@ -348,7 +362,9 @@ def expected_cached(result: AnalysisResult | pl.DataFrame, calibration: Calibrat
         state[session] = (value, ts)
         rows.append((session, r["index"], value))
     return pl.DataFrame(
-        rows, schema={"session": pl.String, "index": pl.Int64, "expected_cached_tokens": pl.Float64}, orient="row"
+        rows,
+        schema={"session": pl.String, "index": pl.Int64, "expected_cached_tokens": pl.Float64},
+        orient="row",
     )
 
 
@@ -390,7 +406,7 @@ def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> p
     import polars as pl
 
     rows: list[dict[str, Any]] = []
-    totals = [0, 0, 0.0, 0.0, 0]
+    totals: list[float] = [0, 0, 0.0, 0.0, 0]
     for run, held in results.items():
         train = [r for name, r in results.items() if name != run]
         try:
@@ -404,7 +420,9 @@ def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> p
         reported = int(with_usage["reported_cached_tokens"].sum())
         upper = float(with_usage["predicted_cached_tokens"].sum())
         expected = float(
-            exp.join(with_usage.select("session", "index"), on=["session", "index"])["expected_cached_tokens"].sum()
+            exp.join(with_usage.select("session", "index"), on=["session", "index"])[
+                "expected_cached_tokens"
+            ].sum()
         )
         totals[0] += prompt
         totals[1] += reported
@@ -422,16 +440,16 @@ def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> p
                 "error_pp": 100 * (expected - reported) / prompt if prompt else None,
             }
         )
-    prompt, reported, upper, expected, n = totals
+    t_prompt, t_reported, t_upper, t_expected, n = totals
     rows.append(
         {
             "run": "(all)",
             "requests": int(n),
             "stale_probability": None,
-            "reported_hit_ratio": reported / prompt if prompt else None,
-            "upper_hit_ratio": upper / prompt if prompt else None,
-            "expected_hit_ratio": expected / prompt if prompt else None,
-            "error_pp": 100 * (expected - reported) / prompt if prompt else None,
+            "reported_hit_ratio": t_reported / t_prompt if t_prompt else None,
+            "upper_hit_ratio": t_upper / t_prompt if t_prompt else None,
+            "expected_hit_ratio": t_expected / t_prompt if t_prompt else None,
+            "error_pp": 100 * (t_expected - t_reported) / t_prompt if t_prompt else None,
         }
     )
     return pl.DataFrame(rows, schema={

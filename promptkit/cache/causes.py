@@ -87,7 +87,13 @@ CHANGE_CLASSES: Final[tuple[str, ...]] = (
 #: Causes the user's own prompt layout is responsible for.
 LAYOUT_CAUSES: Final[tuple[str, ...]] = CHANGE_CLASSES
 #: Causes that are the provider's rules or behaviour.
-PROVIDER_CAUSES: Final[tuple[str, ...]] = ("granularity", "below_minimum", "ttl_expiry", "eviction", "provider_miss")
+PROVIDER_CAUSES: Final[tuple[str, ...]] = (
+    "granularity",
+    "below_minimum",
+    "ttl_expiry",
+    "eviction",
+    "provider_miss",
+)
 #: Causes no layout avoids.
 INHERENT_CAUSES: Final[tuple[str, ...]] = ("cold_start", "new_tokens")
 #: Every cause, in the column order of :func:`explain_causes` (``lost_<cause>``).
@@ -176,9 +182,7 @@ def _text_of(message: Any) -> str:
         return _dump(message)
     content = message.get("content")
     if isinstance(content, list):
-        text = "".join(
-            str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content
-        )
+        text = "".join(str(p.get("text", "")) if isinstance(p, Mapping) else str(p) for p in content)
     else:
         text = "" if content is None else str(content)
     calls = message.get("tool_calls")
@@ -228,9 +232,7 @@ def _text_change(old: str, new: str, message: int | None, base: str) -> Change:
     return Change(base, None, message, at, _snippet(old, new, at))
 
 
-def find_change(
-    old: Mapping[str, Any], new: Mapping[str, Any], message: int | None = None
-) -> Change:
+def find_change(old: Mapping[str, Any], new: Mapping[str, Any], message: int | None = None) -> Change:
     """How request body ``new`` differs from the cached request body ``old`` (chat-completions shape),
     looking at message index ``message`` (of ``new["messages"]``; None: find the first difference).
 
@@ -251,7 +253,9 @@ def find_change(
         a = [_dump(t, sort=True) for t in old_tools] if isinstance(old_tools, list) else []
         b = [_dump(t, sort=True) for t in new_tools] if isinstance(new_tools, list) else []
         if a == b:
-            return Change("reordered", "json keys", None, None, "tool definitions: same JSON, other key order")
+            return Change(
+                "reordered", "json keys", None, None, "tool definitions: same JSON, other key order"
+            )
         if sorted(a) == sorted(b):
             return Change("reordered", "tool order", None, None, "same tools in another order")
         change = _text_change(_dump(old_tools), _dump(new_tools), None, "tools_changed")
@@ -265,7 +269,9 @@ def find_change(
             min(len(old_msgs), len(new_msgs)),
         )
     if i >= len(old_msgs):
-        return Change("message_edited", "assistant answer", i, None, "the history differs from the logged answer")
+        return Change(
+            "message_edited", "assistant answer", i, None, "the history differs from the logged answer"
+        )
     if i >= len(new_msgs):
         return Change("compaction", "shrank", i, None, f"{len(old_msgs)} -> {len(new_msgs)} messages")
     size_old = sum(len(_text_of(m)) for m in old_msgs)
@@ -275,7 +281,11 @@ def find_change(
         if len(new_msgs) == len(old_msgs) - 1 and new_msgs[i:] == old_msgs[i + 1 :]:
             return Change("message_edited", "removed", i, None, f"messages[{i}] removed")
         return Change(
-            "compaction", "shrank", i, None, f"{len(old_msgs)} -> {len(new_msgs)} messages, {size_old} -> {size_new} chars"
+            "compaction",
+            "shrank",
+            i,
+            None,
+            f"{len(old_msgs)} -> {len(new_msgs)} messages, {size_old} -> {size_new} chars",
         )
     m_old, m_new = old_msgs[i], new_msgs[i]
     role_old = m_old.get("role") if isinstance(m_old, Mapping) else None
@@ -326,7 +336,9 @@ def _minimum(model: CacheModel, model_name: str | None) -> int:
     if isinstance(model, OpenAICache):
         return model.min_tokens
     if isinstance(model, AnthropicCache):
-        return model.min_tokens if model.min_tokens is not None else anthropic_min_cacheable_tokens(model_name)
+        return (
+            model.min_tokens if model.min_tokens is not None else anthropic_min_cacheable_tokens(model_name)
+        )
     return 0
 
 
@@ -380,7 +392,7 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
     tail = p - reach
     change = row.get("change_class")
     if tail > 0:
-        if first or reach == 0 and base == 0 and not switched:
+        if first or (reach == 0 and base == 0 and not switched):
             segments.append(["cold_start", tail])
         elif change is not None and change != "model_switch":
             stored = row.get("source_stored_tokens")
@@ -428,10 +440,11 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
         minimum = 0 if model is None else _minimum(model, row.get("model"))
         segments = _split(row, first, minimum)
         p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
-        rp, rc = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
-        reported = rp is not None and rc is not None
+        rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
+        reported = rp_raw is not None and rc_raw is not None
         unexplained = 0
-        if reported:
+        if rp_raw is not None and rc_raw is not None:
+            rp, rc = int(rp_raw), int(rc_raw)
             if rc < c:
                 segments.insert(0, ["provider_miss", c - rc])
             elif rc > c:
@@ -459,14 +472,16 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
                 "session": session,
                 "index": row["index"],
                 "timestamp": ts,
-                "prompt_tokens": rp if reported else p,
+                "prompt_tokens": rp_raw if reported else p,
                 "uncached_tokens": uncached,
                 "basis": "reported" if reported else "predicted",
                 **{f"lost_{k}": v for k, v in lost.items()},
                 "cause": top,
                 "change_class": row.get("change_class"),
                 "change_detail": row.get("change_detail"),
-                "cause_slot": (row.get("divergence_anchor") or row.get("divergence_role")) if is_change else None,
+                "cause_slot": (row.get("divergence_anchor") or row.get("divergence_role"))
+                if is_change
+                else None,
                 "cause_key": row.get("divergence_key") if is_change else None,
                 "gap_seconds": None if ts is None or prev is None else ts - prev,
                 "idle_seconds": row.get("idle_seconds"),

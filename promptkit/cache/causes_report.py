@@ -42,8 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LINT_COLUMNS",
     "GateResult",
-    "causes_by_change",
     "causes_by_cause",
+    "causes_by_change",
     "causes_by_slot",
     "causes_headline",
     "check_gate",
@@ -95,8 +95,16 @@ def causes_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
                 "share": lost / total if total else None,
             }
         )
-    schema = {"cause": pl.String, "group": pl.String, "requests": pl.Int64, "tokens_lost": pl.Int64, "share": pl.Float64}
-    return pl.DataFrame(rows, schema=schema, orient="row").sort(["tokens_lost", "cause"], descending=[True, False])
+    schema = {
+        "cause": pl.String,
+        "group": pl.String,
+        "requests": pl.Int64,
+        "tokens_lost": pl.Int64,
+        "share": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort(
+        ["tokens_lost", "cause"], descending=[True, False]
+    )
 
 
 def _layout_lost(causes: pl.DataFrame) -> pl.Expr:
@@ -110,7 +118,9 @@ def causes_by_slot(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     causes = _causes(result)
     lost = causes.with_columns(_layout_lost(causes).alias("_lost")).filter(pl.col("_lost") > 0)
     return (
-        lost.group_by(pl.col("cause_slot").fill_null("(model / tools)").alias("slot"), pl.col("cause_key").alias("key"))
+        lost.group_by(
+            pl.col("cause_slot").fill_null("(model / tools)").alias("slot"), pl.col("cause_key").alias("key")
+        )
         .agg(
             pl.len().cast(pl.Int64).alias("requests"),
             pl.col("_lost").sum().cast(pl.Int64).alias("tokens_lost"),
@@ -160,7 +170,11 @@ def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
         n = int(sum(int(causes[f"lost_{c}"].sum()) for c in group)) if causes.height else 0
         return n, f"{100 * n / prompt:.1f}%" if prompt else "n/a"
 
-    (lay, lay_p), (prov, prov_p), (inh, inh_p) = part(LAYOUT_CAUSES), part(PROVIDER_CAUSES), part(INHERENT_CAUSES)
+    (lay, lay_p), (prov, prov_p), (inh, inh_p) = (
+        part(LAYOUT_CAUSES),
+        part(PROVIDER_CAUSES),
+        part(INHERENT_CAUSES),
+    )
     return (
         f"Lost to your layout: {lay:,} tokens ({lay_p} of the prompt); to the provider: {prov:,} ({prov_p}); "
         f"inherent (cold start, new tokens): {inh:,} ({inh_p})"
@@ -168,6 +182,19 @@ def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------------------- cache writes
+
+
+def _read_within(
+    items: Sequence[Mapping[str, Any]], reads: Sequence[int], k: int, ts: float | None, ttl: float
+) -> int:
+    """The furthest point any call after ``k`` read within ``ttl`` seconds of call ``k``."""
+    best = 0
+    for j in range(k + 1, len(items)):
+        tj = items[j].get("timestamp")
+        if ts is not None and tj is not None and tj - ts > ttl:
+            break
+        best = max(best, reads[j])
+    return best
 
 
 def write_accounting(
@@ -215,17 +242,8 @@ def write_accounting(
             start = reads[k]
             ts = get(r, "timestamp")
 
-            def read_within(ttl: float, *, k: int = k, ts: Any = ts) -> int:
-                best = 0
-                for j in range(k + 1, len(items)):
-                    tj = items[j].get("timestamp")
-                    if ts is not None and tj is not None and tj - ts > ttl:
-                        break
-                    best = max(best, reads[j])
-                return best
-
-            read_1h = min(max(0, read_within(TTL_1H) - start), hour)
-            read_5m = min(max(0, read_within(TTL_5M) - start - hour), five)
+            read_1h = min(max(0, _read_within(items, reads, k, ts, TTL_1H) - start), hour)
+            read_5m = min(max(0, _read_within(items, reads, k, ts, TTL_5M) - start - hour), five)
             row: dict[str, Any] = {
                 "session": session,
                 "index": r["index"],
@@ -264,7 +282,9 @@ def reads_invariant(result: AnalysisResult, *, tolerance: int = 0) -> pl.DataFra
     """
     causes = explain_causes(result).select("session", "index", "cause", "change_detail", "gap_seconds")
     frame = result.requests.sort("session", "index", maintain_order=True)
-    has = frame.filter(pl.col("reported_cache_write_tokens").is_not_null() & pl.col("reported_cached_tokens").is_not_null())
+    has = frame.filter(
+        pl.col("reported_cache_write_tokens").is_not_null() & pl.col("reported_cached_tokens").is_not_null()
+    )
     checked = has.with_columns(
         (
             pl.col("reported_cached_tokens").shift(1).over("session")
@@ -275,7 +295,9 @@ def reads_invariant(result: AnalysisResult, *, tolerance: int = 0) -> pl.DataFra
         (pl.col("expected_reads") - pl.col("reported_cached_tokens")).alias("shortfall")
     ).filter(pl.col("shortfall").abs() > tolerance)
     return (
-        breaks.select("session", "index", "expected_reads", pl.col("reported_cached_tokens").alias("reads"), "shortfall")
+        breaks.select(
+            "session", "index", "expected_reads", pl.col("reported_cached_tokens").alias("reads"), "shortfall"
+        )
         .join(causes, on=["session", "index"], how="left", maintain_order="left")
         .with_columns(pl.col("expected_reads").cast(pl.Int64), pl.col("shortfall").cast(pl.Int64))
     )
@@ -286,7 +308,9 @@ _DIAGNOSTIC_CLASSES: Final[Mapping[str, frozenset[str]]] = {
     "model_changed": frozenset({"model_switch"}),
     "system_changed": frozenset({"system_changed", "volatile_value", "whitespace", "reordered"}),
     "tools_changed": frozenset({"tools_changed", "reordered", "volatile_value", "whitespace"}),
-    "messages_changed": frozenset({"message_edited", "compaction", "volatile_value", "whitespace", "reordered"}),
+    "messages_changed": frozenset(
+        {"message_edited", "compaction", "volatile_value", "whitespace", "reordered"}
+    ),
 }
 
 
@@ -298,7 +322,7 @@ def diagnostics_comparison(result: AnalysisResult | pl.DataFrame) -> pl.DataFram
     """
     causes = _causes(result)
     have = causes.filter(pl.col("provider_miss_reason").is_not_null())
-    agrees = []
+    agrees: list[bool | None] = []
     for reason, cls in zip(have["provider_miss_reason"], have["change_class"], strict=True):
         if reason == "none":
             agrees.append(cls is None)
@@ -433,7 +457,9 @@ def lint(
     else:
         result = analyze_requests(source, provider=provider)  # type: ignore[arg-type]
     causes = explain_causes(result)
-    req = result.requests.select("session", "index", "divergence_message", "divergence_anchor", "divergence_key")
+    req = result.requests.select(
+        "session", "index", "divergence_message", "divergence_anchor", "divergence_key"
+    )
     joined = causes.join(req, on=["session", "index"], how="left", maintain_order="left")
     transitions = causes.group_by("session").agg((pl.len() - 1).cast(pl.Int64).alias("transitions"))
     lintable = joined.filter(pl.col("change_class").is_in(list(_FIX)))
@@ -445,7 +471,13 @@ def lint(
     )
     anchor = _suggested_anchor()
     table = (
-        parsed.group_by("session", pl.col("divergence_message").alias("message"), "change_class", "kind", maintain_order=True)
+        parsed.group_by(
+            "session",
+            pl.col("divergence_message").alias("message"),
+            "change_class",
+            "kind",
+            maintain_order=True,
+        )
         .agg(
             pl.col("divergence_anchor").drop_nulls().first().alias("slot"),
             pl.col("divergence_key").drop_nulls().first().alias("key"),

@@ -120,11 +120,11 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
+    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s)
-            + (i, i, f, i, i, s, s, i, i, s, i),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
             strict=True,
         )
     )
@@ -490,9 +490,16 @@ def _analyze_group(
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
         src = facts.get(src_id) if src_id is not None else None
         switched = None
-        if src is not None and outcome.source is not None and src[1] != model_name and outcome.cached_tokens > 0:
+        if (
+            src is not None
+            and outcome.source is not None
+            and src[1] != model_name
+            and outcome.cached_tokens > 0
+        ):
             switched = outcome.cached_tokens  # the provider's cache is per model: nothing of it is read
-            outcome = attrs.evolve(outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None)
+            outcome = attrs.evolve(
+                outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
+            )
         idle = (
             now - src[2]
             if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
@@ -528,7 +535,9 @@ def _analyze_group(
         elif outcome.diverged and prefix < prompt_len and src is not None:
             from promptkit.cache.causes import classify_change
 
-            change_class, change_detail = classify_change(src[0], prepared.body, d_msg, shifted=prepared.shifted)
+            change_class, change_detail = classify_change(
+                src[0], prepared.body, d_msg, shifted=prepared.shifted
+            )
         miss_reason, missed = _provider_diagnostics(record.meta)
         out[k] = {
             "session": record.session,

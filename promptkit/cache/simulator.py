@@ -327,7 +327,11 @@ class CacheSimulator:
         self.cache = RadixCache(capacity=model.capacity)
         # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
         # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
-        self._keep_all = RadixCache() if (model.ttl is not None or model.capacity is not None or model.name == "anthropic") else None
+        self._keep_all = (
+            RadixCache()
+            if (model.ttl is not None or model.capacity is not None or model.name == "anthropic")
+            else None
+        )
         self._keep_ttl = RadixCache() if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
@@ -344,13 +348,17 @@ class CacheSimulator:
                     tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
                 )
                 if self._keep_all is not None:
-                    self._keep_all.insert(tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact)
+                    self._keep_all.insert(
+                        tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact
+                    )
                 if self._keep_ttl is not None:
                     self._keep_ttl.insert(
                         tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
                     )
 
-    def _shadow(self, cache: RadixCache | None, prompt: np.ndarray, plan: CachePlan, now: float | None) -> tuple[int | None, str | None]:
+    def _shadow(
+        self, cache: RadixCache | None, prompt: np.ndarray, plan: CachePlan, now: float | None
+    ) -> tuple[int | None, str | None]:
         """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
         if cache is None:
             return None, None

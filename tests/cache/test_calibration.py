@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from test_causes import LONG, TINY, bot, sys, user
 
 from promptkit.cache.calibration import (
     Calibration,
@@ -25,8 +26,6 @@ from promptkit.cache.engine import analyze_requests
 from promptkit.errors import CalibrationError
 from promptkit.layout import RequestRecord, Usage
 
-from test_causes import LONG, TINY, bot, sys, user
-
 
 def _sessions(n_sessions: int, calls: int, gap: Any, seed: int) -> list[RequestRecord]:
     rng = random.Random(seed)
@@ -36,7 +35,9 @@ def _sessions(n_sessions: int, calls: int, gap: Any, seed: int) -> list[RequestR
         t = 0.0
         for i in range(calls):
             t += gap(rng)
-            records.append(RequestRecord({"messages": list(messages)}, session=f"run{s}", index=i, timestamp=t))
+            records.append(
+                RequestRecord({"messages": list(messages)}, session=f"run{s}", index=i, timestamp=t)
+            )
             messages += [bot(f"step {i} " * rng.randint(1, 6)), user(f"output {i} " * rng.randint(2, 12))]
     return records
 
@@ -53,7 +54,9 @@ def _synthetic(records: list[RequestRecord], p_of_gap: Any, seed: int) -> list[R
         value = c if before is None or rng.random() >= p_of_gap(gap) else min(before, c)
         served[r.session], last_t[r.session] = value, r.timestamp
         usage = Usage(row["prompt_tokens"], 5, value)
-        out.append(RequestRecord(r.request, session=r.session, index=r.index, timestamp=r.timestamp, usage=usage))
+        out.append(
+            RequestRecord(r.request, session=r.session, index=r.index, timestamp=r.timestamp, usage=usage)
+        )
     return out
 
 
@@ -68,7 +71,9 @@ def test_fit_recovers_a_known_stale_rate() -> None:
 
 def test_fit_keeps_a_split_the_data_supports() -> None:
     gap = lambda rng: 3.0 if rng.random() < 0.4 else 20.0  # noqa: E731
-    records = _synthetic(_sessions(20, 16, gap, seed=3), lambda g: 0.6 if g is not None and g >= 10 else 0.1, seed=4)
+    records = _synthetic(
+        _sessions(20, 16, gap, seed=3), lambda g: 0.6 if g is not None and g >= 10 else 0.1, seed=4
+    )
     cal = fit_calibration(analyze_requests(records, provider="exact", **TINY))
     assert cal.split_on == "gap_seconds"
     assert cal.stale_probability == pytest.approx(0.1, abs=0.07)
@@ -78,7 +83,9 @@ def test_fit_keeps_a_split_the_data_supports() -> None:
 def test_expectation_tracks_the_reported_aggregate_on_held_out_runs() -> None:
     records = _synthetic(_sessions(6, 20, lambda rng: rng.uniform(2, 6), seed=5), lambda gap: 0.3, seed=6)
     result = analyze_requests(records, provider="exact", **TINY)
-    runs = {s: result.requests.filter(pl.col("session") == s) for s in result.requests["session"].unique().sort()}
+    runs = {
+        s: result.requests.filter(pl.col("session") == s) for s in result.requests["session"].unique().sort()
+    }
     table = leave_one_run_out(runs)
     assert table["run"].to_list()[-1] == "(all)"
     everything = table.row(-1, named=True)
@@ -88,10 +95,23 @@ def test_expectation_tracks_the_reported_aggregate_on_held_out_runs() -> None:
 
 def test_expected_cached_is_between_the_stale_value_and_the_bound() -> None:
     df = pl.DataFrame(
-        {"session": ["s"] * 3, "index": [0, 1, 2], "timestamp": [0.0, 1.0, 2.0], "predicted_cached_tokens": [0, 100, 300]}
+        {
+            "session": ["s"] * 3,
+            "index": [0, 1, 2],
+            "timestamp": [0.0, 1.0, 2.0],
+            "predicted_cached_tokens": [0, 100, 300],
+        }
     )
-    assert expected_cached(df, Calibration("x", 0.5))["expected_cached_tokens"].to_list() == [0.0, 50.0, 175.0]
-    assert expected_cached(df, Calibration("x", 0.0))["expected_cached_tokens"].to_list() == [0.0, 100.0, 300.0]
+    assert expected_cached(df, Calibration("x", 0.5))["expected_cached_tokens"].to_list() == [
+        0.0,
+        50.0,
+        175.0,
+    ]
+    assert expected_cached(df, Calibration("x", 0.0))["expected_cached_tokens"].to_list() == [
+        0.0,
+        100.0,
+        300.0,
+    ]
 
 
 def test_events_classify_fresh_stale_same_other() -> None:
@@ -105,8 +125,15 @@ def test_events_classify_fresh_stale_same_other() -> None:
 
 
 def test_no_usage_is_an_error() -> None:
-    df = pl.DataFrame({"session": ["s", "s"], "index": [0, 1], "predicted_cached_tokens": [0, 10],
-                       "reported_cached_tokens": [None, None]}, schema_overrides={"reported_cached_tokens": pl.Int64})
+    df = pl.DataFrame(
+        {
+            "session": ["s", "s"],
+            "index": [0, 1],
+            "predicted_cached_tokens": [0, 10],
+            "reported_cached_tokens": [None, None],
+        },
+        schema_overrides={"reported_cached_tokens": pl.Int64},
+    )
     with pytest.raises(CalibrationError, match="no request can be told"):
         fit_calibration(df, provider="x")
 

@@ -39,7 +39,9 @@ class TinyRender:
     special_tokens = ("<s>", "<u>", "<a>", "<e>", "<t>")
     markers: Mapping[str, str] = {"system": "<s>", "user": "<u>", "assistant": "<a>", "tool": "<t>"}
 
-    def render(self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None) -> list[RenderedPiece]:
+    def render(
+        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
         out = []
         tools = request.get("tools")
         if tools:
@@ -206,21 +208,29 @@ def test_layout_names_anchor_and_contributor() -> None:
 
 
 def test_ttl_expiry_with_idle_gap() -> None:
-    causes = explain([rec(BASE, 0, t=0.0), rec(BASE, 1, t=100.0)], provider=None, cache_model=ExactCache(ttl=10))
+    causes = explain(
+        [rec(BASE, 0, t=0.0), rec(BASE, 1, t=100.0)], provider=None, cache_model=ExactCache(ttl=10)
+    )
     only(causes, 1, "ttl_expiry")
     assert causes["idle_seconds"][1] == 100.0
     assert causes["gap_seconds"][1] == 100.0
 
 
 def test_no_expiry_within_the_ttl() -> None:
-    causes = explain([rec(BASE, 0, t=0.0), rec(BASE, 1, t=5.0)], provider=None, cache_model=ExactCache(ttl=10))
+    causes = explain(
+        [rec(BASE, 0, t=0.0), rec(BASE, 1, t=5.0)], provider=None, cache_model=ExactCache(ttl=10)
+    )
     assert causes["uncached_tokens"][1] == 0
 
 
 def test_eviction() -> None:
     other = {"messages": [sys("Something else entirely, " * 6), user("x")]}
     size = len(LONG) + len("hello") + 3
-    records = [rec(BASE, 0, session="a", t=0.0), rec(other, 0, session="b", t=1.0), rec(BASE, 1, session="a", t=2.0)]
+    records = [
+        rec(BASE, 0, session="a", t=0.0),
+        rec(other, 0, session="b", t=1.0),
+        rec(BASE, 1, session="a", t=2.0),
+    ]
     causes = explain(records, provider=None, cache_model=ExactCache(capacity=size), view="simulated")
     row = causes.with_row_index("row").filter((causes["session"] == "a") & (causes["index"] == 1))["row"][0]
     only(causes, int(row), "eviction")
@@ -275,7 +285,12 @@ def test_provider_diagnostics_are_ingested() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "cls", "kind"),
     [
-        ("id 3f2b8c1e-1111-4a4a-8b8b-0123456789ab done", "id 9a2b8c1e-2222-4a4a-8b8b-0123456789ab done", "volatile_value", "uuid"),
+        (
+            "id 3f2b8c1e-1111-4a4a-8b8b-0123456789ab done",
+            "id 9a2b8c1e-2222-4a4a-8b8b-0123456789ab done",
+            "volatile_value",
+            "uuid",
+        ),
         ("date 2026-12-03 ok", "date 2026-12-04 ok", "volatile_value", "date"),
         ("at 1764755100 ok", "at 1764755161 ok", "volatile_value", "epoch"),
         ("turn 7 of the task", "turn 8 of the task", "volatile_value", "counter"),
@@ -316,7 +331,9 @@ def _evolve(messages: list[dict[str, Any]], op: str, k: int) -> tuple[list[dict[
 @settings(max_examples=40, deadline=None)
 @given(
     ops=st.lists(_OPS, min_size=1, max_size=7),
-    reported=st.lists(st.one_of(st.none(), st.tuples(st.integers(-5, 5), st.integers(0, 400))), min_size=8, max_size=8),
+    reported=st.lists(
+        st.one_of(st.none(), st.tuples(st.integers(-5, 5), st.integers(0, 400))), min_size=8, max_size=8
+    ),
     model=st.sampled_from(["exact", "deepseek", "openai", "ttl"]),
     gaps=st.lists(st.floats(0, 50), min_size=8, max_size=8),
 )
@@ -345,7 +362,9 @@ def test_causes_add_up_to_the_uncached_tokens(
     with_usage = []
     for r, p, spec in zip(records, first["prompt_tokens"], reported, strict=False):
         usage = None if spec is None else Usage(max(0, p + spec[0]), 1, min(spec[1], max(0, p + spec[0])))
-        with_usage.append(RequestRecord(r.request, session="s", index=r.index, timestamp=r.timestamp, usage=usage))
+        with_usage.append(
+            RequestRecord(r.request, session="s", index=r.index, timestamp=r.timestamp, usage=usage)
+        )
     causes = explain_causes(analyze_requests(with_usage, cache_model=cache, **TINY))
     total = causes.select(sum(causes[f"lost_{c}"] for c in CAUSES).alias("s"))["s"]
     assert total.to_list() == causes["uncached_tokens"].to_list()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import polars as pl
+from test_causes import LONG, TINY, bot, rec, sys, user
 
 from promptkit.cache.causes_report import (
     causes_by_cause,
@@ -16,10 +17,8 @@ from promptkit.cache.causes_report import (
     write_accounting,
 )
 from promptkit.cache.engine import analyze_requests
-from promptkit.providers.pricing import ModelPrice
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
-
-from test_causes import LONG, TINY, bot, rec, sys, user
+from promptkit.providers.pricing import ModelPrice
 
 
 def _stamped(k: int) -> dict:
@@ -30,8 +29,14 @@ def _growing_session(name: str = "s", stamp: bool = True, layout: bool = False) 
     records, history = [], [user("start")]
     for k in range(5):
         messages = [_stamped(k) if stamp else sys(LONG), *history]
-        lay = tuple(LayoutEntry(*x) for x in [("identity", "clock")] + [("history", None)] * len(history)) if layout else None
-        records.append(RequestRecord({"messages": messages}, session=name, index=k, timestamp=float(k), layout=lay))
+        lay = (
+            tuple(LayoutEntry(*x) for x in [("identity", "clock")] + [("history", None)] * len(history))
+            if layout
+            else None
+        )
+        records.append(
+            RequestRecord({"messages": messages}, session=name, index=k, timestamp=float(k), layout=lay)
+        )
         history += [bot(f"reply {k}"), user(f"more {k}")]
     return records
 
@@ -41,7 +46,13 @@ def test_lint_finds_a_planted_timestamp() -> None:
     table = lint(result)
     assert table.height == 1
     row = table.row(0, named=True)
-    assert (row["message"], row["kind"], row["offset"], row["changes"], row["every_time"]) == (0, "timestamp", 14, 4, True)
+    assert (row["message"], row["kind"], row["offset"], row["changes"], row["every_time"]) == (
+        0,
+        "timestamp",
+        14,
+        4,
+        True,
+    )
     assert "10:04:00" in row["snippet"]
     assert row["tokens_lost"] > 0
     assert "after the history" in row["fix"]
@@ -95,25 +106,40 @@ def _anthropic_records(writes: list[tuple[int, int, int]], times: list[float]) -
 def test_write_accounting_splits_prices_and_finds_waste() -> None:
     records = _anthropic_records([(0, 1000, 400), (1000, 200, 0), (0, 0, 0)], [0.0, 60.0, 4000.0])
     result = analyze_requests(records, provider="exact", **TINY)
-    price = ModelPrice("anthropic", "m", cache_hit=0.3, cache_miss=3, output=15, cache_write=3.75, cache_write_1h=6)
+    price = ModelPrice(
+        "anthropic", "m", cache_hit=0.3, cache_miss=3, output=15, cache_write=3.75, cache_write_1h=6
+    )
     table = write_accounting(result, price=price)
     first = table.row(0, named=True)
-    assert (first["write_5m_tokens"], first["write_1h_tokens"], first["wasted_5m_tokens"], first["wasted_1h_tokens"]) == (600, 400, 0, 0)
+    assert (
+        first["write_5m_tokens"],
+        first["write_1h_tokens"],
+        first["wasted_5m_tokens"],
+        first["wasted_1h_tokens"],
+    ) == (600, 400, 0, 0)
     assert first["write_cost"] == (600 * 3.75 + 400 * 6) / 1e6
     second = table.row(1, named=True)  # written at t=60, next read at t=4000: expired unread
-    assert (second["write_5m_tokens"], second["wasted_5m_tokens"], second["read_later_tokens"]) == (200, 200, 0)
+    assert (second["write_5m_tokens"], second["wasted_5m_tokens"], second["read_later_tokens"]) == (
+        200,
+        200,
+        0,
+    )
     assert second["wasted_cost"] == 200 * 3.75 / 1e6
 
 
 def test_reads_invariant_names_each_break() -> None:
-    plain = analyze_requests(_anthropic_records([(0, 0, 0)] * 3, [0.0, 10.0, 20.0]), provider="exact", **TINY).requests
+    plain = analyze_requests(
+        _anthropic_records([(0, 0, 0)] * 3, [0.0, 10.0, 20.0]), provider="exact", **TINY
+    ).requests
     p = plain["prompt_tokens"].to_list()
     c = plain["predicted_cached_tokens"].to_list()
     # call 1 reads what call 0 wrote; call 2 reads nothing although call 1 wrote its prompt
     spec = [(0, c[1], 0), (c[1], p[1] - c[1] - 10, 0), (0, p[2] - 10, 0)]
     result = analyze_requests(_anthropic_records(spec, [0.0, 10.0, 20.0]), provider="exact", **TINY)
     breaks = reads_invariant(result)
-    assert breaks.select("index", "expected_reads", "reads", "shortfall").rows() == [(2, p[1] - 10, 0, p[1] - 10)]
+    assert breaks.select("index", "expected_reads", "reads", "shortfall").rows() == [
+        (2, p[1] - 10, 0, p[1] - 10)
+    ]
     assert breaks["cause"][0] == "provider_miss"
 
 
