@@ -124,3 +124,39 @@ def test_analyze_default_calibration_needs_a_bundled_one(tmp_path: Path, spec: s
         ]
     )
     assert code == 1 and "no calibration is bundled for provider 'exact'" in err
+
+
+def test_anthropic_cache_diagnostics_from_a_captured_log_are_compared(tmp_path: Path) -> None:
+    from promptkit.cache.causes_report import diagnostics_comparison
+    from promptkit.cache.engine import analyze
+
+    system_a, system_b = "Rules v1. " + LONG, "Rules v2, stricter. " + LONG
+    lines = []
+    for k, (system, reason) in enumerate(
+        [(system_a, None), (system_b, {"type": "system_changed", "cache_missed_input_tokens": 60})]
+    ):
+        response = {
+            "role": "assistant",
+            "content": "ok",
+            "usage": {
+                "input_tokens": 50,
+                "output_tokens": 2,
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 0,
+            },
+        }
+        if reason is not None:
+            response["diagnostics"] = {"cache_miss_reason": reason}
+        body = {
+            "model": "m",
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}],
+        }
+        lines.append(
+            json.dumps({"request": body, "response": response, "session": "s", "timestamp": float(k)})
+        )
+    path = tmp_path / "captured.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    table = diagnostics_comparison(analyze(path, provider="exact"))
+    assert table.select("index", "provider_miss_reason", "change_class", "agrees").rows() == [
+        (1, "system_changed", "system_changed", True)
+    ]
