@@ -374,3 +374,41 @@ def test_causes_add_up_to_the_uncached_tokens(
     # without usage the unexplained column stays 0: our own prediction is fully explained
     for row in causes.filter(causes["basis"] == "predicted").iter_rows(named=True):
         assert row["lost_unexplained"] == 0
+
+
+# ------------------------------------------------------------------------------- Anthropic rules
+
+
+def _anthropic_body(ttl: str | None = None) -> dict[str, Any]:
+    cc: dict[str, Any] = {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+    return {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": LONG, "cache_control": cc}]},
+            user("hello"),
+        ]
+    }
+
+
+def test_anthropic_expiry_after_five_minutes() -> None:
+    from promptkit.cache.models import AnthropicCache
+
+    records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=400.0)]
+    result = analyze_requests(records, cache_model=AnthropicCache(min_tokens=0), **TINY)
+    causes = explain_causes(result)
+    row = causes.row(1, named=True)
+    assert row["lost_ttl_expiry"] == result.requests["unexpired_cached_tokens"][1] > 0
+    assert row["idle_seconds"] == 400.0
+    # a 1-hour entry is still there after 400 s, and its write was priced as a 1-hour write
+    hour = [rec(_anthropic_body("1h"), 0, t=0.0), rec(_anthropic_body("1h"), 1, t=400.0)]
+    result = analyze_requests(hour, cache_model=AnthropicCache(min_tokens=0), **TINY)
+    assert explain_causes(result)["lost_ttl_expiry"].to_list() == [0, 0]
+    writes = result.requests.select("predicted_cache_write_tokens", "predicted_cache_write_1h_tokens").row(0)
+    assert writes[0] == writes[1] > 0
+
+
+def test_anthropic_below_minimum() -> None:
+    from promptkit.cache.models import AnthropicCache
+
+    records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=1.0)]
+    causes = explain_causes(analyze_requests(records, cache_model=AnthropicCache(min_tokens=4096), **TINY))
+    only(causes, 1, "below_minimum")

@@ -151,3 +151,24 @@ def test_causes_frame_is_accepted_by_the_tables() -> None:
     assert causes_by_cause(frame).equals(causes_by_cause(result))
     assert isinstance(frame, pl.DataFrame)
     assert rec  # the shared helper stays importable
+
+
+def test_lint_finds_shuffled_tools_and_counters() -> None:
+    def tool(n: str) -> dict:
+        return {"type": "function", "function": {"name": n, "parameters": {}}}
+
+    records = []
+    for k in range(4):
+        tools = [tool("read"), tool("write")] if k % 2 else [tool("write"), tool("read")]
+        body = {"messages": [sys(LONG), user("go")], "tools": tools}
+        records.append(RequestRecord(body, session="t", index=k, timestamp=float(k)))
+        records.append(
+            RequestRecord(
+                {"messages": [sys(f"Turn {k + 1} of 10. " + LONG), user("go")]}, session="c", index=k
+            )
+        )
+    table = lint(analyze_requests(records, provider="exact", **TINY))
+    rows = {r["session"]: r for r in table.iter_rows(named=True)}
+    assert (rows["t"]["message"], rows["t"]["kind"], rows["t"]["every_time"]) == (None, "tool order", True)
+    assert "sort the tools" in rows["t"]["fix"]
+    assert (rows["c"]["kind"], rows["c"]["offset"], rows["c"]["changes"]) == ("counter", 5, 3)
