@@ -429,6 +429,14 @@ def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
 
         explain_causes(result).write_csv(out / "causes.csv")
         written.append(out / "causes.csv")
+        if _has_writes(requests):
+            from promptkit.cache.causes_report import reads_invariant, write_accounting
+
+            write_accounting(result).write_csv(out / "writes.csv")
+            written.append(out / "writes.csv")
+            if requests["reported_cache_write_tokens"].is_not_null().any():
+                reads_invariant(result).write_csv(out / "reads-invariant.csv")
+                written.append(out / "reads-invariant.csv")
     problems = getattr(result, "problems", None)
     if isinstance(problems, pl.DataFrame) and problems.height:
         problems.write_csv(out / "problems.csv")
@@ -524,11 +532,28 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     return EXIT_OK
 
 
+def _has_writes(requests: Any) -> bool:
+    """Whether the analysis has cache writes (reported, or predicted by a model that bills them)."""
+    return any(
+        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
+        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
+    )
+
+
 def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any, str]:
-    """The analysis with ``expected_cached_tokens`` when a calibration applies, and the causes headline."""
-    from promptkit.cache.causes_report import causes_headline
+    """The analysis with ``expected_cached_tokens`` when a calibration applies, and the causes headline
+    (plus a line on cache writes and their waste when the analysis has writes)."""
+    from promptkit.cache.causes_report import causes_headline, write_accounting
 
     line = causes_headline(result)
+    if hasattr(result, "cache_model") and _has_writes(result.requests):
+        writes = write_accounting(result)
+        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
+        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
+        line += (
+            f"\nCache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
+            f"never read before they expired: {wasted:,}"
+        )
     spec = getattr(args, "calibration", None)
     if spec is None:
         return result, line

@@ -160,3 +160,29 @@ def test_anthropic_cache_diagnostics_from_a_captured_log_are_compared(tmp_path: 
     assert table.select("index", "provider_miss_reason", "change_class", "agrees").rows() == [
         (1, "system_changed", "system_changed", True)
     ]
+
+
+def test_analyze_reports_cache_writes_and_their_waste(tmp_path: Path) -> None:
+    lines = []
+    for k, t in enumerate([0.0, 30.0, 1000.0]):  # the last call comes after the 5-minute entry expired
+        messages = [
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": LONG * 60, "cache_control": {"type": "ephemeral"}}],
+            }
+        ]
+        messages += [{"role": "user", "content": f"question {j}"} for j in range(k + 1)]
+        body = {"model": "claude-sonnet-4-5", "messages": messages}
+        lines.append(json.dumps(RequestRecord(body, session="a", index=k, timestamp=t).to_json()))
+    path = tmp_path / "anthropic.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out_dir = tmp_path / "r"
+    code, out, err = run(
+        ["analyze", str(path), "--provider", "anthropic", "--no-plots", "--out", str(out_dir)]
+    )
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("Cache writes:"))
+    assert "1-hour 0" in line and "never read before they expired: " in line
+    writes = (out_dir / "writes.csv").read_text(encoding="utf-8").splitlines()
+    assert writes[0].startswith("session,index,basis,write_5m_tokens")
+    assert len(writes) == 4

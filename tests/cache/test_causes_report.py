@@ -172,3 +172,23 @@ def test_lint_finds_shuffled_tools_and_counters() -> None:
     assert (rows["t"]["message"], rows["t"]["kind"], rows["t"]["every_time"]) == (None, "tool order", True)
     assert "sort the tools" in rows["t"]["fix"]
     assert (rows["c"]["kind"], rows["c"]["offset"], rows["c"]["changes"]) == ("counter", 5, 3)
+
+
+def test_request_costs_price_one_hour_writes_at_their_own_multiplier() -> None:
+    from promptkit.cache.report import request_costs
+
+    frame = pl.DataFrame(
+        {
+            "session": ["s"], "index": [0], "prompt_tokens": [1000], "predicted_cached_tokens": [0],
+            "predicted_cache_write_tokens": [1000], "predicted_cache_write_1h_tokens": [400],
+            "reported_prompt_tokens": [1000], "reported_cached_tokens": [0],
+            "reported_cache_write_tokens": [1000], "reported_cache_write_1h_tokens": [1000],
+            "completion_tokens": [0],
+        }
+    )  # fmt: skip
+    price = ModelPrice(
+        "anthropic", "m", cache_hit=0.3, cache_miss=3, output=15, cache_write=3.75, cache_write_1h=6
+    )
+    row = request_costs(frame, prices={"m": price}, model="m").row(0, named=True)
+    assert row["cost_predicted"] == (600 * 3.75 + 400 * 6) / 1e6
+    assert row["cost_reported"] == 1000 * 6 / 1e6
