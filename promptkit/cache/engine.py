@@ -85,6 +85,18 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "cached_source",
     "divergence_cached_text",
     "divergence_prompt_text",
+    # facts for promptkit.cache.causes (see its module docstring)
+    "unexpired_cached_tokens",
+    "unevicted_cached_tokens",
+    "idle_seconds",
+    "source_stored_tokens",
+    "model_switch_tokens",
+    "change_class",
+    "change_detail",
+    "predicted_cache_write_1h_tokens",
+    "reported_cache_write_1h_tokens",
+    "provider_miss_reason",
+    "provider_missed_tokens",
 )
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
@@ -101,10 +113,11 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
+    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
             strict=True,
         )
     )
@@ -257,6 +270,42 @@ def _divergence(
     return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
 
 
+def _write_1h(plan: Any, cached: int) -> int:
+    """Tokens of a call's cache write that fall under a 1-hour entry (Anthropic ``ttl: "1h"``): the span
+    from the previous entry (or the cached point) to each 1-hour entry."""
+    total, start = 0, cached
+    for entry in sorted(plan.entries, key=lambda e: e.length):
+        if entry.length > start:
+            if entry.ttl is not None and entry.ttl >= 3600:
+                total += entry.length - start
+            start = entry.length
+    return total
+
+
+def _provider_diagnostics(meta: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """Anthropic's cache diagnostics when the log kept them: ``diagnostics.cache_miss_reason`` of the
+    response (``{"type": "tools_changed", "cache_missed_input_tokens": 1234}``), looked up in the
+    record's ``meta`` (``meta.diagnostics`` or ``meta.response.diagnostics``)."""
+    for holder in (meta, meta.get("response")):
+        if not isinstance(holder, Mapping):
+            continue
+        diag = holder.get("diagnostics")
+        if not isinstance(diag, Mapping):
+            continue
+        reason = diag.get("cache_miss_reason")
+        if isinstance(reason, Mapping):
+            kind = reason.get("type")
+            missed = reason.get("cache_missed_input_tokens")
+            return (
+                str(kind) if kind is not None else None,
+                int(missed) if isinstance(missed, int) and not isinstance(missed, bool) else None,
+            )
+        if isinstance(reason, str):
+            return reason, None
+        return "none", None  # diagnostics present, no divergence found
+    return None, None
+
+
 def _resolve(
     provider: str | ProviderProfile,
     tokenizer: Any,
@@ -394,6 +443,8 @@ def _analyze_group(
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
+    # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
+    facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
 
     bar: Any = order
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
@@ -426,6 +477,33 @@ def _analyze_group(
             previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
 
         prompt_len = plan.prompt_len
+        # -- causes facts (promptkit.cache.causes): model switch, expiry / eviction, class of change
+        model_name = record.request.get("model")
+        model_name = model_name if isinstance(model_name, str) else None
+        src_id = outcome.source if outcome.source is not None else outcome.lost_source
+        src = facts.get(src_id) if src_id is not None else None
+        switched = None
+        if (
+            src is not None
+            and outcome.source is not None
+            and src[1] != model_name
+            and outcome.cached_tokens > 0
+        ):
+            switched = outcome.cached_tokens  # the provider's cache is per model: nothing of it is read
+            outcome = attrs.evolve(
+                outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
+            )
+        idle = (
+            now - src[2]
+            if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
+            else None
+        )
+        facts[_source_id(record)] = (
+            prepared.body,
+            model_name,
+            now,
+            max((e.length for e in plan.entries), default=0),
+        )
         prefix = min(outcome.prefix_tokens, prompt_len)
         d_msg = d_role = d_slot = d_key = d_tok = None
         d_cached_text: str | None = None
@@ -444,7 +522,16 @@ def _analyze_group(
         if len(recent_tokens) > _EXCERPT_SOURCES:
             recent_tokens.popitem(last=False)
         usage = record.usage
-        model_name = record.request.get("model")
+        change_class = change_detail = None
+        if switched is not None:
+            change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"
+        elif outcome.diverged and prefix < prompt_len and src is not None:
+            from promptkit.cache.causes import classify_change
+
+            change_class, change_detail = classify_change(
+                src[0], prepared.body, d_msg, shifted=prepared.shifted
+            )
+        miss_reason, missed = _provider_diagnostics(record.meta)
         out[k] = {
             "session": record.session,
             "index": record.index,
@@ -461,7 +548,7 @@ def _analyze_group(
             "divergence_key": d_key,
             "file": record.file,
             "line": record.line,
-            "model": model_name if isinstance(model_name, str) else None,
+            "model": model_name,
             "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
             "predicted_cache_write_tokens": outcome.write_tokens,
@@ -470,6 +557,19 @@ def _analyze_group(
             "cached_source": outcome.source,
             "divergence_cached_text": d_cached_text,
             "divergence_prompt_text": d_prompt_text,
+            "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
+            "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
+            "idle_seconds": idle,
+            "source_stored_tokens": src[3] if src is not None else None,
+            "model_switch_tokens": switched,
+            "change_class": change_class,
+            "change_detail": change_detail,
+            "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
+            if outcome.write_tokens is not None
+            else None,
+            "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
+            "provider_miss_reason": miss_reason,
+            "provider_missed_tokens": missed,
         }
         head = opaque_head_of(record)
         comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)

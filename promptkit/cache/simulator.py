@@ -293,6 +293,12 @@ class CacheOutcome:
     write_tokens: int | None
     source: str | None
     diverged: bool
+    # what the call would have read had nothing expired (TTL) / been evicted (capacity): None when the
+    # model has no TTL / no capacity (nothing can expire / be evicted); ``lost_source`` is the call that
+    # stored the expired or evicted content (for the idle gap)
+    unexpired_cached_tokens: int | None = None
+    unevicted_cached_tokens: int | None = None
+    lost_source: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -327,6 +333,14 @@ class CacheSimulator:
     def __init__(self, model: CacheModel, *, share_tokens: bool = False) -> None:
         self.model = model
         self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
+        # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
+        # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
+        self._keep_all = (
+            RadixCache()
+            if (model.ttl is not None or model.capacity is not None or model.name == "anthropic")
+            else None
+        )
+        self._keep_ttl = RadixCache() if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
 
@@ -341,6 +355,24 @@ class CacheSimulator:
                 self.cache.insert(
                     tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
                 )
+                if self._keep_all is not None:
+                    self._keep_all.insert(
+                        tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact
+                    )
+                if self._keep_ttl is not None:
+                    self._keep_ttl.insert(
+                        tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
+                    )
+
+    def _shadow(
+        self, cache: RadixCache | None, prompt: np.ndarray, plan: CachePlan, now: float | None
+    ) -> tuple[int | None, str | None]:
+        """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
+        if cache is None:
+            return None, None
+        found = cache.match(prompt, now, touch=False)
+        cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
+        return cached, found.source
 
     def lookup(self, tokens: np.ndarray, plan: CachePlan, now: float | None = None) -> CacheOutcome:
         """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules."""
@@ -356,8 +388,22 @@ class CacheSimulator:
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
+        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now)
+        unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now)
+        lost = None
+        if unevicted is not None and unevicted > cached:
+            lost = evicted_source
+        elif unexpired is not None and unexpired > cached:
+            lost = expired_source
         return CacheOutcome(
-            found.prefix_tokens, cached, write, source if cached > 0 else None, found.diverged
+            found.prefix_tokens,
+            cached,
+            write,
+            source if cached > 0 else None,
+            found.diverged,
+            unexpired,
+            unevicted,
+            lost,
         )
 
     def store(
