@@ -34,6 +34,7 @@ __all__ = [
     "ProxyConfigError",
     "RecordFormatError",
     "RenderError",
+    "ReplayError",
     "ReportInputError",
     "RequestBuildError",
     "StreamError",
@@ -177,3 +178,7 @@ class ReportInputError(PromptkitError, ValueError):
 
 class PriceError(PromptkitError, LookupError):
     """No price is known for a model, or a price file is malformed; the message says which and where."""
+
+
+class ReplayError(PromptkitError, ValueError):
+    """A what-if replay that cannot run (e.g. no request of the log could be analyzed); names the paths."""
