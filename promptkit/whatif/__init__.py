@@ -4,8 +4,8 @@
   history, normalize volatile values, sort tools, pin the model, change provider / TTL / retention,
   place Anthropic breakpoints, elide old tool outputs);
 - :mod:`promptkit.whatif.spec`: the ``--transform SPEC`` grammar (:func:`parse_transform`);
-- :mod:`promptkit.whatif.replay`: :func:`replay` -> :class:`WhatIf` (before / after analyses, comparison);
-- :mod:`promptkit.whatif.suggest`: :func:`suggest` derives candidate transforms from where the cache breaks
+- :mod:`promptkit.whatif.replays`: :func:`replay` -> :class:`WhatIf` (before / after analyses, comparison);
+- :mod:`promptkit.whatif.suggestions`: :func:`suggest` derives candidate transforms from where the cache breaks
   and ranks them by measured cost saving.
 
 Names are imported lazily (polars loads only when a replay runs).
@@ -35,8 +35,8 @@ _export(
     "BUILTIN_PATTERNS", "apply_transforms", "regions",
 )  # fmt: skip
 _export("spec", "parse_transform", "format_transform", "SPEC_NAMES")
-_export("replay", "replay", "compare", "format_whatif", "WhatIf", "REPLAY_NOTE", "COMPARISON_COLUMNS")
-_export("suggest", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates")
+_export("replays", "replay", "compare", "format_whatif", "WhatIf", "REPLAY_NOTE", "COMPARISON_COLUMNS")
+_export("suggestions", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates")
 
 __all__ = sorted(_EXPORTS)
 

@@ -42,9 +42,9 @@ def run_whatif(args: argparse.Namespace) -> str:
     ...
     promptkit.errors.UsageError: --transform 'bogus': unknown transform 'bogus'; known: move, normalize, sort-tools, pin-model, provider, cache-model, ttl, retention, cache-key, breakpoints, elide
     """
-    from promptkit.whatif.replay import REPLAY_NOTE, format_whatif, replay
+    from promptkit.whatif.replays import REPLAY_NOTE, format_whatif, replay
     from promptkit.whatif.spec import parse_transform
-    from promptkit.whatif.suggest import suggest
+    from promptkit.whatif.suggestions import suggest
 
     transforms = [parse_transform(s) for s in args.transform or []]
     if args.limit < 1:

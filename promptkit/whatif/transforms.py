@@ -10,7 +10,8 @@ list to :func:`promptkit.whatif.replay`).
 long and the history ends at :func:`~promptkit.layout.history_end`. Without a layout, the head is the
 leading run of ``system`` / ``developer`` messages, the history is every message from there up to the
 *last user message*, and the tail (the current message and the tool loop after it) starts at the last
-user message. An Anthropic body's top-level ``system`` belongs to the head.
+user message, or at the system messages right before it (blocks injected for this turn). An Anthropic
+body's top-level ``system`` belongs to the head.
 
 >>> from promptkit.layout import RequestRecord
 >>> record = RequestRecord({"model": "m", "messages": [
@@ -56,7 +57,12 @@ __all__ = [
     "Transform",
     "UseCacheModel",
     "apply_transforms",
+    "compile_pattern",
     "regions",
+    "sorted_json",
+    "substitute",
+    "text_of",
+    "tool_name",
 ]
 
 #: Roles of the leading head region of a prompt without a layout.
@@ -169,7 +175,10 @@ def regions(record: RequestRecord) -> tuple[int, int]:
     last_user = next(
         (i for i in range(len(messages) - 1, head - 1, -1) if _role(messages[i]) == "user"), None
     )
-    return head, (last_user if last_user is not None else len(messages))
+    end = last_user if last_user is not None else len(messages)
+    while end > head and _role(messages[end - 1]) in _HEAD_ROLES:  # blocks injected for this turn
+        end -= 1
+    return head, end
 
 
 def _role(message: Any) -> str | None:
@@ -177,7 +186,12 @@ def _role(message: Any) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """The text of a message ``content``: the string, or the text parts joined by newlines.
+
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image_url"}, {"type": "text", "text": "b"}])
+    'a\\nb'
+    """
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -287,9 +301,7 @@ class Selector:
             return False
         if self.key is not None and (entry is None or entry.key != self.key):
             return False
-        return not (
-            self.regex is not None and re.search(self.regex, _text_of(message.get("content"))) is None
-        )
+        return not (self.regex is not None and re.search(self.regex, text_of(message.get("content"))) is None)
 
 
 def _cut(text: str, regex: str) -> tuple[str, list[str]]:
@@ -488,7 +500,12 @@ BUILTIN_PATTERNS: Final[Mapping[str, tuple[str, str]]] = {
 _DEFAULT_PATTERNS: Final[tuple[str, ...]] = tuple(BUILTIN_PATTERNS)
 
 
-def _compile(pattern: str) -> tuple[re.Pattern[str], str]:
+def compile_pattern(pattern: str) -> tuple[re.Pattern[str], str]:
+    """A built-in pattern name or a regular expression, compiled, with its placeholder.
+
+    >>> compile_pattern("uuids")[1], compile_pattern("id=[0-9]+")[1]
+    ('<uuid>', '<volatile>')
+    """
     if pattern in BUILTIN_PATTERNS:
         regex, placeholder = BUILTIN_PATTERNS[pattern]
         return re.compile(regex), placeholder
@@ -502,10 +519,10 @@ def _check_patterns(instance: Any, attribute: attrs.Attribute[Any], value: tuple
     if not value:
         raise UsageError("Normalize.patterns: give at least one pattern name or regular expression")
     for p in value:
-        _compile(p)
+        compile_pattern(p)
 
 
-def _substitute(regex: re.Pattern[str], placeholder: str, text: str) -> str:
+def substitute(regex: re.Pattern[str], placeholder: str, text: str) -> str:
     """``text`` with each match of ``regex`` replaced by ``placeholder`` (only its ``value`` group, if it has one)."""
     if "value" not in regex.groupindex:
         return regex.sub(placeholder, text)
@@ -552,11 +569,11 @@ class Normalize(Transform):
         return f"replace volatile values ({names}) {where} with a placeholder"
 
     def _fn(self) -> Callable[[str], str]:
-        compiled = [_compile(p) for p in self.patterns]
+        compiled = [compile_pattern(p) for p in self.patterns]
 
         def fn(text: str) -> str:
             for regex, placeholder in compiled:
-                text = _substitute(
+                text = substitute(
                     regex, self.placeholder if self.placeholder is not None else placeholder, text
                 )
             return text
@@ -584,15 +601,21 @@ class Normalize(Transform):
 # tools and JSON keys
 
 
-def _sorted_json(value: Any) -> Any:
+def sorted_json(value: Any) -> Any:
+    """``value`` with every JSON object's keys sorted (recursively).
+
+    >>> sorted_json({"b": [{"d": 1, "c": 2}], "a": 0})
+    {'a': 0, 'b': [{'c': 2, 'd': 1}]}
+    """
     if isinstance(value, Mapping):
-        return {k: _sorted_json(value[k]) for k in sorted(value, key=str)}
+        return {k: sorted_json(value[k]) for k in sorted(value, key=str)}
     if isinstance(value, list):
-        return [_sorted_json(v) for v in value]
+        return [sorted_json(v) for v in value]
     return value
 
 
-def _tool_name(tool: Any) -> str:
+def tool_name(tool: Any) -> str:
+    """The name of a tool definition (OpenAI ``function.name`` or Anthropic ``name``; ``""`` when none)."""
     if isinstance(tool, Mapping):
         fn = tool.get("function")
         if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
@@ -628,8 +651,8 @@ class SortTools(Transform):
                 if isinstance(tool, Mapping) and "cache_control" in tool:
                     cache_control = tool["cache_control"]
                     tool = {k: v for k, v in tool.items() if k != "cache_control"}
-                plain.append(_sorted_json(tool))
-            plain.sort(key=_tool_name)
+                plain.append(sorted_json(tool))
+            plain.sort(key=tool_name)
             if cache_control is not None and isinstance(plain[-1], dict):
                 plain[-1]["cache_control"] = cache_control
             body["tools"] = plain
@@ -647,8 +670,8 @@ def _sort_arguments(arguments: Any) -> Any:
             parsed = json.loads(arguments)
         except ValueError:
             return arguments
-        return json.dumps(_sorted_json(parsed), sort_keys=True, ensure_ascii=False)
-    return _sorted_json(arguments)
+        return json.dumps(sorted_json(parsed), sort_keys=True, ensure_ascii=False)
+    return sorted_json(arguments)
 
 
 def _sort_message(message: Any) -> Any:
@@ -669,7 +692,7 @@ def _sort_message(message: Any) -> Any:
     content = message.get("content")
     if isinstance(content, list):  # Anthropic tool_use blocks
         out["content"] = [
-            {**p, "input": _sorted_json(p["input"])}
+            {**p, "input": sorted_json(p["input"])}
             if isinstance(p, Mapping) and p.get("type") == "tool_use" and isinstance(p.get("input"), Mapping)
             else p
             for p in content
@@ -975,7 +998,7 @@ class ElideToolOutputs(Transform):
         if not old:
             return record
         for i in old:
-            text = _text_of(messages[i].get("content"))
+            text = text_of(messages[i].get("content"))
             n = text.count("\n") + 1 if text else 0
             messages[i] = {**messages[i], "content": self.template.format(n=n)}
         return attrs.evolve(record, request={**record.request, "messages": messages})

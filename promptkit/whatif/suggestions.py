@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from promptkit.layout import LoadResult, RequestRecord
-from promptkit.whatif.replay import WhatIf, replay
+from promptkit.whatif.replays import WhatIf, replay
 from promptkit.whatif.spec import format_transform
 from promptkit.whatif.transforms import (
     BUILTIN_PATTERNS,
@@ -50,10 +50,10 @@ from promptkit.whatif.transforms import (
     SetTTL,
     SortTools,
     Transform,
-    _compile,
-    _substitute,
-    _text_of,
+    compile_pattern,
     regions,
+    substitute,
+    text_of,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,24 +97,29 @@ def _head_texts(record: RequestRecord) -> dict[str, str]:
     out: dict[str, str] = {}
     system = record.request.get("system")
     if system not in (None, "", []):
-        out["system"] = _text_of(system)
+        out["system"] = text_of(system)
     messages = list(record.request.get("messages") or [])
     head, _ = regions(record)
     layout = record.layout if record.layout is not None and len(record.layout) == len(messages) else None
     for i in range(head):
         key = layout[i].key if layout is not None else None
         where = f"key={key}" if key else f"message {i}"
-        text = _text_of(messages[i].get("content")) if isinstance(messages[i], Mapping) else ""
+        text = text_of(messages[i].get("content")) if isinstance(messages[i], Mapping) else ""
         out[where] = out[where] + "\n" + text if where in out else text
     return out
 
 
-def _line_regex(old: str, new: str) -> str | None:
-    """``LABEL.*`` for two versions of a line: LABEL is their common start cut back to the last
-    separator, kept when it has at least 3 word characters."""
+def _line_regex(old: str, new: str, names: Sequence[str] = ()) -> str | None:
+    """``LABEL.*`` for two versions of a line: LABEL is their common start, cut before the first match of
+    the patterns ``names`` that explain the change and back to the last separator, kept when it has at
+    least 3 word characters."""
     common = 0
     while common < min(len(old), len(new)) and old[common] == new[common]:
         common += 1
+    for name in names:
+        m = compile_pattern(name)[0].search(new)
+        if m is not None:
+            common = min(common, m.start())
     label = re.sub(r"[\w.:/+#-]*$", "", old[:common])  # drop the start of the changing value
     if len(re.findall(r"\w", label)) < 3:
         return None
@@ -123,12 +128,14 @@ def _line_regex(old: str, new: str) -> str | None:
 
 def _explaining_patterns(old: str, new: str) -> list[str]:
     """Built-in patterns whose placeholders make ``old`` and ``new`` equal (all of them together first)."""
-    names = [n for n in BUILTIN_PATTERNS if _compile(n)[0].search(old) or _compile(n)[0].search(new)]
+    names = [
+        n for n in BUILTIN_PATTERNS if compile_pattern(n)[0].search(old) or compile_pattern(n)[0].search(new)
+    ]
 
     def norm(text: str, use: Sequence[str]) -> str:
         for n in use:
-            regex, placeholder = _compile(n)
-            text = _substitute(regex, placeholder, text)
+            regex, placeholder = compile_pattern(n)
+            text = substitute(regex, placeholder, text)
         return text
 
     if not names or norm(old, names) != norm(new, names):
@@ -170,7 +177,7 @@ def find_volatile(records: Sequence[RequestRecord]) -> list[VolatileFinding]:
                             continue
                         for old_line, new_line in zip(a[i1:i2], b[j1:j2], strict=False):
                             names = _explaining_patterns(old_line, new_line)
-                            regex = _line_regex(old_line, new_line)
+                            regex = _line_regex(old_line, new_line, names)
                             for name in names or [None]:  # type: ignore[list-item]
                                 key = (name, regex, where)
                                 if name is None and regex is None:
@@ -216,6 +223,28 @@ def _gaps(records: Sequence[RequestRecord]) -> list[float]:
         times.sort()
         out.extend(b - a for a, b in itertools.pairwise(times))
     return out
+
+
+def _reordered_tools(records: Sequence[RequestRecord]) -> int:
+    """Requests whose tool definitions differ from the previous request of their session only in order
+    (of the tools or of JSON keys)."""
+    import json
+
+    from promptkit.whatif.transforms import sorted_json, tool_name
+
+    def canonical(tools: Any) -> str:
+        items = sorted((sorted_json(t) for t in tools), key=tool_name) if isinstance(tools, list) else tools
+        return json.dumps(items, sort_keys=True, default=str)
+
+    count = 0
+    previous: dict[str, Any] = {}
+    for r in sorted(records, key=lambda r: (r.session, r.index)):
+        tools = r.request.get("tools")
+        prev = previous.get(r.session)
+        if prev is not None and tools and prev != tools and canonical(prev) == canonical(tools):
+            count += 1
+        previous[r.session] = tools
+    return count
 
 
 def _has_cache_control(obj: Any) -> bool:
@@ -273,8 +302,12 @@ def candidates(
     frame = before.requests
     if frame.height:
         tools = frame.filter(pl.col("divergence_role") == "tools").height
-        if tools:
-            add(SortTools(), f"{tools} request(s) diverge in the tool definitions")
+        reordered = _reordered_tools(records)
+        if tools or reordered:
+            add(
+                SortTools(),
+                f"{max(tools, reordered)} request(s) diverge in the tool definitions or send them in another order",
+            )
         per_session = frame.group_by("session").agg(pl.col("model").drop_nulls().n_unique().alias("n"))
         switching = per_session.filter(pl.col("n") > 1).height
         if switching:
@@ -368,10 +401,14 @@ def suggest(
 
     Example::
 
-        >>> from promptkit.formats import read_logs
-        >>> best = suggest(read_logs("fixtures/logs/session-before.jsonl"))[0]
-        >>> best.after_cost_usd < best.before_cost_usd
-        True
+        >>> rules = "Answer in English. Cite the file and line of every claim. " * 30
+        >>> records = [RequestRecord({"model": "deepseek-chat", "messages": [
+        ...     {"role": "system", "content": f"Current time: 2026-01-01 10:0{i}\\n{rules}"},
+        ...     {"role": "user", "content": f"question {i}"}]}, session="s", index=i, provider="deepseek")
+        ...     for i in range(4)]
+        >>> best = suggest(records)[0]
+        >>> best.spec, f"{best.before_hit_ratio:.0%} -> {best.after_hit_ratio:.0%}"
+        ('normalize:timestamps', '0% -> 71%')
     """
     from promptkit.cache.engine import analyze_requests
 
