@@ -15,13 +15,14 @@ tokens pays for them. Candidates come from:
 - the provider: Anthropic requests without breakpoints (``breakpoints:auto``), gaps between calls longer
   than the cache's TTL (Anthropic ``ttl:1h``, OpenAI ``retention:24h``).
 
-Finally the best positive candidates are chained (greedily, each kept only if the chain gets cheaper).
+Finally the best positive candidates are chained (greedily, each kept only if it adds at least 5% to the
+chain's saving).
 
 >>> from promptkit.layout import RequestRecord
 >>> a = RequestRecord({"messages": [{"role": "system", "content": "Rules.\\nCurrent time: 10:41"}]}, session="s", index=0)
 >>> b = RequestRecord({"messages": [{"role": "system", "content": "Rules.\\nCurrent time: 10:42"}]}, session="s", index=1)
 >>> [(f.pattern, f.line_regex) for f in find_volatile([a, b])]
-[('times', 'Current\\\\ time:.*')]
+[('times', 'Current time:.*')]
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ __all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_vola
 #: Anthropic's default TTL and OpenAI's in-memory retention, seconds: gaps longer than these expire entries.
 _ANTHROPIC_TTL: Final[float] = 300.0
 _OPENAI_TTL: Final[float] = 600.0
+#: A suggestion joins the combined chain only if it adds at least this share to the chain's saving.
+_MIN_GAIN: Final[float] = 0.05
 
 
 @attrs.frozen(slots=True)
@@ -123,7 +126,7 @@ def _line_regex(old: str, new: str, names: Sequence[str] = ()) -> str | None:
     label = re.sub(r"[\w.:/+#-]*$", "", old[:common])  # drop the start of the changing value
     if len(re.findall(r"\w", label)) < 3:
         return None
-    return re.escape(label.rstrip()) + ".*"
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", label.rstrip()) + ".*"
 
 
 def _explaining_patterns(old: str, new: str) -> list[str]:
@@ -396,8 +399,8 @@ def suggest(
 
     ``detector`` finds volatile values (default :func:`find_volatile`); ``prices`` / ``model`` price the
     calls; ``analysis_options`` go to :func:`promptkit.cache.analyze_requests`. With ``combine`` the
-    candidates that save money are also chained greedily (best first, each kept only if the chain gets
-    cheaper) and the chain is replayed as one more suggestion.
+    candidates that save money are also chained greedily (best first, each kept only if it adds at least
+    5% to the chain's saving) and the chain is one more suggestion.
 
     Example::
 
@@ -432,7 +435,7 @@ def suggest(
             trial = [*chain, s.transform]
             w = replay(source, trial, prices=prices, model=model, before=before, **analysis_options)
             candidate = _suggestion(Chain(tuple(trial)), "", w)
-            if candidate.after_cost_usd < best.after_cost_usd:
+            if candidate.after_cost_usd < best.after_cost_usd - _MIN_GAIN * best.saving_usd:
                 chain, best = trial, candidate
         if len(chain) > 1:
             combined = Chain(tuple(chain))

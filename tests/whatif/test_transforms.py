@@ -124,6 +124,17 @@ def test_regions_without_layout() -> None:
         ]
     }
     assert regions(RequestRecord(body, session="s")) == (2, 4)
+    injected = {
+        "messages": [
+            *body["messages"][:4],
+            {"role": "system", "content": "Now: 10:42"},
+            *body["messages"][4:],
+        ]
+    }
+    assert regions(RequestRecord(injected, session="s")) == (
+        2,
+        4,
+    )  # a block injected for this turn is not history
 
 
 @pytest.mark.parametrize(
