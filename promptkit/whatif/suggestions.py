@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from promptkit.layout import LoadResult, RequestRecord
+from promptkit.layout import HEAD_SLOTS, LoadResult, RequestRecord
 from promptkit.whatif.replays import WhatIf, replay
 from promptkit.whatif.spec import format_transform
 from promptkit.whatif.transforms import (
@@ -294,6 +294,24 @@ def candidates(
                 f"a line of the stable head ({f.where}) changes {f.changes} time(s), first at {f.session}#{f.index}: "
                 f"{f.after.strip()[:60]!r}",
             )
+    frame = before.requests
+    if frame.height:  # contributors of the stable head where the cache broke, most tokens lost first
+        breaks = (
+            frame.filter(
+                pl.col("divergence_anchor").is_in(sorted(HEAD_SLOTS)) & pl.col("divergence_key").is_not_null()
+            )
+            .group_by("divergence_key")
+            .agg(
+                pl.len().alias("n"),
+                (pl.col("prompt_tokens") - pl.col("predicted_cached_tokens")).sum().alias("lost"),
+            )
+            .sort(["lost", "divergence_key"], descending=[True, False])
+        )
+        for key, n, lost in breaks.iter_rows():
+            add(
+                Move(Selector(key=key)),
+                f"{n} request(s) break the cache at contributor {key!r} before the history ({lost:,} tokens not cached)",
+            )
     keys = _changing_keys(records)
     for key in keys:
         add(Move(Selector(key=key)), f"contributor {key!r} changes between adjacent turns before the history")
@@ -302,7 +320,6 @@ def candidates(
             Chain(tuple(Move(Selector(key=k)) for k in keys)),
             f"re-assemble with every changing contributor in turn-context ({', '.join(keys)}), as audit suggests",
         )
-    frame = before.requests
     if frame.height:
         tools = frame.filter(pl.col("divergence_role") == "tools").height
         reordered = _reordered_tools(records)

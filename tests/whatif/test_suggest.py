@@ -7,6 +7,7 @@ import attrs
 from promptkit.cache import analyze_requests
 from promptkit.layout import RequestRecord
 from promptkit.whatif import Move, Normalize, SortTools, VolatileFinding, candidates, find_volatile, suggest
+from promptkit.whatif.spec import format_transform
 from promptkit.whatif.transforms import Chain, PinModel
 from tests.whatif.logs import layout_log, plain_log
 
@@ -77,3 +78,15 @@ def test_a_detector_is_swappable() -> None:
     assert Normalize(("uuids",)) in found
     assert any(isinstance(t, Move) and t.selector.regex == "Build:.*" for t in found)
     assert not any(isinstance(t, Chain) for t in found)
+
+
+def test_candidates_name_the_contributor_where_the_cache_breaks() -> None:
+    records = layout_log(4)
+    before = analyze_requests(records)
+    lost = before.requests.filter(before.requests["divergence_key"] == "files")
+    reasons = {format_transform(t): why for t, why in candidates(records, before)}
+    assert lost.height == 3
+    expected_lost = int((lost["prompt_tokens"] - lost["predicted_cached_tokens"]).sum())
+    assert reasons["move:key=files"] == (
+        f"3 request(s) break the cache at contributor 'files' before the history ({expected_lost:,} tokens not cached)"
+    )
