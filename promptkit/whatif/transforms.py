@@ -659,7 +659,7 @@ class SortTools(Transform):
         messages = body.get("messages")
         if isinstance(messages, list):
             body["messages"] = [_sort_message(m) for m in messages]
-        if body == record.request and list(body) == list(record.request):
+        if json.dumps(body, default=str) == json.dumps(record.request, default=str):  # key order counts
             return record
         return attrs.evolve(record, request=body)
 
@@ -755,6 +755,10 @@ class ChangeProvider(Transform):
         if model is not None:
             request["model"] = model
         return attrs.evolve(record, request=request, provider=profile.name)
+
+    def after_options(self) -> dict[str, Any]:
+        """The *after* analysis uses this provider, even when the replay was given another one."""
+        return {"provider": self.provider}
 
 
 def _each_cache_control(body: dict[str, Any], fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:

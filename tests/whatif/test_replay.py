@@ -121,8 +121,8 @@ def test_openai_24h_retention_keeps_entries_across_long_gaps() -> None:
 def test_cache_model_and_provider_overrides_apply_to_the_after_side() -> None:
     w = replay(layout_log(2), [UseCacheModel("exact")])
     assert (w.before.cache_model.name, w.after.cache_model.name) == ("deepseek", "exact")
-    w = replay(layout_log(2), [ChangeProvider("openai")], tokenizer="o200k_base")
-    assert w.after.provider == "openai"
+    w = replay(layout_log(2), [ChangeProvider("openai")], tokenizer="o200k_base", provider="deepseek")
+    assert (w.before.provider, w.after.provider) == ("deepseek", "openai")
     assert w.after.requests["model"].unique().to_list() == ["gpt-4.1"]
 
 

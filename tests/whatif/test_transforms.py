@@ -216,6 +216,14 @@ def test_sort_tools_sorts_definitions_keys_and_arguments() -> None:
     assert list(out["messages"][1]["content"][0]["input"]) == ["a", "b"]
 
 
+def test_sort_tools_reorders_keys_alone_and_keeps_sorted_records() -> None:
+    record = RequestRecord({"tools": [{"name": "a", "description": "d"}], "messages": []}, session="s")
+    out = SortTools().apply(record)
+    assert list(out.request["tools"][0]) == ["description", "name"]
+    assert list(record.request["tools"][0]) == ["name", "description"]
+    assert SortTools().apply(out) is out
+
+
 def test_pin_model_and_change_provider() -> None:
     record = RequestRecord({"model": "deepseek-chat", "messages": []}, session="s", provider="deepseek")
     assert PinModel("deepseek-reasoner").apply(record).request["model"] == "deepseek-reasoner"
