@@ -388,7 +388,9 @@ class Move(Transform):
             raise UsageError(f"Move.to: expected one of {', '.join(ANCHORS)}, got {value!r}")
 
     def describe(self) -> str:
-        return f"move {self.selector.describe()} to {self.to}"
+        return f"move {self.selector.describe()} to {self.to}" + (
+            f" as {self.role} messages" if self.role else ""
+        )
 
     def _piece(self, role: str | None, text: str) -> dict[str, Any]:
         return {"role": self.role or role or "user", "content": text}

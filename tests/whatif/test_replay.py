@@ -4,6 +4,7 @@ sessions there are."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import attrs
 import polars as pl
@@ -32,6 +33,8 @@ from promptkit.whatif import (
 )
 from promptkit.whatif.transforms import SetCacheKey
 from tests.whatif.logs import RULES, layout_log, plain_log
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_normalize_reaches_the_clean_log_exactly() -> None:
@@ -175,3 +178,19 @@ def test_replayed_chains_analyze_every_request(chain: list[Transform]) -> None:
     assert w.after.requests.height == w.before.requests.height == 6
     assert w.after.requests["session"].n_unique() == w.before.requests["session"].n_unique() == 2
     assert w.comparison.filter(pl.col("session") != "(all)")["requests"].sum() == 6
+
+
+def test_replay_predicts_the_log_assembled_with_the_moved_contributors() -> None:
+    from promptkit.cache import analyze
+    from promptkit.formats import read_logs
+    from promptkit.whatif import parse_transform
+
+    keys = ("file-list", "memory-vector", "speaker-profile", "cross-session")
+    w = replay(
+        read_logs(ROOT / "fixtures/logs/session-before.jsonl"),
+        [parse_transform(f"move:key={k},as=user") for k in keys],
+    )
+    built = analyze(ROOT / "fixtures/logs/session-after.jsonl")
+    assert built.hit_ratio is not None and w.after.hit_ratio is not None and w.before.hit_ratio is not None
+    assert w.before.hit_ratio < 0.25
+    assert abs(w.after.hit_ratio - built.hit_ratio) < 0.01
