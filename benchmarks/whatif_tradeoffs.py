@@ -4,8 +4,9 @@
 "Old environment output: (N lines omitted)": fewer prompt tokens per call, but the elided message
 changes at every step, so the cached prefix breaks there each time. A constructed agent log (a
 system prompt, a task, then N steps of an action and an observation of L lines, one call per step,
-20 seconds apart) is replayed as it is and through ``elide:5``; the table gives the cost of each and
-the ratio, for several N and L.
+20 seconds apart) is replayed as it is, through ``elide:5`` and through ``elide:5,every=10`` (the same
+elision in batches of 10, so the prefix changes once every 10 steps); the table gives the cost of each
+and the ratios, for several N and L.
 
 (b) **A timestamp in the system prompt** ("Current time: ..." updated at every call) against the same
 timestamp in a block right before the last user message (``move:to=turn-hint,regex=Current time:.*``),
@@ -110,7 +111,10 @@ def elision_table(steps_grid: list[int], lines_grid: list[int]) -> list[dict[str
                 base = _prepare(provider)
                 keep = replay(records, base, **_options(provider))
                 elide = replay(keep.records, [parse_transform("elide:5,role=user")], **_options(provider))
-                k, e = keep.overall, elide.overall
+                batch = replay(
+                    keep.records, [parse_transform("elide:5,every=10,role=user")], **_options(provider)
+                )
+                k, e, b = keep.overall, elide.overall, batch.overall
                 rows.append(
                     {
                         "provider": provider,
@@ -122,6 +126,8 @@ def elision_table(steps_grid: list[int], lines_grid: list[int]) -> list[dict[str
                         "elide_prompt": e["after_prompt_tokens"],
                         "elide_hit": e["after_hit_ratio"],
                         "elide_cost": e["after_cost_usd"],
+                        "batch_hit": b["after_hit_ratio"],
+                        "batch_cost": b["after_cost_usd"],
                     }
                 )
     return rows
@@ -163,17 +169,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ts-lines", type=int, default=50)
     args = parser.parse_args(argv)
 
-    print("(a) keep every tool output vs elide all but the last 5 (SWE-agent), one session per row")
+    print("(a) keep every tool output vs elide all but the last 5 (SWE-agent) vs the same in batches of 10")
     print(
         f"{'provider':<10} {'steps':>5} {'lines':>5} | {'keep: prompt':>12} {'hit':>6} {'cost $':>8} | "
-        f"{'elide: prompt':>13} {'hit':>6} {'cost $':>8} | {'elide/keep':>10}"
+        f"{'elide: prompt':>13} {'hit':>6} {'cost $':>8} | {'elide/keep':>10} | {'batch hit':>9} {'batch/keep':>10}"
     )
     for r in elision_table(args.steps, args.lines):
         ratio = r["elide_cost"] / r["keep_cost"] if r["keep_cost"] else float("nan")
+        batch = r["batch_cost"] / r["keep_cost"] if r["keep_cost"] else float("nan")
         print(
             f"{r['provider']:<10} {r['steps']:>5} {r['lines']:>5} | {r['keep_prompt']:>12,} {r['keep_hit']:>6.1%} "
             f"{r['keep_cost']:>8.4f} | {r['elide_prompt']:>13,} {r['elide_hit']:>6.1%} {r['elide_cost']:>8.4f} | "
-            f"{ratio:>10.2f}"
+            f"{ratio:>10.2f} | {r['batch_hit']:>9.1%} {batch:>10.2f}"
         )
     print()
     print(f"(b) a timestamp per call, {args.ts_steps} steps of {args.ts_lines} lines")

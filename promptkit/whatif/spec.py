@@ -20,7 +20,8 @@ item ``regex=...`` takes the rest of the spec (so it comes last and may contain 
 ``cache-key[:KEY]``                 OpenAI ``prompt_cache_key`` (default ``{session}``)
 ``breakpoints:auto|POSITIONS``      Anthropic breakpoints at ``auto`` or some of ``tools``, ``head``,
                                     ``history``, ``last`` (``+``- or comma-separated); ``ttl=1h``
-``elide[:KEEP][,role=ROLE]``        elide all but the last KEEP (5) tool outputs, as SWE-agent does
+``elide[:KEEP][,every=N,role=R]``   elide all but the last KEEP (5) tool outputs, as SWE-agent does
+                                    (in batches of N; outputs of role R, default ``tool``)
 ==================================  =====================================================================
 
 >>> parse_transform("move:key=file-list").describe()
@@ -190,18 +191,19 @@ def _build(spec: str, name: str, args: str, items: list[tuple[str | None, str]])
             raise _fail(spec, f"ttl: expected 5m or 1h, got {ttl!r}")
         return Breakpoints(tuple(dict.fromkeys(positions)) or _AUTO, ttl=ttl)
     if name == "elide":
-        keep = 5
+        numbers = {"keep": 5, "every": 1}
         role = "tool"
         for key, value in items:
-            if key in (None, "keep"):
+            if key in (None, "keep", "every"):
+                name = key or "keep"
                 if not value.isdigit():
-                    raise _fail(spec, f"keep: expected a whole number, got {value!r}")
-                keep = int(value)
+                    raise _fail(spec, f"{name}: expected a whole number, got {value!r}")
+                numbers[name] = int(value)
             elif key == "role":
                 role = value
             else:
-                raise _fail(spec, f"unknown argument {key!r} (arguments: keep, role)")
-        return ElideToolOutputs(keep=keep, role=role)
+                raise _fail(spec, f"unknown argument {key!r} (arguments: keep, every, role)")
+        return ElideToolOutputs(keep=numbers["keep"], role=role, every=numbers["every"])
     raise _fail(spec, f"unknown transform {name!r}; known: {', '.join(SPEC_NAMES)}")
 
 
@@ -253,5 +255,9 @@ def format_transform(transform: Transform) -> str:
         where = "auto" if t.at == _AUTO else "+".join(t.at)
         return f"breakpoints:{where}" + (f",ttl={t.ttl}" if t.ttl else "")
     if isinstance(t, ElideToolOutputs):
-        return f"elide:{t.keep}" + (f",role={t.role}" if t.role != "tool" else "")
+        return (
+            f"elide:{t.keep}"
+            + (f",every={t.every}" if t.every != 1 else "")
+            + (f",role={t.role}" if t.role != "tool" else "")
+        )
     return t.describe()

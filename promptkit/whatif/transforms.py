@@ -977,6 +977,8 @@ class ElideToolOutputs(Transform):
 
     Tool outputs are the messages of role ``role`` (``tool`` by default; ``user`` for agents whose
     observations are user messages, in which case the first user message, the task, is never elided).
+    With ``every`` > 1 outputs are elided in batches: the count elided is rounded down to a multiple of
+    ``every``, so the prompt's prefix changes only once every ``every`` steps.
 
     >>> msgs = [{"role": "user", "content": "task"}] + [{"role": "tool", "content": f"l1\\nl2 {i}"} for i in range(3)]
     >>> [m["content"] for m in ElideToolOutputs(keep=1).apply(RequestRecord({"messages": msgs}, session="s")).request["messages"]]
@@ -986,6 +988,12 @@ class ElideToolOutputs(Transform):
     keep: int = attrs.field(default=5)
     role: str = "tool"
     template: str = ELIDED_OUTPUT
+    every: int = attrs.field(default=1)
+
+    @every.validator
+    def _check_every(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UsageError(f"ElideToolOutputs.every: expected an integer >= 1, got {value!r}")
 
     @keep.validator
     def _check_keep(self, attribute: attrs.Attribute[int], value: int) -> None:
@@ -993,14 +1001,16 @@ class ElideToolOutputs(Transform):
             raise UsageError(f"ElideToolOutputs.keep: expected an integer >= 0, got {value!r}")
 
     def describe(self) -> str:
-        return f"elide all but the last {self.keep} {self.role} outputs"
+        batch = f", in batches of {self.every}" if self.every > 1 else ""
+        return f"elide all but the last {self.keep} {self.role} outputs{batch}"
 
     def apply(self, record: RequestRecord) -> RequestRecord:
         messages = list(record.request.get("messages") or [])
         outputs = [i for i, m in enumerate(messages) if _role(m) == self.role]
         if self.role == "user" and outputs:
             outputs = outputs[1:]
-        old = outputs[: max(0, len(outputs) - self.keep)]
+        n = max(0, len(outputs) - self.keep)
+        old = outputs[: n - n % self.every]
         if not old:
             return record
         for i in old:

@@ -305,6 +305,14 @@ def test_elide_tool_outputs() -> None:
     tools = [m["content"] for m in out if m["role"] == "tool"]
     assert tools == ["Old environment output: (3 lines omitted)"] * 2 + ["a\nb\nc"] * 2
     assert ElideToolOutputs(keep=4).apply(record) is record
+    batched = [
+        ElideToolOutputs(keep=1, every=2).apply(
+            RequestRecord({"messages": messages[: 1 + 2 * n]}, session="s")
+        )
+        for n in range(1, 5)
+    ]
+    elided = [sum(m["content"].startswith("Old") for m in r.request["messages"]) for r in batched]
+    assert elided == [0, 0, 2, 2]  # 0, 1, 2, 3 outputs past the last one, rounded down to batches of 2
     users = RequestRecord(
         {"messages": [{"role": "user", "content": "task"}, {"role": "user", "content": "x"}]}, session="s"
     )
