@@ -4,8 +4,8 @@
 "Old environment output: (N lines omitted)": fewer prompt tokens per call, but the elided message
 changes at every step, so the cached prefix breaks there each time. A constructed agent log (a
 system prompt, a task, then N steps of an action and an observation of L lines, one call per step,
-20 seconds apart) is replayed as it is, through ``elide:5`` and through ``elide:5,every=10`` (the same
-elision in batches of 10, so the prefix changes once every 10 steps); the table gives the cost of each
+20 seconds apart) is replayed as it is, through ``elide:5`` and through ``elide:5,polling=10`` (SWE-agent's
+``polling``: the elision window moves once every 10 steps, so the prefix breaks once every 10 steps); the table gives the cost of each
 and the ratios, for several N and L.
 
 (b) **A timestamp in the system prompt** ("Current time: ..." updated at every call) against the same
@@ -112,7 +112,7 @@ def elision_table(steps_grid: list[int], lines_grid: list[int]) -> list[dict[str
                 keep = replay(records, base, **_options(provider))
                 elide = replay(keep.records, [parse_transform("elide:5,role=user")], **_options(provider))
                 batch = replay(
-                    keep.records, [parse_transform("elide:5,every=10,role=user")], **_options(provider)
+                    keep.records, [parse_transform("elide:5,polling=10,role=user")], **_options(provider)
                 )
                 k, e, b = keep.overall, elide.overall, batch.overall
                 rows.append(
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ts-lines", type=int, default=50)
     args = parser.parse_args(argv)
 
-    print("(a) keep every tool output vs elide all but the last 5 (SWE-agent) vs the same in batches of 10")
+    print("(a) keep every tool output vs elide all but the last 5 (SWE-agent) vs the same with polling=10")
     print(
         f"{'provider':<10} {'steps':>5} {'lines':>5} | {'keep: prompt':>12} {'hit':>6} {'cost $':>8} | "
         f"{'elide: prompt':>13} {'hit':>6} {'cost $':>8} | {'elide/keep':>10} | {'batch hit':>9} {'batch/keep':>10}"

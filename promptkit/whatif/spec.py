@@ -3,26 +3,26 @@
 A spec is ``NAME`` or ``NAME:ARGS``; ARGS are comma-separated ``key=value`` items or bare words, and an
 item ``regex=...`` takes the rest of the spec (so it comes last and may contain commas).
 
-==================================  =====================================================================
-``move:SELECTOR[,to=ANCHOR]``       move head messages matching SELECTOR (``role=``, ``kind=``, ``slot=``,
-                                    ``key=``, ``regex=``) to ANCHOR (default ``turn-context``);
-                                    ``role=`` after ``to=`` is not a selector: use ``as=ROLE`` for the
-                                    moved message's role
-``normalize[:NAMES][,scope=all]``   replace volatile values: built-in NAMES (``timestamps``, ``dates``,
-                                    ``times``, ``uuids``, ``hex-ids``, ``counters``; default all) and/or
-                                    ``regex=PATTERN``; scope ``head`` (default) or ``all``
-``sort-tools``                      sort tool definitions and JSON keys
-``pin-model:MODEL``                 send every request to MODEL
-``provider:NAME[,model=MODEL]``     send to another provider
-``cache-model:NAME``                analyze the replay with another cache model
-``ttl:5m|1h``                       Anthropic breakpoint TTL
-``retention:24h|in_memory``         OpenAI ``prompt_cache_retention``
-``cache-key[:KEY]``                 OpenAI ``prompt_cache_key`` (default ``{session}``)
-``breakpoints:auto|POSITIONS``      Anthropic breakpoints at ``auto`` or some of ``tools``, ``head``,
-                                    ``history``, ``last`` (``+``- or comma-separated); ``ttl=1h``
-``elide[:KEEP][,every=N,role=R]``   elide all but the last KEEP (5) tool outputs, as SWE-agent does
-                                    (in batches of N; outputs of role R, default ``tool``)
-==================================  =====================================================================
+====================================  =====================================================================
+``move:SELECTOR[,to=ANCHOR]``         move head messages matching SELECTOR (``role=``, ``kind=``, ``slot=``,
+                                      ``key=``, ``regex=``) to ANCHOR (default ``turn-context``);
+                                      ``role=`` after ``to=`` is not a selector: use ``as=ROLE`` for the
+                                      moved message's role
+``normalize[:NAMES][,scope=all]``     replace volatile values: built-in NAMES (``timestamps``, ``dates``,
+                                      ``times``, ``uuids``, ``hex-ids``, ``counters``; default all) and/or
+                                      ``regex=PATTERN``; scope ``head`` (default) or ``all``
+``sort-tools``                        sort tool definitions and JSON keys
+``pin-model:MODEL``                   send every request to MODEL
+``provider:NAME[,model=MODEL]``       send to another provider
+``cache-model:NAME``                  analyze the replay with another cache model
+``ttl:5m|1h``                         Anthropic breakpoint TTL
+``retention:24h|in_memory``           OpenAI ``prompt_cache_retention``
+``cache-key[:KEY]``                   OpenAI ``prompt_cache_key`` (default ``{session}``)
+``breakpoints:auto|POSITIONS``        Anthropic breakpoints at ``auto`` or some of ``tools``, ``head``,
+                                      ``history``, ``last`` (``+``- or comma-separated); ``ttl=1h``
+``elide[:KEEP][,polling=N,role=R]``   elide all but the last KEEP (5) tool outputs, as SWE-agent does
+                                      (window moved every N outputs; outputs of role R, default ``tool``)
+====================================  =====================================================================
 
 >>> parse_transform("move:key=file-list").describe()
 'move key=file-list to turn-context'
@@ -191,10 +191,10 @@ def _build(spec: str, name: str, args: str, items: list[tuple[str | None, str]])
             raise _fail(spec, f"ttl: expected 5m or 1h, got {ttl!r}")
         return Breakpoints(tuple(dict.fromkeys(positions)) or _AUTO, ttl=ttl)
     if name == "elide":
-        numbers = {"keep": 5, "every": 1}
+        numbers = {"keep": 5, "polling": 1}
         role = "tool"
         for key, value in items:
-            if key in (None, "keep", "every"):
+            if key in (None, "keep", "polling"):
                 name = key or "keep"
                 if not value.isdigit():
                     raise _fail(spec, f"{name}: expected a whole number, got {value!r}")
@@ -202,8 +202,8 @@ def _build(spec: str, name: str, args: str, items: list[tuple[str | None, str]])
             elif key == "role":
                 role = value
             else:
-                raise _fail(spec, f"unknown argument {key!r} (arguments: keep, every, role)")
-        return ElideToolOutputs(keep=numbers["keep"], role=role, every=numbers["every"])
+                raise _fail(spec, f"unknown argument {key!r} (arguments: keep, polling, role)")
+        return ElideToolOutputs(keep=numbers["keep"], role=role, polling=numbers["polling"])
     raise _fail(spec, f"unknown transform {name!r}; known: {', '.join(SPEC_NAMES)}")
 
 
@@ -257,7 +257,7 @@ def format_transform(transform: Transform) -> str:
     if isinstance(t, ElideToolOutputs):
         return (
             f"elide:{t.keep}"
-            + (f",every={t.every}" if t.every != 1 else "")
+            + (f",polling={t.polling}" if t.polling != 1 else "")
             + (f",role={t.role}" if t.role != "tool" else "")
         )
     return t.describe()

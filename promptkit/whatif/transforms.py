@@ -977,8 +977,10 @@ class ElideToolOutputs(Transform):
 
     Tool outputs are the messages of role ``role`` (``tool`` by default; ``user`` for agents whose
     observations are user messages, in which case the first user message, the task, is never elided).
-    With ``every`` > 1 outputs are elided in batches: the count elided is rounded down to a multiple of
-    ``every``, so the prompt's prefix changes only once every ``every`` steps.
+    ``polling`` is SWE-agent's parameter of the same name (``LastNObservations`` in
+    ``sweagent/agent/history_processors.py``): the elision window moves only once every ``polling``
+    outputs, so the prompt's prefix changes once every ``polling`` steps and between ``keep`` and
+    ``keep + polling - 1`` outputs are kept.
 
     >>> msgs = [{"role": "user", "content": "task"}] + [{"role": "tool", "content": f"l1\\nl2 {i}"} for i in range(3)]
     >>> [m["content"] for m in ElideToolOutputs(keep=1).apply(RequestRecord({"messages": msgs}, session="s")).request["messages"]]
@@ -988,12 +990,12 @@ class ElideToolOutputs(Transform):
     keep: int = attrs.field(default=5)
     role: str = "tool"
     template: str = ELIDED_OUTPUT
-    every: int = attrs.field(default=1)
+    polling: int = attrs.field(default=1)
 
-    @every.validator
-    def _check_every(self, attribute: attrs.Attribute[int], value: int) -> None:
+    @polling.validator
+    def _check_polling(self, attribute: attrs.Attribute[int], value: int) -> None:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise UsageError(f"ElideToolOutputs.every: expected an integer >= 1, got {value!r}")
+            raise UsageError(f"ElideToolOutputs.polling: expected an integer >= 1, got {value!r}")
 
     @keep.validator
     def _check_keep(self, attribute: attrs.Attribute[int], value: int) -> None:
@@ -1001,16 +1003,15 @@ class ElideToolOutputs(Transform):
             raise UsageError(f"ElideToolOutputs.keep: expected an integer >= 0, got {value!r}")
 
     def describe(self) -> str:
-        batch = f", in batches of {self.every}" if self.every > 1 else ""
+        batch = f", updated every {self.polling} outputs" if self.polling > 1 else ""
         return f"elide all but the last {self.keep} {self.role} outputs{batch}"
 
     def apply(self, record: RequestRecord) -> RequestRecord:
         messages = list(record.request.get("messages") or [])
         outputs = [i for i, m in enumerate(messages) if _role(m) == self.role]
-        if self.role == "user" and outputs:
-            outputs = outputs[1:]
-        n = max(0, len(outputs) - self.keep)
-        old = outputs[: n - n % self.every]
+        first = 1 if self.role == "user" else 0  # the task is never elided
+        last = max(0, (len(outputs) // self.polling) * self.polling - self.keep)
+        old = outputs[first:last]
         if not old:
             return record
         for i in old:

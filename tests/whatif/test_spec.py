@@ -44,7 +44,7 @@ CASES = [
     ("breakpoints:auto", Breakpoints()),
     ("breakpoints:head+history,ttl=1h", Breakpoints(("head", "history"), ttl="1h")),
     ("elide:3,role=user", ElideToolOutputs(3, role="user")),
-    ("elide:5,every=10", ElideToolOutputs(5, every=10)),
+    ("elide:5,polling=10", ElideToolOutputs(5, polling=10)),
 ]
 
 

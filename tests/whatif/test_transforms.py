@@ -306,13 +306,13 @@ def test_elide_tool_outputs() -> None:
     assert tools == ["Old environment output: (3 lines omitted)"] * 2 + ["a\nb\nc"] * 2
     assert ElideToolOutputs(keep=4).apply(record) is record
     batched = [
-        ElideToolOutputs(keep=1, every=2).apply(
+        ElideToolOutputs(keep=1, polling=2).apply(
             RequestRecord({"messages": messages[: 1 + 2 * n]}, session="s")
         )
         for n in range(1, 5)
     ]
     elided = [sum(m["content"].startswith("Old") for m in r.request["messages"]) for r in batched]
-    assert elided == [0, 0, 2, 2]  # 0, 1, 2, 3 outputs past the last one, rounded down to batches of 2
+    assert elided == [0, 1, 1, 3]  # SWE-agent's rule: (outputs // polling) * polling - keep
     users = RequestRecord(
         {"messages": [{"role": "user", "content": "task"}, {"role": "user", "content": "x"}]}, session="s"
     )
