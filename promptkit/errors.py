@@ -57,6 +57,10 @@ class UsageError(PromptkitError, TypeError, ValueError):
     """An API call with an argument of the wrong type or value; the message names the argument."""
 
 
+class ReplayError(PromptkitError, ValueError):
+    """A what-if replay that cannot run (e.g. no request of the log could be analyzed); names the paths."""
+
+
 # --- chat contracts ----------------------------------------------------------------------------------
 
 
@@ -178,7 +182,3 @@ class ReportInputError(PromptkitError, ValueError):
 
 class PriceError(PromptkitError, LookupError):
     """No price is known for a model, or a price file is malformed; the message says which and where."""
-
-
-class ReplayError(PromptkitError, ValueError):
-    """A what-if replay that cannot run (e.g. no request of the log could be analyzed); names the paths."""
