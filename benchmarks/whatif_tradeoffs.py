@@ -10,7 +10,7 @@ and the ratios, for several N and L.
 
 (b) **A timestamp in the system prompt** ("Current time: ..." updated at every call) against the same
 timestamp in a block right before the last user message (``move:to=turn-hint,regex=Current time:.*``),
-and the upper bound without any timestamp (``normalize:timestamps``).
+and the upper bound with a constant placeholder (``normalize:timestamps``).
 
 Everything is deterministic (no randomness, no network). Tokenizers: o200k_base for OpenAI, cl100k_base
 for Anthropic (an approximation, as the analyzer's Anthropic profile), DeepSeek's own.
@@ -144,7 +144,7 @@ def timestamp_table(steps: int, lines: int) -> list[dict[str, Any]]:
                 parse_transform("move:to=turn-hint,regex=Current time:.*"),
                 *base,
             ],
-            "no time at all": [parse_transform("normalize:timestamps"), *base],
+            "constant placeholder": [parse_transform("normalize:timestamps"), *base],
         }
         for name, transforms in variants.items():
             w = replay(records, transforms, **_options(provider))

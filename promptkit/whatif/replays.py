@@ -3,8 +3,9 @@
 :func:`replay` runs :func:`promptkit.cache.analyze_requests` on the records as they are (``before``) and
 on the records through the transforms (``after``), with the same analysis options, and compares hit
 ratio, prompt tokens, cached tokens and cost per session and overall. Costs are priced with
-:func:`promptkit.cache.report.request_costs`; a cache write made with Anthropic's 1-hour TTL (a request
-whose breakpoints carry ``"ttl": "1h"``) is priced at the 1-hour write price.
+:func:`promptkit.cache.report.request_costs`; the cache writes of a request whose breakpoints carry
+``"ttl": "1h"`` are priced at Anthropic's 1-hour write price (all of them when a request mixes TTLs: an
+upper bound).
 
 The replay changes only the prompts. The model's answers would change too (and with them the next
 prompts); the replay keeps the logged answers (:data:`REPLAY_NOTE`).
