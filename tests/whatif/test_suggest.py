@@ -90,3 +90,15 @@ def test_candidates_name_the_contributor_where_the_cache_breaks() -> None:
     assert reasons["move:key=files"] == (
         f"3 request(s) break the cache at contributor 'files' before the history ({expected_lost:,} tokens not cached)"
     )
+
+
+def test_anthropic_log_without_breakpoints_gets_them_and_a_longer_ttl_for_long_gaps() -> None:
+    from tests.whatif.test_replay import _anthropic_log
+
+    found = {s.spec: s for s in suggest(_anthropic_log(600.0), tokenizer="cl100k_base")}
+    assert {"breakpoints:auto", "breakpoints:auto ; ttl:1h"} <= set(found)
+    plain, longer = found["breakpoints:auto"], found["breakpoints:auto ; ttl:1h"]
+    assert plain.before_hit_ratio == 0.0
+    assert plain.after_hit_ratio == 0.0  # ten minutes between calls: every 5-minute entry has expired
+    assert longer.after_hit_ratio is not None and longer.after_hit_ratio > 0.5
+    assert longer.saving_usd > 0 > plain.saving_usd  # writes without reads only cost
