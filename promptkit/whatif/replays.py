@@ -267,7 +267,17 @@ def replay(
     after_options = dict(analysis_options)
     for t in chain:
         after_options.update(t.after_options())
-    transformed = apply_transforms(items, chain)
+    transformed = list(items)
+    unchanged: list[Transform] = []
+    for t in chain:
+        step = apply_transforms(transformed, [t])
+        same = all(
+            a is b or (a.request == b.request and a.layout == b.layout and a.provider == b.provider)
+            for a, b in zip(transformed, step, strict=True)
+        )
+        if same and items and not t.after_options():
+            unchanged.append(t)
+        transformed = step
     if before is None:
         before = analyze_requests(loaded if loaded is not None else items, **analysis_options)
     after_input: LoadResult | list[RequestRecord] = transformed
@@ -278,6 +288,7 @@ def replay(
         before, after, records_before=items, records_after=transformed, prices=prices, model=model
     )
     notes = [REPLAY_NOTE]
+    notes += [f"{t.describe()!r} changed no request (nothing matched)" for t in unchanged]
     extra = after.requests.height - before.requests.height
     if extra:
         notes.append(

@@ -194,3 +194,13 @@ def test_replay_predicts_the_log_assembled_with_the_moved_contributors() -> None
     assert built.hit_ratio is not None and w.after.hit_ratio is not None and w.before.hit_ratio is not None
     assert w.before.hit_ratio < 0.25
     assert abs(w.after.hit_ratio - built.hit_ratio) < 0.01
+
+
+def test_a_transform_that_matches_nothing_is_named_in_the_notes() -> None:
+    w = replay(layout_log(2), [Move(Selector(slot="turn-context")), PinModel("deepseek-chat")])
+    assert w.notes == (
+        REPLAY_NOTE,
+        "'move slot=turn-context to turn-context' changed no request (nothing matched)",
+        "'pin the model to deepseek-chat' changed no request (nothing matched)",
+    )
+    assert w.overall["after_cost_usd"] == w.overall["before_cost_usd"]
