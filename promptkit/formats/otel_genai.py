@@ -26,8 +26,9 @@ layout is the one of semantic-conventions v1.37+):
 
 The older event-based conventions (semconv ≤ 1.36: span events ``gen_ai.system.message``,
 ``gen_ai.user.message``, ``gen_ai.assistant.message``, ``gen_ai.tool.message`` and ``gen_ai.choice``
-with a ``content`` attribute) and the ``gen_ai.client.inference.operation.details`` event are read when
-the span has no ``gen_ai.input.messages`` attribute.
+with a ``content`` attribute), the ``gen_ai.client.inference.operation.details`` event, and the flattened
+attributes OpenLLMetry writes (``gen_ai.prompt.0.role``, ``gen_ai.prompt.0.content``,
+``gen_ai.completion.0.content``...) are read when the span has no ``gen_ai.input.messages`` attribute.
 
 >>> from promptkit.formats import read_logs
 >>> r = read_logs("fixtures/otel_genai/semconv-examples.otlp.json")
@@ -38,6 +39,7 @@ the span has no ``gen_ai.input.messages`` attribute.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -46,7 +48,14 @@ from promptkit.formats.base import Item, LogFormat, Source
 from promptkit.formats.fields import count, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
-__all__ = ["FORMAT", "INFERENCE_OPERATIONS", "otlp_attributes", "parts_to_messages", "span_record"]
+__all__ = [
+    "FORMAT",
+    "INFERENCE_OPERATIONS",
+    "flattened_messages",
+    "otlp_attributes",
+    "parts_to_messages",
+    "span_record",
+]
 
 #: ``gen_ai.operation.name`` values that are one model call.
 INFERENCE_OPERATIONS: Final[frozenset[str]] = frozenset({"chat", "text_completion", "generate_content"})
@@ -232,6 +241,48 @@ def parts_to_messages(messages: object, where: str, problems: list[str]) -> list
     return out
 
 
+_FLAT: Final[re.Pattern[str]] = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+
+
+def flattened_messages(attrs: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
+    """Messages of the flattened attributes OpenLLMetry (Traceloop) writes: ``gen_ai.prompt.0.role``,
+    ``gen_ai.prompt.0.content``, ``gen_ai.prompt.1.tool_calls.0.name`` ... (``kind`` is ``"prompt"`` or
+    ``"completion"``), in index order.
+
+    >>> flattened_messages({"gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": "hi",
+    ...                     "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "Be terse."}, "prompt")
+    [{'role': 'system', 'content': 'Be terse.'}, {'role': 'user', 'content': 'hi'}]
+    """
+    fields: dict[int, dict[str, Any]] = {}
+    for key, value in attrs.items():
+        m = _FLAT.match(key)
+        if m and m.group(1) == kind:
+            fields.setdefault(int(m.group(2)), {})[m.group(3)] = value
+    out: list[dict[str, Any]] = []
+    for index in sorted(fields):
+        f = fields[index]
+        msg: dict[str, Any] = {"role": str(f.get("role", "assistant" if kind == "completion" else "user"))}
+        msg["content"] = f.get("content")
+        calls: dict[int, dict[str, Any]] = {}
+        for key, value in f.items():
+            parts = key.split(".")
+            if len(parts) == 3 and parts[0] == "tool_calls" and parts[1].isdigit():
+                calls.setdefault(int(parts[1]), {})[parts[2]] = value
+        if calls:
+            msg["tool_calls"] = [
+                {
+                    "id": str(c.get("id", "")),
+                    "type": "function",
+                    "function": {"name": str(c.get("name", "")), "arguments": _arguments(c.get("arguments"))},
+                }
+                for _, c in sorted(calls.items())
+            ]
+        if f.get("tool_call_id") is not None:
+            msg["tool_call_id"] = str(f["tool_call_id"])
+        out.append(msg)
+    return out
+
+
 def _tools(definitions: object, where: str) -> list[dict[str, Any]] | None:
     if definitions is None:
         return None
@@ -329,7 +380,7 @@ def _is_call(attrs: Mapping[str, Any], span: Mapping[str, Any]) -> bool:
         return True
     if operation is not None:
         return False
-    if "gen_ai.input.messages" in attrs or "gen_ai.prompt" in attrs:
+    if "gen_ai.input.messages" in attrs or any(_FLAT.match(k) for k in attrs):
         return True
     events = span.get("events")
     return isinstance(events, list) and any(
@@ -379,6 +430,8 @@ def span_record(
             messages.extend(parts_to_messages(raw_input, "gen_ai.input.messages", notes))
         elif events:
             messages.extend(events)
+        elif any(_FLAT.match(k) for k in attrs):
+            messages.extend(flattened_messages(attrs, "prompt"))
         else:
             report(
                 "no gen_ai.input.messages (message content capture is off in the instrumentation?); "
@@ -401,6 +454,9 @@ def span_record(
         body["tools"] = tools
 
     completion: dict[str, Any] | None = event_completion
+    if completion is None:
+        flat = flattened_messages(attrs, "completion")
+        completion = flat[0] if flat else None
     try:
         raw_output = _json_attr(attrs, "gen_ai.output.messages")
         if raw_output is not None:

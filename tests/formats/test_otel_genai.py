@@ -218,3 +218,37 @@ def test_a_folder_of_mixed_formats_sniffs_each_file(tmp_path: Path) -> None:
     shutil.copy("fixtures/logs/session-before.jsonl", tmp_path / "session-before.jsonl")
     result = read_logs(tmp_path)
     assert result.formats == {"otel-genai": 2, "promptkit": 1}
+
+
+def test_openllmetry_flattened_prompt_attributes_and_older_usage_spellings(tmp_path: Path) -> None:
+    attrs = {
+        "gen_ai.system": "Anthropic",
+        "gen_ai.request.model": "claude-3-5-sonnet-20241022",
+        "llm.request.type": "chat",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "You are terse.",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": "List the files.",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "",
+        "gen_ai.completion.0.tool_calls.0.id": "toolu_01",
+        "gen_ai.completion.0.tool_calls.0.name": "bash",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"command": "ls"}',
+        "gen_ai.usage.prompt_tokens": 2100,
+        "gen_ai.usage.completion_tokens": 30,
+        "gen_ai.usage.cache_read_input_tokens": 2048,
+        "gen_ai.usage.cache_creation_input_tokens": 0,
+    }
+    span = {"traceId": "ab", "name": "anthropic.chat", "attributes": [attr(k, v) for k, v in attrs.items()]}
+    path = tmp_path / "openllmetry.jsonl"
+    path.write_text(json.dumps(export(span)) + "\n")
+    result = read_logs(path)
+    assert result.problems == ()
+    (record,) = result.records
+    assert record.request["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "List the files."},
+    ]
+    assert record.completion is not None and record.completion["tool_calls"][0]["function"]["name"] == "bash"
+    assert record.usage == Usage(2100, 30, 2048, 0)
+    assert record.provider == "anthropic"
