@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from promptkit.formats import (
     atif,
+    claude_code,
+    codex,
     http_capture,
     litellm,
     mini_swe_agent,
@@ -13,5 +15,5 @@ from promptkit.formats import (
 )
 from promptkit.formats.base import register_format
 
-for _module in (http_capture, mini_swe_agent, promptkit_jsonl, otel_genai, litellm, atif, swe_agent):
+for _module in (claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl, otel_genai, litellm, atif, swe_agent):
     register_format(_module.FORMAT, replace=True)
