@@ -15,5 +15,15 @@ from promptkit.formats import (
 )
 from promptkit.formats.base import register_format
 
-for _module in (claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl, otel_genai, litellm, atif, swe_agent):
+for _module in (
+    claude_code,
+    codex,
+    http_capture,
+    mini_swe_agent,
+    promptkit_jsonl,
+    otel_genai,
+    litellm,
+    atif,
+    swe_agent,
+):
     register_format(_module.FORMAT, replace=True)
