@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import count, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
@@ -251,15 +251,7 @@ def sniff(source: Source) -> bool:
 
 def read(source: Source) -> Iterator[Item]:
     """The calls of one ATIF trajectory file."""
-    try:
-        data = json.loads(source.text())
-    except json.JSONDecodeError as exc:
-        yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-        return
-    problems: list[LoadProblem] = []
-    records = trajectory_records(data, source.file, source.stem, problems)
-    yield from problems
-    yield from records
+    return read_json_document(source, trajectory_records)
 
 
 FORMAT = LogFormat(

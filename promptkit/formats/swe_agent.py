@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import CHAT_ROLES, clean_message
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 
@@ -168,16 +168,7 @@ def sniff(source: Source) -> bool:
 
 def read(source: Source) -> Iterator[Item]:
     """The calls of one SWE-agent trajectory file."""
-    try:
-        data = json.loads(source.text())
-    except json.JSONDecodeError as exc:
-        yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-        return
-    session = source.name[: -len(".traj")] if source.name.endswith(".traj") else source.stem
-    problems: list[LoadProblem] = []
-    records = trajectory_records(data, source.file, session, problems)
-    yield from problems
-    yield from records
+    return read_json_document(source, trajectory_records)
 
 
 FORMAT = LogFormat(
