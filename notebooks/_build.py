@@ -237,7 +237,7 @@ layout_table(turn1)
 ## 3. The request body for each provider
 
 Four builders turn the same prompt into each API's JSON body. Each one calls `prepare_llm_messages`
-first (the seed's mandatory exit: custom roles become `system`, notices get their prefixes). The bodies
+first (the pipeline contract's mandatory exit: custom roles become `system`, notices get their prefixes). The bodies
 are plain dicts: `json.dumps` them or splat them into the official SDK
 (`client.chat.completions.create(**body)`). Long strings are shortened below so the structure stays
 readable.
@@ -441,7 +441,7 @@ prefix
 The common prefix runs to the end of turn 1's history (plus the few tokens both next messages start
 with, such as the `<｜User｜>` marker): the whole history is reusable, and the first difference is turn 2's
 newest history message (turn 1's current message, where turn 1 had its memories). Now the same two turns with the
-per-turn contributors declared in `context`, before the history — the mistake the seed measured at a
+per-turn contributors declared in `context`, before the history — the mistake the Aalis chat framework measured at a
 12.7% hit rate — and with the normalization turned off:
 """),
     code(r"""
@@ -483,9 +483,9 @@ finds misplaced contributors automatically.
 
 NB02: list[Cell] = [
     md(r"""
-# 02 · Measure the cache hit rate: the seed's result, reproduced
+# 02 · Measure the cache hit rate: Aalis's measured result, reproduced
 
-The pipeline seed (§9) reports a measured DeepSeek cache hit rate of **12.7%** while per-turn material
+The Aalis pipeline contract (§9) reports a measured DeepSeek cache hit rate of **12.7%** while per-turn material
 (vector-retrieved memories, cross-session snippets, the speaker's profile) was placed before the
 history, *"exactly the share of the request held by the static head before the history"*. The
 framework's own controlled DeepSeek experiment found the same history hitting 10112 of 62330 prompt
@@ -502,7 +502,7 @@ two ways.
 
 It analyzes both logs with DeepSeek's tokenizer and cache rules (64-token units, each call's entry covers
 its prompt and its answer), rendering with DeepSeek-V3's published template, which **hoists every system
-message to the front** (`render="deepseek-v3"`): the behaviour the seed describes and the reason the
+message to the front** (`render="deepseek-v3"`): the behaviour the pipeline contract describes and the reason the
 normalization exists. Then it does the same with the V3.2 encoding DeepSeek's API uses today, and checks
 the analyzer against a real DeepSeek log.
 """),
@@ -597,7 +597,7 @@ with pl.Config(fmt_str_lengths=40, tbl_width_chars=160):
 ## 2. "before": the hit ratio is the static head's share
 
 **Which material is per-turn?** Read it from the log itself: the text each contributor placed in every
-turn-opening request, compared between adjacent turns. The seed's criterion separates two groups:
+turn-opening request, compared between adjacent turns. The pipeline contract's criterion separates two groups:
 material that changes every turn or with the speaker, and session-level material that changes only
 occasionally (a skill activated, a summary recomputed). The threshold below, half of the adjacent
 pairs, sits in a wide gap.
@@ -732,10 +732,10 @@ print(
 )
 """),
     md(r"""
-That is the seed's mechanism: with per-turn material in front of the history, a request can only ever
+That is the mechanism the pipeline contract describes: with per-turn material in front of the history, a request can only ever
 hit its static head, so the session's hit ratio is the static head's share of the request. It falls as
 the history grows (the head stays about a thousand tokens), and the longer the session, the lower it
-gets. The seed's 12.7% was this share in its own sessions.
+gets. Aalis's 12.7% was this share in its own sessions.
 
 ## 3. "after": the history hits
 
@@ -874,7 +874,7 @@ request already hits the history, and the normalization changes nothing there bu
 itself, which no template can fix.
 
 The remaining gap between the two renders of "after" is the directive blocks, which the normalization
-deliberately leaves as `system` (the seed exempts cross-session delegations): under V3 they are hoisted
+deliberately leaves as `system` (the pipeline contract exempts cross-session delegations): under V3 they are hoisted
 too. The requests whose cached prefix stopped before the history:
 """),
     code(r"""
@@ -908,7 +908,7 @@ for render in ("deepseek-v3", "deepseek-v3.2"):
     md(r"""
 Under both renders the cache breaks before the conversation where session-level material in the head
 changes: the skills list gains a skill and the session summary is recomputed, once each — the
-amortized cost the seed accepts for those anchors. Under V3 the two directive turns (the cross-session
+amortized cost the pipeline contract accepts for those anchors. Under V3 the two directive turns (the cross-session
 delegation and the host notice) break it as well: their blocks stay `system`, so V3 renders them at the
 end of the system region, in front of the history. Each is a one-off break that costs one re-read of
 the history.
@@ -1018,7 +1018,7 @@ NB03: list[Cell] = [
 # 03 · Audit the anchor choices: find the contributors that break the cache, and move them
 
 Notebook 02 measured the damage; this one finds its cause without looking at a single log line. The
-seed's test for an anchor is a question about a contributor: *are two adjacent turns' outputs
+pipeline contract's test for an anchor is a question about a contributor: *are two adjacent turns' outputs
 byte-identical?* `promptkit.assembly.audit` asks it of every contributor over a sequence of turns, and
 says what each change before the history costs in cached prefix.
 
@@ -1128,7 +1128,7 @@ findings.select(
 Four contributors change on nearly every turn — the file list, the retrieved memories, the cross-session
 snippets and the speaker's profile (it changes with the speaker) — and each one alone costs the whole
 history on almost every turn. Two more changed once: the skills list (a skill activated mid-session) and
-the session summary (recomputed once). The seed keeps such session-level material before the history and
+the session summary (recomputed once). The pipeline contract keeps such session-level material before the history and
 accepts the single break as an amortized cost, like compaction; the audit weighs that trade-off for you:
 `suggested_anchor` is `turn-context` only when `move_saves_tokens_per_turn` (the cached prefix a change
 costs per turn, minus the block's own tokens, which are never cached after the history) is positive. Here
@@ -1156,7 +1156,7 @@ tradeoff.with_columns(
     md(r"""
 For the per-turn four the verdict is not close: hundreds of thousands of tokens against a few thousand.
 For the two occasional ones it is within a small factor, and in this 64-turn session it also says
-*move*. We follow the seed first (move what changes on most turns, here at least half of the adjacent
+*move*. We follow the pipeline contract first (move what changes on most turns, here at least half of the adjacent
 pairs) and measure the alternative at the end.
 
 ## 3. Move the offenders to turn-context and assemble again
@@ -1283,7 +1283,7 @@ print(
 In this session moving them too gains a little, as the trade-off table predicted: each broke the cache
 once, and one history re-read cost more than re-sending their few dozen tokens on every turn. The
 balance depends on how long the history is when they change and how often they do, so measure it on
-your own sessions; the seed's rule of thumb (move what changes every turn or with the speaker, keep
+your own sessions; the contract's rule of thumb (move what changes every turn or with the speaker, keep
 session-level material before the history) is the safe default, and the audit plus `analyze` tell you
 what the exceptions are worth.
 """),

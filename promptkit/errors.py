@@ -16,8 +16,11 @@ import os
 
 __all__ = [
     "AttachmentRefError",
+    "CaptureError",
+    "ChatModelRequestError",
     "ContentNotSentWarning",
     "ContributorOutputError",
+    "HttpCaptureError",
     "LayoutFormatError",
     "LogFileError",
     "MarkupError",
@@ -28,10 +31,12 @@ __all__ = [
     "PromptkitError",
     "PromptkitWarning",
     "ProviderError",
+    "ProxyConfigError",
     "RecordFormatError",
     "RenderError",
     "ReportInputError",
     "RequestBuildError",
+    "StreamError",
     "TokenizerNotAvailableError",
     "ToolArgumentsError",
     "ToolDefinitionError",
@@ -68,6 +73,14 @@ class AttachmentRefError(PromptkitError, ValueError):
 
 class PlatformMessageError(PromptkitError, ValueError):
     """A platform message value that breaks the message contract; the message names class and field."""
+
+
+class ChatModelRequestError(PromptkitError, ValueError):
+    """A :class:`~promptkit.schema.request.ChatModelRequest` field that breaks the contract; names the field."""
+
+
+class StreamError(PromptkitError, ValueError):
+    """A stream chunk or piece that breaks the contract, or a chunk after ``done``; names the field."""
 
 
 # --- assembly and the layout -------------------------------------------------------------------------
@@ -132,6 +145,19 @@ class LogFileError(PromptkitError, OSError):
 class RecordFormatError(PromptkitError, ValueError):
     """A request body, layout, usage or timestamp does not have the expected shape; the message names
     the field (``request.messages[2].role: expected a string, got int``)."""
+
+
+class HttpCaptureError(RecordFormatError):
+    """A captured HTTP exchange cannot be used; the message names the field (``response.body: not JSON``)."""
+
+
+class CaptureError(PromptkitError, RuntimeError):
+    """The capture wrapper cannot be set up (a client it cannot wrap, a bad pattern)."""
+
+
+class ProxyConfigError(PromptkitError, ValueError):
+    """The proxy cannot start with this configuration (bad upstream URL, a non-loopback address without
+    ``allow_remote``, a bad redaction pattern)."""
 
 
 # --- analysis and reports ----------------------------------------------------------------------------

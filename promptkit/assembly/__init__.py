@@ -2,7 +2,7 @@
 
 Contributors register a build under a key and one of five anchors (:class:`Anchor`); the registry builds
 them every turn and places their blocks so that everything before the history stays byte-identical from
-one turn to the next (pipeline seed §9). The result carries a layout (one :class:`LayoutEntry` per
+one turn to the next (pipeline contract §9). The result carries a layout (one :class:`LayoutEntry` per
 message) that the cache analyzer reads to say which block broke the cache.
 
 Importing this package is cheap: polars is imported only inside :func:`audit`.

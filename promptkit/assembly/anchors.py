@@ -1,4 +1,4 @@
-"""The vocabulary of prompt assembly: the five anchors, the frame slots and the layout (pipeline seed §9).
+"""The vocabulary of prompt assembly: the five anchors, the frame slots and the layout (pipeline contract §9).
 
 A prompt sent to a model has one layout, from its first message to its last::
 

@@ -31,6 +31,7 @@ from promptkit.providers._common import (
     parse_data_url,
     parse_tool_arguments,
     prepare_input,
+    request_arguments,
     stop_list,
     system_hint_content,
     tool_sequence,
@@ -241,6 +242,11 @@ def anthropic_request(
     fewer are left, they go in that order: history, head, tool loop. ``ttl`` is ``"5m"`` (sent as
     ``{"type": "ephemeral"}``) or ``"1h"``. A prefix shorter than the model's minimum cacheable length is
     simply not cached.
+
+    A :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    ``temperature`` and ``max_tokens`` fill those arguments. ``think=True`` is not sent (the Messages API's
+    switch needs a token budget: pass ``thinking={"type": "enabled", "budget_tokens": ...}``); a
+    :class:`ContentNotSentWarning` says so.
     """
     where = "anthropic_request"
     if not isinstance(model, str) or not model:
@@ -250,7 +256,16 @@ def anthropic_request(
     for reserved in ("system", "messages"):
         if reserved in extra:
             raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
-    prepared = prepare_input(prompt_or_messages, where=where)
+    args = request_arguments(
+        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+    )
+    tools, temperature, max_tokens = args.tools, args.temperature, args.max_tokens
+    if args.think and "thinking" not in extra:
+        warn_not_sent(
+            f"{where}: think=True not sent; the Messages API needs a budget: "
+            'pass thinking={"type": "enabled", "budget_tokens": N}'
+        )
+    prepared = prepare_input(args.prompt_or_messages, where=where)
     messages = prepared.messages
     head = prepared.head_length()
 
