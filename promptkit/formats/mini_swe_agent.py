@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import CHAT_ROLES, clean_message, parse_timestamp
+from promptkit.formats.fields import CHAT_ROLES, clean_message, loads_json, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 from promptkit.providers.usage import normalize_usage
 
@@ -150,7 +150,7 @@ def sniff(source: Source) -> bool:
 def read(source: Source) -> Iterator[Item]:
     """The calls of one trajectory file."""
     try:
-        data = json.loads(source.text())
+        data = loads_json(source.text())
     except json.JSONDecodeError as exc:
         yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
         return
