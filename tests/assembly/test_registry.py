@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from promptkit.assembly import (
     VOLATILE_INJECTOR,
@@ -540,7 +540,15 @@ def turns(draw: st.DrawFn) -> tuple[list[Message], dict[str, tuple[str, object]]
     return messages, contributors
 
 
+def _js_code_units(s: str) -> list[int]:
+    """``s`` as JavaScript sees it: UTF-16 code units (what the registry's block order follows)."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
 @given(turns())
+@example(([user("now")], {"ｚ": ("turn-context", "Z"), "𝒜": ("turn-context", "A")}))  # U+FF5A vs U+1D49C
+@example(([system("p"), user("u")], {"ｚ": ("context", ["z1", "z2"]), "𝒜": ("context", "A"), "a": ("context", "a")}))
 @settings(max_examples=150, deadline=None)
 def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, object]]]) -> None:
     messages, contributors = case
@@ -565,6 +573,13 @@ def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, obj
     for key, (anchor, output) in reversed(list(contributors.items())):
         reverse.register(key, anchor, const(output))  # type: ignore[arg-type]
     assert wire(reverse.assemble(messages).messages) == wire(prompt.messages)
+    # blocks built this call of one anchor follow their keys in UTF-16 code-unit order (JavaScript's),
+    # not code points (blocks already in the input keep the positions they had)
+    for anchor in Anchor:
+        keys = [e.key for e in prompt.layout if e.slot == anchor.value and e.key in prompt.built]
+        firsts = list(dict.fromkeys(keys))
+        assert firsts == sorted(firsts, key=_js_code_units), (anchor, firsts)
+        assert keys == [k for k in firsts for _ in range(keys.count(k))]  # one contributor's blocks together
 
 
 # --- timeouts, a blocked event loop, concurrency -------------------------------------------------------------
