@@ -327,6 +327,20 @@ def _name_of(obj: Any) -> str:
     return name if isinstance(name, str) else str(obj)
 
 
+def _check_arguments(records: object, *, provider: object, progress: object) -> None:
+    """:class:`~promptkit.errors.UsageError` naming the argument of :func:`analyze_requests` whose type is wrong."""
+    if isinstance(records, str | bytes | os.PathLike | Mapping) or not isinstance(records, Iterable):
+        hint = " (pass paths to analyze(), not analyze_requests())" if isinstance(records, str | os.PathLike) else ""
+        raise UsageError(
+            "records: expected a LoadResult, RequestRecords or request bodies, "
+            f"got {type(records).__name__}{hint}"
+        )
+    if provider is not None and not isinstance(provider, str | ProviderProfile):
+        raise UsageError(f"provider: expected a provider name, a ProviderProfile or None, got {type(provider).__name__}")
+    if not isinstance(progress, bool):
+        raise UsageError(f"progress: expected a bool, got {type(progress).__name__}")
+
+
 def _as_records(
     records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
@@ -576,8 +590,9 @@ def analyze_requests(
     """
     import polars as pl
 
-    if view not in VIEWS:
+    if not isinstance(view, str) or view not in VIEWS:
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_arguments(records, provider=provider, progress=progress)
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
     if provider is not None:
@@ -654,4 +669,15 @@ def analyze(
         (154, 5)
     """
     fmt = kwargs.pop("format", None)
+    unknown = sorted(set(kwargs) - _ANALYZE_KEYWORDS)
+    if unknown:
+        raise UsageError(
+            f"analyze: unknown keyword argument(s) {', '.join(unknown)}; "
+            f"expected {', '.join(sorted(_ANALYZE_KEYWORDS | {'format'}))}"
+        )
     return analyze_requests(read_logs(paths, format=fmt), **kwargs)
+
+
+_ANALYZE_KEYWORDS: Final[frozenset[str]] = frozenset(
+    {"provider", "tokenizer", "render", "cache_model", "view", "progress"}
+)
