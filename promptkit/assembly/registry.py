@@ -201,8 +201,9 @@ class _LoopWatch:
     ``threshold`` seconds (a build stuck in a blocking call would otherwise hang the turn in silence).
     """
 
-    def __init__(self, threshold: float) -> None:
+    def __init__(self, threshold: float, enforced: bool = True) -> None:
         self.threshold = threshold
+        self.enforced = enforced  # past the threshold the build will be absent (a build_timeout is set)
         self.blocked: list[tuple[str, float]] = []  # (key, seconds) of every step >= SLOW_STEP_SECONDS
         self._cond = threading.Condition()
         self._step: tuple[str, float, int] | None = None
@@ -263,9 +264,10 @@ class _LoopWatch:
                 warned = serial
                 logger.warning(
                     "prompt contributor %r has been blocking the event loop for %.2fs (a step of its async "
-                    "build that does not await); it will be absent this turn",
+                    "build that does not await); %s",
                     key,
                     time.monotonic() - start,
+                    "it will be absent this turn" if self.enforced else "no build_timeout: the turn waits for it",
                 )
 
 
@@ -385,36 +387,45 @@ async def _build_one(
                 and not thread_job.cancelled()
                 and thread_job.exception() is None
                 and thread_job.result()[1] <= deadline_at
-                and probe.steps == 0
+                and not inspect.isawaitable(thread_job.result()[0])
             ):
                 output = thread_job.result()[0]
             else:
+                if thread_job is not None and thread_job.done() and not thread_job.cancelled():
+                    late_output = thread_job.result()[0] if thread_job.exception() is None else None
+                    if inspect.iscoroutine(late_output) and probe.steps == 0:
+                        late_output.close()  # returned in time but never started: no "never awaited" warning
+                if probe.total > (timeout or 0.0):
+                    return _absent(contributor, "blocked", _blocked_detail(probe, timeout))
                 detail = f"build exceeded build_timeout={timeout}s" + watch.blockers(key)
                 return _absent(contributor, "timeout", detail)
         late = deadline_at is not None and probe.done_at is not None and probe.done_at > deadline_at
         if late:  # finished past the deadline without the deadline firing: the event loop was blocked
             if probe.total > (timeout or 0.0):
-                detail = (
-                    f"async build blocked the event loop for {probe.total:.2f}s (longest step without an "
-                    f"await {probe.longest:.2f}s), past build_timeout={timeout}s"
-                )
-                return _absent(contributor, "blocked", detail)
+                return _absent(contributor, "blocked", _blocked_detail(probe, timeout))
             detail = f"build finished after build_timeout={timeout}s" + watch.blockers(key)
             return _absent(contributor, "timeout", detail)
         if probe.longest >= SLOW_STEP_SECONDS:
             logger.warning(
                 "prompt contributor %r (%s): async build blocked the event loop for %.2fs in one step "
-                "(a blocking call without await); kept, within build_timeout=%ss",
+                "(a blocking call without await); kept, %s",
                 key,
                 anchor.value,
                 probe.longest,
-                timeout,
+                f"within build_timeout={timeout}s" if timeout is not None else "no build_timeout",
             )
         return BuildResult(contributor, normalize_output(key, output))
     except ContributorOutputError as exc:
         return _absent(contributor, "invalid", str(exc))
     except Exception as exc:
         return _raised(contributor, exc)
+
+
+def _blocked_detail(probe: _Probe, timeout: float | None) -> str:
+    return (
+        f"async build blocked the event loop for {probe.total:.2f}s (longest step without an await "
+        f"{probe.longest:.2f}s), past build_timeout={timeout}s"
+    )
 
 
 def _absent(contributor: Contributor, reason: str, detail: str) -> BuildResult:
@@ -453,7 +464,9 @@ async def build_contributors(
     [('fetched',), ('x', 'y')]
     """
     _check_timeout(build_timeout)
-    watch = _LoopWatch(build_timeout if build_timeout is not None else DEFAULT_BUILD_TIMEOUT)
+    watch = _LoopWatch(
+        build_timeout if build_timeout is not None else DEFAULT_BUILD_TIMEOUT, enforced=build_timeout is not None
+    )
     try:
         return list(await asyncio.gather(*(_build_one(c, view, build_timeout, watch) for c in contributors)))
     finally:

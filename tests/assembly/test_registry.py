@@ -778,3 +778,46 @@ def test_concurrent_assemble_from_threads_and_tasks_equals_serial(
                 assert got == [serial[i] for i in work]
     finally:
         logging.getLogger(LOGGER).disabled = False
+
+
+def test_a_build_that_blocks_then_awaits_past_the_deadline_is_blocked() -> None:
+    async def blocks_then_awaits(view: PromptView) -> str:
+        await asyncio.sleep(0)
+        time.sleep(0.3)  # the deadline passes here, but cannot fire
+        await asyncio.sleep(0)  # now it fires: the build is cancelled
+        return "LATE"
+
+    registry = PromptRegistry()
+    registry.register("b", "context", blocks_then_awaits)
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    assert [(a.key, a.reason) for a in prompt.absent] == [("b", "blocked")]
+    assert "LATE" not in contents(prompt)
+
+
+def test_a_sync_build_returning_a_coroutine_is_awaited_on_the_loop_and_timed() -> None:
+    async def later() -> str:
+        time.sleep(0.3)
+        return "LATER"
+
+    registry = PromptRegistry()
+    registry.register("r", "context", lambda view: later())
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    assert [(a.key, a.reason) for a in prompt.absent] == [("r", "blocked")]
+
+
+def test_a_blocking_build_is_named_in_the_timeout_of_the_build_it_delayed() -> None:
+    async def a_waits(view: PromptView) -> str:
+        await asyncio.sleep(0.05)  # its deadline passes while 'b-blocks' holds the loop
+        return "A"
+
+    async def b_blocks(view: PromptView) -> str:
+        time.sleep(0.3)
+        return "B"
+
+    registry = PromptRegistry()
+    registry.register("a-waits", "context", a_waits)
+    registry.register("b-blocks", "context", b_blocks)
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    absent = {a.key: a for a in prompt.absent}
+    assert absent["b-blocks"].reason == "blocked"
+    assert absent["a-waits"].reason == "timeout" and "'b-blocks'" in absent["a-waits"].detail
