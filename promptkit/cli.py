@@ -125,9 +125,153 @@ def build_parser() -> argparse.ArgumentParser:
     progress.add_argument(
         "--no-progress", dest="progress", action="store_false", help="never show the progress bar"
     )
+    analyze.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a calibration from `promptkit calibrate` (or 'default': the one bundled for the provider) "
+        "adding expected_cached_tokens beside the upper bound",
+    )
     analyze.set_defaults(handler=_run_analyze)
+    _add_cause_commands(commands)
     _add_proxy_command(commands)
+    _add_whatif_command(commands)
     return parser
+
+
+def _add_log_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    sub.add_argument("--provider", metavar="NAME", help="provider (default: each session's)")
+    sub.add_argument("--format", metavar="NAME", help="log format (default: detected per file)")
+    sub.add_argument(
+        "--view",
+        choices=("consecutive", "simulated"),
+        default="consecutive",
+        help="analysis view (default: %(default)s)",
+    )
+
+
+def _add_cause_commands(commands: Any) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit the best-effort cache model on logs that report usage and save it (JSON)",
+        description="Fit the stale-state model of a best-effort provider cache (see docs/how-to/calibration.md) "
+        "on logs with usage, print it and its leave-one-session-out error, and save it to --out.",
+    )
+    _add_log_options(calibrate)
+    calibrate.add_argument(
+        "--out", metavar="FILE", type=Path, required=True, help="where to write the calibration"
+    )
+    calibrate.set_defaults(handler=_run_calibrate)
+
+    check = commands.add_parser(
+        "check",
+        help="CI gate: exit 1 when a session's hit ratio or layout loss misses a threshold",
+        description="Analyze the logs and check every session: exit 1 printing the failing sessions and their "
+        "top causes, 0 when all pass.",
+    )
+    _add_log_options(check)
+    check.add_argument("--min-hit", metavar="X", type=float, help="minimum hit ratio per session (0-1)")
+    check.add_argument(
+        "--max-layout-loss",
+        metavar="Y",
+        type=float,
+        help="maximum share of the prompt lost to the layout (0-1)",
+    )
+    check.set_defaults(handler=_run_check)
+
+    lint = commands.add_parser(
+        "lint",
+        help="volatile-value lint: head regions that change every request, what they cost, how to fix them",
+    )
+    _add_log_options(lint)
+    lint.set_defaults(handler=_run_lint)
+
+
+def _analyze_for(args: argparse.Namespace) -> Any:
+    _check_paths(args.paths)
+    from promptkit.cache import analyze
+
+    options: dict[str, Any] = {"view": args.view}
+    for name in ("provider", "format"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    try:
+        result = analyze(args.paths, **options)
+    except _input_errors() as exc:
+        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+            raise
+        raise CLIError(_with_path(exc, args.paths)) from exc
+    if result.requests.height == 0:
+        raise CLIError(f"{', '.join(map(str, args.paths))}: no request could be analyzed")
+    return result
+
+
+def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import polars as pl
+
+    from promptkit.cache.calibration import fit_calibration, leave_one_run_out
+    from promptkit.cache.report import table_config
+    from promptkit.errors import CalibrationError
+
+    result = _analyze_for(args)
+    try:
+        cal = fit_calibration(result)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
+    try:
+        cal.save(args.out)
+    except OSError as exc:
+        raise CLIError(f"{args.out}: cannot write the calibration: {exc.strerror or exc}") from exc
+    lines = [
+        f"calibration for {cal.provider}: p(stale) = {cal.stale_probability:.4f} "
+        f"({cal.fitted_on.get('stale')} stale / {cal.fitted_on.get('events')} decidable requests, "
+        f"{cal.fitted_on.get('runs')} sessions)"
+        + (
+            ""
+            if cal.split_on is None
+            else f"; {cal.split_on} >= {cal.threshold:g}: {cal.stale_probability_above:.4f}"
+        )
+    ]
+    sessions = result.requests["session"].unique(maintain_order=True).to_list()
+    if len(sessions) >= 2:
+        runs = {s: result.requests.filter(pl.col("session") == s) for s in sessions}
+        with table_config(200):
+            lines.append("held-out error, leave one session out:\n" + str(leave_one_run_out(runs)))
+    lines.append(f"wrote {args.out}")
+    _emit(stdout, "\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.causes_report import check_gate
+
+    if args.min_hit is None and args.max_layout_loss is None:
+        raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
+    result = _analyze_for(args)
+    gate = check_gate(result, min_hit=args.min_hit, max_layout_loss=args.max_layout_loss)
+    n = gate.sessions.height
+    if gate.passed:
+        _emit(stdout, f"promptkit check: all {n} session(s) pass\n")
+        return EXIT_OK
+    text = f"promptkit check: {len(gate.failures)} of {n} session(s) fail\n" + "".join(
+        f"  {line}\n" for line in gate.failures
+    )
+    _emit(stdout, text)
+    return EXIT_INPUT
+
+
+def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.causes_report import lint
+    from promptkit.cache.report import table_config
+
+    table = lint(_analyze_for(args))
+    if table.height == 0:
+        _emit(stdout, "promptkit lint: no head region changes between requests\n")
+        return EXIT_OK
+    with table_config(200, rows=50):
+        _emit(stdout, f"promptkit lint: {table.height} changing head region(s)\n{table}\n")
+    return EXIT_OK
 
 
 # --- promptkit proxy ----------------------------------------------------------------------------------
@@ -216,6 +360,56 @@ def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
+# --- promptkit whatif ---------------------------------------------------------------------------------
+
+
+def _add_whatif_command(commands: Any) -> None:
+    whatif = commands.add_parser(
+        "whatif",
+        help="replay request logs under changed prompts (--transform) or find what to change (--suggest)",
+        description=(
+            "Replay request logs with transformed prompts and print, per session and overall, hit ratio, "
+            "prompt tokens, cached tokens and cost before -> after. --suggest derives candidate transforms "
+            "from where the cache breaks, replays each and ranks them by cost saving. SPEC: move:SELECTOR"
+            "[,to=ANCHOR], normalize[:NAMES][,scope=all], sort-tools, pin-model:MODEL, provider:NAME, "
+            "cache-model:NAME, ttl:1h, retention:24h, cache-key[:KEY], breakpoints:auto, elide[:KEEP] "
+            "(see docs/how-to/what-if.md). The replay changes only the prompts; it keeps the logged answers."
+        ),
+    )
+    whatif.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    what = whatif.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--transform", action="append", metavar="SPEC", help="a transform to apply (repeatable, applied in order)"
+    )
+    what.add_argument("--suggest", action="store_true", help="derive, replay and rank candidate transforms")
+    whatif.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    whatif.add_argument("--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)")
+    whatif.add_argument("--provider", metavar="NAME", help="provider whose rules apply (default: each session's)")
+    whatif.add_argument("--format", metavar="NAME", help="read every file as this log format")
+    whatif.add_argument("--view", choices=("consecutive", "simulated"), default="consecutive")
+    whatif.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
+    whatif.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
+    whatif.set_defaults(handler=_run_whatif)
+
+
+def _run_whatif(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.whatif.cli import run_whatif
+
+    _check_paths(args.paths)
+    try:
+        text = run_whatif(args)
+    except PromptkitError as exc:
+        from promptkit.errors import UsageError
+
+        raise CLIError(str(exc), EXIT_USAGE if isinstance(exc, UsageError) else EXIT_INPUT) from exc
+    except _input_errors() as exc:
+        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+            raise
+        raise CLIError(_with_path(exc, args.paths)) from exc
+    _emit(stdout, text)
+    return EXIT_OK
+
+
 def _default_log(stack: contextlib.ExitStack) -> Path:
     resource: Any
     try:
@@ -281,6 +475,19 @@ def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
     )
     flat.write_csv(written[1])
     written[2].write_text(summary_text, encoding="utf-8")
+    if hasattr(result, "cache_model"):
+        from promptkit.cache.causes import explain_causes
+
+        explain_causes(result).write_csv(out / "causes.csv")
+        written.append(out / "causes.csv")
+        if _has_writes(requests):
+            from promptkit.cache.causes_report import reads_invariant, write_accounting
+
+            write_accounting(result).write_csv(out / "writes.csv")
+            written.append(out / "writes.csv")
+            if requests["reported_cache_write_tokens"].is_not_null().any():
+                reads_invariant(result).write_csv(out / "reads-invariant.csv")
+                written.append(out / "reads-invariant.csv")
     problems = getattr(result, "problems", None)
     if isinstance(problems, pl.DataFrame) and problems.height:
         problems.write_csv(out / "problems.csv")
@@ -339,32 +546,80 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             f"{', '.join(map(str, paths))}: no request could be analyzed "
             f"({problems.height} problem(s){detail})"
         )
-    tables = summarize(result, prices=prices, model=args.model)
-    # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
-    width = max(60, shutil.get_terminal_size((200, 24)).columns)
-    text = format_summary(tables, width=width)
-    header = _header(result, paths)
-    _emit(stdout, header + "\n\n" + text)
+    result, causes_line = _causes_and_expectation(result, args)
+    from promptkit.cache.runtime import phase
 
     out: Path = args.out
+    header = _header(result, paths)
+    if args.provider is None:
+        defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
+        header += (
+            "\n(provider: no session named one or was recognised; the default was used, see the notes)"
+            if defaulted
+            else "\n(provider: recognised per session from the log's URLs, model names or usage)"
+        )
+    header += "\n" + causes_line
     try:
-        written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200))
+        with phase("tables", enabled=progress, file=stderr):
+            tables = summarize(result, prices=prices, model=args.model)
+            # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
+            width = max(60, shutil.get_terminal_size((200, 24)).columns)
+            text = format_summary(tables, width=width)
+            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200))
+        _emit(stdout, header + "\n\n" + text)
         if not args.no_plots:
             from promptkit.cache.plots import save_plots
 
-            plots = save_plots(result, out)
+            plots = save_plots(result, out, progress=progress)
             written += list(plots.values())
-            sessions = result.requests["session"].n_unique()
-            drawn = sum(1 for name in plots if name.startswith("composition-"))
-            if 0 < drawn < sessions:
-                print(
-                    f"promptkit: composition plotted for the first {drawn} of {sessions} sessions",
-                    file=stderr,
-                )
+            for note in getattr(plots, "notes", ()):
+                print(f"promptkit: plot skipped: {note}", file=stderr)
     except OSError as exc:
         raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
     _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")
     return EXIT_OK
+
+
+def _has_writes(requests: Any) -> bool:
+    """Whether the analysis has cache writes (reported, or predicted by a model that bills them)."""
+    return any(
+        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
+        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
+    )
+
+
+def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any, str]:
+    """The analysis with ``expected_cached_tokens`` when a calibration applies, and the causes headline
+    (plus a line on cache writes and their waste when the analysis has writes)."""
+    from promptkit.cache.causes_report import causes_headline, write_accounting
+
+    line = causes_headline(result)
+    if hasattr(result, "cache_model") and _has_writes(result.requests):
+        writes = write_accounting(result)
+        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
+        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
+        line += (
+            f"\nCache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
+            f"never read before they expired: {wasted:,}"
+        )
+    spec = getattr(args, "calibration", None)
+    if spec is None:
+        return result, line
+    from promptkit.cache.calibration import apply_calibration, default_calibration, load_calibration
+    from promptkit.errors import CalibrationError
+
+    try:
+        cal = default_calibration(str(result.provider)) if spec == "default" else load_calibration(spec)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
+    if cal is None:
+        raise CLIError(f"--calibration default: no calibration is bundled for provider {result.provider!r}")
+    result = apply_calibration(result, cal)
+    prompt = int(result.requests["prompt_tokens"].sum())
+    if prompt:
+        expected = float(result.requests["expected_cached_tokens"].sum()) / prompt
+        line += f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; calibration p(stale) = {cal.stale_probability:.3f})"
+    return result, line
 
 
 def _emit(stream: TextIO, text: str) -> None:
@@ -431,6 +686,11 @@ def main(
     except CLIError as exc:
         print(f"promptkit: error: {exc}", file=err)
         return exc.code
+    except PromptkitError as exc:  # any library error is bad input: one line, exit 1
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"promptkit: error: {exc}", file=err)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("promptkit: interrupted", file=err)
         return 130

@@ -16,6 +16,8 @@ import os
 
 __all__ = [
     "AttachmentRefError",
+    "CacheGateError",
+    "CalibrationError",
     "CaptureError",
     "ChatModelRequestError",
     "ContentNotSentWarning",
@@ -34,6 +36,7 @@ __all__ = [
     "ProxyConfigError",
     "RecordFormatError",
     "RenderError",
+    "ReplayError",
     "ReportInputError",
     "RequestBuildError",
     "StreamError",
@@ -54,6 +57,10 @@ class PromptkitWarning(UserWarning):
 
 class UsageError(PromptkitError, TypeError, ValueError):
     """An API call with an argument of the wrong type or value; the message names the argument."""
+
+
+class ReplayError(PromptkitError, ValueError):
+    """A what-if replay that cannot run (e.g. no request of the log could be analyzed); names the paths."""
 
 
 # --- chat contracts ----------------------------------------------------------------------------------
@@ -177,3 +184,11 @@ class ReportInputError(PromptkitError, ValueError):
 
 class PriceError(PromptkitError, LookupError):
     """No price is known for a model, or a price file is malformed; the message says which and where."""
+
+
+class CalibrationError(PromptkitError, ValueError):
+    """A calibration cannot be fitted, read or applied (the message names the file or field)."""
+
+
+class CacheGateError(PromptkitError, AssertionError):
+    """A cache-stability assertion failed (:func:`promptkit.testing.assert_cache_stable`)."""

@@ -15,6 +15,7 @@ from promptkit.assembly.anchors import (
     BEFORE_HISTORY,
     FOCUS_INJECTOR,
     RESERVED_KEYS,
+    SUMMARY_INJECTOR,
     VOLATILE_INJECTOR,
     Anchor,
     FrameSlot,
@@ -38,19 +39,29 @@ from promptkit.assembly.registry import (
     PromptView,
 )
 from promptkit.assembly.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens
-from promptkit.assembly.trim import DroppedUnit, TrimResult, trim_to_budget
+from promptkit.assembly.trim import (
+    DEFAULT_LOW_WATER,
+    Compaction,
+    DroppedUnit,
+    TrimPolicy,
+    TrimResult,
+    trim_to_budget,
+)
 
 __all__ = [
     "ANCHOR_ORDER",
     "AUDIT_COLUMNS",
     "BEFORE_HISTORY",
+    "DEFAULT_LOW_WATER",
     "FOCUS_INJECTOR",
     "MESSAGE_OVERHEAD",
     "RESERVED_KEYS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "AbsentContributor",
     "Anchor",
     "AssembledPrompt",
+    "Compaction",
     "Contributor",
     "ContributorOutputError",
     "DroppedUnit",
@@ -60,6 +71,7 @@ __all__ = [
     "LayoutFormatError",
     "PromptRegistry",
     "PromptView",
+    "TrimPolicy",
     "TrimResult",
     "analyze_frame",
     "audit",

@@ -28,6 +28,7 @@ from promptkit.layout import (
     ANCHOR_ORDER,
     BEFORE_HISTORY,
     FOCUS_INJECTOR,
+    SUMMARY_INJECTOR,
     VOLATILE_INJECTOR,
     Anchor,
     FrameSlot,
@@ -40,6 +41,7 @@ __all__ = [
     "BEFORE_HISTORY",
     "FOCUS_INJECTOR",
     "RESERVED_KEYS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "Anchor",
     "FrameSlot",
@@ -50,8 +52,9 @@ __all__ = [
 
 
 #: Injector names the frame uses; no contributor may take one of them as its key.
-RESERVED_KEYS: Final[frozenset[str]] = frozenset({VOLATILE_INJECTOR, FOCUS_INJECTOR, *DIRECTIVE_KINDS})
-
+RESERVED_KEYS: Final[frozenset[str]] = frozenset(
+    {VOLATILE_INJECTOR, FOCUS_INJECTOR, SUMMARY_INJECTOR, *DIRECTIVE_KINDS}
+)
 
 
 def utf16_key(key: str) -> bytes:
