@@ -296,7 +296,7 @@ class _Transcript:
             for e in chain
             if e.type == "user"
             for b in e.blocks
-            if b.get("type") == "tool_result"
+            if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
         }
         extra: list[_Event] = []
         for e in chain:
