@@ -15,14 +15,29 @@
 
 **Building.** Every contributor not yet materialized in the messages is built once per call, all at the
 same time: ``async def`` builds (and awaitables returned by any build) run as tasks on the event loop;
-plain functions run in worker threads (one per build, a fresh pool per call), so a slow one delays
-nobody else. With ``build_timeout`` (seconds) a build still running after that long is absent this turn:
-a coroutine is cancelled; a thread cannot be interrupted, so it runs to its end in the background and
-its result is discarded. Builds therefore must be thread-safe with respect to each other. A build that
-raises, times out or returns something other than ``str``, a sequence of ``str`` or ``None`` is absent
-this turn, with a warning on the ``promptkit.assembly`` logger naming its key, and is listed in
-:attr:`AssembledPrompt.absent`; the others are placed as usual. Its key is not materialized, so the next
-call tries again.
+plain functions run in threads (a daemon thread per build), so a slow one delays nobody else. Builds
+therefore must be thread-safe with respect to each other.
+
+**Timeouts.** ``build_timeout`` (seconds, default :data:`DEFAULT_BUILD_TIMEOUT` = 5; ``None`` for no
+limit) is enforced for every build. A coroutine still running after that long is cancelled. A sync build
+cannot be interrupted: it is abandoned (its thread runs to its end in the background, its result is
+discarded, and it does not keep the process from exiting). An async build that *blocks the event loop*
+(a step between two awaits that calls ``time.sleep``, a blocking client or heavy CPU work) keeps the
+deadline from firing at all; every step of an async build is therefore timed, and a build whose own
+blocking steps took it past the timeout is absent with reason ``"blocked"`` and the seconds it blocked.
+A step of :data:`SLOW_STEP_SECONDS` or longer is logged even within the timeout, and a watchdog thread
+logs a warning naming the key while a step is still blocking past the timeout (a build that never
+returns would otherwise hang the turn in silence). A build that the blocked loop kept from finishing in
+time is absent with reason ``"timeout"`` and a detail naming the blocking build.
+
+**Failures.** A build that raises, times out, blocks past the timeout or returns something other than
+``str``, a sequence of ``str`` or ``None`` is absent this turn, with a warning on the
+``promptkit.assembly`` logger naming its key, and is listed in :attr:`AssembledPrompt.absent`; the
+others are placed as usual. Its key is not materialized, so the next call tries again.
+
+**Concurrency.** One registry may be used from many threads and many asyncio tasks at once:
+:meth:`PromptRegistry.assemble` keeps no state between calls (each call snapshots the registered
+contributors), so concurrent calls give the results serial calls give.
 
 **Sync and async.** :meth:`PromptRegistry.assemble_async` is the native form. :meth:`PromptRegistry.assemble`
 runs it with :func:`asyncio.run` when the calling thread has no running event loop; when it has one (a
@@ -39,9 +54,10 @@ import contextvars
 import inspect
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -53,9 +69,11 @@ from promptkit.assembly.placement import (
     place_blocks,
 )
 from promptkit.chat.message import Message
-from promptkit.errors import ContributorOutputError
+from promptkit.errors import ContributorOutputError, UsageError
 
 __all__ = [
+    "DEFAULT_BUILD_TIMEOUT",
+    "SLOW_STEP_SECONDS",
     "BuildOutput",
     "BuildResult",
     "Contributor",
@@ -79,13 +97,14 @@ def _messages_tuple(value: Sequence[Message]) -> tuple[Message, ...]:
 
 
 def message_tuple(messages: Iterable[Message], where: str) -> tuple[Message, ...]:
-    """``messages`` as a tuple; ``TypeError`` naming ``where`` and the index of anything not a Message."""
-    if isinstance(messages, (Message, str, bytes, Mapping)):
-        raise TypeError(f"{where}: expected a sequence of Message, got {type(messages).__name__}")
+    """``messages`` as a tuple; :class:`~promptkit.errors.UsageError` (a ``TypeError``) naming ``where``
+    and the index of anything not a Message."""
+    if isinstance(messages, (Message, str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise UsageError(f"{where}: messages: expected a sequence of Message, got {type(messages).__name__}")
     out = tuple(messages)
     for i, m in enumerate(out):
         if not isinstance(m, Message):
-            raise TypeError(f"{where}: messages[{i}] is {type(m).__name__}, expected promptkit.Message")
+            raise UsageError(f"{where}: messages[{i}] is {type(m).__name__}, expected promptkit.Message")
     return out
 
 
@@ -117,7 +136,7 @@ def _anchor_of(key: str, anchor: Anchor | str) -> Anchor:
         except ValueError:
             pass
     allowed = ", ".join(a.value for a in Anchor)
-    raise ValueError(f"contributor {key!r}: anchor {anchor!r} is not one of {allowed}")
+    raise UsageError(f"contributor {key!r}: anchor {anchor!r} is not one of {allowed}")
 
 
 @attrs.frozen
@@ -163,36 +182,257 @@ def normalize_output(key: str, output: Any) -> tuple[str, ...]:
     )
 
 
+#: The default ``build_timeout`` (seconds) of :meth:`PromptRegistry.assemble`, :meth:`~PromptRegistry.assemble_async`
+#: and :func:`build_contributors`. A build is on the path of every turn: a vector-store lookup or an
+#: embedding call answers well within it, and a model call's own latency budget does not leave room for
+#: more. A contributor that needs longer should prefetch or cache; pass ``build_timeout=None`` for no limit.
+DEFAULT_BUILD_TIMEOUT: Final[float] = 5.0
+#: A step of an async build (the code between two awaits) that runs longer than this many seconds blocks
+#: the event loop noticeably: it is logged (asyncio's debug mode uses the same 0.1 s).
+SLOW_STEP_SECONDS: Final[float] = 0.1
+
+
+class _LoopWatch:
+    """Times every step of the async builds of one :func:`build_contributors` call on its event loop.
+
+    A step is the code a build runs between two awaits; while it runs, the event loop runs nothing else.
+    Each step is timed as it returns (so the report names the build that blocked and for how long), and a
+    watchdog thread, started with the first step, logs a warning while a step is still running past
+    ``threshold`` seconds (a build stuck in a blocking call would otherwise hang the turn in silence).
+    """
+
+    def __init__(self, threshold: float, enforced: bool = True) -> None:
+        self.threshold = threshold
+        self.enforced = enforced  # past the threshold the build will be absent (a build_timeout is set)
+        self.blocked: list[tuple[str, float]] = []  # (key, seconds) of every step >= SLOW_STEP_SECONDS
+        self._cond = threading.Condition()
+        self._step: tuple[str, float, int] | None = None
+        self._serial = 0
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+
+    def enter(self, key: str) -> float:
+        start = time.monotonic()
+        with self._cond:
+            self._serial += 1
+            self._step = (key, start, self._serial)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="promptkit-build-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return start
+
+    def leave(self, key: str, start: float) -> float:
+        end = time.monotonic()
+        with self._cond:
+            self._step = None
+        if end - start >= SLOW_STEP_SECONDS:
+            self.blocked.append((key, end - start))
+        return end
+
+    def blockers(self, key: str) -> str:
+        """``'; the event loop was blocked meanwhile by ...'`` naming the other builds' slow steps, or ''."""
+        longest: dict[str, float] = {}
+        for other, seconds in self.blocked:
+            if other != key:
+                longest[other] = max(seconds, longest.get(other, 0.0))
+        if not longest:
+            return ""
+        shown = ", ".join(f"{k!r} ({s:.2f}s)" for k, s in sorted(longest.items(), key=lambda kv: -kv[1]))
+        return f"; the event loop was blocked meanwhile by {shown}"
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        warned = 0
+        with self._cond:
+            while not self._stopped:
+                step = self._step
+                if step is None or step[2] == warned:
+                    self._cond.wait()
+                    continue
+                key, start, serial = step
+                remaining = start + self.threshold - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                warned = serial
+                logger.warning(
+                    "prompt contributor %r has been blocking the event loop for %.2fs (a step of its async "
+                    "build that does not await); %s",
+                    key,
+                    time.monotonic() - start,
+                    "it will be absent this turn" if self.enforced else "no build_timeout: the turn waits for it",
+                )
+
+
+class _Probe:
+    """The steps of one build's awaitable: how long they ran in all, the longest, when the last ended."""
+
+    __slots__ = ("done_at", "key", "longest", "steps", "total", "watch")
+
+    def __init__(self, key: str, watch: _LoopWatch) -> None:
+        self.key, self.watch = key, watch
+        self.total = self.longest = 0.0
+        self.steps = 0
+        self.done_at: float | None = None
+
+
+class _Timed:
+    """An awaitable driven step by step, each step timed by ``probe`` (the values it yields, sends and
+    throws pass through unchanged, so the event loop sees the awaitable itself)."""
+
+    __slots__ = ("_awaitable", "_probe")
+
+    def __init__(self, awaitable: Awaitable[Any], probe: _Probe) -> None:
+        self._awaitable, self._probe = awaitable, probe
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        probe, watch = self._probe, self._probe.watch
+        inner = self._awaitable.__await__()
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            start = watch.enter(probe.key)
+            try:
+                if error is not None:
+                    thrown, error = error, None
+                    yielded = inner.throw(thrown)
+                else:
+                    yielded = inner.send(value)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                end = watch.leave(probe.key, start)
+                probe.steps += 1
+                probe.total += end - start
+                probe.longest = max(probe.longest, end - start)
+                probe.done_at = end
+            try:
+                value = yield yielded
+            except GeneratorExit:
+                close = getattr(inner, "close", None)
+                if close is not None:
+                    close()
+                raise
+            except BaseException as exc:
+                error = exc
+
+
+def _in_thread(contributor: Contributor, view: PromptView) -> asyncio.Future[tuple[Any, float]]:
+    """Run a sync build in a daemon thread of its own; the future gets ``(output, monotonic end time)``.
+
+    A daemon thread, not a pool: a build abandoned at its timeout must not keep the process from exiting.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[tuple[Any, float]] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: tuple[Any, float] | BaseException) -> None:
+        if future.done():  # abandoned: cancelled at its timeout
+            return
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    def target() -> None:
+        outcome: tuple[Any, float] | BaseException
+        try:
+            outcome = (context.run(contributor.build, view), time.monotonic())
+        except Exception as exc:
+            outcome = exc
+        try:
+            loop.call_soon_threadsafe(settle, outcome)
+        except RuntimeError:  # the event loop is closed: the turn is over and the build was abandoned
+            pass
+
+    threading.Thread(target=target, name=f"promptkit-build:{contributor.key}", daemon=True).start()
+    return future
+
+
 async def _build_one(
-    contributor: Contributor,
-    view: PromptView,
-    timeout: float | None,
-    executor: ThreadPoolExecutor | None,
+    contributor: Contributor, view: PromptView, timeout: float | None, watch: _LoopWatch
 ) -> BuildResult:
     key, anchor = contributor.key, contributor.anchor
-    deadline = asyncio.timeout(timeout)
+    loop = asyncio.get_running_loop()
+    deadline_at = None if timeout is None else loop.time() + timeout
+    deadline = asyncio.timeout_at(deadline_at)
+    probe = _Probe(key, watch)
+    thread_job: asyncio.Future[tuple[Any, float]] | None = None
     try:
-        async with deadline:
-            if inspect.iscoroutinefunction(contributor.build) or executor is None:
-                output: Any = contributor.build(view)
+        try:
+            async with deadline:
+                if inspect.iscoroutinefunction(contributor.build):
+                    output: Any = contributor.build(view)
+                else:
+                    thread_job = _in_thread(contributor, view)
+                    output, _ = await thread_job
+                if inspect.isawaitable(output):
+                    output = await _Timed(output, probe)
+        except TimeoutError:
+            if not deadline.expired():  # the build's own TimeoutError: it raised
+                raise
+            # The deadline fired late when something blocked the loop: a thread that finished in time
+            # still counts.
+            if (
+                thread_job is not None
+                and deadline_at is not None
+                and thread_job.done()
+                and not thread_job.cancelled()
+                and thread_job.exception() is None
+                and thread_job.result()[1] <= deadline_at
+                and not inspect.isawaitable(thread_job.result()[0])
+            ):
+                output = thread_job.result()[0]
             else:
-                context = contextvars.copy_context()
-                loop = asyncio.get_running_loop()
-                output = await loop.run_in_executor(executor, context.run, contributor.build, view)
-            if inspect.isawaitable(output):
-                output = await output
+                if thread_job is not None and thread_job.done() and not thread_job.cancelled():
+                    late_output = thread_job.result()[0] if thread_job.exception() is None else None
+                    if inspect.iscoroutine(late_output) and probe.steps == 0:
+                        late_output.close()  # returned in time but never started: no "never awaited" warning
+                if probe.total > (timeout or 0.0):
+                    return _absent(contributor, "blocked", _blocked_detail(probe, timeout))
+                detail = f"build exceeded build_timeout={timeout}s" + watch.blockers(key)
+                return _absent(contributor, "timeout", detail)
+        late = deadline_at is not None and probe.done_at is not None and probe.done_at > deadline_at
+        if late:  # finished past the deadline without the deadline firing: the event loop was blocked
+            if probe.total > (timeout or 0.0):
+                return _absent(contributor, "blocked", _blocked_detail(probe, timeout))
+            detail = f"build finished after build_timeout={timeout}s" + watch.blockers(key)
+            return _absent(contributor, "timeout", detail)
+        if probe.longest >= SLOW_STEP_SECONDS:
+            logger.warning(
+                "prompt contributor %r (%s): async build blocked the event loop for %.2fs in one step "
+                "(a blocking call without await); kept, %s",
+                key,
+                anchor.value,
+                probe.longest,
+                f"within build_timeout={timeout}s" if timeout is not None else "no build_timeout",
+            )
         return BuildResult(contributor, normalize_output(key, output))
-    except TimeoutError as exc:
-        if not deadline.expired():  # the build's own TimeoutError: it raised
-            return _raised(contributor, exc)
-        detail = f"build exceeded build_timeout={timeout}s"
-        logger.warning("prompt contributor %r (%s): %s; absent this turn", key, anchor.value, detail)
-        return BuildResult(contributor, absent=AbsentContributor(key, anchor, "timeout", detail))
     except ContributorOutputError as exc:
-        logger.warning("prompt contributor %r (%s): %s; absent this turn", key, anchor.value, exc)
-        return BuildResult(contributor, absent=AbsentContributor(key, anchor, "invalid", str(exc)))
+        return _absent(contributor, "invalid", str(exc))
     except Exception as exc:
         return _raised(contributor, exc)
+
+
+def _blocked_detail(probe: _Probe, timeout: float | None) -> str:
+    return (
+        f"async build blocked the event loop for {probe.total:.2f}s (longest step without an await "
+        f"{probe.longest:.2f}s), past build_timeout={timeout}s"
+    )
+
+
+def _absent(contributor: Contributor, reason: str, detail: str) -> BuildResult:
+    logger.warning(
+        "prompt contributor %r (%s): %s; absent this turn", contributor.key, contributor.anchor.value, detail
+    )
+    return BuildResult(contributor, absent=AbsentContributor(contributor.key, contributor.anchor, reason, detail))
 
 
 def _raised(contributor: Contributor, exc: BaseException) -> BuildResult:
@@ -205,32 +445,45 @@ def _raised(contributor: Contributor, exc: BaseException) -> BuildResult:
 
 
 async def build_contributors(
-    contributors: Sequence[Contributor], view: PromptView, *, build_timeout: float | None = None
+    contributors: Sequence[Contributor],
+    view: PromptView,
+    *,
+    build_timeout: float | None = DEFAULT_BUILD_TIMEOUT,
 ) -> list[BuildResult]:
     """Build ``contributors`` concurrently (see the module docstring); one result each, in the same order.
 
     Never raises for a failing build: it comes back with ``absent`` set (and a logged warning).
+
+    >>> async def fetch(view):
+    ...     return "fetched"
+    >>> results = asyncio.run(build_contributors(
+    ...     [Contributor("a", Anchor.CONTEXT, fetch), Contributor("b", Anchor.CONTEXT, lambda view: ["x", "y"])],
+    ...     PromptView(),
+    ... ))
+    >>> [r.blocks for r in results]
+    [('fetched',), ('x', 'y')]
     """
     _check_timeout(build_timeout)
-    sync = [c for c in contributors if not inspect.iscoroutinefunction(c.build)]
-    executor = (
-        ThreadPoolExecutor(max_workers=min(32, len(sync)), thread_name_prefix="promptkit-build")
-        if sync
-        else None
+    watch = _LoopWatch(
+        build_timeout if build_timeout is not None else DEFAULT_BUILD_TIMEOUT, enforced=build_timeout is not None
     )
     try:
-        return list(
-            await asyncio.gather(*(_build_one(c, view, build_timeout, executor) for c in contributors))
-        )
+        return list(await asyncio.gather(*(_build_one(c, view, build_timeout, watch) for c in contributors)))
     finally:
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+        watch.stop()
 
 
 def _check_timeout(build_timeout: float | None) -> None:
-    if build_timeout is not None and not build_timeout > 0:
-        raise ValueError(
-            f"build_timeout must be None (no limit) or a positive number of seconds, got {build_timeout!r}"
+    if build_timeout is None:
+        return
+    if isinstance(build_timeout, bool) or not isinstance(build_timeout, (int, float)):
+        raise UsageError(
+            "build_timeout: expected None (no limit) or a positive number of seconds, "
+            f"got {type(build_timeout).__name__}"
+        )
+    if not build_timeout > 0:
+        raise UsageError(
+            f"build_timeout: expected None (no limit) or a positive number of seconds, got {build_timeout!r}"
         )
 
 
@@ -276,17 +529,18 @@ class PromptRegistry:
         """Register ``build`` under ``key`` at ``anchor``.
 
         ``build(view)`` returns a ``str``, a sequence of ``str``, ``None``, or an awaitable of one of those.
-        Raises ``ValueError`` naming the key for an empty, reserved (a frame injector such as
-        ``persona-volatile`` or a directive kind) or duplicate key and for an anchor that is not one of
-        the five; ``TypeError`` when ``build`` is not callable.
+        Raises :class:`~promptkit.errors.UsageError` (a ``ValueError`` and a ``TypeError``) naming the
+        key for an empty, non-string or reserved key (a frame injector such as ``persona-volatile`` or a
+        directive kind), for an anchor that is not one of the five and for a ``build`` that is not
+        callable; ``ValueError`` naming it for a duplicate key.
         """
         if not isinstance(key, str) or not key:
-            raise ValueError(f"contributor key must be a non-empty string, got {key!r}")
+            raise UsageError(f"register: key: contributor key must be a non-empty string, got {key!r}")
         if key in RESERVED_KEYS:
-            raise ValueError(f"contributor {key!r}: the key is reserved for a frame block injector")
+            raise UsageError(f"contributor {key!r}: the key is reserved for a frame block injector")
         resolved = _anchor_of(key, anchor)
         if not callable(build):
-            raise TypeError(f"contributor {key!r}: build must be callable, got {type(build).__name__}")
+            raise UsageError(f"contributor {key!r}: build must be callable, got {type(build).__name__}")
         with self._lock:
             if key in self._contributors:
                 raise ValueError(f"contributor {key!r} is already registered")
@@ -353,7 +607,7 @@ class PromptRegistry:
         messages: Sequence[Message],
         view: PromptView | None = None,
         *,
-        build_timeout: float | None = None,
+        build_timeout: float | None = DEFAULT_BUILD_TIMEOUT,
     ) -> AssembledPrompt:
         """Build the pending contributors and place their blocks; never mutates ``messages``.
 
@@ -361,6 +615,20 @@ class PromptRegistry:
         ``metadata["injector"]`` (a tool loop calls assemble again: nothing is built twice, and the
         blocks already there keep their positions). ``view`` carries the turn's facts; its ``messages``
         are replaced by ``messages``. Placement: see :mod:`promptkit.assembly.placement`.
+
+        ``build_timeout`` bounds every build (seconds; ``None`` for no limit; see the module docstring
+        for how sync, async and loop-blocking builds are held to it). Raises
+        :class:`~promptkit.errors.UsageError` naming the argument for messages that are not a sequence
+        of :class:`Message`, a ``view`` that is not a :class:`PromptView` or a timeout that is not a
+        positive number.
+
+        >>> registry = PromptRegistry()
+        >>> async def tip(view):
+        ...     return "Tip of the day: hydrate."
+        >>> registry.register("tip", "turn-context", tip)
+        >>> prompt = asyncio.run(registry.assemble_async([Message(role="user", content="hi")]))
+        >>> [m.content for m in prompt.messages]
+        ['Tip of the day: hydrate.', 'hi']
         """
         job = self._job(messages, view, build_timeout)
         results = (
@@ -375,7 +643,7 @@ class PromptRegistry:
         messages: Sequence[Message],
         view: PromptView | None = None,
         *,
-        build_timeout: float | None = None,
+        build_timeout: float | None = DEFAULT_BUILD_TIMEOUT,
     ) -> AssembledPrompt:
         """Synchronous :meth:`assemble_async` (see the module docstring for threads and event loops).
 
@@ -393,6 +661,8 @@ class PromptRegistry:
     def _job(self, messages: Sequence[Message], view: PromptView | None, build_timeout: float | None) -> _Job:
         _check_timeout(build_timeout)
         snapshot = message_tuple(messages, "assemble")
+        if view is not None and not isinstance(view, PromptView):
+            raise UsageError(f"assemble: view: expected a PromptView or None, got {type(view).__name__}")
         contributors = self.contributors()
         present = {m.injector for m in snapshot if m.injector is not None}
         return _Job(

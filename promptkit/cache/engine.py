@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections import OrderedDict
@@ -366,6 +367,20 @@ def _name_of(obj: Any) -> str:
     return name if isinstance(name, str) else str(obj)
 
 
+def _check_arguments(records: object, *, provider: object, progress: object) -> None:
+    """:class:`~promptkit.errors.UsageError` naming the argument of :func:`analyze_requests` whose type is wrong."""
+    if isinstance(records, str | bytes | os.PathLike | Mapping) or not isinstance(records, Iterable):
+        hint = " (pass paths to analyze(), not analyze_requests())" if isinstance(records, str | os.PathLike) else ""
+        raise UsageError(
+            "records: expected a LoadResult, RequestRecords or request bodies, "
+            f"got {type(records).__name__}{hint}"
+        )
+    if provider is not None and not isinstance(provider, str | ProviderProfile):
+        raise UsageError(f"provider: expected a provider name, a ProviderProfile or None, got {type(provider).__name__}")
+    if not isinstance(progress, bool):
+        raise UsageError(f"progress: expected a bool, got {type(progress).__name__}")
+
+
 def _as_records(
     records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
@@ -687,8 +702,9 @@ def analyze_requests(
     """
     import polars as pl
 
-    if view not in VIEWS:
+    if not isinstance(view, str) or view not in VIEWS:
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_arguments(records, provider=provider, progress=progress)
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
     if provider is not None:
@@ -766,6 +782,13 @@ def analyze(
         (154, 5)
     """
     fmt = kwargs.pop("format", None)
+    known = {name for name in inspect.signature(analyze_requests).parameters if name != "records"}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise UsageError(
+            f"analyze: unknown keyword argument(s) {', '.join(unknown)}; "
+            f"expected {', '.join(sorted(known | {'format'}))}"
+        )
     with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
         loaded = read_logs(paths, format=fmt)
     return analyze_requests(loaded, **kwargs)

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
+from promptkit.errors import UsageError
 from promptkit.layout import HEAD_SLOTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -501,9 +502,11 @@ def get_cache_model(name: str | CacheModel, **overrides: Any) -> CacheModel:
     """
     if isinstance(name, CacheModel):
         return attrs.evolve(name, **overrides) if overrides else name  # type: ignore[misc]
+    if not isinstance(name, str):
+        raise UsageError(f"cache_model: expected a name or a CacheModel, got {type(name).__name__}")
     factory = CACHE_MODELS.get(name)
     if factory is None:
-        raise ValueError(f"unknown cache model {name!r}; known: {', '.join(CACHE_MODELS)}")
+        raise UsageError(f"cache_model: unknown cache model {name!r}; known: {', '.join(CACHE_MODELS)}")
     try:
         return factory(**overrides)
     except TypeError as exc:

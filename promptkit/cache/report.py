@@ -30,7 +30,7 @@ import attrs
 import polars as pl
 
 from promptkit.cache.engine import REQUEST_COLUMNS as REQUEST_COLUMNS_ALL
-from promptkit.errors import PriceError, ReportInputError
+from promptkit.errors import PriceError, ReportInputError, UsageError
 from promptkit.providers.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -471,6 +471,24 @@ def resolve_prices(prices: PriceTable | None = None, *, replace: bool = False) -
     return table
 
 
+def _check_cost_arguments(where: str, *, prices: object, model: object, provider: object) -> None:
+    """:class:`~promptkit.errors.UsageError` naming ``where`` and the argument whose type is wrong."""
+    for name, value in (("model", model), ("provider", provider)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{where}: {name}: expected a string or None, got {type(value).__name__}")
+    if prices is None or isinstance(prices, pl.DataFrame):
+        return
+    if not isinstance(prices, Mapping):
+        raise UsageError(
+            f"{where}: prices: expected a mapping of model to prices, a DataFrame or None, got {type(prices).__name__}"
+        )
+    for key, value in prices.items():
+        if not isinstance(key, str) or not isinstance(value, ModelPrice | Mapping):
+            raise UsageError(
+                f"{where}: prices[{key!r}]: expected a ModelPrice or a mapping of its fields, got {type(value).__name__}"
+            )
+
+
 def prices_frame(prices: PriceTable | None = None) -> pl.DataFrame:
     """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write, cache_write_1h``)."""
     table = resolve_prices(prices)
@@ -558,6 +576,7 @@ def request_costs(
     Raises :class:`PriceError` naming any model without a price.
     """
     frame = _requests_of(result)
+    _check_cost_arguments("request_costs", prices=prices, model=model, provider=provider)
     _need(frame, ("session", "index", "prompt_tokens", "predicted_cached_tokens"), "request_costs")
     table = resolve_prices(prices)
     provider = provider or _provider_name(result)
@@ -727,6 +746,7 @@ def summarize(
     ``notes`` (``table, note``: what a table could not show and why, e.g. a model without a price;
     in that case ``cost`` is empty).
     """
+    _check_cost_arguments("summarize", prices=prices, model=model, provider=provider)
     notes: list[dict[str, str]] = []
     tables: dict[str, pl.DataFrame] = {
         "hit_ratio": hit_ratio_summary(result),

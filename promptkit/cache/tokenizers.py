@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import tiktoken
 
-from promptkit.errors import TokenizerNotAvailableError
+from promptkit.errors import TokenizerNotAvailableError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import tokenizers
@@ -432,8 +432,9 @@ def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_bas
     if not isinstance(name_or_obj, str):
         if isinstance(name_or_obj, Tokenizer):
             return name_or_obj
-        raise TypeError(
-            f"get_tokenizer: expected a name, a tiktoken.Encoding or a Tokenizer, got {type(name_or_obj).__name__}"
+        raise UsageError(
+            "get_tokenizer: tokenizer: expected a name, a tiktoken.Encoding or a Tokenizer, "
+            f"got {type(name_or_obj).__name__}"
         )
     name = name_or_obj
     cached = _CACHE.get(name)
@@ -447,7 +448,7 @@ def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_bas
     elif name.startswith("hf:") and len(name) > 3:
         tok = HFTokenizer(name[3:])
     else:
-        raise ValueError(f"unknown tokenizer {name!r}; known: {', '.join(KNOWN_TOKENIZERS)}")
+        raise UsageError(f"tokenizer: unknown tokenizer {name!r}; known: {', '.join(KNOWN_TOKENIZERS)}")
     _CACHE[name] = tok
     return tok
 

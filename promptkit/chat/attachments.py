@@ -36,7 +36,7 @@ from typing import Final
 
 import attrs
 
-from promptkit.errors import AttachmentRefError
+from promptkit.errors import AttachmentRefError, UsageError
 
 __all__ = [
     "ATTACHMENT_REF_KINDS",
@@ -217,6 +217,8 @@ def parse_attachment_refs(text: str) -> list[AttachmentRef]:
     >>> [r.ref for r in parse_attachment_refs("[图片 | ref:a]b] [视频 | ref:c\\nd]")]
     ['a']
     """
+    if not isinstance(text, str):
+        raise UsageError(f"parse_attachment_refs: text must be a str, got {type(text).__name__}")
     if "ref:" not in text:
         return []
     found: list[AttachmentRef] = []

@@ -24,6 +24,8 @@ import hashlib
 import re
 from typing import Final
 
+from promptkit.errors import UsageError
+
 __all__ = [
     "MESSAGE_NAME_MAX_LEN",
     "get_message_name",
@@ -71,6 +73,8 @@ def strip_sender_prefix(content: str, label: str | None) -> str:
     >>> strip_sender_prefix("[注意]: 别走", "小明(42)"), strip_sender_prefix("[42]: x", None)
     ('[注意]: 别走', '[42]: x')
     """
+    if not isinstance(content, str):
+        raise UsageError(f"strip_sender_prefix: content must be a str, got {type(content).__name__}")
     if not label:
         return content
     prefix = f"[{label}]: "

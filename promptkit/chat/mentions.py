@@ -33,7 +33,7 @@ from typing import Final
 
 import attrs
 
-from promptkit.errors import MarkupError
+from promptkit.errors import MarkupError, UsageError
 
 __all__ = [
     "AT_SELF_PATTERN",
@@ -95,6 +95,8 @@ def escape_markup(text: str) -> str:
     >>> escape_markup('<at self id="42">小爱</at> 1<2 <atom>')
     '＜at self id="42">小爱＜/at> 1<2 <atom>'
     """
+    if not isinstance(text, str):
+        raise UsageError(f"escape_markup: text must be a str, got {type(text).__name__}")
     return _LOOKALIKE.sub(_ESCAPED_LT, text)
 
 
@@ -154,6 +156,8 @@ def check_immediate_mention(text: str) -> bool:
     >>> check_immediate_mention('<at id="7">阿七</at>'), check_immediate_mention("<at self>x</at>")
     (False, True)
     """
+    if not isinstance(text, str):
+        raise UsageError(f"check_immediate_mention: text must be a str, got {type(text).__name__}")
     pos = 0
     while True:
         start = text.find("<at self", pos)
@@ -175,6 +179,8 @@ def extract_mentions(text: str) -> list[str]:
     >>> extract_mentions('<at id="1">a</at><at id="all">全体</at><at self id="2">b</at><at id="1">a</at>')
     ['1', '2']
     """
+    if not isinstance(text, str):
+        raise UsageError(f"extract_mentions: text must be a str, got {type(text).__name__}")
     seen: dict[str, None] = {}
     for match in MENTION_PATTERN.finditer(text):
         user_id = match.group(1)
@@ -241,6 +247,8 @@ def parse_cq_segments(text: str) -> list[CQSegment]:
     >>> parse_cq_segments("hi[CQ:at,qq=1]&#44;[CQ:face,id=14]")
     [CQSegment(type='text', data={'text': 'hi'}), CQSegment(type='at', data={'qq': '1'}), CQSegment(type='text', data={'text': ','}), CQSegment(type='face', data={'id': '14'})]
     """
+    if not isinstance(text, str):
+        raise UsageError(f"parse_cq_segments: text must be a str, got {type(text).__name__}")
     segments: list[CQSegment] = []
     text_start = 0  # start of the pending text
     pos = text.find("[CQ:")
@@ -336,6 +344,8 @@ def normalize_cq_message(
     >>> normalize_cq_message("[CQ:image,file=a.jpg,url=https://x/a.jpg]看图")
     '<image url="https://x/a.jpg"/>看图'
     """
+    if not isinstance(text, str):
+        raise UsageError(f"normalize_cq_message: text must be a str, got {type(text).__name__}")
     return render_cq_segments(parse_cq_segments(text), self_id=self_id, nicknames=nicknames)
 
 
@@ -412,6 +422,8 @@ def split_markup_text(text: str, max_len: int) -> list[str]:
     >>> split_markup_text('ab <at id="1">某某</at> cd\\nefgh', 6)
     ['ab ', '<at id="1">某某</at>', ' cd\\n', 'efgh']
     """
+    if not isinstance(text, str):
+        raise UsageError(f"split_markup_text: text must be a str, got {type(text).__name__}")
     if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
         raise MarkupError(f"split_markup_text: max_len must be an int >= 1, got {max_len!r}")
     if len(text) <= max_len:

@@ -173,8 +173,10 @@ def read_json_document(source: Source, records_of: DocumentReader) -> Iterator[I
     line."""
     import json
 
+    from promptkit.formats.fields import loads_json
+
     try:
-        data = json.loads(source.text())
+        data = loads_json(source.text())
     except json.JSONDecodeError as exc:
         yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
         return

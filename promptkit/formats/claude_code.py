@@ -56,7 +56,7 @@ import attrs
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import parse_timestamp
+from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 from promptkit.providers.usage import normalize_usage
@@ -296,7 +296,7 @@ class _Transcript:
             for e in chain
             if e.type == "user"
             for b in e.blocks
-            if b.get("type") == "tool_result"
+            if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
         }
         extra: list[_Event] = []
         for e in chain:
@@ -374,7 +374,7 @@ def transcript_records(
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except json.JSONDecodeError as exc:
             problems.append(LoadProblem(file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
             continue
@@ -451,7 +451,7 @@ def _first_objects(head: str, n: int = 8) -> list[Any]:
         if not raw.strip():
             continue
         try:
-            out.append(json.loads(raw))
+            out.append(loads_json(raw))
         except json.JSONDecodeError:
             break
     return out

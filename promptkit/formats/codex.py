@@ -50,7 +50,7 @@ from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import parse_timestamp
+from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.http_capture import responses_request_to_chat, responses_response_to_chat
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
@@ -84,7 +84,7 @@ def _is_output(item: Mapping[str, Any]) -> bool:
     kind = item.get("type", "message")
     if kind == "message":
         return item.get("role") == "assistant"
-    return kind in _OUTPUT_ITEMS
+    return isinstance(kind, str) and kind in _OUTPUT_ITEMS
 
 
 def _counts(value: object, where: str) -> dict[str, int]:
@@ -136,7 +136,7 @@ class _History:
     def messages(self, cut: int) -> list[dict[str, Any]]:
         """The chat messages of ``items[:cut]``."""
         b = min(cut, len(self.items) - 1)  # a final cut needs a next item that starts a message
-        while b > self._done and self.items[b].get("type") in _JOINING:
+        while b > self._done and _is_joining(self.items[b].get("type")):
             b -= 1
         if b > self._done:
             self._messages += _convert(self.items[self._done : b])
@@ -182,7 +182,7 @@ def rollout_records(
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except json.JSONDecodeError as exc:
             problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
@@ -318,6 +318,14 @@ def rollout_records(
     return records, problems
 
 
+def _is_line_type(kind: object) -> bool:
+    return isinstance(kind, str) and kind in LINE_TYPES
+
+
+def _is_joining(kind: object) -> bool:
+    return isinstance(kind, str) and kind in _JOINING
+
+
 def _first_objects(head: str, n: int = 5) -> list[Any]:
     out: list[Any] = []
     for raw in head.split("\n"):
@@ -325,7 +333,7 @@ def _first_objects(head: str, n: int = 5) -> list[Any]:
             break
         if raw.strip():
             try:
-                out.append(json.loads(raw))
+                out.append(loads_json(raw))
             except json.JSONDecodeError:
                 continue  # a torn line is reported by read
     return out
@@ -336,7 +344,7 @@ def sniff(source: Source) -> bool:
     "payload": {...}}``: most of the first five that parse, and none a chat request."""
     objs = _first_objects(source.head)
     rollout = sum(
-        isinstance(o, Mapping) and o.get("type") in LINE_TYPES and isinstance(o.get("payload"), Mapping)
+        isinstance(o, Mapping) and _is_line_type(o.get("type")) and isinstance(o.get("payload"), Mapping)
         for o in objs
     )
     chat = any(isinstance(o, Mapping) and ("messages" in o or "request" in o) for o in objs)

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import attrs
 
-from promptkit.errors import LogFileError, RecordFormatError
+from promptkit.errors import LogFileError, RecordFormatError, UsageError
 from promptkit.formats.base import LogFormat, Source, get_format, sniff_format
 from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
@@ -37,7 +37,12 @@ def find_log_files(
     """The files to read: ``(path, named)`` pairs (``named``: given explicitly rather than found in a
     directory) and a count of the files a directory search passed over, by suffix. Raises
     :class:`~promptkit.errors.LogFileError` for a missing path or a directory with no log files."""
+    if isinstance(paths, bytes | bytearray | Mapping) or not isinstance(paths, str | os.PathLike | Iterable):
+        raise UsageError(f"paths: expected a path or a list of paths, got {type(paths).__name__}")
     items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    for i, item in enumerate(items):
+        if not isinstance(item, str | os.PathLike):
+            raise UsageError(f"paths[{i}]: expected a path (str or os.PathLike), got {type(item).__name__}")
     files: list[tuple[Path, bool]] = []
     passed: Counter[str] = Counter()
     for item in items:
@@ -124,6 +129,10 @@ def read_logs(
     ``provider`` get the one recognised from their model name, URL or usage shape. ``on_file`` is
     called before each file is read (for progress displays).
     """
+    if format is not None and not isinstance(format, str | LogFormat):
+        raise UsageError(f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}")
+    if on_file is not None and not callable(on_file):
+        raise UsageError(f"read_logs: on_file: expected a callable or None, got {type(on_file).__name__}")
     fmt = get_format(format) if isinstance(format, str) else format
     files, passed = find_log_files(paths)
     records: list[RequestRecord] = []

@@ -28,6 +28,7 @@ __all__ = [
     "clean_message",
     "completion_of",
     "count",
+    "loads_json",
     "parse_layout",
     "parse_timestamp",
     "parse_tool_calls",
@@ -134,6 +135,32 @@ def _literal(node: ast.AST) -> Any:
     raise ValueError(f"not a literal: {type(node).__name__}")
 
 
+def loads_json(text: str) -> Any:
+    """:func:`json.loads`, failing only with :class:`json.JSONDecodeError`.
+
+    ``json.loads`` also fails with a bare ``ValueError`` for an integer of more than 4,300 digits
+    (Python's limit on int-from-string conversion) and with ``RecursionError`` for arrays or objects
+    nested deeper than the interpreter's recursion limit; both become a ``JSONDecodeError`` at the
+    start of the text, so a reader's one handler turns any unreadable JSON into a problem.
+
+    >>> loads_json('{"n": 1}')
+    {'n': 1}
+    >>> try:
+    ...     loads_json("[" * 100_000 + "]" * 100_000)
+    ... except json.JSONDecodeError as exc:
+    ...     print(exc.msg)
+    arrays or objects nested too deeply
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, 0) from None
+    except ValueError:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        raise json.JSONDecodeError("an integer of more than 4300 digits", text, 0) from None
+
+
 def parse_tool_calls(value: object, where: str) -> list[dict[str, Any]] | None:
     """Tool calls stored as a list, a JSON string or a Python repr string, as chat-completions dicts."""
     if value is None:
@@ -143,7 +170,7 @@ def parse_tool_calls(value: object, where: str) -> list[dict[str, Any]] | None:
         if not text or text in ("None", "null", "[]"):
             return None
         try:
-            value = json.loads(text)
+            value = loads_json(text)
         except json.JSONDecodeError:
             try:
                 value = _literal(ast.parse(text, mode="eval").body)

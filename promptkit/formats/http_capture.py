@@ -54,6 +54,7 @@ import attrs
 
 from promptkit.errors import HttpCaptureError, RecordFormatError
 from promptkit.formats.base import LogFormat
+from promptkit.formats.fields import loads_json
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.providers.usage import normalize_usage
 
@@ -348,7 +349,7 @@ def _events_json(text: str, where: str) -> Iterator[tuple[int, SSEEvent, Any]]:
             yield i, event, None
             continue
         try:
-            data = json.loads(event.data)
+            data = loads_json(event.data)
         except json.JSONDecodeError as exc:
             if i == len(events) - 1 and not terminated:
                 return  # the stream was cut inside its last event: what came before stands
@@ -453,7 +454,7 @@ def _reassemble_anthropic(text: str, where: str) -> StreamResult:
             return
         joined = "".join(pieces)
         try:
-            blocks[index]["input"] = json.loads(joined) if joined.strip() else {}
+            blocks[index]["input"] = loads_json(joined) if joined.strip() else {}
         except json.JSONDecodeError:
             blocks[index]["input"] = joined  # cut off mid-arguments: keep what arrived
 
@@ -786,8 +787,10 @@ def _json_body(raw: bytes | str | Mapping[str, Any] | list[Any], where: str) -> 
     if isinstance(raw, Mapping | list):
         return raw
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    if not isinstance(text, str):  # a JSON scalar where a body belongs
+        raise HttpCaptureError(f"{where}: expected a JSON object or its text, got {_type_name(text)}")
     try:
-        return json.loads(text)
+        return loads_json(text)
     except json.JSONDecodeError as exc:
         raise HttpCaptureError(f"{where}: not JSON ({exc.msg} at column {exc.colno})") from None
 
@@ -871,9 +874,9 @@ def exchange_record(
                 response = _json_body(response_body, "response.body")
         except HttpCaptureError as exc:
             raw = (
-                response_body
-                if isinstance(response_body, str | Mapping)
-                else response_body.decode("utf-8", "replace")
+                response_body.decode("utf-8", "replace")
+                if isinstance(response_body, bytes | bytearray)
+                else response_body
             )
             response = None
             if failure is None:
@@ -931,7 +934,7 @@ def sniff(path: Path, head: str) -> bool:
         return '"entries"' in text or len(text) >= 60000
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
-        obj = json.loads(first)
+        obj = loads_json(first)
     except json.JSONDecodeError:
         return bool(_PAIR_HINT.match(first))
     request = obj.get("request") if isinstance(obj, Mapping) else None
@@ -1136,7 +1139,7 @@ def _har_exchange(entry: object) -> _Exchange:
 
 def _har_entries(text: str) -> Iterator[tuple[int, Any]]:
     """(line, entry) for each entry of a HAR document, the line being where the entry starts."""
-    data = json.loads(text)
+    data = loads_json(text)
     log = data.get("log") if isinstance(data, Mapping) else None
     entries = log.get("entries") if isinstance(log, Mapping) else None
     if not isinstance(entries, list):
@@ -1215,7 +1218,7 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except json.JSONDecodeError as exc:
             torn = " (a torn last line: the writer stopped mid-record)" if lineno == last else ""
             yield LoadProblem(file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno}){torn}")

@@ -40,7 +40,14 @@ from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import check_request, clean_message, completion_of, count, parse_timestamp
+from promptkit.formats.fields import (
+    check_request,
+    clean_message,
+    completion_of,
+    count,
+    loads_json,
+    parse_timestamp,
+)
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.usage import normalize_usage
 
@@ -161,7 +168,7 @@ def payload_record(
     messages = payload.get("messages")
     if isinstance(messages, str):
         try:
-            messages = json.loads(messages)
+            messages = loads_json(messages)
         except json.JSONDecodeError:
             messages = [{"role": "user", "content": messages}]  # a text completion's prompt
     if messages is None:
@@ -183,7 +190,7 @@ def payload_record(
     response: Any = payload.get("response")
     if isinstance(response, str):
         try:
-            response = json.loads(response)
+            response = loads_json(response)
         except json.JSONDecodeError:
             response = {"choices": [{"message": {"role": "assistant", "content": response}}]}
     completion = None
@@ -229,7 +236,7 @@ def payload_record(
 def _payloads(source: Source) -> Iterator[tuple[int | None, object] | LoadProblem]:
     if source.name.endswith(".json"):
         try:
-            data = json.loads(source.text())
+            data = loads_json(source.text())
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             return
@@ -240,7 +247,7 @@ def _payloads(source: Source) -> Iterator[tuple[int | None, object] | LoadProble
         if not raw.strip():
             continue
         try:
-            yield lineno, json.loads(raw)
+            yield lineno, loads_json(raw)
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
 
@@ -266,7 +273,7 @@ def sniff(source: Source) -> bool:
         return False
     first = head.split("\n", 1)[0]
     try:
-        obj = json.loads(first)
+        obj = loads_json(first)
     except json.JSONDecodeError:
         return '"startTime"' in head or '"model_parameters"' in head
     if isinstance(obj, list):

@@ -45,7 +45,7 @@ from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import count, parse_timestamp
+from promptkit.formats.fields import count, loads_json, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
 __all__ = [
@@ -142,7 +142,7 @@ def _json_attr(attrs: Mapping[str, Any], key: str) -> Any:
     value = attrs.get(key)
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            return loads_json(value)
         except json.JSONDecodeError as exc:
             raise RecordFormatError(f"{key}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     return value
@@ -376,7 +376,7 @@ def _usage(attrs: Mapping[str, Any]) -> Usage | None:
 
 def _is_call(attrs: Mapping[str, Any], span: Mapping[str, Any]) -> bool:
     operation = attrs.get("gen_ai.operation.name")
-    if operation in INFERENCE_OPERATIONS:
+    if isinstance(operation, str) and operation in INFERENCE_OPERATIONS:
         return True
     if operation is not None:
         return False
@@ -583,13 +583,13 @@ def read(source: Source) -> Iterator[Item]:
     """The GenAI calls of an OTLP JSON file (one document) or OTLP JSON Lines file (one export a line)."""
     first = next((ln for ln in source.head.split("\n") if ln.strip()), "")
     try:
-        json.loads(first)
+        loads_json(first)
         lines_mode = True
     except json.JSONDecodeError:
         lines_mode = False
     if not lines_mode:
         try:
-            data = json.loads(source.text())
+            data = loads_json(source.text())
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             return
@@ -599,7 +599,7 @@ def read(source: Source) -> Iterator[Item]:
         if not raw.strip():
             continue
         try:
-            export = json.loads(raw)
+            export = loads_json(raw)
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue

@@ -31,7 +31,7 @@ from typing import Any
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import check_request, completion_of, parse_layout, parse_timestamp
+from promptkit.formats.fields import check_request, completion_of, loads_json, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 from promptkit.providers.usage import normalize_usage
 
@@ -145,7 +145,7 @@ def _first_json_line(head: str) -> object:
     for raw in head.split("\n")[:5]:
         if raw.strip():
             try:
-                return json.loads(raw)
+                return loads_json(raw)
             except json.JSONDecodeError:
                 return None
     return None
@@ -171,7 +171,7 @@ def read(source: Source) -> Iterator[Item]:
     session = source.stem
     if source.name.endswith(".json"):
         try:
-            data = json.loads(source.text())
+            data = loads_json(source.text())
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             return
@@ -188,7 +188,7 @@ def read(source: Source) -> Iterator[Item]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue

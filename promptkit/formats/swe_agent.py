@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document
-from promptkit.formats.fields import CHAT_ROLES, clean_message
+from promptkit.formats.fields import CHAT_ROLES, clean_message, loads_json
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 
 __all__ = ["FORMAT", "query_messages", "trajectory_records"]
@@ -81,7 +81,7 @@ def _model_name(data: Mapping[str, Any]) -> str | None:
     config: Any = data.get("replay_config")
     if isinstance(config, str):
         try:
-            config = json.loads(config)
+            config = loads_json(config)
         except json.JSONDecodeError:
             return None
     agent = config.get("agent") if isinstance(config, Mapping) else None

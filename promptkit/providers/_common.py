@@ -26,6 +26,7 @@ from promptkit.errors import (
     RequestBuildError,
     ToolArgumentsError,
     ToolDefinitionError,
+    UsageError,
 )
 
 __all__ = [
@@ -112,15 +113,18 @@ def _coerce(prompt_or_messages: Any, where: str) -> tuple[list[Message], list[An
     else:
         raw_messages = prompt_or_messages
     if isinstance(raw_messages, Message):
-        raise TypeError(f"{where}: expected a sequence of Message or an AssembledPrompt, got one Message")
+        raise UsageError(
+            f"{where}: prompt_or_messages: expected a sequence of Message or an AssembledPrompt, got one Message"
+        )
     if isinstance(raw_messages, (str, bytes, Mapping)) or not isinstance(raw_messages, Iterable):
-        raise TypeError(
-            f"{where}: expected a sequence of Message or an AssembledPrompt, got {type(raw_messages).__name__}"
+        raise UsageError(
+            f"{where}: prompt_or_messages: expected a sequence of Message or an AssembledPrompt, "
+            f"got {type(raw_messages).__name__}"
         )
     messages = list(raw_messages)
     for i, m in enumerate(messages):
         if not isinstance(m, Message):
-            raise TypeError(f"{where}: messages[{i}] is {type(m).__name__}, expected promptkit.Message")
+            raise UsageError(f"{where}: messages[{i}] is {type(m).__name__}, expected promptkit.Message")
     if layout is not None and len(layout) != len(messages):
         raise RequestBuildError(
             f"{where}: the layout has {len(layout)} entries for {len(messages)} messages; they must align"
@@ -183,6 +187,9 @@ def request_arguments(
     temperature: float | None,
     max_tokens: int | None,
     where: str,
+    top_p: float | None = None,
+    stop: str | Sequence[str] | None = None,
+    stream: bool | None = None,
 ) -> RequestArguments:
     """Accept a :class:`promptkit.chat.ChatModelRequest` wherever messages are accepted.
 
@@ -190,7 +197,12 @@ def request_arguments(
     fill the builder's keyword arguments; a parameter set both in the request and as a keyword raises
     :class:`RequestBuildError` naming it. ``think`` comes from the request only. Any other input passes
     through with ``think=None``.
+
+    The call parameters are type-checked: a wrong type raises :class:`~promptkit.errors.UsageError`
+    naming the builder and the argument (``openai_request: temperature: expected a number or None,
+    got str``).
     """
+    check_call_options(where, temperature=temperature, max_tokens=max_tokens, top_p=top_p, stop=stop, stream=stream)
     if not isinstance(prompt_or_messages, ChatModelRequest):
         return RequestArguments(prompt_or_messages, tools, temperature, max_tokens, None)
     req = prompt_or_messages
@@ -208,6 +220,34 @@ def request_arguments(
     return RequestArguments(
         list(req.messages), merged["tools"], merged["temperature"], merged["max_tokens"], req.think
     )
+
+
+def check_call_options(
+    where: str,
+    *,
+    temperature: object = None,
+    max_tokens: object = None,
+    top_p: object = None,
+    stop: object = None,
+    stream: object = None,
+) -> None:
+    """Raise :class:`~promptkit.errors.UsageError` naming ``where`` and the argument for a call
+    parameter of the wrong type (values are the provider's to judge)."""
+    for name, value in (("temperature", temperature), ("top_p", top_p)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise UsageError(f"{where}: {name}: expected a number or None, got {type(value).__name__}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
+        raise UsageError(f"{where}: max_tokens: expected an int or None, got {type(max_tokens).__name__}")
+    if stream is not None and not isinstance(stream, bool):
+        raise UsageError(f"{where}: stream: expected a bool or None, got {type(stream).__name__}")
+    if stop is not None and not isinstance(stop, str):
+        if isinstance(stop, bytes | bytearray | Mapping) or not isinstance(stop, Sequence):
+            raise UsageError(
+                f"{where}: stop: expected a string, a sequence of strings or None, got {type(stop).__name__}"
+            )
+        for i, s in enumerate(stop):
+            if not isinstance(s, str):
+                raise UsageError(f"{where}: stop[{i}] is {type(s).__name__}, expected str")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,7 +275,7 @@ def stop_list(stop: str | Sequence[str] | None) -> list[str] | None:
     out = list(stop)
     for i, s in enumerate(out):
         if not isinstance(s, str):
-            raise TypeError(f"stop[{i}] is {type(s).__name__}, expected str")
+            raise UsageError(f"stop[{i}] is {type(s).__name__}, expected str")
     return out
 
 

@@ -296,7 +296,14 @@ def anthropic_request(
         if reserved in extra:
             raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
     args = request_arguments(
-        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+        prompt_or_messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        where=where,
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
     )
     tools, temperature, max_tokens = args.tools, args.temperature, args.max_tokens
     if args.think and "thinking" not in extra:

@@ -126,7 +126,14 @@ def deepseek_request(
     if reasoning_content not in ("omit", "tool-calls", "all"):
         raise RequestBuildError(f"{where}: reasoning_content must be 'omit', 'tool-calls' or 'all'")
     args = request_arguments(
-        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+        prompt_or_messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        where=where,
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
     )
     if args.think is not None:
         if "thinking" in extra:

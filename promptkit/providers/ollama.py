@@ -88,7 +88,14 @@ def ollama_request(
     if not isinstance(model, str) or not model:
         raise RequestBuildError(f"{where}: model must be a non-empty string")
     request = request_arguments(
-        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+        prompt_or_messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        where=where,
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
     )
     tools, temperature, max_tokens = request.tools, request.temperature, request.max_tokens
     if request.think is not None:

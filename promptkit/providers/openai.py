@@ -189,7 +189,14 @@ def openai_request(
     """
     where = "openai_request"
     args = request_arguments(
-        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+        prompt_or_messages,
+        tools=tools,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        where=where,
+        top_p=top_p,
+        stop=stop,
+        stream=stream,
     )
     if args.think:
         warn_not_sent(

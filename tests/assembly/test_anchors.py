@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from promptkit.assembly.anchors import (
     ANCHOR_ORDER,
@@ -94,6 +94,10 @@ def test_utf16_order_differs_from_python_order_above_u_ffff() -> None:
 
 
 @given(st.lists(st.text(alphabet=st.characters(exclude_categories=("Cs",))), max_size=8))
+@example(["\uff5a", "\U0001d49c"])  # U+FF5A next to an astral character: code points and code units disagree
+@example(["\ue000", "\U00010000"])  # the first private-use BMP character against the first astral one
+@example(["\uffff", "\U0010ffff"])
+@example(["a\U0001d49c", "a\uff5a", "a"])
 @settings(max_examples=200, deadline=None)
 def test_utf16_key_orders_like_javascript_default_sort(keys: list[str]) -> None:
     assert sorted(keys, key=utf16_key) == sorted(keys, key=_js_code_units)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import json
 import logging
+import pathlib
+import re
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from promptkit.assembly import (
     VOLATILE_INJECTOR,
@@ -20,6 +27,7 @@ from promptkit.assembly import (
     PromptRegistry,
     PromptView,
 )
+from promptkit.assembly.registry import DEFAULT_BUILD_TIMEOUT, SLOW_STEP_SECONDS, build_contributors
 from promptkit.chat.message import Message, ToolCall, to_openai_dict
 
 LOGGER = "promptkit.assembly"
@@ -532,7 +540,15 @@ def turns(draw: st.DrawFn) -> tuple[list[Message], dict[str, tuple[str, object]]
     return messages, contributors
 
 
+def _js_code_units(s: str) -> list[int]:
+    """``s`` as JavaScript sees it: UTF-16 code units (what the registry's block order follows)."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+
+
 @given(turns())
+@example(([user("now")], {"ｚ": ("turn-context", "Z"), "𝒜": ("turn-context", "A")}))  # U+FF5A vs U+1D49C
+@example(([system("p"), user("u")], {"ｚ": ("context", ["z1", "z2"]), "𝒜": ("context", "A"), "a": ("context", "a")}))
 @settings(max_examples=150, deadline=None)
 def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, object]]]) -> None:
     messages, contributors = case
@@ -557,3 +573,251 @@ def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, obj
     for key, (anchor, output) in reversed(list(contributors.items())):
         reverse.register(key, anchor, const(output))  # type: ignore[arg-type]
     assert wire(reverse.assemble(messages).messages) == wire(prompt.messages)
+    # blocks built this call of one anchor follow their keys in UTF-16 code-unit order (JavaScript's),
+    # not code points (blocks already in the input keep the positions they had)
+    for anchor in Anchor:
+        keys = [e.key for e in prompt.layout if e.slot == anchor.value and e.key in prompt.built]
+        firsts = list(dict.fromkeys(keys))
+        assert firsts == sorted(firsts, key=_js_code_units), (anchor, firsts)
+        assert keys == [k for k in firsts for _ in range(keys.count(k))]  # one contributor's blocks together
+
+
+# --- timeouts, a blocked event loop, concurrency -------------------------------------------------------------
+
+
+def test_the_default_build_timeout_applies_to_every_entry_point() -> None:
+    for fn in (PromptRegistry.assemble, PromptRegistry.assemble_async, build_contributors):
+        assert inspect.signature(fn).parameters["build_timeout"].default == DEFAULT_BUILD_TIMEOUT
+    assert 0 < DEFAULT_BUILD_TIMEOUT <= 30
+
+
+def test_an_async_build_that_blocks_the_event_loop_is_absent_as_blocked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def blocker(view: PromptView) -> str:
+        time.sleep(0.3)  # a blocking call without await: the deadline cannot fire meanwhile
+        return "BLOCKER"
+
+    registry = PromptRegistry()
+    registry.register("b-blocker", "turn-context", blocker)
+    registry.register("a-sync", "turn-context", const("SYNC"))  # a thread that finishes in time
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble(base(), build_timeout=0.1)
+    assert "BLOCKER" not in contents(prompt) and "SYNC" in contents(prompt)
+    (absent,) = prompt.absent
+    assert (absent.key, absent.reason) == ("b-blocker", "blocked")
+    seconds = float(re.search(r"blocked the event loop for ([0-9.]+)s", absent.detail).group(1))  # type: ignore[union-attr]
+    assert seconds >= 0.3 - 0.005  # printed with two decimals
+    assert "build_timeout=0.1s" in absent.detail
+    assert any("'b-blocker'" in r.getMessage() and "blocked" in r.getMessage() for r in caplog.records)
+
+
+def test_a_blocking_step_within_the_timeout_is_kept_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    async def heavy(view: PromptView) -> str:
+        await asyncio.sleep(0)
+        time.sleep(SLOW_STEP_SECONDS * 1.5)
+        return "HEAVY"
+
+    registry = PromptRegistry()
+    registry.register("heavy", "context", heavy)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble(base(), build_timeout=30)
+    assert "HEAVY" in contents(prompt) and prompt.absent == ()
+    (record,) = [r for r in caplog.records if r.name == LOGGER]
+    assert "'heavy'" in record.getMessage() and "blocked the event loop" in record.getMessage()
+
+
+def test_the_watchdog_names_a_build_while_it_blocks(caplog: pytest.LogCaptureFixture) -> None:
+    seen_while_blocked: list[str] = []
+
+    async def stuck(view: PromptView) -> str:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # blocks until the watchdog has spoken (or 20 s)
+            if any("has been blocking" in r.getMessage() for r in caplog.records):
+                seen_while_blocked.append("yes")
+                break
+            time.sleep(0.01)
+        return "STUCK"
+
+    registry = PromptRegistry()
+    registry.register("stuck", "context", stuck)
+    with caplog.at_level(logging.WARNING, logger=LOGGER):
+        prompt = registry.assemble(base(), build_timeout=0.05)
+    assert seen_while_blocked == ["yes"]  # reported while the loop was still blocked
+    warning = next(r for r in caplog.records if "has been blocking" in r.getMessage())
+    assert "'stuck'" in warning.getMessage() and warning.threadName == "promptkit-build-watchdog"
+    assert [(a.key, a.reason) for a in prompt.absent] == [("stuck", "blocked")]
+
+
+def test_an_abandoned_sync_build_does_not_keep_the_process_alive() -> None:
+    script = (
+        "import time\n"
+        "from promptkit import Message, PromptRegistry\n"
+        "r = PromptRegistry()\n"
+        "r.register('sleepy', 'context', lambda view: time.sleep(600))\n"
+        "p = r.assemble([Message(role='user', content='hi')], build_timeout=0.05)\n"
+        "print([(a.key, a.reason) for a in p.absent])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=_env(), check=True
+    )
+    assert out.stdout.strip() == "[('sleepy', 'timeout')]"
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    return {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+BUILD_KINDS = ["sync", "async", "awaitable", "raises", "invalid", "none", "list"]
+
+
+def _kind_build(kind: str, key: str):  # type: ignore[no-untyped-def]
+    """A build whose output depends on the view, so crossed wires between concurrent calls would show."""
+
+    def text(view: PromptView) -> str:
+        last = view.messages[-1].content if view.messages else None
+        return f"{key}|{view.user_id}|{len(view.messages)}|{last}"
+
+    if kind == "sync":
+
+        def sync(view: PromptView) -> str:
+            time.sleep(0.0005)  # let other threads in
+            return text(view)
+
+        return sync
+    if kind == "async":
+
+        async def build(view: PromptView) -> str:
+            await asyncio.sleep(0)
+            return text(view)
+
+        return build
+    if kind == "awaitable":
+
+        async def later(view: PromptView) -> list[str]:
+            await asyncio.sleep(0)
+            return [text(view), "tail"]
+
+        return lambda view: later(view)
+    if kind == "raises":
+
+        def boom(view: PromptView) -> str:
+            raise RuntimeError(f"{key} failed for {view.user_id}")
+
+        return boom
+    if kind == "invalid":
+        return lambda view: len(view.messages)
+    if kind == "none":
+        return lambda view: None
+    return lambda view: [text(view), "", text(view) + "!"]
+
+
+@st.composite
+def concurrent_cases(draw: st.DrawFn) -> tuple[PromptRegistry, list[tuple[list[Message], PromptView]]]:
+    registry = PromptRegistry()
+    specs = draw(
+        st.dictionaries(
+            st.sampled_from(["k1", "k2", "k3", "𝒜", "ｚ"]),
+            st.tuples(st.sampled_from([a.value for a in Anchor]), st.sampled_from(BUILD_KINDS)),
+            max_size=5,
+        )
+    )
+    for key, (anchor, kind) in specs.items():
+        registry.register(key, anchor, _kind_build(kind, key))
+    jobs = []
+    for _ in range(draw(st.integers(1, 4))):
+        messages, _contributors = draw(turns())
+        jobs.append((messages, PromptView(user_id=draw(st.sampled_from(["u1", "u2", None])))))
+    return registry, jobs
+
+
+@given(concurrent_cases(), st.integers(2, 4), st.integers(1, 3))
+@settings(max_examples=20, deadline=None)
+def test_concurrent_assemble_from_threads_and_tasks_equals_serial(
+    case: tuple[PromptRegistry, list[tuple[list[Message], PromptView]]], n_threads: int, repeat: int
+) -> None:
+    registry, jobs = case
+    logging.getLogger(LOGGER).disabled = True  # the failing builds warn on every call
+    try:
+        serial = [registry.assemble(m, v, build_timeout=60) for m, v in jobs]
+        work = [i for i in range(len(jobs)) for _ in range(repeat)]
+
+        # many threads at once (assemble runs its own event loop in each), each in its own order
+        start = threading.Barrier(n_threads, timeout=60)
+
+        def in_thread(t: int) -> list[AssembledPrompt]:
+            start.wait()
+            order = work[t % len(work) :] + work[: t % len(work)]
+            got = [registry.assemble(*jobs[i], build_timeout=60) for i in order]
+            return [got[order.index(i)] for i in range(len(jobs))]
+
+        with ThreadPoolExecutor(n_threads) as pool:
+            for threaded in pool.map(in_thread, range(n_threads)):
+                assert threaded == serial
+
+        # many tasks on one event loop, plus the sync form called from inside the running loop
+        async def tasks() -> list[AssembledPrompt]:
+            return list(
+                await asyncio.gather(*(registry.assemble_async(*jobs[i], build_timeout=60) for i in work))
+            )
+
+        async def mixed() -> list[AssembledPrompt]:
+            awaited = asyncio.gather(*(registry.assemble_async(*jobs[i], build_timeout=60) for i in work))
+            blocking = [registry.assemble(*jobs[i], build_timeout=60) for i in work]
+            return [*(await awaited), *blocking]
+
+        assert asyncio.run(tasks()) == [serial[i] for i in work]
+        assert asyncio.run(mixed()) == [serial[i] for i in work] * 2
+
+        # threads each running many tasks
+        with ThreadPoolExecutor(n_threads) as pool:
+            for got in pool.map(lambda _: asyncio.run(tasks()), range(n_threads)):
+                assert got == [serial[i] for i in work]
+    finally:
+        logging.getLogger(LOGGER).disabled = False
+
+
+def test_a_build_that_blocks_then_awaits_past_the_deadline_is_blocked() -> None:
+    async def blocks_then_awaits(view: PromptView) -> str:
+        await asyncio.sleep(0)
+        time.sleep(0.3)  # the deadline passes here, but cannot fire
+        await asyncio.sleep(0)  # now it fires: the build is cancelled
+        return "LATE"
+
+    registry = PromptRegistry()
+    registry.register("b", "context", blocks_then_awaits)
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    assert [(a.key, a.reason) for a in prompt.absent] == [("b", "blocked")]
+    assert "LATE" not in contents(prompt)
+
+
+def test_a_sync_build_returning_a_coroutine_is_awaited_on_the_loop_and_timed() -> None:
+    async def later() -> str:
+        time.sleep(0.3)
+        return "LATER"
+
+    registry = PromptRegistry()
+    registry.register("r", "context", lambda view: later())
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    assert [(a.key, a.reason) for a in prompt.absent] == [("r", "blocked")]
+
+
+def test_a_blocking_build_is_named_in_the_timeout_of_the_build_it_delayed() -> None:
+    async def a_waits(view: PromptView) -> str:
+        await asyncio.sleep(0.05)  # its deadline passes while 'b-blocks' holds the loop
+        return "A"
+
+    async def b_blocks(view: PromptView) -> str:
+        time.sleep(0.3)
+        return "B"
+
+    registry = PromptRegistry()
+    registry.register("a-waits", "context", a_waits)
+    registry.register("b-blocks", "context", b_blocks)
+    prompt = registry.assemble(base(), build_timeout=0.1)
+    absent = {a.key: a for a in prompt.absent}
+    assert absent["b-blocks"].reason == "blocked"
+    assert absent["a-waits"].reason == "timeout" and "'b-blocks'" in absent["a-waits"].detail

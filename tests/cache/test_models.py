@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from promptkit.cache.models import (
     ANTHROPIC_MIN_CACHEABLE_TOKENS,
@@ -52,6 +52,24 @@ def test_exact_is_the_shared_prefix_capped_by_the_prompt() -> None:
     assert m.cached_tokens(plan(100), 250) == 100
     assert m.cached_tokens(plan(100), 0) == 0
     assert m.includes_completion and not ExactCache(include_completion=False).includes_completion
+
+
+@pytest.mark.parametrize(
+    ("prefix", "prompt", "cached"),
+    [
+        (65_535, 200_000, 65_472),  # 1023 units: 65535 = 1023 * 64 + 63
+        (65_536, 200_000, 65_536),  # 1024 units exactly
+        (65_537, 200_000, 65_536),
+        (65_599, 200_000, 65_536),
+        (65_600, 200_000, 65_600),
+        (65_537, 65_535, 65_472),  # never more than the prompt, still whole units
+        (63, 200_000, 0),
+        (64, 200_000, 64),
+    ],
+)
+def test_deepseek_units_at_64k(prefix: int, prompt: int, cached: int) -> None:
+    assert DeepSeekCache().cached_tokens(plan(prompt), prefix) == cached
+    assert cached == (min(prefix, prompt) // 64) * 64
 
 
 def test_deepseek_counts_whole_64_token_units() -> None:
@@ -110,6 +128,12 @@ def test_vllm_full_blocks_and_last_prompt_token_recomputed() -> None:
     prefix=st.integers(0, 300_000),
     name=st.sampled_from(["exact", "deepseek", "openai", "vllm"]),
 )
+@example(prompt=200_000, prefix=65_535, name="deepseek")  # 64k - 1: one token short of a unit boundary
+@example(prompt=200_000, prefix=65_536, name="deepseek")  # 64k: exactly 1024 units
+@example(prompt=200_000, prefix=65_537, name="deepseek")
+@example(prompt=65_536, prefix=65_537, name="deepseek")  # capped by a prompt of whole units
+@example(prompt=200_000, prefix=1024, name="openai")
+@example(prompt=200_000, prefix=1151, name="openai")
 @settings(max_examples=300, deadline=None)
 def test_any_prefix_models_never_exceed_prompt_or_prefix_and_respect_units(
     prompt: int, prefix: int, name: str

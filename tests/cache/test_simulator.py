@@ -4,7 +4,7 @@ entries) and the cache simulator (model rules, delays, refresh on read)."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from promptkit.cache.models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
 from promptkit.cache.simulator import CacheSimulator, RadixCache
@@ -80,6 +80,49 @@ def test_ttl_expiry_and_refresh_on_use() -> None:
     c.insert(arr(1, 2, 9), now=0.0, ttl=None, source="c")  # no ttl: lives forever
     m = c.match(arr(1, 2, 3), now=1e9)
     assert (m.prefix_tokens, m.diverged) == (2, True)
+
+
+def test_expire_at_exactly_the_ttl_keeps_the_run() -> None:
+    """Alive while ``now <= last use + ttl``: at exactly the TTL a run still hits, so expire() keeps it.
+
+    Providers state lifetimes as "N minutes after last use" (Anthropic: "the cache has a 5-minute
+    lifetime, refreshed each time the cached content is used"; OpenAI: "5 to 10 minutes of
+    inactivity") without saying which side of the boundary wins; promptkit takes the inclusive
+    reading, and ``match`` and ``expire`` must agree on it.
+    """
+    c = RadixCache()
+    c.insert(arr(1, 2, 3), now=0.0, ttl=300.0)
+    assert c.match(arr(1, 2, 3), now=300.0, touch=False).prefix_tokens == 3
+    assert c.expire(now=300.0) == 0  # exactly at the TTL: still alive
+    assert c.stored_tokens == 3
+    assert c.match(arr(1, 2, 3), now=300.0, touch=False).prefix_tokens == 3
+    assert c.expire(now=np.nextafter(300.0, np.inf)) == 3  # the next instant: gone
+    assert c.stored_tokens == 0
+
+
+@given(
+    runs=st.lists(
+        st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=5), st.integers(0, 20), st.integers(0, 10)),
+        min_size=1,
+        max_size=6,
+    ),
+    now=st.integers(0, 40),
+)
+@example(runs=[([1, 2, 3], 0, 10)], now=10)  # exactly at the TTL
+@example(runs=[([1, 2], 5, 5), ([1, 2, 3], 0, 10)], now=10)
+@settings(max_examples=200, deadline=None)
+def test_expire_removes_exactly_what_match_no_longer_sees(
+    runs: list[tuple[list[int], int, int]], now: int
+) -> None:
+    c = RadixCache()
+    for tokens, at, ttl in sorted(runs, key=lambda r: r[1]):
+        c.insert(arr(*tokens), now=float(at), ttl=float(ttl))
+    before = [c.match(arr(*tokens), now=float(now), touch=False).prefix_tokens for tokens, _, _ in runs]
+    c.expire(now=float(now))
+    after = [c.match(arr(*tokens), now=float(now), touch=False).prefix_tokens for tokens, _, _ in runs]
+    assert after == before  # expire() removes nothing a lookup at `now` would still hit
+    alive = [c.match(arr(*tokens), now=None, touch=False).prefix_tokens for tokens, _, _ in runs]
+    assert alive == before  # and everything left is alive at `now`
 
 
 def test_expire_frees_expired_runs() -> None:

@@ -56,7 +56,7 @@ from promptkit.cache.render.deepseek import (
     deepseek_v32_tools_text,
 )
 from promptkit.cache.render.jinja import JinjaTemplateRender, load_chat_template
-from promptkit.errors import RenderError
+from promptkit.errors import RenderError, UsageError
 
 __all__ = [
     "CHATML_SPECIAL_TOKENS",
@@ -119,9 +119,9 @@ def get_render_model(name: str | RenderModel) -> RenderModel:
     if not isinstance(name, str):
         if isinstance(name, RenderModel):
             return name
-        raise TypeError(f"get_render_model: expected a name or a RenderModel, got {type(name).__name__}")
+        raise UsageError(f"get_render_model: render: expected a name or a RenderModel, got {type(name).__name__}")
     if name in _NAMED:
         return _named(name)
     if name.startswith("hf:") and len(name) > 3:
         return load_chat_template(name[3:])
-    raise ValueError(f"unknown render model {name!r}; known: {', '.join(KNOWN_RENDER_MODELS)}")
+    raise UsageError(f"render: unknown render model {name!r}; known: {', '.join(KNOWN_RENDER_MODELS)}")

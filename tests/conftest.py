@@ -1,0 +1,36 @@
+"""Hypothesis profiles for the whole suite.
+
+- ``dev`` (the default): hypothesis' defaults, randomized.
+- ``ci`` (selected when the ``CI`` environment variable is set): derandomized, so a failure reproduces
+  on every run and on every machine; the failing example's blob is printed (``@reproduce_failure``);
+  fewer examples, no deadline (shared runners are slow).
+- ``fuzz``: at least 10,000 examples per property, for ``benchmarks/fuzz.py`` (not the suite).
+
+``HYPOTHESIS_PROFILE=<name>`` selects one explicitly. A test with its own ``@settings(max_examples=…)``
+keeps that count under every profile.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", deadline=None)
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    print_blob=True,
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=10_000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
+
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
