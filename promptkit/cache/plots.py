@@ -373,12 +373,15 @@ def save_plots(
     *,
     max_sessions: int = 12,
     dpi: int = 110,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, Path]:
-    """Write every plot as PNG into ``out_dir`` (created if needed); returns name -> path.
+    """Write every plot that has something to show as PNG into ``out_dir`` (created if needed);
+    returns name -> path.
 
-    Files: ``hit_ratio.png``, ``predicted_vs_reported.png`` and ``composition-<session>.png`` for the
-    first ``max_sessions`` sessions (when the result has a composition frame). The caller learns how
-    many sessions were left out from the returned names.
+    Files: ``hit_ratio.png``, ``predicted_vs_reported.png`` (only when the log has usage) and
+    ``composition-<session>.png`` for the first ``max_sessions`` sessions (when the result has a
+    composition frame). The caller learns how many sessions were left out from the returned names; a
+    plot left out because it would be empty is added to ``skipped`` (name -> why) when given.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -390,7 +393,11 @@ def save_plots(
         written[name] = path
 
     save("hit_ratio", plot_hit_ratio(result))
-    save("predicted_vs_reported", plot_predicted_vs_reported(result))
+    frame = _requests_of(result)
+    if "reported_cached_tokens" in frame.columns and frame["reported_cached_tokens"].is_not_null().any():
+        save("predicted_vs_reported", plot_predicted_vs_reported(result))
+    elif skipped is not None:
+        skipped["predicted_vs_reported"] = "the log has no provider usage to compare the prediction with"
     composition = getattr(result, "composition", None)
     if isinstance(composition, pl.DataFrame) and composition.height:
         sessions = _requests_of(result)["session"].cast(pl.String).unique(maintain_order=True).to_list()
