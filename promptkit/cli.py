@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-progress", dest="progress", action="store_false", help="never show the progress bar"
     )
     analyze.set_defaults(handler=_run_analyze)
+    _add_proxy_command(commands)
     return parser
 
 
@@ -160,6 +161,92 @@ def _add_output_options(analyze: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print only the one-line headline (errors still go to stderr)",
     )
+
+
+# --- promptkit proxy ----------------------------------------------------------------------------------
+
+
+def _add_proxy_command(commands: Any) -> None:
+    proxy = commands.add_parser(
+        "proxy",
+        help="a local recording proxy: forward LLM API calls unchanged, record them, show live cache figures",
+        description=(
+            "Forward every request to --upstream unchanged and record each Anthropic Messages, OpenAI Chat "
+            "Completions or Responses call (request + whole response) in promptkit's log format. Point a "
+            "client's base URL at the proxy (ANTHROPIC_BASE_URL, OPENAI_BASE_URL). Live figures: "
+            "http://LISTEN/_promptkit/ (JSON: /_promptkit/stats.json). Needs the 'proxy' extra (aiohttp)."
+        ),
+    )
+    proxy.add_argument(
+        "--upstream", required=True, metavar="URL", help="the API base URL, e.g. https://api.anthropic.com"
+    )
+    proxy.add_argument(
+        "--listen",
+        default="127.0.0.1:8787",
+        metavar="HOST:PORT",
+        help="where to listen (default: %(default)s)",
+    )
+    proxy.add_argument(
+        "--log",
+        default="promptkit-proxy.jsonl",
+        metavar="FILE",
+        help="JSONL log to append to (default: %(default)s)",
+    )
+    proxy.add_argument("--no-log", action="store_true", help="record nothing (live figures only)")
+    proxy.add_argument(
+        "--redact",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="redact matches in recorded bodies (repeatable)",
+    )
+    proxy.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow listening on a non-loopback address (other machines)",
+    )
+    proxy.add_argument(
+        "--provider", metavar="NAME", help="cache rules for the predicted figures (default: inferred)"
+    )
+    proxy.add_argument(
+        "--no-predict", action="store_true", help="do not run the analyzer for live predictions"
+    )
+    proxy.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="upstream silence before giving up (default: %(default)s)",
+    )
+    proxy.set_defaults(handler=_run_proxy)
+
+
+def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    host, sep, port_text = args.listen.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise CLIError(f"--listen: expected HOST:PORT, got {args.listen!r}", EXIT_USAGE)
+    try:
+        from promptkit.proxy import ProxyConfig, ProxyConfigError, run_proxy
+    except ImportError as exc:
+        raise CLIError(f"the proxy needs aiohttp: pip install 'promptkit[proxy]' ({exc})") from exc
+    try:
+        config = ProxyConfig(
+            upstream=args.upstream,
+            host=host.strip("[]") or "127.0.0.1",
+            port=int(port_text),
+            log=None if args.no_log else Path(args.log),
+            redact=tuple(args.redact),
+            allow_remote=args.allow_remote,
+            read_timeout=args.timeout,
+            predict=not args.no_predict,
+            provider=args.provider,
+        )
+        run_proxy(config, out=lambda text: print(text, file=stderr, flush=True))
+    except ProxyConfigError as exc:
+        raise CLIError(str(exc)) from exc
+    except OSError as exc:
+        raise CLIError(f"--listen {args.listen}: {exc.strerror or exc}") from exc
+    return EXIT_OK
 
 
 def _default_log(stack: contextlib.ExitStack) -> Path:

@@ -16,8 +16,10 @@ import os
 
 __all__ = [
     "AttachmentRefError",
+    "CaptureError",
     "ContentNotSentWarning",
     "ContributorOutputError",
+    "HttpCaptureError",
     "LayoutFormatError",
     "LogFileError",
     "MarkupError",
@@ -28,6 +30,7 @@ __all__ = [
     "PromptkitError",
     "PromptkitWarning",
     "ProviderError",
+    "ProxyConfigError",
     "RecordFormatError",
     "RenderError",
     "ReportInputError",
@@ -132,6 +135,19 @@ class LogFileError(PromptkitError, OSError):
 class RecordFormatError(PromptkitError, ValueError):
     """A request body, layout, usage or timestamp does not have the expected shape; the message names
     the field (``request.messages[2].role: expected a string, got int``)."""
+
+
+class HttpCaptureError(RecordFormatError):
+    """A captured HTTP exchange cannot be used; the message names the field (``response.body: not JSON``)."""
+
+
+class CaptureError(PromptkitError, RuntimeError):
+    """The capture wrapper cannot be set up (a client it cannot wrap, a bad pattern)."""
+
+
+class ProxyConfigError(PromptkitError, ValueError):
+    """The proxy cannot start with this configuration (bad upstream URL, a non-loopback address without
+    ``allow_remote``, a bad redaction pattern)."""
 
 
 # --- analysis and reports ----------------------------------------------------------------------------

@@ -59,6 +59,13 @@ def record_from_json(
         return None
     if not wrapped:
         return RequestRecord(request, default_session, file=file, line=line)
+    error = obj.get("error")
+    if error is not None:  # a failed call recorded by the proxy or the capture wrapper: not a cache event
+        kind = error.get("kind") if isinstance(error, Mapping) else None
+        report(f"error: the call failed ({kind or type_name(error)}): not analyzed")
+        return None
+    raw_http = obj.get("http")
+    http: Mapping[str, Any] = raw_http if isinstance(raw_http, Mapping) else {}
 
     session = obj.get("session", default_session)
     if isinstance(session, int) and not isinstance(session, bool):
@@ -100,11 +107,11 @@ def record_from_json(
             usage = normalize_usage(raw_usage, usage_where)
         except RecordFormatError as exc:
             report(f"{exc}; the record is kept without usage")
-    provider = obj.get("provider")
+    provider = obj.get("provider", http.get("provider"))
     if provider is not None and not isinstance(provider, str):
         report(f"provider: expected a string, got {type_name(provider)}; ignored")
         provider = None
-    url = obj.get("url")
+    url = obj.get("url", http.get("url"))
     if url is not None and not isinstance(url, str):
         report(f"url: expected a string, got {type_name(url)}; ignored")
         url = None

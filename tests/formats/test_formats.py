@@ -1,4 +1,4 @@
-"""Tests for promptkit.cache.logs: JSONL logs, trajectories, usage normalization, bad input."""
+"""Tests for promptkit.formats: promptkit JSONL, mini-swe-agent trajectories, usage normalization, bad input."""
 
 from __future__ import annotations
 

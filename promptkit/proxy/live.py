@@ -1,0 +1,312 @@
+"""Live cache figures per session: the hit ratio reported by the provider's usage, the one predicted by
+promptkit's analyzer, and the last breaks with their cause.
+
+The proxy calls :meth:`LiveFigures.observe` with every record it writes. Reported figures are added at
+once; the prediction runs the analyzer (:func:`promptkit.cache.analyze_requests`, consecutive view) on
+the session's previous request and this one, in one background thread, so forwarding never waits for
+it. A *break* is a request whose prompt shares less with the previous request than that whole previous
+prompt: the cause is the first message (its index, role, and layout slot/key when the record has a
+layout) that differs.
+
+>>> figures = LiveFigures(predict=False)
+>>> figures.observe({"request": {"model": "gpt-4o", "messages": []}, "http": {"api": "openai-chat"},
+...                  "response": {"usage": {"prompt_tokens": 2000, "prompt_tokens_details": {"cached_tokens": 1536}}}}, "s1")
+>>> figures.snapshot()["sessions"][0]["reported_hit_ratio"]
+0.768
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from promptkit.errors import RecordFormatError
+from promptkit.formats.http_capture import completion_of
+from promptkit.layout import LayoutEntry, RequestRecord
+from promptkit.providers.usage import normalize_usage
+
+__all__ = ["LiveFigures", "render_page"]
+
+
+class _Session:
+    __slots__ = (
+        "breaks", "errors", "last", "model", "name", "predicted_cached", "predicted_prompt", "predicted_requests",
+        "provider", "reported_cached", "reported_prompt", "reported_requests", "requests",
+    )  # fmt: skip
+
+    def __init__(self, name: str, provider: str, model: str | None, max_breaks: int) -> None:
+        self.name = name
+        self.provider = provider
+        self.model = model
+        self.requests = 0
+        self.errors = 0
+        self.reported_requests = 0
+        self.reported_prompt = 0
+        self.reported_cached = 0
+        self.predicted_requests = 0
+        self.predicted_prompt = 0
+        self.predicted_cached = 0
+        self.breaks: deque[dict[str, Any]] = deque(maxlen=max_breaks)
+        self.last: RequestRecord | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        def ratio(cached: int, prompt: int) -> float | None:
+            return round(cached / prompt, 4) if prompt else None
+
+        return {
+            "session": self.name,
+            "provider": self.provider,
+            "model": self.model,
+            "requests": self.requests,
+            "errors": self.errors,
+            "reported_requests": self.reported_requests,
+            "reported_prompt_tokens": self.reported_prompt,
+            "reported_cached_tokens": self.reported_cached,
+            "reported_hit_ratio": ratio(self.reported_cached, self.reported_prompt),
+            "predicted_requests": self.predicted_requests,
+            "predicted_prompt_tokens": self.predicted_prompt,
+            "predicted_cached_tokens": self.predicted_cached,
+            "predicted_hit_ratio": ratio(self.predicted_cached, self.predicted_prompt),
+            "last_breaks": list(self.breaks),
+        }
+
+
+def _provider(record: Mapping[str, Any], override: str | None) -> str:
+    """The provider whose rules predict this call: ``override``, else the one the provider registry
+    recognises from the recorded URL, API or model name, else ``openai`` (OpenAI-compatible servers)."""
+    if override:
+        return override
+    from promptkit.providers.registry import available_providers, infer_provider
+
+    raw = record.get("http")
+    http: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    named = http.get("provider")
+    if isinstance(named, str) and named in available_providers():
+        return named
+    if http.get("api") == "anthropic-messages":
+        return "anthropic"
+    request = record.get("request")
+    model = request.get("model") if isinstance(request, Mapping) else None
+    url = http.get("url")
+    found = infer_provider(
+        model=model if isinstance(model, str) else None, url=url if isinstance(url, str) else None
+    )
+    return found or "openai"
+
+
+def _layout(value: object) -> tuple[LayoutEntry, ...] | None:
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if not isinstance(item, Mapping) or not isinstance(item.get("slot"), str):
+            return None
+        key = item.get("key")
+        out.append(LayoutEntry(item["slot"], key if isinstance(key, str) else None))
+    return tuple(out)
+
+
+class LiveFigures:
+    """Per-session reported and predicted cache figures, updated as records arrive (thread-safe reads).
+
+    ``provider`` forces the provider whose cache rules predict (default: from the upstream's host, the
+    API, the model name); ``predict=False`` keeps only the reported figures.
+    """
+
+    def __init__(self, *, provider: str | None = None, predict: bool = True, max_breaks: int = 5) -> None:
+        self.provider = provider
+        self.predict = predict
+        self.max_breaks = max_breaks
+        self.prediction_errors = 0
+        self.last_prediction_error: str | None = None
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+        self._pending: set[Future[None]] = set()
+        self._executor: ThreadPoolExecutor | None = None
+
+    def observe(self, record: Mapping[str, Any], session: str) -> None:
+        """Count one written record of ``session`` and schedule its prediction."""
+        request = record.get("request")
+        if not isinstance(request, Mapping):
+            return
+        provider = _provider(record, self.provider)
+        with self._lock:
+            state = self._sessions.get(session)
+            if state is None:
+                model = request.get("model")
+                state = _Session(
+                    session, provider, model if isinstance(model, str) else None, self.max_breaks
+                )
+                self._sessions[session] = state
+            state.requests += 1
+            if record.get("error") is not None:
+                state.errors += 1
+                return
+            response = record.get("response")
+            usage = None
+            if isinstance(response, Mapping) and response.get("usage") is not None:
+                try:
+                    usage = normalize_usage(response["usage"])
+                except RecordFormatError:
+                    usage = None
+            if usage is not None and usage.prompt_tokens is not None:
+                state.reported_requests += 1
+                state.reported_prompt += usage.prompt_tokens
+                state.reported_cached += usage.cached_tokens or 0
+            if not self.predict:
+                return
+            index = state.last.index + 1 if state.last is not None else 0
+            current = RequestRecord(
+                request=request,
+                session=session,
+                index=index,
+                timestamp=record.get("timestamp")
+                if isinstance(record.get("timestamp"), float | int)
+                else None,
+                completion=completion_of(response) if isinstance(response, Mapping) else None,
+                usage=usage,
+                layout=_layout(record.get("layout")),
+            )
+            previous, state.last = state.last, current
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="promptkit-predict")
+            future = self._executor.submit(self._predict, state, previous, current)
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+
+    def _predict(self, state: _Session, previous: RequestRecord | None, current: RequestRecord) -> None:
+        from promptkit.cache import analyze_requests
+
+        records = [current] if previous is None else [previous, current]
+        try:
+            frame = analyze_requests(records, provider=state.provider).requests
+            if frame.height != len(records):
+                raise RuntimeError(f"the analyzer left out {len(records) - frame.height} request(s)")
+        except Exception as exc:  # a prediction must never take the proxy down
+            with self._lock:
+                self.prediction_errors += 1
+                self.last_prediction_error = f"{state.name}#{current.index}: {exc}"
+            return
+        row = frame.row(frame.height - 1, named=True)
+        with self._lock:
+            state.predicted_requests += 1
+            state.predicted_prompt += int(row["prompt_tokens"] or 0)
+            state.predicted_cached += int(row["predicted_cached_tokens"] or 0)
+            if previous is not None:
+                before = int(frame["prompt_tokens"][0] or 0)
+                shared = int(row["prefix_tokens"] or 0)
+                if shared < before and row["divergence_role"] is not None:
+                    state.breaks.append(
+                        {
+                            "index": current.index,
+                            "timestamp": current.timestamp,
+                            "lost_tokens": before - shared,
+                            "message": row["divergence_message"],
+                            "role": row["divergence_role"],
+                            "slot": row["divergence_anchor"],
+                            "key": row["divergence_key"],
+                        }
+                    )
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until every scheduled prediction has run (for tests and shutdown)."""
+        from concurrent.futures import wait
+
+        wait(list(self._pending), timeout=timeout)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The figures as JSON-ready data: ``sessions`` (one dict each, most recent first... in arrival
+        order), ``totals`` and the prediction errors."""
+        with self._lock:
+            sessions = [s.as_dict() for s in self._sessions.values()]
+            errors, last_error = self.prediction_errors, self.last_prediction_error
+        prompt = sum(s["reported_prompt_tokens"] for s in sessions)
+        cached = sum(s["reported_cached_tokens"] for s in sessions)
+        pprompt = sum(s["predicted_prompt_tokens"] for s in sessions)
+        pcached = sum(s["predicted_cached_tokens"] for s in sessions)
+        return {
+            "sessions": sessions,
+            "totals": {
+                "requests": sum(s["requests"] for s in sessions),
+                "errors": sum(s["errors"] for s in sessions),
+                "reported_hit_ratio": round(cached / prompt, 4) if prompt else None,
+                "predicted_hit_ratio": round(pcached / pprompt, 4) if pprompt else None,
+            },
+            "pending_predictions": len(self._pending),
+            "prediction_errors": errors,
+            "last_prediction_error": last_error,
+        }
+
+    def close(self) -> None:
+        """Stop the prediction thread (pending predictions are dropped)."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _pct(value: object) -> str:
+    return "–" if not isinstance(value, float | int) else f"{value:.1%}"
+
+
+def render_page(
+    snapshot: Mapping[str, Any], *, upstream: str, log: str | None, recording: Mapping[str, Any]
+) -> str:
+    """The live page (HTML, refreshes itself every 2 s, no script, no forms) for a :meth:`LiveFigures.snapshot`.
+
+    >>> page = render_page(LiveFigures(predict=False).snapshot(), upstream="https://api.openai.com",
+    ...                    log="calls.jsonl", recording={"written": 0, "failures": 0, "last_error": None})
+    >>> "<title>promptkit proxy</title>" in page
+    True
+    """
+    e = html.escape
+    rows = []
+    for s in snapshot["sessions"]:
+        breaks = "<br>".join(
+            e(
+                f"#{b['index']}: message {b['message']} ({b['role']}"
+                + (f", {b['slot']}" if b.get("slot") else "")
+                + (f" {b['key']}" if b.get("key") else "")
+                + f"), {b['lost_tokens']} tokens lost"
+            )
+            for b in reversed(s["last_breaks"])
+        )
+        rows.append(
+            "<tr>"
+            + "".join(
+                f"<td>{e(str(v))}</td>"
+                for v in (
+                    s["session"],
+                    s["provider"],
+                    s["model"] or "",
+                    s["requests"],
+                    s["errors"],
+                    _pct(s["reported_hit_ratio"]),
+                    _pct(s["predicted_hit_ratio"]),
+                )
+            )
+            + f"<td>{breaks or '–'}</td></tr>"
+        )
+    totals = snapshot["totals"]
+    failure = ""
+    if recording.get("failures"):
+        failure = (
+            f'<p class="fail">RECORDING FAILED {e(str(recording["failures"]))} time(s): '
+            f"{e(str(recording.get('last_error')))}</p>"
+        )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='2'>"
+        "<title>promptkit proxy</title><style>body{font-family:sans-serif;margin:1.5em}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
+        ".fail{color:#b00;font-weight:bold}</style></head><body>"
+        f"<h1>promptkit proxy</h1><p>upstream {e(upstream)} · log {e(log or 'off')} · "
+        f"{e(str(recording.get('written', 0)))} records written · {totals['requests']} requests, "
+        f"{totals['errors']} errors · hit ratio reported {_pct(totals['reported_hit_ratio'])}, "
+        f"predicted {_pct(totals['predicted_hit_ratio'])}</p>{failure}"
+        "<table><tr><th>session</th><th>provider</th><th>model</th><th>requests</th><th>errors</th>"
+        "<th>reported hit ratio</th><th>predicted hit ratio</th><th>last breaks (cause)</th></tr>"
+        + "".join(rows)
+        + "</table><p><a href='stats.json'>stats.json</a></p></body></html>"
+    )

@@ -1,0 +1,440 @@
+"""The recording proxy: forward every request unchanged, stream every answer back as it arrives, and
+record each LLM call whole in promptkit's log format.
+
+Built on aiohttp (server and client). Per request:
+
+1. The body is read; the session is decided (:mod:`promptkit.proxy.sessions`).
+2. The request goes upstream as it came (method, path and query, headers but the hop-by-hop ones, the
+   body's bytes; aiohttp adds none of its default headers the client did not send).
+3. The status, headers and body bytes come back to the client unchanged, chunk by chunk as they arrive
+   (still compressed when the upstream compressed them). A connection the upstream drops mid-body is
+   dropped towards the client too; a timeout or refused connection before any answer becomes a
+   ``504`` / ``502`` with a JSON ``error`` body.
+4. Calls to the Messages, Chat Completions and Responses APIs are recorded
+   (:func:`~promptkit.formats.http_capture.exchange_record`): request and reassembled response, session,
+   timestamp, ``duration`` and ``first_byte`` seconds, safe request headers (never credentials), and an
+   ``error`` for failed calls. A record is written whole or not at all; a failing log never stops
+   forwarding (:class:`~promptkit.capture.RecordLog`).
+5. The live figures (:mod:`promptkit.proxy.live`) are updated; ``GET /_promptkit/`` shows them,
+   ``GET /_promptkit/stats.json`` returns them. Both are read-only.
+
+Example::
+
+    >>> config = ProxyConfig(upstream="https://api.anthropic.com", log=None)
+    >>> config.listen_url
+    'http://127.0.0.1:8787'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import attrs
+from aiohttp import (
+    ClientConnectionError,
+    ClientError,
+    ClientPayloadError,
+    ClientSession,
+    ClientTimeout,
+    TCPConnector,
+    web,
+)
+
+from promptkit.capture import RecordLog
+from promptkit.errors import ProxyConfigError
+from promptkit.formats.http_capture import (
+    SENSITIVE_HEADERS,
+    HttpCaptureError,
+    api_from_url,
+    decode_body,
+    exchange_record,
+    responses_request_to_chat,
+    session_hint,
+)
+from promptkit.proxy.live import LiveFigures, render_page
+from promptkit.proxy.sessions import SessionTracker
+
+__all__ = [
+    "LIVE_PATH",
+    "ProxyConfig",
+    "ProxyConfigError",
+    "ProxyState",
+    "RunningProxy",
+    "build_app",
+    "run_proxy",
+    "serve",
+]
+
+#: Where the live page and the JSON endpoint are served (never forwarded upstream).
+LIVE_PATH: Final[str] = "/_promptkit"
+
+_log = logging.getLogger("promptkit.proxy")
+
+#: Hop-by-hop headers (RFC 9110 section 7.6.1) and the ones aiohttp sets itself: not forwarded.
+_HOP: Final[frozenset[str]] = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
+     "content-length"}
+)  # fmt: skip
+#: Headers aiohttp's client adds unless told not to.
+_AUTO: Final[tuple[str, ...]] = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+#: Substrings of header names that are never recorded.
+_SECRET_WORDS: Final[tuple[str, ...]] = ("auth", "key", "token", "secret", "cookie", "session-id", "password")
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_upstream(_self: Any, _attr: Any, value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ProxyConfigError(f"upstream: expected an http:// or https:// URL, got {value!r}")
+
+
+def _optional_path(value: str | Path | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+@attrs.frozen(slots=True)
+class ProxyConfig:
+    """How the proxy runs.
+
+    ``upstream`` is the API's base URL (scheme, host and an optional path prefix the request path is
+    appended to, e.g. ``https://api.anthropic.com``); ``host``/``port`` where it listens (port 0: any free
+    port); ``log`` the JSONL file records are appended to (None: record nothing); ``redact`` regular
+    expressions whose matches in recorded bodies become ``[REDACTED]`` (API-key shapes always are);
+    ``allow_remote`` must be True to listen on a non-loopback address; ``connect_timeout`` and
+    ``read_timeout`` (seconds without a byte from the upstream) bound each call; ``predict`` runs the
+    analyzer for the live figures with the cache rules of ``provider`` (default: inferred).
+    """
+
+    upstream: str = attrs.field(validator=_check_upstream)
+    host: str = "127.0.0.1"
+    port: int = 8787
+    log: Path | None = attrs.field(default=Path("promptkit-proxy.jsonl"), converter=_optional_path)
+    redact: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    allow_remote: bool = False
+    connect_timeout: float = 30.0
+    read_timeout: float = 600.0
+    predict: bool = True
+    provider: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if not self.allow_remote and not _is_loopback(self.host):
+            raise ProxyConfigError(
+                f"listen: {self.host!r} is not a loopback address; the proxy sees your API keys and prompts, "
+                "so listening beyond this machine needs allow_remote=True (--allow-remote)"
+            )
+        if not 0 <= self.port <= 65535:
+            raise ProxyConfigError(f"listen: port {self.port} is out of range")
+
+    @property
+    def listen_url(self) -> str:
+        """``http://host:port`` the proxy listens on."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+class ProxyState:
+    """What a running proxy holds: its config, log, session tracker, live figures and counters."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        try:
+            self.log = (
+                RecordLog(config.log, redact_patterns=config.redact) if config.log is not None else None
+            )
+        except Exception as exc:  # a bad pattern
+            raise ProxyConfigError(str(exc)) from None
+        self.sessions = SessionTracker()
+        self.figures = LiveFigures(provider=config.provider, predict=config.predict)
+        self.forwarded = 0
+        self.unrecorded = 0
+        self.client: ClientSession | None = None
+
+    def recording(self) -> dict[str, Any]:
+        log = self.log
+        return {
+            "log": str(log.path) if log is not None else None,
+            "written": log.written if log is not None else 0,
+            "failures": log.failures if log is not None else 0,
+            "last_error": log.last_error if log is not None else None,
+            "unrecorded": self.unrecorded,
+            "forwarded": self.forwarded,
+        }
+
+
+def _safe_headers(headers: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        low = name.lower()
+        if low in SENSITIVE_HEADERS or low in _HOP or any(w in low for w in _SECRET_WORDS):
+            continue
+        out[low] = value
+    return out
+
+
+def _error_response(status: int, kind: str, message: str) -> web.Response:
+    body = {"error": {"type": kind, "message": message, "source": "promptkit-proxy"}}
+    return web.json_response(body, status=status)
+
+
+def _record(
+    state: ProxyState,
+    *,
+    url: str,
+    method: str,
+    body: bytes,
+    headers: Any,
+    session: str | None,
+    status: int | None,
+    response_headers: Any,
+    response_body: bytes | None,
+    started: float,
+    duration: float,
+    first_byte: float | None,
+    error: dict[str, Any] | None,
+) -> None:
+    if state.log is None and not state.config.predict:
+        return
+    response: bytes | None = None
+    failure = error
+    if response_body is not None:
+        try:
+            response = decode_body(response_body, response_headers.get("Content-Encoding"))
+        except HttpCaptureError as exc:
+            failure = failure or {"kind": "undecodable", "message": str(exc)}
+    try:
+        record = exchange_record(
+            url=url, method=method, request_body=body, status=status, response_body=response,
+            content_type=response_headers.get("Content-Type") if response_headers is not None else None,
+            started=started, duration=duration, session=session, error=failure,
+        )  # fmt: skip
+    except HttpCaptureError as exc:
+        state.unrecorded += 1
+        _log.warning("promptkit proxy: %s %s not recorded: %s", method, url, exc)
+        return
+    if first_byte is not None:
+        record["first_byte"] = round(first_byte, 6)
+    record["http"]["headers"] = _safe_headers(headers)
+    if state.log is not None:
+        state.log.append(record)
+    state.figures.observe(record, record.get("session") or "unknown")
+
+
+async def _forward(request: web.Request) -> web.StreamResponse:
+    state: ProxyState = request.app[_STATE]
+    config = state.config
+    assert state.client is not None
+    started, t0 = time.time(), time.perf_counter()
+    body = await request.read()
+    url = config.upstream.rstrip("/") + request.raw_path
+    api = api_from_url(request.path) if request.method == "POST" else None
+    session: str | None = None
+    if api is not None:
+        try:
+            parsed = json.loads(body)
+            chat = responses_request_to_chat(parsed) if api == "openai-responses" else parsed
+            session = state.sessions.assign(chat, session_hint(request.headers, parsed))
+        except (ValueError, HttpCaptureError, AttributeError, TypeError):
+            session = None  # not JSON: forwarded all the same, and reported when recorded
+    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
+    skip = [h for h in _AUTO if h not in request.headers]
+    state.forwarded += 1
+
+    def record(**kw: Any) -> None:
+        if api is not None:
+            _record(state, url=url, method=request.method, body=body, headers=request.headers, session=session,
+                    started=started, duration=time.perf_counter() - t0, **kw)  # fmt: skip
+
+    try:
+        upstream = await state.client.request(
+            request.method, url, headers=headers, data=body or None, skip_auto_headers=skip,
+            allow_redirects=False, compress=None,
+        )  # fmt: skip
+    except TimeoutError as exc:
+        message = f"upstream {config.upstream} did not answer within the timeout ({exc.__class__.__name__})"
+        record(status=None, response_headers=None, response_body=None, first_byte=None,
+               error={"kind": "timeout", "message": message})  # fmt: skip
+        return _error_response(504, "proxy_upstream_timeout", message)
+    except ClientError as exc:
+        message = f"cannot reach upstream {config.upstream}: {exc}"
+        record(status=None, response_headers=None, response_body=None, first_byte=None,
+               error={"kind": "connection", "message": message})  # fmt: skip
+        return _error_response(502, "proxy_upstream_unreachable", message)
+    first_byte = time.perf_counter() - t0
+    response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+    for name, value in upstream.headers.items():
+        if name.lower() not in _HOP:
+            response.headers.add(name, value)
+    chunked = "chunked" in upstream.headers.get("Transfer-Encoding", "").lower()
+    if upstream.content_length is not None and not chunked:
+        response.content_length = upstream.content_length
+    chunks: list[bytes] = []
+    dropped: str | None = None
+    client_gone = False
+    try:
+        await response.prepare(request)
+        async for chunk in upstream.content.iter_any():
+            if api is not None:
+                chunks.append(chunk)
+            try:
+                await response.write(chunk)
+            except (ConnectionError, ClientConnectionError):
+                client_gone = True
+                break
+    except (ClientPayloadError, ClientConnectionError, TimeoutError) as exc:
+        dropped = f"the upstream connection broke mid-response: {exc.__class__.__name__}: {exc}"
+    finally:
+        upstream.release() if dropped is None and not client_gone else upstream.close()
+    error: dict[str, Any] | None = None
+    if dropped is not None:
+        error = {"kind": "stream-dropped", "message": dropped}
+    elif client_gone:
+        error = {"kind": "client-disconnected", "message": "the client closed the connection mid-response"}
+    record(status=upstream.status, response_headers=upstream.headers, response_body=b"".join(chunks),
+           first_byte=first_byte, error=error)  # fmt: skip
+    if dropped is not None or client_gone:
+        # pass the drop on: the client must see a broken response, as it came from the upstream
+        if request.transport is not None:
+            request.transport.close()
+        return response
+    await response.write_eof()
+    return response
+
+
+async def _live_page(request: web.Request) -> web.Response:
+    state: ProxyState = request.app[_STATE]
+    recording = state.recording()
+    page = render_page(
+        state.figures.snapshot(), upstream=state.config.upstream, log=recording["log"], recording=recording
+    )
+    return web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
+
+
+async def _live_json(request: web.Request) -> web.Response:
+    state: ProxyState = request.app[_STATE]
+    data = {"upstream": state.config.upstream, "recording": state.recording(), **state.figures.snapshot()}
+    return web.json_response(data, headers={"Cache-Control": "no-store"})
+
+
+async def _live_redirect(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound(LIVE_PATH + "/")
+
+
+async def _read_only(request: web.Request) -> web.Response:
+    return web.Response(
+        status=405, text="the promptkit live page is read-only\n", headers={"Allow": "GET, HEAD"}
+    )
+
+
+_STATE: Final = web.AppKey("promptkit_proxy_state", ProxyState)
+
+
+def build_app(config: ProxyConfig) -> web.Application:
+    """The aiohttp application of a proxy with ``config`` (use :func:`serve` to run it).
+
+    >>> app = build_app(ProxyConfig(upstream="http://127.0.0.1:9", log=None))
+    >>> sorted({r.method for r in app.router.routes()})
+    ['*', 'GET', 'HEAD']
+    """
+    state = ProxyState(config)
+    app = web.Application(client_max_size=512 * 1024 * 1024)
+    app[_STATE] = state
+
+    async def start_client(app: web.Application) -> None:
+        timeout = ClientTimeout(total=None, connect=config.connect_timeout, sock_read=config.read_timeout)
+        state.client = ClientSession(
+            timeout=timeout, auto_decompress=False, connector=TCPConnector(limit=0), trust_env=False,
+            skip_auto_headers=(),
+        )  # fmt: skip
+
+    async def stop_client(app: web.Application) -> None:
+        if state.client is not None:
+            await state.client.close()
+        state.figures.close()
+        if state.log is not None:
+            state.log.close()
+
+    app.on_startup.append(start_client)
+    app.on_cleanup.append(stop_client)
+    app.router.add_get(LIVE_PATH, _live_redirect)
+    app.router.add_get(LIVE_PATH + "/", _live_page)
+    app.router.add_get(LIVE_PATH + "/stats.json", _live_json)
+    app.router.add_route("*", LIVE_PATH + "/{tail:.*}", _read_only)
+    app.router.add_route("*", "/{tail:.*}", _forward)
+    return app
+
+
+@attrs.frozen(slots=True)
+class RunningProxy:
+    """A proxy started by :func:`serve`: the ``url`` it listens on and its ``state``."""
+
+    url: str
+    state: ProxyState
+
+
+@contextlib.asynccontextmanager
+async def serve(config: ProxyConfig) -> AsyncIterator[RunningProxy]:
+    """Run a proxy in the current event loop while the ``async with`` block runs (port 0 picks a free one).
+
+    Example (inside a coroutine)::
+
+        >>> async with serve(ProxyConfig(upstream="https://api.openai.com", port=0)) as proxy:  # doctest: +SKIP
+        ...     print(proxy.url)
+        http://127.0.0.1:41537
+    """
+    app = build_app(config)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.host, config.port)
+        await site.start()
+        host, port = runner.addresses[0][:2]
+        host = f"[{host}]" if ":" in host else host
+        yield RunningProxy(f"http://{host}:{port}", app[_STATE])
+    finally:
+        await runner.cleanup()
+
+
+def run_proxy(config: ProxyConfig, *, out: Callable[[str], None] | None = None) -> None:
+    """Run the proxy until interrupted (Ctrl-C or SIGTERM); print where it listens.
+
+    Example::
+
+        >>> run_proxy(ProxyConfig(upstream="https://api.anthropic.com"))    # doctest: +SKIP
+        promptkit proxy on http://127.0.0.1:8787 -> https://api.anthropic.com
+    """
+    say = out or (lambda text: print(text, file=sys.stderr, flush=True))
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        async with serve(config) as proxy:
+            say(f"promptkit proxy on {proxy.url} -> {config.upstream}")
+            say(f"  log: {config.log or 'off (nothing recorded)'}")
+            say(f"  live figures: {proxy.url}{LIVE_PATH}/  (JSON: {proxy.url}{LIVE_PATH}/stats.json)")
+            await stop.wait()
+            say("promptkit proxy: stopping")
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
