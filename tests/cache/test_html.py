@@ -77,7 +77,9 @@ def _big_frame(requests: int = 10_000, sessions: int = 200) -> pl.DataFrame:
     long = requests // 2
     rows = []
     for k in range(requests):
-        session, index = ("long", k) if k < long else (f"s{(k - long) % sessions:03d}", (k - long) // sessions)
+        session, index = (
+            ("long", k) if k < long else (f"s{(k - long) % sessions:03d}", (k - long) // sessions)
+        )
         prompt = 2000 + 10 * index
         cached = 0 if index == 0 else (prompt - 300 if k % 7 else 64)
         diverged = index > 0 and k % 7 == 0
@@ -260,7 +262,9 @@ def test_chromium_renders_the_report(result: Any, tmp_path: Path) -> None:
     assert not any(tag == "img" for tag, _ in dom.tags)
     assert any(tag == "path" and a.get("class") == "pred" for tag, a in dom.tags)  # timeline drawn
     assert dom.text["hit-predicted"] == f"{result.hit_ratio:.2%}"
-    reported = result.requests["reported_cached_tokens"].sum() / result.requests["reported_prompt_tokens"].sum()
+    reported = (
+        result.requests["reported_cached_tokens"].sum() / result.requests["reported_prompt_tokens"].sum()
+    )
     assert dom.text["hit-reported"] == f"{reported:.2%}"
     assert dom.text["n-requests"] == f"{result.requests.height:,}"
     assert dom.text["n-problems"] == str(result.problems.height) != "0"
