@@ -19,8 +19,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from promptkit.cache import analyze
-from promptkit.cache.engine import REQUEST_COLUMNS, _schemas
+from promptkit.cache import analyze, analyze_requests
 from promptkit.cache.html import PAGE_ROWS, TIMELINE_POINTS, lost_by_cause, render_html, write_html
 from promptkit.cache.report import hit_ratio_summary
 
@@ -73,7 +72,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 def _big_frame(requests: int = 10_000, sessions: int = 200) -> pl.DataFrame:
     """A requests frame shaped like the engine's: one long session and many short ones."""
-    schema, _, _ = _schemas()
+    schema = analyze_requests([], provider="exact").requests.schema  # the engine's columns and types
     long = requests // 2
     rows = []
     for k in range(requests):
