@@ -147,7 +147,7 @@ def test_code_blocks_are_found_with_their_page_lines() -> None:
     assert [(b.language, b.line, b.skipped) for b in blocks] == [
         ("pycon", 4, False),
         ("python", 10, True),
-        ("python", 15, False),
+        ("python", 16, False),
     ]
     assert blocks[2].code == "x = 1\n"
 
@@ -184,3 +184,29 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     assert "analyze_requests" in api  # mkdocstrings rendered the docstrings
     assert (site / "notebooks" / "02-measure-cache-hit-rate" / "index.html").is_file()  # notebooks rendered
+
+
+def test_every_column_of_the_frames_is_documented() -> None:
+    from promptkit.cache.engine import COMPOSITION_COLUMNS, PROBLEM_COLUMNS, REQUEST_COLUMNS
+
+    page = (DOCS / "reference" / "columns.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_<>]+)` \|", page, flags=re.M))
+    missing = [c for c in (*REQUEST_COLUMNS, *COMPOSITION_COLUMNS, *PROBLEM_COLUMNS) if c not in documented]
+    assert not missing, f"docs/reference/columns.md does not document: {', '.join(missing)}"
+
+
+def test_the_cli_reference_is_generated_from_the_parser() -> None:
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import cli_help
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    from promptkit.cli import build_parser
+
+    text = cli_help.on_page_markdown("# CLI\n\n" + cli_help.MARKER + "\n")
+    assert cli_help.MARKER not in text
+    analyze = next(a for a in build_parser()._actions if a.dest == "command").choices["analyze"]  # type: ignore[attr-defined]
+    for action in analyze._actions:
+        for option in action.option_strings:
+            assert option in text, f"{option} missing from the generated CLI reference"
+    assert "### promptkit analyze" in text
