@@ -389,7 +389,7 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             from promptkit.cache.html import write_html
 
             target = args.html if args.html is not None else out / "report.html"
-            written.append(write_html(result, target, tables=tables, sources=[str(p) for p in paths]))
+            written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
         if not args.no_plots:
             written += _save_plots(result, out, info)
     except OSError as exc:
@@ -406,6 +406,11 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     else:
         _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")
     return EXIT_OK
+
+
+def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
+    """The analyzed paths as the report names them (the bundled log by its package path)."""
+    return [str(p) for p in paths] if args.paths else [f"the bundled log promptkit/{DEFAULT_LOG}"]
 
 
 class _Info:

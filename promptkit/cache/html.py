@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
 
 __all__ = [
+    "CONTEXT_COLUMN",
     "MAX_BREAKS",
     "PAGE_ROWS",
     "TIMELINE_POINTS",
@@ -61,6 +62,8 @@ __all__ = [
     "write_html",
 ]
 
+#: Optional requests column with the text just before the divergence (shown in front of both sides).
+CONTEXT_COLUMN: Final[str] = "divergence_context_text"
 #: Rows per page of the paged tables (sessions, predicted vs reported).
 PAGE_ROWS: Final[int] = 25
 #: Points drawn per session in the timeline; longer sessions are bucketed (bucket means).
@@ -258,6 +261,11 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
         "index",
         pl.col("divergence_cached_text").cast(pl.String).alias("_cached"),
         pl.col("divergence_prompt_text").cast(pl.String).alias("_prompt"),
+        (
+            pl.col(CONTEXT_COLUMN).cast(pl.String)
+            if CONTEXT_COLUMN in frame.columns
+            else pl.lit(None, dtype=pl.String)
+        ).alias("_context"),
     )
     joined = breaks.join(raw, on=["session", "index"], how="left", maintain_order="left")
     name = getattr(result, "tokenizer", None)
@@ -268,6 +276,7 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
         rows.append(
             {
                 **{k: row[k] for k in ("session", "index", "tokens_lost", "slot", "key")},
+                "context": row["_context"] or "",
                 "cached": _pieces(cached, name if isinstance(name, str) else None, common),
                 "prompt": _pieces(prompt, name if isinstance(name, str) else None, common),
             }

@@ -294,3 +294,16 @@ def test_chromium_pages_a_ten_thousand_request_report(tmp_path: Path) -> None:
     causes = [r["cells"][0] for r in dom.rows["lost-by-cause"][1:]]
     assert sorted(causes) == ["cold_start", "prefix_edit"]
     assert dom.text["n-requests"] == "10,000"
+
+
+def test_breaks_show_the_text_before_the_divergence_when_the_frame_has_it() -> None:
+    frame = _big_frame(700, 10)
+    assert 'class="ctx"' not in render_html(frame)
+    with_context = frame.with_columns(
+        pl.when(pl.col("divergence_token").is_not_null())
+        .then(pl.lit("Account: <b>"))
+        .otherwise(None)
+        .alias("divergence_context_text")
+    )
+    page = render_html(with_context)
+    assert '<span class="ctx">…Account: &lt;b&gt;</span>' in page
