@@ -1,4 +1,4 @@
-"""The one mandatory exit: :func:`to_llm_role` and :func:`prepare_llm_messages` (pipeline seed §3, §10).
+"""The one mandatory exit: :func:`to_llm_role` and :func:`prepare_llm_messages` (pipeline contract §3, §10).
 
 Every provider calls :func:`prepare_llm_messages` before it serializes a request body. It translates
 custom roles to the four well-known ones and writes a readable prefix into the content:
@@ -24,6 +24,7 @@ __all__ = [
     "TOOL_IMAGES_NOTE",
     "prepare_llm_messages",
     "to_llm_role",
+    "tool_images_note",
 ]
 
 #: Custom roles with a documented translation; any other unknown role falls back to ``system``.
@@ -35,8 +36,21 @@ KIND_PREFIX: Final[dict[str, str]] = {
 }
 #: Role-level prefixes (used when the kind has none).
 CUSTOM_ROLE_PREFIX: Final[dict[str, str]] = {"notice": "[系统通知]"}
-#: Content of the user message that carries a tool result's images; ``{id}`` is the tool call id.
-TOOL_IMAGES_NOTE: Final[str] = "[工具结果图片] 以下图片来自工具调用 {id} 的结果"
+#: Content of the user message that carries the images of a run of tool results; ``{ids}`` is the source
+#: tool call ids joined by ``、`` (:func:`tool_images_note`).
+TOOL_IMAGES_NOTE: Final[str] = "[以下图片是工具调用 {ids} 的返回内容]"
+#: Joins the call ids in :data:`TOOL_IMAGES_NOTE`.
+TOOL_IMAGES_ID_SEPARATOR: Final[str] = "、"
+
+
+def tool_images_note(call_ids: Sequence[str | None]) -> str:
+    """The content of the user message carrying tool-result images: it names every source call id, in
+    order; a tool result without ``tool_call_id`` is named ``?``.
+
+    >>> tool_images_note(["call_1", "call_2"])
+    '[以下图片是工具调用 call_1、call_2 的返回内容]'
+    """
+    return TOOL_IMAGES_NOTE.format(ids=TOOL_IMAGES_ID_SEPARATOR.join(i or "?" for i in call_ids))
 
 
 def to_llm_role(role: str) -> str:
@@ -57,7 +71,9 @@ def _prefix_for(message: Message) -> str | None:
 
 
 def _has_prefix(content: str, prefix: str) -> bool:
-    return content == prefix or content.startswith(prefix + " ")
+    # The reference's idempotence guard: content that already starts with the prefix gets no second one,
+    # whatever follows it ("[系统通知]abc" included).
+    return content.startswith(prefix)
 
 
 def well_formed(text: str) -> str:
@@ -113,28 +129,47 @@ def prepare_llm_messages(messages: Sequence[Message]) -> list[Message]:
 
     - role normalization: well-known roles unchanged, ``notice`` -> ``system``, any other -> ``system``;
     - readable prefix, kind first (``[跨会话委派]``, ``[宿主通知]``), then role (``[系统通知]``),
-      joined to non-empty string content by one space, never stacked (idempotent);
+      joined to non-empty string content by one space; content that already starts with the prefix
+      (``[系统通知]abc`` as well as ``[系统通知] abc``) gets none, so the function is idempotent;
     - lone surrogates in string content (and in name, tool_call_id, reasoning_content and tool call
       fields) become U+FFFD so the request serializes as UTF-8 JSON;
-    - a tool message carrying images keeps its text, and the images move to a user message that says
-      which tool call they came from, placed after the run of tool results (so the tool results stay
-      adjacent to their assistant call, as the protocol requires).
+    - tool results carrying images: each tool message keeps its text, and the images of a whole run of
+      consecutive tool results move to **one** user message placed after that run, whose content names
+      every source call id (:func:`tool_images_note`). The tool results stay adjacent to their assistant
+      call, as the protocol requires for parallel calls.
 
     Returns a new list; never mutates its input; a message that needs no change is the same object.
     It does not drop :data:`promptkit.CONTROL_KINDS`: that is the history builder's job
     (:func:`promptkit.drop_control_kinds`).
+
+    >>> from promptkit import ToolCall
+    >>> out = prepare_llm_messages([
+    ...     Message(role="assistant", tool_calls=[ToolCall("a", "shot"), ToolCall("b", "shot")]),
+    ...     Message(role="tool", tool_call_id="a", content="ok", images=["data:image/png;base64,AA"]),
+    ...     Message(role="tool", tool_call_id="b", content="ok", images=["data:image/png;base64,BB"])])
+    >>> [(m.role, m.content) for m in out]
+    [('assistant', None), ('tool', 'ok'), ('tool', 'ok'), ('user', '[以下图片是工具调用 a、b 的返回内容]')]
+    >>> out[3].images
+    ('data:image/png;base64,AA', 'data:image/png;base64,BB')
     """
     out: list[Message] = []
-    pending_images: list[Message] = []
+    pending_images: list[str] = []
+    pending_ids: list[str | None] = []
+
+    def flush() -> None:
+        if pending_images:
+            out.append(Message(role="user", content=tool_images_note(pending_ids), images=tuple(pending_images)))
+            pending_images.clear()
+            pending_ids.clear()
+
     for message in messages:
-        if pending_images and to_llm_role(message.role) != "tool":
-            out.extend(pending_images)
-            pending_images = []
+        if to_llm_role(message.role) != "tool":
+            flush()
         prepared = _prepare_one(message)
         if prepared.role == "tool" and prepared.images:
-            note = TOOL_IMAGES_NOTE.format(id=prepared.tool_call_id or "?")
-            pending_images.append(Message(role="user", content=note, images=prepared.images))
+            pending_images.extend(prepared.images)
+            pending_ids.append(prepared.tool_call_id)
             prepared = attrs.evolve(prepared, images=None)
         out.append(prepared)
-    out.extend(pending_images)
+    flush()
     return out

@@ -17,6 +17,7 @@ import os
 __all__ = [
     "AttachmentRefError",
     "CaptureError",
+    "ChatModelRequestError",
     "ContentNotSentWarning",
     "ContributorOutputError",
     "HttpCaptureError",
@@ -35,6 +36,7 @@ __all__ = [
     "RenderError",
     "ReportInputError",
     "RequestBuildError",
+    "StreamError",
     "TokenizerNotAvailableError",
     "ToolArgumentsError",
     "ToolDefinitionError",
@@ -71,6 +73,14 @@ class AttachmentRefError(PromptkitError, ValueError):
 
 class PlatformMessageError(PromptkitError, ValueError):
     """A platform message value that breaks the message contract; the message names class and field."""
+
+
+class ChatModelRequestError(PromptkitError, ValueError):
+    """A :class:`~promptkit.schema.request.ChatModelRequest` field that breaks the contract; names the field."""
+
+
+class StreamError(PromptkitError, ValueError):
+    """A stream chunk or piece that breaks the contract, or a chunk after ``done``; names the field."""
 
 
 # --- assembly and the layout -------------------------------------------------------------------------

@@ -42,6 +42,7 @@ __all__ = [
     "FRAME_SLOTS",
     "HEAD_SLOTS",
     "SLOTS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "Anchor",
     "FrameSlot",
@@ -99,6 +100,11 @@ VOLATILE_INJECTOR: Final[str] = "persona-volatile"
 #: ``metadata["injector"]`` of the focus guidance block (it sits between the volatile block and the
 #: turn-hint blocks and keeps its adjacency to the current message).
 FOCUS_INJECTOR: Final[str] = "focus-guidance"
+
+#: ``metadata["injector"]`` (and layout key, slot ``context``) of the compaction summary that
+#: :func:`promptkit.assembly.trim.trim_to_budget` puts at the end of the stable head in place of the
+#: history chunks it dropped.
+SUMMARY_INJECTOR: Final[str] = "history-summary"
 
 
 class FrameSlot(enum.StrEnum):

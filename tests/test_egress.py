@@ -16,6 +16,7 @@ from promptkit.egress import (
     TOOL_IMAGES_NOTE,
     prepare_llm_messages,
     to_llm_role,
+    tool_images_note,
     well_formed,
 )
 from promptkit.schema.message import (
@@ -108,6 +109,18 @@ def test_prefix_is_never_stacked() -> None:
     assert prep_one(already) is already
 
 
+@pytest.mark.parametrize(
+    ("role", "kind", "content"),
+    [("notice", None, "[系统通知]abc"), ("system", DELEGATION, "[跨会话委派]去查"), ("user", HOST_NOTICE, "[宿主通知]")],
+)
+def test_content_that_already_starts_with_the_prefix_gets_no_second_one(
+    role: str, kind: str | None, content: str
+) -> None:
+    # The reference's guard is startsWith(prefix): no space needed after it.
+    out = prep_one(Message(role=role, kind=kind, content=content))
+    assert out.content == content
+
+
 # --- list and object identity -------------------------------------------------------------------------
 
 
@@ -179,24 +192,43 @@ def test_tool_images_move_to_a_user_message_naming_the_tool_call() -> None:
     assert [m.role for m in out] == ["assistant", "tool", "user"]
     assert out[1].content == "截图完成" and out[1].images is None and out[1].tool_call_id == "c1"
     assert out[2].images == ("data:image/png;base64,AA",)
-    assert out[2].content == TOOL_IMAGES_NOTE.format(id="c1")
-    assert "c1" in out[2].content
+    assert out[2].content == "[以下图片是工具调用 c1 的返回内容]"
+    assert out[2].content == tool_images_note(["c1"]) == TOOL_IMAGES_NOTE.format(ids="c1")
     assert tool.images == ("data:image/png;base64,AA",)  # input untouched
 
 
-def test_tool_images_keep_the_tool_results_adjacent_to_their_call() -> None:
+def test_parallel_tool_results_share_one_image_message_naming_every_source_call() -> None:
     t1 = Message(role="tool", tool_call_id="a", content="1", images=["i1"])
     t2 = Message(role="tool", tool_call_id="b", content="2")
     t3 = Message(role="tool", tool_call_id="c", content="3", images=["i3", "i4"])
     after = Message(role="assistant", content="done")
     out = prepare_llm_messages([_call("a", "b", "c"), t1, t2, t3, after])
-    assert [m.role for m in out] == ["assistant", "tool", "tool", "tool", "user", "user", "assistant"]
+    assert [m.role for m in out] == ["assistant", "tool", "tool", "tool", "user", "assistant"]
     assert [m.tool_call_id for m in out[1:4]] == ["a", "b", "c"]
+    assert all(m.images is None for m in out[1:4])
     assert out[2] is t2
-    assert [m.images for m in out[4:6]] == [("i1",), ("i3", "i4")]
-    assert out[4].content is not None and "a" in out[4].content
-    assert out[5].content is not None and "c" in out[5].content
-    assert out[6] is after
+    assert out[4].images == ("i1", "i3", "i4")
+    assert out[4].content == "[以下图片是工具调用 a、c 的返回内容]"
+    assert out[5] is after
+
+
+def test_each_run_of_tool_results_gets_its_own_image_message() -> None:
+    out = prepare_llm_messages([
+        _call("a"), Message(role="tool", tool_call_id="a", images=["x"]),
+        Message(role="user", content="再看"),
+        _call("b"), Message(role="tool", tool_call_id="b", images=["y"]),
+    ])  # fmt: skip
+    carriers = [m for m in out if m.role == "user" and m.images]
+    assert [(m.content, m.images) for m in carriers] == [
+        (tool_images_note(["a"]), ("x",)),
+        (tool_images_note(["b"]), ("y",)),
+    ]
+    assert [m.role for m in out] == ["assistant", "tool", "user", "user", "assistant", "tool", "user"]
+
+
+def test_a_tool_result_without_call_id_is_named_by_a_question_mark() -> None:
+    out = prepare_llm_messages([Message(role="tool", images=["x"])])
+    assert out[1].content == "[以下图片是工具调用 ? 的返回内容]"
 
 
 def test_tool_images_at_the_end_of_the_list_are_appended() -> None:
@@ -282,12 +314,25 @@ def test_input_untouched_and_unchanged_messages_are_the_same_object(msgs: list[M
 @given(message_lists)
 def test_nothing_is_dropped_and_prefixed_content_ends_with_the_original(msgs: list[Message]) -> None:
     out = prepare_llm_messages(msgs)
-    notes = {TOOL_IMAGES_NOTE.format(id=i) for i in ("c1", "c2", "?")}
-    moved = [m for m in msgs if to_llm_role(m.role) == "tool" and m.images]
-    generated = [o for o in out if o.role == "user" and o.content in notes]
-    assert len(generated) == len(moved)
-    assert [g.images for g in generated] == [m.images for m in moved]
-    originals = [o for o in out if not (o.role == "user" and o.content in notes)]
+    generated = [o for o in out if o.role == "user" and o.content is not None and o.content.startswith("[以下图片是工具调用 ")]
+    # one carrier per run of consecutive tool results that has images, holding all of them in order
+    runs: list[list[Message]] = []
+    in_run = False
+    for m in msgs:
+        if to_llm_role(m.role) == "tool":
+            if not in_run:
+                runs.append([])
+            runs[-1].append(m)
+            in_run = True
+        else:
+            in_run = False
+    expected = [
+        (tool_images_note([m.tool_call_id for m in run if m.images]), tuple(i for m in run for i in m.images or ()))
+        for run in runs
+        if any(m.images for m in run)
+    ]
+    assert [(g.content, g.images) for g in generated] == expected
+    originals = [o for o in out if not any(o is g for g in generated)]
     assert len(originals) == len(msgs)
     for m, o in zip(msgs, originals, strict=True):
         assert (o.kind, o.tool_call_id, o.role) == (m.kind, m.tool_call_id, to_llm_role(m.role))

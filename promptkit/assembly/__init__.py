@@ -2,7 +2,7 @@
 
 Contributors register a build under a key and one of five anchors (:class:`Anchor`); the registry builds
 them every turn and places their blocks so that everything before the history stays byte-identical from
-one turn to the next (pipeline seed §9). The result carries a layout (one :class:`LayoutEntry` per
+one turn to the next (pipeline contract §9). The result carries a layout (one :class:`LayoutEntry` per
 message) that the cache analyzer reads to say which block broke the cache.
 
 Importing this package is cheap: polars is imported only inside :func:`audit`.
@@ -15,6 +15,7 @@ from promptkit.assembly.anchors import (
     BEFORE_HISTORY,
     FOCUS_INJECTOR,
     RESERVED_KEYS,
+    SUMMARY_INJECTOR,
     VOLATILE_INJECTOR,
     Anchor,
     FrameSlot,
@@ -38,19 +39,29 @@ from promptkit.assembly.registry import (
     PromptView,
 )
 from promptkit.assembly.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens
-from promptkit.assembly.trim import DroppedUnit, TrimResult, trim_to_budget
+from promptkit.assembly.trim import (
+    DEFAULT_LOW_WATER,
+    Compaction,
+    DroppedUnit,
+    TrimPolicy,
+    TrimResult,
+    trim_to_budget,
+)
 
 __all__ = [
     "ANCHOR_ORDER",
     "AUDIT_COLUMNS",
     "BEFORE_HISTORY",
+    "DEFAULT_LOW_WATER",
     "FOCUS_INJECTOR",
     "MESSAGE_OVERHEAD",
     "RESERVED_KEYS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "AbsentContributor",
     "Anchor",
     "AssembledPrompt",
+    "Compaction",
     "Contributor",
     "ContributorOutputError",
     "DroppedUnit",
@@ -60,6 +71,7 @@ __all__ = [
     "LayoutFormatError",
     "PromptRegistry",
     "PromptView",
+    "TrimPolicy",
     "TrimResult",
     "analyze_frame",
     "audit",

@@ -1,4 +1,4 @@
-"""The vocabulary of prompt assembly: the five anchors, the frame slots and the layout (pipeline seed §9).
+"""The vocabulary of prompt assembly: the five anchors, the frame slots and the layout (pipeline contract §9).
 
 A prompt sent to a model has one layout, from its first message to its last::
 
@@ -28,6 +28,7 @@ from promptkit.layout import (
     ANCHOR_ORDER,
     BEFORE_HISTORY,
     FOCUS_INJECTOR,
+    SUMMARY_INJECTOR,
     VOLATILE_INJECTOR,
     Anchor,
     FrameSlot,
@@ -40,6 +41,7 @@ __all__ = [
     "BEFORE_HISTORY",
     "FOCUS_INJECTOR",
     "RESERVED_KEYS",
+    "SUMMARY_INJECTOR",
     "VOLATILE_INJECTOR",
     "Anchor",
     "FrameSlot",
@@ -50,7 +52,9 @@ __all__ = [
 
 
 #: Injector names the frame uses; no contributor may take one of them as its key.
-RESERVED_KEYS: Final[frozenset[str]] = frozenset({VOLATILE_INJECTOR, FOCUS_INJECTOR, *DIRECTIVE_KINDS})
+RESERVED_KEYS: Final[frozenset[str]] = frozenset(
+    {VOLATILE_INJECTOR, FOCUS_INJECTOR, SUMMARY_INJECTOR, *DIRECTIVE_KINDS}
+)
 
 
 

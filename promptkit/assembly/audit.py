@@ -1,4 +1,4 @@
-"""The anchor audit: "are adjacent turns byte-identical?" (pipeline seed §9), asked of every contributor.
+"""The anchor audit: "are adjacent turns byte-identical?" (pipeline contract §9), asked of every contributor.
 
 A provider's prefix cache compares a request with the previous one from the first token and stops at the
 first difference; everything after it is billed as a miss. A contributor anchored before the history
@@ -173,7 +173,7 @@ def audit(
     history, but its own tokens are then never cached. So ``turn-context`` is suggested when X changes and
     ``cached_prefix_lost_tokens_per_turn`` exceeds its ``mean_tokens`` (``move_saves_tokens_per_turn`` > 0):
     per-turn material always qualifies; a session summary recomputed once in a long session does not
-    (the seed: session-level material that changes now and then stays before the history, an amortized
+    (the pipeline contract: session-level material that changes now and then stays before the history, an amortized
     cost like compression).
 
     Token counts use ``count`` (``str -> int``), or ``tokenizer`` (anything with ``encode``), or the

@@ -1,7 +1,7 @@
 """Composing one turn's frame: persona card, the history as the model must see it, the per-turn blocks.
 
 :func:`turn_frame` is the list :meth:`promptkit.assembly.PromptRegistry.assemble` expects, in the layout of
-pipeline seed §9 (contributors' blocks are added by the registry)::
+pipeline contract §9 (contributors' blocks are added by the registry)::
 
     [persona] [history …] [volatile] [focus] [directive] [current]
 

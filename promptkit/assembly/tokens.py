@@ -46,7 +46,7 @@ def estimate_tokens(text: str) -> int:
 
     BPE vocabularies average about 4 characters per token on English prose and code and close to one
     token per CJK character. Measured against ``cl100k_base``: 0.93x on the SWE-agent logs in
-    ``fixtures/real-logs`` (English and code), 0.90x and 0.91x on the two Chinese seed documents; against
+    ``fixtures/real-logs`` (English and code), 0.90x and 0.91x on the two Chinese specification documents; against
     DeepSeek's tokenizer 1.18x on Chinese. Use a real tokenizer (``tokenizer=``) when the numbers must
     match a provider's.
 

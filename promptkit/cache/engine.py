@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -36,12 +37,12 @@ from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
-from promptkit.providers.registry import ProviderProfile, get_provider
+from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.cache.tokenize import TokenizedRequest
+    from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 
 __all__ = [
     "COMPOSITION_COLUMNS",
@@ -322,6 +323,45 @@ def _resolve(
     )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate in its strings replaced by U+FFFD (JSON logs can hold
+    ``\\ud800`` escapes; no tokenizer encodes them)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {k: _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
+def _has_surrogates(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, Mapping):
+        return any(_has_surrogates(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_surrogates(v) for v in value)
+    return False
+
+
+def _tokenize_or_mend(
+    rt: RequestTokenizer, prepared: _Prepared, record: RequestRecord, mended: list[str]
+) -> TokenizedRequest:
+    """Tokenize a prepared request. Lone UTF-16 surrogates (JSON logs can hold ``\\ud800`` escapes;
+    DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) are replaced by U+FFFD first, the
+    same way for every tokenizer, and the request's id goes to ``mended`` for the note."""
+    body, completion = prepared.body, record.completion
+    if _has_surrogates(body) or _has_surrogates(completion):
+        mended.append(_source_id(record))
+        body = _without_surrogates(body)
+        completion = _without_surrogates(completion) if completion is not None else None
+    return rt.tokenize(body, completion=completion)
+
+
 def _name_of(obj: Any) -> str:
     name = getattr(obj, "name", None)
     return name if isinstance(name, str) else str(obj)
@@ -386,6 +426,7 @@ def _analyze_group(
 
     problems: list[LoadProblem] = list(load_problems)
     notes: list[str] = []
+    mended: list[str] = []  # requests whose lone surrogates were replaced
 
     timed = bool(record_list) and all(r.timestamp is not None for r in record_list)
     if record_list and not timed and (model.ttl is not None or model.delay > 0 or model.name == "anthropic"):
@@ -412,7 +453,7 @@ def _analyze_group(
         record = record_list[k]
         prepared = _prepare(record)
         try:
-            tok = tokenizer_for(record).tokenize(prepared.body, completion=record.completion)
+            tok = _tokenize_or_mend(tokenizer_for(record), prepared, record, mended)
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(
                 LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
@@ -504,6 +545,20 @@ def _analyze_group(
         notes.append(f"{writes_nothing} of {len(out)} requests write no cache entry ({model.name}): {why}")
     if thinking:
         notes.append(f"thinking-mode requests were rendered with {', '.join(thinking)}")
+    if mended:
+        notes.append(
+            f"{len(mended)} request(s) hold lone UTF-16 surrogates (e.g. {mended[0]}), which no provider can "
+            "tokenize: they were analyzed with each one replaced by U+FFFD"
+        )
+    window = profile.context_window
+    if window is not None and out:
+        over = [row for row in out.values() if row["prompt_tokens"] > window]
+        if over:
+            notes.append(
+                f"{len(over)} request(s) are longer than the largest context window of {profile.name} "
+                f"({window:,} tokens; e.g. {over[0]['session']}#{over[0]['index']} with "
+                f"{over[0]['prompt_tokens']:,}): the provider would have rejected them"
+            )
 
     kept = [k for k in range(len(record_list)) if k in out]
     requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
@@ -595,7 +650,7 @@ def analyze_requests(
     groups: dict[str, list[RequestRecord]] = {}
     defaulted: set[str] = set()
     for r in record_list:
-        name = r.provider
+        name = infer_record_provider(r)
         if name is None:
             name = DEFAULT_PROVIDER
             defaulted.add(r.session)

@@ -72,7 +72,7 @@ def _open_binary(path: Path, compression: str | None) -> IO[bytes]:
             import zstandard
         except ImportError:  # pragma: no cover - zstandard is a dependency
             raise LogFileError(path, "zstd-compressed, and the zstandard package is not installed") from None
-        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True))
     return path.open("rb")
 
 

@@ -64,18 +64,10 @@ def find_log_files(
 
 
 def _infer(record: RequestRecord) -> RequestRecord:
-    if record.provider is not None:
-        return record
-    from promptkit.providers.registry import infer_provider
+    from promptkit.providers.registry import infer_record_provider
 
-    model = record.request.get("model")
-    raw_usage = record.meta.get("raw_usage_shape")
-    provider = infer_provider(
-        model=model if isinstance(model, str) else None,
-        url=record.url,
-        usage_shape=raw_usage if isinstance(raw_usage, str) else None,
-    )
-    return record if provider is None else attrs.evolve(record, provider=provider)
+    provider = infer_record_provider(record)
+    return record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
 
 
 def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[RequestRecord, ...]:

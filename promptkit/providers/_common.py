@@ -26,12 +26,14 @@ from promptkit.errors import (
     ToolDefinitionError,
 )
 from promptkit.schema.message import Message, ToolCall, is_directive
+from promptkit.schema.request import ChatModelRequest
 
 __all__ = [
     "SYSTEM_HINT_PREFIX",
     "ContentNotSentWarning",
     "MediaFormatError",
     "PreparedInput",
+    "RequestArguments",
     "RequestBuildError",
     "ToolArgumentsError",
     "ToolDefinitionError",
@@ -39,11 +41,12 @@ __all__ = [
     "merge_extra",
     "parse_data_url",
     "prepare_input",
+    "request_arguments",
     "stop_list",
     "system_hint_content",
 ]
 
-#: Marker that a system message moved into a user message carries (pipeline seed §9).
+#: Marker that a system message moved into a user message carries (pipeline contract §9).
 SYSTEM_HINT_PREFIX: Final[str] = "[系统提示]"
 
 
@@ -66,9 +69,10 @@ class PreparedInput:
     """The input after :func:`promptkit.prepare_llm_messages`, with provenance.
 
     ``sources[j]`` is the index in the caller's input of the message ``messages[j]`` came from;
-    ``inserted[j]`` is True for the user message that carries a tool result's images (prepare inserts
-    it after the run of tool results); ``layout[j]`` is the caller's layout entry for ``messages[j]``
-    (an inserted message gets the entry of the tool message it came from), or ``layout`` is None.
+    ``inserted[j]`` is True for the user message that carries the images of a run of tool results
+    (prepare inserts it after the run); its source is the first tool message of the run that had images.
+    ``layout[j]`` is the caller's layout entry for ``messages[j]`` (an inserted message gets the entry of
+    its source), or ``layout`` is None.
     """
 
     messages: tuple[Message, ...]
@@ -99,6 +103,8 @@ class PreparedInput:
 
 def _coerce(prompt_or_messages: Any, where: str) -> tuple[list[Message], list[Any] | None]:
     layout: list[Any] | None = None
+    if isinstance(prompt_or_messages, ChatModelRequest):
+        prompt_or_messages = prompt_or_messages.messages
     if hasattr(prompt_or_messages, "messages") and hasattr(prompt_or_messages, "layout"):
         raw_messages = prompt_or_messages.messages
         raw_layout = prompt_or_messages.layout
@@ -126,23 +132,25 @@ def prepare_input(prompt_or_messages: Any, *, where: str) -> PreparedInput:
     """Coerce the input, run :func:`promptkit.prepare_llm_messages`, and record where each message came from."""
     messages, layout = _coerce(prompt_or_messages, where)
     prepared = prepare_llm_messages(messages)
-    # The provenance mirrors prepare_llm_messages' one insertion rule: a tool message with images is
-    # followed, after its run of tool results, by a user message carrying those images.
+    # The provenance mirrors prepare_llm_messages' one insertion rule: after a run of consecutive tool
+    # results, one user message carries the images of every tool message of the run that had some; it is
+    # attributed to the first of them.
     sources: list[int] = []
     inserted: list[bool] = []
-    pending: list[int] = []
+    pending: int | None = None
     for i, m in enumerate(messages):
         is_tool = to_llm_role(m.role) == "tool"
-        if pending and not is_tool:
-            sources.extend(pending)
-            inserted.extend([True] * len(pending))
-            pending = []
+        if pending is not None and not is_tool:
+            sources.append(pending)
+            inserted.append(True)
+            pending = None
         sources.append(i)
         inserted.append(False)
-        if is_tool and m.images:
-            pending.append(i)
-    sources.extend(pending)
-    inserted.extend([True] * len(pending))
+        if is_tool and m.images and pending is None:
+            pending = i
+    if pending is not None:
+        sources.append(pending)
+        inserted.append(True)
     if len(sources) != len(prepared) or any(
         not ins and prepared[j].role != to_llm_role(messages[sources[j]].role)
         for j, ins in enumerate(inserted)
@@ -154,6 +162,51 @@ def prepare_input(prompt_or_messages: Any, *, where: str) -> PreparedInput:
         inserted=tuple(inserted),
         layout=None if layout is None else tuple(layout[i] for i in sources),
         inputs=tuple(messages),
+    )
+
+
+@attrs.frozen
+class RequestArguments:
+    """A builder's input after :func:`request_arguments`: the messages (or prompt) and the call parameters."""
+
+    prompt_or_messages: Any
+    tools: Sequence[Mapping[str, Any]] | None
+    temperature: float | None
+    max_tokens: int | None
+    think: bool | None
+
+
+def request_arguments(
+    prompt_or_messages: Any,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    where: str,
+) -> RequestArguments:
+    """Accept a :class:`promptkit.schema.ChatModelRequest` wherever messages are accepted.
+
+    For a request, its ``messages`` are the input and its ``tools``, ``temperature`` and ``max_tokens``
+    fill the builder's keyword arguments; a parameter set both in the request and as a keyword raises
+    :class:`RequestBuildError` naming it. ``think`` comes from the request only. Any other input passes
+    through with ``think=None``.
+    """
+    if not isinstance(prompt_or_messages, ChatModelRequest):
+        return RequestArguments(prompt_or_messages, tools, temperature, max_tokens, None)
+    req = prompt_or_messages
+    merged: dict[str, Any] = {}
+    for name, from_request, from_keyword in (
+        ("tools", req.tools, tools),
+        ("temperature", req.temperature, temperature),
+        ("max_tokens", req.max_tokens, max_tokens),
+    ):
+        if from_request is not None and from_keyword is not None:
+            raise RequestBuildError(
+                f"{where}: {name} is given twice (in the ChatModelRequest and as a keyword argument)"
+            )
+        merged[name] = from_request if from_request is not None else from_keyword
+    return RequestArguments(
+        list(req.messages), merged["tools"], merged["temperature"], merged["max_tokens"], req.think
     )
 
 

@@ -31,6 +31,7 @@ from promptkit.providers._common import (
     parse_data_url,
     parse_tool_arguments,
     prepare_input,
+    request_arguments,
     stop_list,
     system_hint_content,
     tool_sequence,
@@ -187,6 +188,24 @@ def history_end(prepared: PreparedInput) -> int | None:
     return None
 
 
+def _cut_points(points: Any, prepared: PreparedInput, where: str) -> list[int]:
+    """The cut points (input message indices) as sorted indices into ``prepared.messages``."""
+    if points is None:
+        return []
+    if isinstance(points, str | bytes) or not isinstance(points, Sequence):
+        raise RequestBuildError(f"{where}: cut_points must be a sequence of message indices, got {points!r}")
+    n = len(prepared.inputs)
+    out: set[int] = set()
+    for k, point in enumerate(points):
+        if isinstance(point, bool) or not isinstance(point, int) or not 0 <= point <= n:
+            raise RequestBuildError(
+                f"{where}: cut_points[{k}] must be a message index from 0 to {n}, got {point!r}"
+            )
+        # the first prepared message that comes from input message `point` or later
+        out.add(next((j for j, src in enumerate(prepared.sources) if src >= point), len(prepared.messages)))
+    return sorted(out)
+
+
 def _ends_in_tool_loop(prepared: PreparedInput) -> bool:
     layout = prepared.frame_layout()
     return bool(layout) and len(layout) > prepared.head_length() and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
@@ -205,6 +224,7 @@ def anthropic_request(
     stream: bool | None = None,
     cache_breakpoints: bool = True,
     ttl: CacheTTL = "5m",
+    cut_points: Sequence[int] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """The Anthropic Messages JSON body for a sequence of :class:`Message` or an ``AssembledPrompt``.
@@ -238,9 +258,34 @@ def anthropic_request(
     when the request ends in this turn's tool loop (slot ``tool-loop``), on its last block too, so the
     next call of the loop reads it. Breakpoints the caller already put on tools, and a top-level
     ``cache_control`` keyword, count toward the API's limit of :data:`ANTHROPIC_MAX_BREAKPOINTS`; when
-    fewer are left, they go in that order: history, head, tool loop. ``ttl`` is ``"5m"`` (sent as
-    ``{"type": "ephemeral"}``) or ``"1h"``. A prefix shorter than the model's minimum cacheable length is
-    simply not cached.
+    fewer are left, they go in that order: history, head, tool loop, chunk (below). ``ttl`` is ``"5m"``
+    (sent as ``{"type": "ephemeral"}``) or ``"1h"``. A prefix shorter than the model's minimum cacheable
+    length is simply not cached.
+
+    Cut points (``cut_points``: indices of input messages before which a later trimming cut starts
+    rewriting the prompt; by default the input's own ``cut_points`` when it has them, as a
+    :class:`promptkit.assembly.TrimResult` does): the head breakpoint goes on the last system block
+    *before* the first cut point, so a compaction summary at the end of the head (which changes at every
+    cut) is left out of it and the stable head is still read after a cut; and a **chunk** breakpoint
+    goes on the last block before the last cut point inside the history (the end of the last closed
+    chunk), a prefix that stays byte-identical until the next cut and is read whatever the lookback
+    from the end of the history finds.
+
+    A :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    ``temperature`` and ``max_tokens`` fill those arguments. ``think=True`` is not sent (the Messages API's
+    switch needs a token budget: pass ``thinking={"type": "enabled", "budget_tokens": ...}``); a
+    :class:`ContentNotSentWarning` says so.
+
+    >>> from promptkit import Message
+    >>> msgs = [Message(role="system", content="persona"), Message(role="system", content="summary"),
+    ...         Message(role="user", content="q1"), Message(role="assistant", content="a1"),
+    ...         Message(role="user", content="q2"), Message(role="assistant", content="a2"),
+    ...         Message(role="user", content="now")]
+    >>> body = anthropic_request(msgs, model="claude-sonnet-4-5", cut_points=[1, 4])
+    >>> ["cache_control" in b for b in body["system"]]
+    [True, False]
+    >>> [[("cache_control" in b) for b in m["content"]] for m in body["messages"]]
+    [[False], [True], [False], [True], [False]]
     """
     where = "anthropic_request"
     if not isinstance(model, str) or not model:
@@ -250,14 +295,31 @@ def anthropic_request(
     for reserved in ("system", "messages"):
         if reserved in extra:
             raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
-    prepared = prepare_input(prompt_or_messages, where=where)
+    args = request_arguments(
+        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+    )
+    tools, temperature, max_tokens = args.tools, args.temperature, args.max_tokens
+    if args.think and "thinking" not in extra:
+        warn_not_sent(
+            f"{where}: think=True not sent; the Messages API needs a budget: "
+            'pass thinking={"type": "enabled", "budget_tokens": N}'
+        )
+    prepared = prepare_input(args.prompt_or_messages, where=where)
     messages = prepared.messages
     head = prepared.head_length()
+    cuts = _cut_points(
+        cut_points if cut_points is not None else getattr(prompt_or_messages, "cut_points", None),
+        prepared,
+        where,
+    )
 
     system: list[_Block] = []
+    system_sources: list[int] = []
     for j in range(head):
         m = messages[j]
-        system += _text(m.content)
+        blocks = _text(m.content)
+        system += blocks
+        system_sources += [j] * len(blocks)
         if m.images:
             warn_not_sent(
                 f"{where}: messages[{prepared.sources[j]}] (stable head): {len(m.images)} image(s) not sent; "
@@ -312,12 +374,19 @@ def anthropic_request(
             upto = [block for block, src in flat if src <= end]
             if upto:
                 targets.append(upto[-1])
-        if system:
-            targets.append(system[-1])
+        stable = [
+            block for block, src in zip(system, system_sources, strict=True) if not cuts or src < cuts[0]
+        ]
+        if stable:
+            targets.append(stable[-1])
         elif anthropic_tools and anthropic_tools[-1].get("cache_control") is None:
             targets.append(anthropic_tools[-1])
         if _ends_in_tool_loop(prepared) and all(flat[-1][0] is not t for t in targets):
             targets.append(flat[-1][0])
+        if len(cuts) > 1 and cuts[-1] > max(head, cuts[0]):
+            before = [block for block, src in flat if src < cuts[-1]]
+            if before and all(before[-1] is not t for t in targets):
+                targets.append(before[-1])
         for block in targets[: ANTHROPIC_MAX_BREAKPOINTS - existing]:
             block["cache_control"] = dict(control)
 

@@ -1,7 +1,7 @@
 """DeepSeek chat-completions request bodies, and the system-placement normalization DeepSeek needs.
 
 DeepSeek's chat template hoists every ``system`` message to the front of the rendered prompt (pipeline
-seed §9): a system block that sits after the history in the array is rendered before it, so material that
+pipeline contract §9): a system block that sits after the history in the array is rendered before it, so material that
 changes every turn would break the cache of the whole history. :func:`normalize_system_placement` turns
 those later system messages into user messages, so the array position is the rendered position.
 
@@ -20,11 +20,16 @@ from typing import Any, Literal
 import attrs
 
 from promptkit.egress import to_llm_role
-from promptkit.providers._common import RequestBuildError, is_directive, prepare_input, system_hint_content
+from promptkit.providers._common import (
+    RequestBuildError,
+    prepare_input,
+    request_arguments,
+    system_hint_content,
+)
 from promptkit.providers.openai import chat_completions_body
 from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.schema.message import Message
+from promptkit.schema.message import Message, is_directive_block
 
 __all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
 
@@ -35,14 +40,17 @@ ReasoningContentMode = Literal["omit", "tool-calls", "all"]
 
 
 def normalize_system_placement(messages: Sequence[Message]) -> list[Message]:
-    """Move every system message after the first non-system one to the user role (DeepSeek, seed §9).
+    """Move every system message after the first non-system one to the user role (DeepSeek, pipeline contract §9).
 
     - the leading run of system messages (the stable head) is untouched;
     - a later system message becomes a user message whose content is prefixed with ``[系统提示]`` and a
       newline, unless it already starts with ``[`` (``[系统通知] …``, ``[跨会话委派] …`` say what they are);
     - a later system message with empty or blank content stays as it is (there is nothing to move);
-    - a directive block (``kind`` or ``metadata["injector"]`` in :data:`promptkit.DIRECTIVE_KINDS`) stays
-      system: it is the turn's instruction and DeepSeek may hoist it;
+    - this turn's directive block (``metadata["injector"]`` in :data:`promptkit.DIRECTIVE_KINDS`, see
+      :func:`promptkit.schema.is_directive_block`) stays system: it is the turn's instruction and DeepSeek
+      may hoist it. Only the request-time injector counts: an *archived* host notice, delegation or idle
+      prompt kept in the history (a directive ``kind``, no injector) is history and becomes ``user`` like
+      any other later system message, or it would be hoisted in front of the history and break its cache;
     - ``metadata``, ``kind``, ``name`` and every other field are kept; a message that is not changed is the
       same object; idempotent; the input is never mutated.
 
@@ -63,7 +71,7 @@ def normalize_system_placement(messages: Sequence[Message]) -> list[Message]:
             out.append(message)
             continue
         content = message.content
-        if in_head or content is None or not content.strip() or is_directive(message):
+        if in_head or content is None or not content.strip() or is_directive_block(message):
             out.append(message)
             continue
         out.append(attrs.evolve(message, role="user", content=system_hint_content(content)))
@@ -104,6 +112,10 @@ def deepseek_request(
     as for OpenAI, which DeepSeek rejects; describe images in the content (an attachment ref) instead.
     Any other keyword (``thinking``, ``response_format``...) is added to the body as given.
 
+    A :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    ``temperature`` and ``max_tokens`` fill those arguments, and its ``think`` becomes DeepSeek's
+    ``thinking`` switch (``{"type": "enabled"}`` or ``{"type": "disabled"}``; None sends nothing).
+
     >>> from promptkit import Message
     >>> body = deepseek_request([Message(role="system", content="p"), Message(role="user", content="hi"),
     ...                          Message(role="system", content="材料")], model="deepseek-chat")
@@ -113,7 +125,14 @@ def deepseek_request(
     where = "deepseek_request"
     if reasoning_content not in ("omit", "tool-calls", "all"):
         raise RequestBuildError(f"{where}: reasoning_content must be 'omit', 'tool-calls' or 'all'")
-    prepared = prepare_input(prompt_or_messages, where=where)
+    args = request_arguments(
+        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+    )
+    if args.think is not None:
+        if "thinking" in extra:
+            raise RequestBuildError(f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)")
+        extra = {**extra, "thinking": {"type": "enabled" if args.think else "disabled"}}
+    prepared = prepare_input(args.prompt_or_messages, where=where)
     normalized = normalize_system_placement(prepared.messages) if normalize else list(prepared.messages)
     reasoning_for = [
         m.role == "assistant"
@@ -125,10 +144,10 @@ def deepseek_request(
         prepared,
         normalized,
         model=model,
-        tools=tools,
+        tools=args.tools,
         tool_choice=tool_choice,
-        temperature=temperature,
-        max_tokens=max_tokens,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
         max_tokens_field="max_tokens",
         top_p=top_p,
         stop=stop,

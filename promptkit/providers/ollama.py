@@ -20,6 +20,7 @@ from promptkit.providers._common import (
     parse_data_url,
     parse_tool_arguments,
     prepare_input,
+    request_arguments,
     stop_list,
     warn_not_sent,
 )
@@ -80,11 +81,21 @@ def ollama_request(
       and are not sent.
     - ``stream`` is omitted when None, and Ollama's HTTP API then streams: pass ``stream=False`` for one
       JSON answer.
+    - a :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+      ``temperature`` and ``max_tokens`` fill those arguments, its ``think`` becomes ``think``.
     """
     where = "ollama_request"
     if not isinstance(model, str) or not model:
         raise RequestBuildError(f"{where}: model must be a non-empty string")
-    prepared = prepare_input(prompt_or_messages, where=where)
+    request = request_arguments(
+        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+    )
+    tools, temperature, max_tokens = request.tools, request.temperature, request.max_tokens
+    if request.think is not None:
+        if "think" in extra:
+            raise RequestBuildError(f"{where}: think is given twice (ChatModelRequest.think and think=)")
+        extra = {**extra, "think": request.think}
+    prepared = prepare_input(request.prompt_or_messages, where=where)
     call_names: dict[str, str] = {}
     out_messages: list[dict[str, Any]] = []
     for j, m in enumerate(prepared.messages):

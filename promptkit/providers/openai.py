@@ -20,6 +20,7 @@ from promptkit.providers._common import (
     merge_extra,
     parse_data_url,
     prepare_input,
+    request_arguments,
     stop_list,
     warn_not_sent,
 )
@@ -169,7 +170,10 @@ def openai_request(
     max_tokens_field: MaxTokensField = "max_completion_tokens",
     **extra: Any,
 ) -> dict[str, Any]:
-    """The OpenAI chat-completions JSON body for a sequence of :class:`Message` or an ``AssembledPrompt``.
+    """The OpenAI chat-completions JSON body for a sequence of :class:`Message`, an ``AssembledPrompt`` or a
+    :class:`promptkit.schema.ChatModelRequest` (its ``tools``, ``temperature`` and ``max_tokens`` fill those
+    arguments; ``think=True`` is not sent, chat-completions has no on/off switch for thinking: a
+    :class:`ContentNotSentWarning` says so, use ``reasoning_effort=`` instead).
 
     Calls :func:`promptkit.prepare_llm_messages` first; the messages keep their order, one body message
     per prepared message (so an assembled layout stays aligned, see :func:`request_record`). ``name``,
@@ -184,15 +188,23 @@ def openai_request(
     [{'role': 'system', 'content': '[系统通知] 服务重启'}]
     """
     where = "openai_request"
-    prepared = prepare_input(prompt_or_messages, where=where)
+    args = request_arguments(
+        prompt_or_messages, tools=tools, temperature=temperature, max_tokens=max_tokens, where=where
+    )
+    if args.think:
+        warn_not_sent(
+            f"{where}: think=True not sent; chat-completions has no on/off thinking switch "
+            "(pass reasoning_effort= for a reasoning model)"
+        )
+    prepared = prepare_input(args.prompt_or_messages, where=where)
     return chat_completions_body(
         prepared,
         prepared.messages,
         model=model,
-        tools=tools,
+        tools=args.tools,
         tool_choice=tool_choice,
-        temperature=temperature,
-        max_tokens=max_tokens,
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
         max_tokens_field=max_tokens_field,
         top_p=top_p,
         stop=stop,

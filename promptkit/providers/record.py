@@ -44,8 +44,8 @@ def request_record(
     ``request`` is built by the provider profile's body builder (:func:`deepseek_request`, :func:`openai_request`, :func:`ollama_request`; ``params`` are passed to it:
     ``tools``, ``temperature``...). When the input is an ``AssembledPrompt`` (anything with ``.messages``
     and ``.layout``), ``layout`` holds one ``{"slot", "key"}`` entry per body message, in order: a user
-    message that :func:`promptkit.prepare_llm_messages` inserts to carry a tool result's images gets the
-    entry of that tool message. ``timestamp`` is written as given (use the unit your log uses; the
+    message that :func:`promptkit.prepare_llm_messages` inserts to carry the images of a run of tool results gets the
+    entry of the first tool message of that run that had images. ``timestamp`` is written as given (use the unit your log uses; the
     provider's ``created`` is seconds). ``response`` is the provider's response (its ``usage`` is what the
     analyzer compares predictions with). Keys whose value is None are left out.
 

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from promptkit.errors import ProviderError
+from promptkit.layout import RequestRecord
 from promptkit.providers.pricing import ModelPrice
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "available_providers",
     "get_provider",
     "infer_provider",
+    "infer_record_provider",
     "register_provider",
 ]
 
@@ -172,3 +174,17 @@ def infer_provider(
             if usage_shape in p.usage_shapes:
                 return p.name
     return None
+
+
+def infer_record_provider(record: RequestRecord) -> str | None:
+    """The provider of a record: the one it names, else the one recognised from its URL, its request's
+    model name, or its usage (:func:`infer_provider`)."""
+    if record.provider is not None:
+        return record.provider
+    model = record.request.get("model")
+    shape = record.meta.get("usage_shape")
+    return infer_provider(
+        model=model if isinstance(model, str) else None,
+        url=record.url,
+        usage_shape=shape if isinstance(shape, str) else None,
+    )

@@ -1,4 +1,4 @@
-"""The attachment placeholder grammar ``[图片: desc | ref:…]`` (pipeline seed §4).
+"""The attachment placeholder grammar ``[图片: desc | ref:…]`` (pipeline contract §4).
 
 Attachments (images, audio, video, files) are written back into a model's text context as
 readable, parseable placeholders. This module is the one source of that format: one formatter,
@@ -61,7 +61,7 @@ class AttachmentRefKind(enum.StrEnum):
 
 
 #: Attachment kind (``MessageAttachment.kind``) -> placeholder kind. The one mapping every writer
-#: and reader of placeholders looks up (schema-message seed, "ATTACHMENT_REF_KINDS").
+#: and reader of placeholders looks up (platform message contract, "ATTACHMENT_REF_KINDS").
 ATTACHMENT_REF_KINDS: Final[Mapping[str, AttachmentRefKind]] = MappingProxyType(
     {
         "image": AttachmentRefKind.IMAGE,
@@ -83,7 +83,7 @@ if any(len(name) != _KIND_LEN for name in _KIND_BY_NAME):  # pragma: no cover - 
 MATCHER_NESTED_OPENERS: Final[int] = 8
 
 # \r\n counts as one line break; every other character str.splitlines() breaks on counts as one too.
-_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_LINE_BREAK = re.compile(r"[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
 _SEPARATOR = " | ref:"
 
 
@@ -133,24 +133,29 @@ class AttachmentRef:
 def sanitize_desc(desc: str) -> str:
     """The description as :func:`format_attachment_ref` writes it.
 
-    Each line break becomes one space (``\\r\\n`` is one break; so are ``\\r``, ``\\v``, ``\\f``,
-    U+001C-U+001E, U+0085, U+2028 and U+2029, the breaks of :meth:`str.splitlines`), ``|`` becomes
-    ``丨`` and ``]`` becomes ``］``. Nothing else changes; the result is never stripped.
+    Each run of line breaks folds to one space (``\\n``, ``\\r``, ``\\v``, ``\\f``, U+001C-U+001E,
+    U+0085, U+2028 and U+2029, the breaks of :meth:`str.splitlines`), ``|`` becomes ``丨`` and ``]``
+    becomes ``］``, then the result is stripped (the reference's ``desc?.trim()``): a blank
+    description sanitizes to ``""``.
 
     >>> sanitize_desc("| a | b |\\r\\n|---|]")
     '丨 a 丨 b 丨 丨---丨］'
+    >>> sanitize_desc(" 猫 "), sanitize_desc("一只\\n\\n猫"), sanitize_desc(" \\n ")
+    ('猫', '一只 猫', '')
     """
-    return _LINE_BREAK.sub(" ", desc).replace("|", "丨").replace("]", "］")
+    return _LINE_BREAK.sub(" ", desc).replace("|", "丨").replace("]", "］").strip()
 
 
 def format_attachment_ref(ref: AttachmentRef) -> str:
     """The placeholder for ``ref``, byte-for-byte the historical format.
 
-    The description is sanitized (:func:`sanitize_desc`); a missing, empty or blank description
-    (after sanitization) omits the ``: desc`` part. The reference is written as it is.
+    The description is sanitized and trimmed (:func:`sanitize_desc`); a missing, empty or blank
+    description omits the ``: desc`` part. The reference is written as it is.
 
     >>> format_attachment_ref(AttachmentRef("image", "data/x.png", desc="表格\\n| a | b |"))
     '[图片: 表格 丨 a 丨 b 丨 | ref:data/x.png]'
+    >>> format_attachment_ref(AttachmentRef("image", "p", desc=" 猫 "))
+    '[图片: 猫 | ref:p]'
     >>> format_attachment_ref(AttachmentRef("file", "workspace:/主页.html", desc="  "))
     '[文件 | ref:workspace:/主页.html]'
     """
@@ -159,7 +164,7 @@ def format_attachment_ref(ref: AttachmentRef) -> str:
             f"format_attachment_ref: expected an AttachmentRef, got {type(ref).__name__}"
         )
     desc = sanitize_desc(ref.desc) if ref.desc is not None else ""
-    head = f"{ref.kind.value}: {desc}" if desc.strip() else ref.kind.value
+    head = f"{ref.kind.value}: {desc}" if desc else ref.kind.value
     return f"[{head}{_SEPARATOR}{ref.ref}]"
 
 

@@ -1,4 +1,4 @@
-"""Reading history: tool-call grouping and the history a model may see (schema-message seed, pipeline seed §2.3, §10).
+"""Reading history: tool-call grouping and the history a model may see (platform message contract, pipeline contract §2.3, §10).
 
 Every reader of a stored conversation (the agent loading history, a session timeline, a summarizer
 cutting units) groups tool calls the same way, with :func:`group_tool_calls`, and compares only the
@@ -184,7 +184,7 @@ def group_tool_calls(messages: Sequence[HistoryEntry]) -> list[MessageUnit]:
 def drop_control_kinds(messages: Sequence[Message]) -> list[Message]:
     """``messages`` without those whose ``kind`` is in :data:`promptkit.CONTROL_KINDS`.
 
-    The history builder's duty (pipeline seed §2.3, §10): :func:`promptkit.prepare_llm_messages`
+    The history builder's duty (pipeline contract §2.3, §10): :func:`promptkit.prepare_llm_messages`
     translates roles and writes prefixes but never drops an ``event-marker``. Returns a new list of
     the same objects.
 

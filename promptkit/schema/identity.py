@@ -1,4 +1,4 @@
-"""Sender labels and message names (pipeline seed §6; schema-message seed "工具函数").
+"""Sender labels and message names (pipeline contract §6; platform message contract "工具函数").
 
 In a group chat several people share the ``user`` role. :func:`prefix_sender` marks who spoke inside
 the content (``[小明(42)]: 在吗``), :func:`get_message_name` gives the protocol-level identity for

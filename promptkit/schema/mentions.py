@@ -1,6 +1,6 @@
 """The ``<at id="X">`` mention grammar, OneBot CQ codes, and markup-aware escaping and splitting.
 
-Pipeline seed §5. Adapters write mentions and media into the text a model reads as a small family
+Pipeline contract §5. Adapters write mentions and media into the text a model reads as a small family
 of inline tags; everything downstream (archive, vector memory, trigger policy) reads them back with
 the regexes below. This module is the one place that writes and reads them (the forward
 placeholder's formatter is :func:`promptkit.forward_placeholder`, which the renderer calls).
@@ -56,18 +56,18 @@ __all__ = [
 
 # --- the grammar ----------------------------------------------------------------------------------
 
-#: The inline tag family (seed §5.1). ``at`` and ``forward`` are paired (``<at …>…</at>``); the
+#: The inline tag family (pipeline contract §5.1). ``at`` and ``forward`` are paired (``<at …>…</at>``); the
 #: others are single tags (``<image url="…"/>``).
 MARKUP_TAG_NAMES: Final[tuple[str, ...]] = ("at", "image", "reply", "face", "video", "record", "forward")
 _PAIRED: Final[frozenset[str]] = frozenset({"at", "forward"})
 
-#: The bot was mentioned: ``<at self …>…</at>``, exactly the seed's regex (trigger policy reads it).
+#: The bot was mentioned: ``<at self …>…</at>``, exactly the contract's regex (trigger policy reads it).
 #: Its lazy ``[\s\S]*?`` backtracks from every opener, so ``AT_SELF_PATTERN.search`` is quadratic
 #: on text with many unclosed ``<at self`` openers; :func:`check_immediate_mention` gives the same
 #: answer in linear time.
 AT_SELF_PATTERN: Final[re.Pattern[str]] = re.compile(r"<at self[\s>][\s\S]*?</at>")
 
-#: The id of a mention or self-mention, exactly the seed's regex (archive and vector memory read it).
+#: The id of a mention or self-mention, exactly the contract's regex (archive and vector memory read it).
 MENTION_PATTERN: Final[re.Pattern[str]] = re.compile(r'<at(?:\s+self)?\s+id="([^"]+)">')
 
 _ESCAPED_LT: Final[str] = "＜"  # U+FF1C FULLWIDTH LESS-THAN SIGN
@@ -293,7 +293,7 @@ def render_cq_segments(
     self_id: str | None = None,
     nicknames: Mapping[str, str] | None = None,
 ) -> str:
-    """Segments -> the text a model reads (the OneBot adapter's renderer, seed §5.1).
+    """Segments -> the text a model reads (the OneBot adapter's renderer, pipeline contract §5.1).
 
     - ``at``: ``<at id="QQ">nick</at>``, with ``self`` when ``qq == self_id`` (a non-empty
       ``self_id``); ``qq=all`` -> ``<at>all</at>``; ``nick`` is ``nicknames[qq]`` or the qq.
@@ -330,7 +330,7 @@ def normalize_cq_message(
 ) -> str:
     """A CQ-code string as the model reads it: ``render_cq_segments(parse_cq_segments(text), …)``.
 
-    Without ``self_id`` and ``nicknames`` this is the seed's normalization of forwarded node content
+    Without ``self_id`` and ``nicknames`` this is the contract's normalization of forwarded node content
     (``[CQ:at,qq=X]`` -> ``<at id="X">X</at>``).
 
     >>> normalize_cq_message("[CQ:image,file=a.jpg,url=https://x/a.jpg]看图")

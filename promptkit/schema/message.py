@@ -1,6 +1,6 @@
 """The LLM protocol layer: :class:`Message`, :class:`ToolCall`, :class:`ContentSegment`.
 
-These map one to one onto the OpenAI / DeepSeek chat-completions protocol (pipeline seed §2, §8).
+These map one to one onto the OpenAI / DeepSeek chat-completions protocol (pipeline contract §2, §8).
 Messages are values: frozen attrs classes; a function that "changes" one returns a new one
 (``attrs.evolve``) and leaves its input untouched.
 
@@ -35,6 +35,8 @@ __all__ = [
     "WellKnownRole",
     "from_openai_dict",
     "is_directive",
+    "is_directive_block",
+    "is_directive_kind",
     "to_openai_dict",
 ]
 
@@ -62,9 +64,11 @@ class WellKnownKinds(enum.StrEnum):
 #: history drops them; :func:`promptkit.prepare_llm_messages` does not.
 CONTROL_KINDS: Final[tuple[str, ...]] = (WellKnownKinds.EVENT_MARKER.value,)
 
-#: Directive kinds: written by the host or the system, nobody's speech. A request-time message whose
-#: ``metadata["injector"]`` (or kind) is one of these is the turn's *directive block*: the turn-context
-#: and turn-hint anchors land before it, trimming never touches it, DeepSeek normalization keeps it system.
+#: Directive kinds: written by the host or the system, nobody's speech. Two rules read this list:
+#: an *archived* message whose ``kind`` is one of these is skipped by extraction and cross-session reads
+#: (:func:`is_directive_kind`); a *request-time* message whose ``metadata["injector"]`` is one of these is
+#: the turn's *directive block* (:func:`is_directive_block`): the turn-context and turn-hint anchors land
+#: before it, trimming never touches it, DeepSeek normalization keeps it system.
 DIRECTIVE_KINDS: Final[tuple[str, ...]] = (
     WellKnownKinds.CROSS_SESSION_DELEGATION.value,
     WellKnownKinds.HOST_NOTICE.value,
@@ -73,7 +77,7 @@ DIRECTIVE_KINDS: Final[tuple[str, ...]] = (
 
 
 class WellKnownMetadataKeys(enum.StrEnum):
-    """Registered ``Message.metadata`` keys (schema-message seed, "存档元数据的键")."""
+    """Registered ``Message.metadata`` keys (platform message contract, "存档元数据的键")."""
 
     VISIBLE_CONTENT = "visibleContent"
     SPOKEN_CONTENT = "spokenContent"
@@ -136,7 +140,7 @@ SegmentType = Literal["text", "reasoning_text", "tool_call"]
 
 @attrs.frozen
 class ContentSegment:
-    """One entry of an assistant message's ordered timeline (seed §8).
+    """One entry of an assistant message's ordered timeline (pipeline contract §8).
 
     ``text`` and ``reasoning_text`` segments carry ``text``; a ``tool_call`` segment carries
     ``tool_call`` and, for display, ``start_time`` / ``end_time`` (milliseconds).
@@ -180,15 +184,44 @@ class Message:
         return value if isinstance(value, str) else None
 
 
+def is_directive_kind(message: Message) -> bool:
+    """True when ``message.kind`` is in :data:`DIRECTIVE_KINDS`: an archived host notice, delegation...
+
+    The rule for readers of stored history (extraction, memory windows, cross-session reads skip these).
+    It says nothing about the request being built: see :func:`is_directive_block`.
+
+    >>> is_directive_kind(Message(role="notice", kind="host-notice", content="任务完成"))
+    True
+    """
+    return message.kind is not None and message.kind in DIRECTIVE_KINDS
+
+
+def is_directive_block(message: Message) -> bool:
+    """True for this turn's directive block: ``metadata["injector"]`` is in :data:`DIRECTIVE_KINDS`.
+
+    Only a request-time message carries an injector, so an archived notice kept in the history never
+    matches, whatever its ``kind`` ("injector 只存在于请求期构造的消息上，不会命中历史记录"). This is the
+    rule of the DeepSeek exemption and of trimming.
+
+    >>> is_directive_block(Message(role="system", content="...", metadata={"injector": "idle-prompt"}))
+    True
+    >>> is_directive_block(Message(role="notice", kind="host-notice", content="任务完成"))
+    False
+    """
+    return message.injector is not None and message.injector in DIRECTIVE_KINDS
+
+
 def is_directive(message: Message) -> bool:
-    """True for a directive block: its ``kind`` or ``metadata["injector"]`` is in :data:`DIRECTIVE_KINDS`.
+    """:func:`is_directive_kind` or :func:`is_directive_block`: the loose reading the assembler's layout
+    analysis uses when it classifies an unlabelled message list.
+
+    Providers and trimming use :func:`is_directive_block` (injector only); history readers use
+    :func:`is_directive_kind`.
 
     >>> is_directive(Message(role="system", content="...", metadata={"injector": "idle-prompt"}))
     True
     """
-    return (message.kind is not None and message.kind in DIRECTIVE_KINDS) or (
-        message.injector is not None and message.injector in DIRECTIVE_KINDS
-    )
+    return is_directive_kind(message) or is_directive_block(message)
 
 
 def to_openai_dict(message: Message, *, include_reasoning: bool = False) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The platform layer: what adapters emit and receive (schema-message seed).
+"""The platform layer: what adapters emit and receive (platform message contract).
 
 :class:`IncomingMessage` flows in from a platform adapter (OneBot, WebUI, CLI), :class:`OutgoingMessage`
 flows out to one. They are platform semantics and stay strictly apart from the LLM protocol layer
@@ -11,8 +11,8 @@ flows out to one. They are platform semantics and stay strictly apart from the L
   outbound text that is not her reply are archived into the conversation history;
 - :func:`one_speaker`, :func:`was_addressed`, :func:`arrival_tag`: small judgements every reader shares.
 
-Field names are the seed's, in snake_case (``sessionId`` -> ``session_id``). Every optional field
-defaults to ``None`` ("not set" in the seed); validators enforce the seed's "must" rules at the boundary
+Field names are the contract's, in snake_case (``sessionId`` -> ``session_id``). Every optional field
+defaults to ``None`` ("not set" in the contract); validators enforce the contract's "must" rules at the boundary
 and raise :class:`PlatformMessageError` naming the class and the field. ``TextRef`` values (the i18n text
 objects of ``@aalis/schema-i18n``) are opaque here: they are stored and passed on as given.
 
@@ -38,8 +38,11 @@ __all__ = [
     "ATTACHMENT_KINDS",
     "FORWARD_PLACEHOLDER_TEXT",
     "GROUP_ROLES",
+    "HOST_NOTICE_INJECTOR",
+    "HOST_NOTICE_PREFIX",
     "OUTGOING_SOURCES",
-    "REPLY_QUOTE_OPEN",
+    "PRIVATE_SESSION",
+    "REPLY_QUOTE",
     "TRIGGER_TYPES",
     "Actor",
     "AttachmentKind",
@@ -54,14 +57,19 @@ __all__ = [
     "OutgoingSource",
     "PlatformMessageError",
     "ReplyTo",
+    "SessionTypeDecl",
     "Speaker",
     "TriggerType",
     "arrival_tag",
     "build_incoming_content",
     "forward_placeholder",
+    "host_notice_message",
     "one_speaker",
     "outbound_marker_message",
     "outbound_media_message",
+    "reply_quote_line",
+    "self_initiated_actor",
+    "session_type_of",
     "was_addressed",
     "with_forwards",
 ]
@@ -232,7 +240,8 @@ class HostNotice:
     ``kind`` is the notice's sub-class (``'background-task'``), ``id`` the injector's notice id,
     ``untrusted`` an already wrapped untrusted segment (put last, never archived), ``report_only`` asks
     the agent to relay the host's result without tools, ``reply_to`` the platform message id to quote
-    when replying, ``facts`` flat key/values for the UI (never for the model), ``text`` an i18n text object.
+    when replying, ``facts`` flat key/values for the UI (never for the model; each value a string or a
+    number, checked), ``text`` an i18n text object.
     On an :class:`OutgoingMessage` only ``kind`` and ``id`` may be set (:meth:`for_outbound`).
     """
 
@@ -243,6 +252,16 @@ class HostNotice:
     reply_to: str | None = None
     facts: dict[str, str | int | float] | None = attrs.field(default=None, converter=_opt_dict, hash=False)
     text: Any = attrs.field(default=None, hash=False)
+
+    @facts.validator
+    def _flat_facts(self, attribute: attrs.Attribute[Any], value: dict[str, Any] | None) -> None:
+        for key, fact in (value or {}).items():
+            if not isinstance(key, str):
+                raise PlatformMessageError(f"HostNotice.facts: keys must be strings; got {key!r}")
+            if isinstance(fact, bool) or not isinstance(fact, (str, int, float)):
+                raise PlatformMessageError(
+                    f"HostNotice.facts[{key!r}]: facts are flat, a string or a number; got {type(fact).__name__}"
+                )
 
     def for_outbound(self) -> HostNotice:
         """The outbound correlation: only ``kind`` and ``id`` (no untrusted text, no caller identity).
@@ -261,7 +280,8 @@ class MessageAttachment:
     local path, a URL...); ``url`` a network address when the platform gives one; ``ref`` the stored
     address (``<root>:/path``) a preprocessor wrote after saving or replacing ``data``. ``name`` is the
     file name, ``mime_type`` the media type, ``description`` the attachment's own text description
-    (outbound: the description written into the archived ref placeholder).
+    (outbound: the description written into the archived ref placeholder). ``skip_archive`` (outbound):
+    the attachment is sent but not archived (a re-send of media already in the history).
 
     :attr:`address` is what the archive and the description placeholders cite: ``ref``, else ``url``,
     else ``data`` when it is not inline (``data:`` URIs and ``base64://`` payloads are not addresses).
@@ -274,6 +294,7 @@ class MessageAttachment:
     name: str | None = None
     mime_type: str | None = None
     description: str | None = None
+    skip_archive: bool | None = None
 
     @property
     def address(self) -> str | None:
@@ -319,7 +340,7 @@ class ModelInfo:
 
 @attrs.frozen
 class IncomingMessage:
-    """A message an adapter emits on ``inbound:message`` (schema-message seed, "IncomingMessage 关键字段").
+    """A message an adapter emits on ``inbound:message`` (platform message contract, "IncomingMessage 关键字段").
 
     Required: ``content`` (the text; a chat forwarded with the message only leaves its
     :func:`forward_placeholder` here, the expansion is in ``forwards``), ``session_id``, ``platform``.
@@ -343,9 +364,10 @@ class IncomingMessage:
     - ``trigger_type`` (:data:`TRIGGER_TYPES`), ``actor`` (the identity the AI acts for),
       ``from_turn`` (:class:`FromTurn`), ``host_notice`` (:class:`HostNotice`).
 
-    The seed's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
-    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``; a message with
-    ``from_turn`` sets no ``actor``; there are no more descriptions than attachments.
+    The contract's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
+    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``, and one that carries
+    ``from_turn`` is on that turn's platform; a message with ``from_turn`` sets no ``actor``; there are no
+    more descriptions than attachments.
     """
 
     content: str
@@ -395,6 +417,12 @@ class IncomingMessage:
             for name in ("user_id", "nickname", "session_type", "trigger_type"):
                 if getattr(self, name) is not None:
                     fail("host_notice", f"a host notice does not set {name}; got {getattr(self, name)!r}")
+            if self.from_turn is not None and self.from_turn.platform != self.platform:
+                fail(
+                    "from_turn",
+                    f"a host notice continuing a call is on that turn's platform: from_turn.platform is "
+                    f"{self.from_turn.platform!r}, platform is {self.platform!r}",
+                )
         if self.from_turn is not None and self.actor is not None:
             fail("actor", "a message carrying from_turn does not set actor (its identity is the turn's)")
         n_desc = len(self.attachment_descriptions or ())
@@ -408,15 +436,18 @@ class IncomingMessage:
 
 @attrs.frozen
 class OutgoingMessage:
-    """A message sent to a platform on ``outbound:message`` (schema-message seed, "OutgoingMessage").
+    """A message sent to a platform on ``outbound:message`` (platform message contract, "OutgoingMessage").
 
     Required: ``content`` and ``session_id``; the rest is keyword-only and ``None`` when not set:
     ``text`` (the i18n text object when ``content`` is to be translated), ``platform``, ``host_notice``
     (final-notice correlation: only ``kind`` and ``id``), ``reply_to`` (the quoted platform message id),
     ``markup`` (the content holds platform markup to parse; None/False sends it as plain text),
     ``source`` (:data:`OUTGOING_SOURCES`), ``call_id`` (the tool call that sent it), ``turn_id`` (the agent
-    turn that sent it), ``model_info`` (:class:`ModelInfo`). The in-process ``delivery`` receipt of the
-    seed is not a value and is not modelled here.
+    turn that sent it), ``model_info`` (:class:`ModelInfo`), ``attachments`` (:class:`MessageAttachment`,
+    sent whatever ``markup`` says; one with ``skip_archive`` set is not archived, see
+    :func:`promptkit.schema.outbound_records`). The in-process ``delivery`` promise is not a value and is
+    not a field: its receipts are :class:`promptkit.schema.DeliveryOk` / :class:`promptkit.schema.DeliveryFailed`,
+    awaited with :func:`promptkit.schema.await_delivery`.
     """
 
     content: str
@@ -432,6 +463,9 @@ class OutgoingMessage:
     call_id: str | None = attrs.field(default=None, kw_only=True)
     turn_id: str | None = attrs.field(default=None, kw_only=True)
     model_info: ModelInfo | None = attrs.field(default=None, kw_only=True)
+    attachments: tuple[MessageAttachment, ...] | None = attrs.field(
+        default=None, kw_only=True, converter=_opt_tuple
+    )
 
     @host_notice.validator
     def _kind_and_id_only(self, attribute: attrs.Attribute[Any], value: HostNotice | None) -> None:
@@ -505,69 +539,62 @@ class Speaker(Protocol):
     def user_id(self) -> str | None: ...
 
 
-#: The reply quote line: ``[回复 <who>: <quoted text>]`` (see :func:`build_incoming_content`).
-REPLY_QUOTE_OPEN: Final[str] = "[回复"
+#: The reply quote line :func:`build_incoming_content` appends: ``label`` is the quoted sender's label
+#: (:func:`promptkit.get_sender_label`), ``?`` when there is none; ``content`` is the quoted text as written.
+REPLY_QUOTE: Final[str] = "[引用 {label} 的消息: {content}]"
 
 
-def _reply_quote(reply: ReplyTo) -> str:
-    who = get_sender_label(reply.nickname, reply.user_id) or (
-        f"#{reply.message_id}" if reply.message_id else ""
-    )
-    head = f"{REPLY_QUOTE_OPEN} {who}" if who else REPLY_QUOTE_OPEN
-    if reply.content:
-        quoted = " ".join(reply.content.splitlines())
-        return f"{head}: {quoted}]"
-    return f"{head}]"
+def reply_quote_line(reply: ReplyTo) -> str | None:
+    """The quote line for a reply, or None when the quoted message has no text (no line is written).
 
-
-def _description_refs(incoming: IncomingMessage) -> list[str]:
-    lines: list[str] = []
-    attachments = incoming.attachments or ()
-    for i, desc in enumerate(incoming.attachment_descriptions or ()):
-        if desc is None or not desc.strip():
-            continue
-        att = attachments[i]
-        ref = AttachmentRef(kind=ATTACHMENT_REF_KINDS[att.kind], ref=att.address or f"inline:{i}", desc=desc)
-        lines.append(format_attachment_ref(ref))
-    return lines
+    >>> reply_quote_line(ReplyTo("55", content="周五聚餐?", user_id="2", nickname="B"))
+    '[引用 B(2) 的消息: 周五聚餐?]'
+    >>> reply_quote_line(ReplyTo("55", content="原文")), reply_quote_line(ReplyTo("55", user_id="2"))
+    ('[引用 ? 的消息: 原文]', None)
+    """
+    if not reply.content:
+        return None
+    label = get_sender_label(reply.nickname, reply.user_id) or "?"
+    return REPLY_QUOTE.format(label=label, content=reply.content)
 
 
 def build_incoming_content(incoming: IncomingMessage, speaker: Speaker | None = None) -> str:
     """The archive text of ``incoming``: what the archive stores and the trigger reads.
 
-    Built in the seed's order, one part per line:
+    Built the way the reference implementation builds it (byte for byte, so the archive and the trigger
+    never drift apart):
 
     1. ``content`` with every forward placeholder replaced by its expansion (:func:`with_forwards`);
-    2. only when ``speaker`` is given: the sender prefix ``[label]: `` (:func:`promptkit.prefix_sender`
-       with the speaker's ``nickname`` and ``user_id``; who counts as the speaker is the caller's call,
-       the platform is not looked at);
-    3. when ``reply_to`` is set, a quote line ``[回复 <who>: <quoted text>]``: ``<who>`` is the quoted
-       sender's label (:func:`promptkit.get_sender_label`), else ``#<message_id>``; newlines in the quoted
-       text become spaces; without quoted text the line is ``[回复 <who>]``;
-    4. one line per attachment that has a non-blank description (``attachment_descriptions``, aligned by
-       index), written with :func:`promptkit.format_attachment_ref`: the attachment's kind, its
-       :attr:`MessageAttachment.address` as ref and the description. An attachment with no address
-       (inline data no preprocessor saved) is cited as ``inline:<index>`` (its 0-based index in
-       ``attachments``): the description still reaches the model, the ref resolves to nothing.
-
-    An empty body contributes no line (an image-only message is the prefix plus its description line).
+    2. only when ``speaker`` is given: the sender prefix ``[label]: `` in front of it
+       (:func:`promptkit.prefix_sender` with the speaker's ``nickname`` and ``user_id``; who counts as
+       the speaker is the caller's call, the platform is not looked at);
+    3. when the quoted message (``reply_to``) has text: ``"\n"`` and the quote line
+       ``[引用 {label} 的消息: {content}]`` (:func:`reply_quote_line`); a reply without text adds nothing;
+    4. the attachment descriptions (``attachment_descriptions``, written by the media plugin as finished
+       placeholders) **as written**: the non-blank ones, one per line, never wrapped again; joined to
+       the text so far by ``"\n"``, or alone when the text so far is empty.
 
     >>> m = IncomingMessage("同意", "s", "onebot", user_id="1", nickname="A",
     ...                     reply_to=ReplyTo("55", content="周五聚餐?", user_id="2", nickname="B"))
     >>> print(build_incoming_content(m, speaker=m))
     [A(1)]: 同意
-    [回复 B(2): 周五聚餐?]
+    [引用 B(2) 的消息: 周五聚餐?]
+    >>> pic = IncomingMessage("", "s", "onebot", attachments=[MessageAttachment("image", url="u")],
+    ...                       attachment_descriptions=["[图片: 一只猫 | ref:u]"])
+    >>> build_incoming_content(pic)
+    '[图片: 一只猫 | ref:u]'
     """
-    lines: list[str] = []
-    body = with_forwards(incoming.content, incoming.forwards)
-    if body:
-        lines.append(body)
-    if incoming.reply_to is not None:
-        lines.append(_reply_quote(incoming.reply_to))
-    lines.extend(_description_refs(incoming))
-    text = "\n".join(lines)
+    text = with_forwards(incoming.content, incoming.forwards)
     if speaker is not None:
         text = prefix_sender(text, speaker.nickname, speaker.user_id)
+    if incoming.reply_to is not None:
+        quote = reply_quote_line(incoming.reply_to)
+        if quote is not None:
+            text += "\n" + quote
+    descriptions = [d for d in incoming.attachment_descriptions or () if d is not None and d.strip()]
+    if descriptions:
+        attached = "\n".join(descriptions)
+        text = f"{text}\n{attached}" if text else attached
     return text
 
 
@@ -692,3 +719,103 @@ def arrival_tag(message: _Arrived) -> str:
     (' #7', '')
     """
     return "" if message.arrival is None else f" #{message.arrival}"
+
+
+# --- identities, host notices for the model, session types ---------------------------------------------------
+
+
+def self_initiated_actor(platform: str) -> Actor:
+    """The authorization identity of a turn she starts herself: no subject (an empty ``user_id``).
+
+    A group ``interval`` turn and a host notice that continues no call carry it as ``actor``: authority
+    judges it at the default level and never as owner. The empty string (not None) keeps anything derived
+    from the turn anonymous instead of falling back to the physical speaker.
+
+    >>> self_initiated_actor("onebot")
+    Actor(platform='onebot', user_id='')
+    """
+    if not isinstance(platform, str) or not platform:
+        raise PlatformMessageError(f"self_initiated_actor: platform must be a non-empty string; got {platform!r}")
+    return Actor(platform, "")
+
+
+#: The ``Message.metadata["injector"]`` of the host-notice block: the turn's directive block.
+HOST_NOTICE_INJECTOR: Final[str] = WellKnownKinds.HOST_NOTICE.value
+#: The line a host notice starts with when the model sees it.
+HOST_NOTICE_PREFIX: Final[str] = "[宿主通知]"
+
+
+def host_notice_message(incoming: IncomingMessage) -> Message:
+    """The system message the agent shows the model for a host notice, in this turn only.
+
+    Its content is composed in the documents' order: :data:`HOST_NOTICE_PREFIX` and ``content`` on the
+    first line(s), then, when there is one, the injector's already wrapped ``untrusted`` segment on its own
+    line, last. ``kind`` is ``host-notice`` and ``metadata["injector"]`` is ``host-notice``: this turn's
+    directive block (kept ``system`` by DeepSeek, never trimmed). ``facts``, ``reply_to`` and ``from_turn``
+    never reach the model. The archived form (no untrusted segment) is
+    :func:`promptkit.schema.archive_record`. Raises :class:`PlatformMessageError` for a message without
+    ``host_notice``.
+
+    >>> notice = IncomingMessage("后台任务 t1 已完成。", "s", "webui", source="bg:t1",
+    ...                          host_notice=HostNotice("background-task", id="t1", untrusted="<untrusted>ok</untrusted>"))
+    >>> print(host_notice_message(notice).content)
+    [宿主通知] 后台任务 t1 已完成。
+    <untrusted>ok</untrusted>
+    """
+    notice = incoming.host_notice
+    if notice is None:
+        raise PlatformMessageError("host_notice_message: the incoming message has no host_notice")
+    content = f"{HOST_NOTICE_PREFIX} {incoming.content}" if incoming.content else HOST_NOTICE_PREFIX
+    if notice.untrusted:
+        content = f"{content}\n{notice.untrusted}"
+    return Message(
+        role="system",
+        content=content,
+        kind=WellKnownKinds.HOST_NOTICE.value,
+        metadata={"injector": HOST_NOTICE_INJECTOR},
+    )
+
+
+@attrs.frozen
+class SessionTypeDecl:
+    """A session type an adapter declares (``PlatformAdapter.sessionTypes``): its name and whether a chat
+    of that type has several parties (a group, a channel) or is one to one."""
+
+    name: str
+    multi_party: bool
+
+
+#: The session type of a message whose adapter declares none: ``private``, one to one.
+PRIVATE_SESSION: Final[SessionTypeDecl] = SessionTypeDecl("private", multi_party=False)
+
+
+def session_type_of(
+    incoming: IncomingMessage, declared: Sequence[SessionTypeDecl] | None = None
+) -> SessionTypeDecl:
+    """The session type session management records for ``incoming``.
+
+    With ``session_type`` set: that declared type (an undeclared name raises
+    :class:`PlatformMessageError`; with no declarations at all it is taken as one to one). Without it, the
+    default rule: the first multi-party type when the adapter declared one, else its first (one-to-one)
+    type, else :data:`PRIVATE_SESSION`.
+
+    >>> group, dm = SessionTypeDecl("group", True), SessionTypeDecl("private", False)
+    >>> m = IncomingMessage("hi", "s", "onebot")
+    >>> session_type_of(m, [dm, group]).name, session_type_of(m, [dm]).name, session_type_of(m).name
+    ('group', 'private', 'private')
+    """
+    types = tuple(declared or ())
+    if incoming.session_type is not None:
+        if not types:
+            return SessionTypeDecl(incoming.session_type, multi_party=False)
+        for decl in types:
+            if decl.name == incoming.session_type:
+                return decl
+        names = ", ".join(d.name for d in types)
+        raise PlatformMessageError(
+            f"IncomingMessage.session_type: {incoming.session_type!r} is not one of the declared types ({names})"
+        )
+    multi = [d for d in types if d.multi_party]
+    if multi:
+        return multi[0]
+    return types[0] if types else PRIVATE_SESSION

@@ -530,3 +530,79 @@ def test_with_the_real_assembler_turn_material_never_enters_the_cached_prefix() 
 
 def body_texts(body: dict[str, Any]) -> list[str]:
     return [b["text"] for b in _blocks(body) if b.get("type") == "text"]
+
+
+# ---------------------------------------------------------------- breakpoints and trimming cut points
+
+
+def _trimmed_turns(turns: int) -> list[Any]:
+    """TrimResults of a growing conversation, chunked with a compaction summary at the end of the head."""
+    from promptkit.assembly import trim_to_budget
+
+    results = []
+    history: list[Message] = []
+    for t in range(turns):
+        msgs = [
+            Message(role="system", content="persona " * 5),
+            *history,
+            Message(role="user", content=f"问题{t}"),
+        ]
+        results.append(
+            trim_to_budget(
+                msgs,
+                600,
+                count=len,
+                low_water=0.5,
+                compaction=lambda chunk, previous: f"{previous or ''}[{len(chunk)}]",
+            )
+        )
+        history += [
+            Message(role="user", content=f"问题{t}"),
+            Message(role="assistant", content=f"回答{t} " * 12),
+        ]
+    return results
+
+
+def _upto_first_breakpoint(body: dict[str, Any]) -> str:
+    blocks = _blocks(body)
+    return json.dumps(blocks[: _breakpoints(body)[0] + 1], ensure_ascii=False)
+
+
+def test_head_breakpoint_before_the_compaction_summary_survives_a_cut() -> None:
+    results = _trimmed_turns(30)
+    cuts = [
+        (a, b)
+        for a, b in itertools.pairwise(results)
+        if a.summary_at is not None and a.cut_points != b.cut_points
+    ]
+    cuts = [(a, b) for a, b in cuts if a.chunks_dropped != b.chunks_dropped]
+    assert cuts, "the conversation must cut at least twice"
+    for a, b in cuts:
+        body_a, body_b = (anthropic_request(r, model="m") for r in (a, b))
+        _check_invariants(body_a)
+        assert "cache_control" in body_a["system"][0] and "cache_control" not in body_a["system"][1]
+        assert body_a["system"][1]["text"] != body_b["system"][1]["text"]  # the summary changed ...
+        assert _upto_first_breakpoint(body_a) == _upto_first_breakpoint(body_b)  # ... the head entry did not
+        # without the cut points the head breakpoint covers the summary: a cut rewrites it
+        old_a, old_b = (anthropic_request(r, model="m", cut_points=[]) for r in (a, b))
+        assert _upto_first_breakpoint(old_a) != _upto_first_breakpoint(old_b)
+
+
+def test_chunk_breakpoint_marks_the_end_of_the_last_closed_chunk() -> None:
+    r = next(r for r in reversed(_trimmed_turns(30)) if len(r.chunk_starts) >= 2)
+    assert r.fits and r.summary_at == 1
+    body = anthropic_request(r, model="m")
+    _check_invariants(body)
+    marked = [b for b in _blocks(body) if "cache_control" in b]
+    assert len(marked) == 3  # head, chunk end, history end
+    before_last_chunk = r.messages[r.chunk_starts[-1] - 1]
+    assert marked[1]["text"] == before_last_chunk.content
+    assert marked[2]["text"] == r.messages[-2].content  # the end of the history
+    # explicit cut points win over the input's
+    assert _breakpoints(anthropic_request(r, model="m", cut_points=[])) != _breakpoints(body)
+
+
+@pytest.mark.parametrize("points", [[-1], [99], ["1"], [True], "12"])
+def test_cut_points_must_be_message_indices(points: Any) -> None:
+    with pytest.raises(RequestBuildError, match="cut_points"):
+        anthropic_request(_assembled("x"), model="m", cut_points=points)

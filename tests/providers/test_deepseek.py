@@ -14,8 +14,7 @@ from promptkit.providers import (
     normalize_system_placement,
     openai_request,
 )
-from promptkit.providers._common import is_directive
-from promptkit.schema.message import DIRECTIVE_KINDS, Message, ToolCall
+from promptkit.schema.message import DIRECTIVE_KINDS, Message, ToolCall, is_directive_block
 
 from .sdk import validate_openai
 from .strategies import PNG, Prompt, any_message, conversations
@@ -61,12 +60,37 @@ def test_blank_later_system_stays_system(content: str | None) -> None:
 
 
 @pytest.mark.parametrize("kind", DIRECTIVE_KINDS)
-def test_directive_blocks_stay_system_by_kind_and_by_injector(kind: str) -> None:
-    by_kind = Message(role="system", content="委派任务", kind=kind)
+def test_only_the_request_time_injector_exempts_a_directive_block(kind: str) -> None:
+    # 002: "请求期消息的 metadata.injector 属于它时……DeepSeek 提供者不把它改成 user".
     by_injector = Message(role="system", content="开个话题", metadata={"injector": kind})
-    msgs = [Message(role="user", content="q"), by_kind, by_injector]
+    msgs = [Message(role="user", content="q"), by_injector]
     out = normalize_system_placement(msgs)
-    assert out[1] is by_kind and out[2] is by_injector
+    assert out[1] is by_injector
+
+
+@pytest.mark.parametrize("kind", DIRECTIVE_KINDS)
+def test_an_archived_directive_kind_in_the_history_becomes_user(kind: str) -> None:
+    # An archived host notice / delegation kept in the history has the kind but no injector: it is
+    # history, and kept as system it would be hoisted in front of the whole history.
+    archived = Message(role="notice", content="任务 t1 完成", kind=kind)
+    msgs = prepare_llm_messages([Message(role="user", content="q"), archived, Message(role="user", content="next")])
+    out = normalize_system_placement(msgs)
+    assert out[1].role == "user"
+    assert out[1].content == msgs[1].content  # already says what it is: "[宿主通知] ..." / "[系统通知] ..."
+    assert out[1].kind == kind
+
+
+def test_an_archived_notice_does_not_move_in_front_of_the_history_in_the_body() -> None:
+    history = [
+        Message(role="system", content="persona"),
+        Message(role="user", content="[A(1)]: 跑个任务"),
+        Message(role="assistant", content="好"),
+        Message(role="notice", kind="host-notice", content="任务 t1 完成"),
+        Message(role="user", content="[A(1)]: 结果呢"),
+    ]
+    body = deepseek_request(history, model="deepseek-chat")
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user", "user"]
+    assert body["messages"][3]["content"] == "[宿主通知] 任务 t1 完成"
 
 
 def test_leading_run_untouched_even_when_it_is_the_whole_request() -> None:
@@ -114,8 +138,8 @@ def test_normalization_rules_hold_for_any_messages(msgs: list[Message]) -> None:
     for i, (o, m) in enumerate(zip(out, msgs, strict=True)):
         if i < head:
             assert o is m  # leading system run untouched
-        if is_directive(m):
-            assert o is m  # a directive block is never changed
+        if is_directive_block(m):
+            assert o is m  # a request-time directive block is never changed
         if o is not m:  # the only change: a later non-blank system message moved to the user role
             assert o.role == "user"
             assert m.content is not None and m.content.strip()
@@ -141,7 +165,7 @@ def test_no_system_after_history_except_blank_and_directive(msgs: list[Message])
         if m.role != "system":
             seen_other = True
         elif seen_other:
-            assert (m.content is None or not m.content.strip()) or is_directive(m)
+            assert (m.content is None or not m.content.strip()) or is_directive_block(m)
 
 
 # ---------------------------------------------------------------- deepseek_request
@@ -154,7 +178,12 @@ def test_deepseek_body_is_openai_shape_after_normalization() -> None:
         Message(role="assistant", content="hello"),
         Message(role="system", content="记忆片段", metadata={"injector": "memory"}),
         Message(role="notice", content="服务重启"),
-        Message(role="notice", kind="cross-session-delegation", content="去查一下天气"),
+        Message(
+            role="notice",
+            kind="cross-session-delegation",
+            content="去查一下天气",
+            metadata={"injector": "cross-session-delegation"},
+        ),
         Message(role="user", content="今天呢"),
     ]
     body = deepseek_request(msgs, model="deepseek-chat", temperature=0.3, max_tokens=512, stop="END")
@@ -238,4 +267,4 @@ def test_deepseek_bodies_validate_and_keep_the_leading_head(conv: tuple[list[Mes
     for m, source in zip(body["messages"], prepared, strict=True):
         seen_other = seen_other or m["role"] != "system"
         if seen_other and m["role"] == "system":  # only blank or directive system messages after the head
-            assert not (m["content"] or "").strip() or is_directive(source)
+            assert not (m["content"] or "").strip() or is_directive_block(source)

@@ -158,11 +158,12 @@ def test_missing_empty_or_blank_desc_omits_the_colon_part(desc: str | None) -> N
         ("a\nb", "a b"),
         ("a\r\nb", "a b"),  # one line break, one space
         ("a\rb", "a b"),
-        ("a\n\nb", "a  b"),  # each break is one space
+        ("a\n\nb", "a b"),  # a run of breaks folds to one space (reference: /[\r\n]+/g)
         ("a\u2028b\u2029c\x85d\x0be\x0cf", "a b c d e f"),
         ("| 列 | 值 |", "丨 列 丨 值 丨"),
         ("数组[0]", "数组[0］"),
-        (" 前后留空 ", " 前后留空 "),  # never stripped
+        (" 前后留空 ", "前后留空"),  # trimmed (reference: desc?.trim())
+        (" 猫 ", "猫"),
     ],
 )
 def test_desc_is_sanitized_on_write(desc: str, written: str) -> None:
@@ -353,3 +354,13 @@ def test_matcher_agrees_with_the_seed_regex_within_the_opener_bound(text: str, r
     seed = re.compile(SEED_MATCHER.format(kind="图片", ref=re.escape(ref)))
     ours = build_attachment_ref_matcher("image", ref)
     assert [m.span() for m in ours.finditer(text)] == [m.span() for m in seed.finditer(text)]
+
+
+@given(st.text())
+def test_written_desc_is_trimmed_and_parses_back(desc: str) -> None:
+    # "must never emit" a blank or padded description: format trims it (reference: desc?.trim()).
+    placeholder = format_attachment_ref(AttachmentRef("image", "p", desc))
+    expected = sanitize_desc(desc) or None
+    assert expected is None or expected == expected.strip()
+    assert placeholder == (f"[图片: {expected} | ref:p]" if expected else "[图片 | ref:p]")
+    assert [r.desc for r in parse_attachment_refs(placeholder)] == [expected]

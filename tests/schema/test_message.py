@@ -20,6 +20,9 @@ from promptkit.schema.message import (
     WellKnownKinds,
     WellKnownMetadataKeys,
     from_openai_dict,
+    is_directive,
+    is_directive_block,
+    is_directive_kind,
     to_openai_dict,
 )
 
@@ -341,3 +344,14 @@ def test_round_trip_with_tool_calls_and_images_examples() -> None:
         "type": "function",
         "function": {"name": "search", "arguments": "{}"},
     }
+
+
+@pytest.mark.parametrize("kind", DIRECTIVE_KINDS)
+def test_directive_block_is_the_request_time_injector_only(kind: str) -> None:
+    block = Message(role="system", content="x", metadata={"injector": kind})
+    archived = Message(role="notice", content="x", kind=kind)
+    assert is_directive_block(block) and not is_directive_kind(block)
+    assert is_directive_kind(archived) and not is_directive_block(archived)
+    assert is_directive(block) and is_directive(archived)
+    other = Message(role="system", content="x", kind="event-marker", metadata={"injector": "memory"})
+    assert not (is_directive_block(other) or is_directive_kind(other) or is_directive(other))

@@ -18,6 +18,7 @@ from promptkit.schema.identity import get_sender_label, prefix_sender
 from promptkit.schema.message import CONTROL_KINDS, Message, WellKnownKinds
 from promptkit.schema.platform import (
     ATTACHMENT_KINDS,
+    PRIVATE_SESSION,
     TRIGGER_TYPES,
     Actor,
     ForwardedChat,
@@ -30,12 +31,17 @@ from promptkit.schema.platform import (
     OutgoingMessage,
     PlatformMessageError,
     ReplyTo,
+    SessionTypeDecl,
     arrival_tag,
     build_incoming_content,
     forward_placeholder,
+    host_notice_message,
     one_speaker,
     outbound_marker_message,
     outbound_media_message,
+    reply_quote_line,
+    self_initiated_actor,
+    session_type_of,
     was_addressed,
     with_forwards,
 )
@@ -224,6 +230,7 @@ def test_outgoing_required_fields_then_keyword_only_optionals() -> None:
     assert [f.name for f in fields[:2]] == ["content", "session_id"]
     assert [f.name for f in fields[2:]] == [
         "text", "platform", "host_notice", "reply_to", "markup", "source", "call_id", "turn_id", "model_info",
+        "attachments",
     ]  # fmt: skip
     assert all(f.default is None and f.kw_only for f in fields[2:])
 
@@ -361,65 +368,80 @@ def test_archive_text_expands_forwards_before_the_prefix_and_keeps_the_spoken_co
     assert m.content == content
 
 
-def test_reply_quote_layouts() -> None:
+def test_reply_quote_is_written_as_the_reference_writes_it() -> None:
     full = incoming("同意", reply_to=ReplyTo("55", content="周五\n聚餐?", user_id="2", nickname="B"))
-    assert build_incoming_content(full) == f"同意\n[回复 {get_sender_label('B', '2')}: 周五 聚餐?]"
-    no_text = incoming("同意", reply_to=ReplyTo("55", user_id="2"))
-    assert build_incoming_content(no_text) == f"同意\n[回复 {get_sender_label(None, '2')}]"
-    by_id = incoming("同意", reply_to=ReplyTo("55", content="原文"))
-    assert build_incoming_content(by_id) == "同意\n[回复 #55: 原文]"
-    bare = incoming("同意", reply_to=ReplyTo(""))
-    assert build_incoming_content(bare) == "同意\n[回复]"
+    assert build_incoming_content(full) == f"同意\n[引用 {get_sender_label('B', '2')} 的消息: 周五\n聚餐?]"
+    unknown = incoming("同意", reply_to=ReplyTo("55", content="原文"))
+    assert build_incoming_content(unknown) == "同意\n[引用 ? 的消息: 原文]"
+    assert reply_quote_line(ReplyTo("55", content="原文", user_id="2")) == "[引用 2 的消息: 原文]"
 
 
-def test_attachment_descriptions_use_the_attachment_ref_grammar() -> None:
+@pytest.mark.parametrize("quoted", [None, ""])
+def test_no_quote_line_for_a_reply_without_text(quoted: str | None) -> None:
+    m = incoming("同意", reply_to=ReplyTo("55", content=quoted, user_id="2", nickname="B"))
+    assert build_incoming_content(m) == "同意"
+    assert reply_quote_line(ReplyTo("55", content=quoted)) is None
+
+
+def test_attachment_descriptions_are_appended_as_written_never_wrapped_again() -> None:
+    # The media plugin writes finished placeholders; the archive text takes them as they are.
     atts = [
         MessageAttachment("image", data="base64://AA", ref="data:/img/cat.png"),
         MessageAttachment("audio", url="http://x/v.mp3"),
         MessageAttachment("file", data="/tmp/表.xlsx", name="表.xlsx"),
         MessageAttachment("video", data="base64://BB"),
     ]
-    m = incoming("", attachments=atts, attachment_descriptions=["一只猫 | 橘色", None, "  ", "跳舞"])
-    expected = [
-        format_attachment_ref(
-            AttachmentRef(kind=ATTACHMENT_REF_KINDS["image"], ref="data:/img/cat.png", desc="一只猫 | 橘色")
-        ),
-        format_attachment_ref(AttachmentRef(kind=ATTACHMENT_REF_KINDS["video"], ref="inline:3", desc="跳舞")),
-    ]
-    assert build_incoming_content(m) == "\n".join(expected)
-    refs = parse_attachment_refs(build_incoming_content(m))
-    assert [(r.kind, r.ref) for r in refs] == [
+    cat = format_attachment_ref(AttachmentRef("image", "data:/img/cat.png", desc="一只猫 | 橘色"))
+    dance = "[视频: 跳舞 | ref:inline]"
+    m = incoming("", attachments=atts, attachment_descriptions=[cat, None, "  ", dance])
+    text = build_incoming_content(m)
+    assert text == f"{cat}\n{dance}"
+    assert "[图片: [图片:" not in text
+    assert [(r.kind, r.ref) for r in parse_attachment_refs(text)] == [
         (ATTACHMENT_REF_KINDS["image"], "data:/img/cat.png"),
-        (ATTACHMENT_REF_KINDS["video"], "inline:3"),
+        (ATTACHMENT_REF_KINDS["video"], "inline"),
     ]
 
 
-def test_archive_text_order_is_body_quote_descriptions_with_prefix_first() -> None:
+def test_archive_text_order_is_prefixed_body_then_quote_then_descriptions() -> None:
     m = incoming(
         "看图",
         user_id="1",
         nickname="A",
         reply_to=ReplyTo("9", content="q", nickname="B"),
         attachments=[MessageAttachment("image", url="u")],
-        attachment_descriptions=["猫"],
+        attachment_descriptions=["[图片: 猫 | ref:u]"],
     )
-    body = "\n".join(
-        [
-            "看图",
-            f"[回复 {get_sender_label('B', None)}: q]",
-            format_attachment_ref(AttachmentRef("image", "u", desc="猫")),
-        ]
+    assert build_incoming_content(m, speaker=m) == "\n".join(
+        [prefix_sender("看图", "A", "1"), "[引用 B 的消息: q]", "[图片: 猫 | ref:u]"]
     )
-    assert build_incoming_content(m, speaker=m) == prefix_sender(body, "A", "1")
 
 
-def test_image_only_message_is_prefix_and_description() -> None:
-    m = incoming(
-        "", user_id="1", attachments=[MessageAttachment("image", url="u")], attachment_descriptions=["猫"]
-    )
-    assert build_incoming_content(m, speaker=m) == prefix_sender(
-        format_attachment_ref(AttachmentRef("image", "u", desc="猫")), None, "1"
-    )
+def test_image_only_message_keeps_the_prefix_line_of_the_empty_body() -> None:
+    # The reference prefixes the (empty) body, then joins the descriptions with a newline.
+    m = incoming("", user_id="1", attachments=[MessageAttachment("image", url="u")],
+                 attachment_descriptions=["[图片: 猫 | ref:u]"])  # fmt: skip
+    assert build_incoming_content(m, speaker=m) == "[1]: \n[图片: 猫 | ref:u]"
+    assert build_incoming_content(m) == "[图片: 猫 | ref:u]"
+
+
+_desc = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["[图片: 猫 | ref:a]", " ", "\n"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=12), st.lists(_desc, max_size=4))
+def test_every_non_blank_description_appears_once_verbatim_and_in_order(
+    body: str, descs: list[str | None]
+) -> None:
+    m = incoming(body, attachments=[MessageAttachment("image", url="u")] * len(descs),
+                 attachment_descriptions=descs)  # fmt: skip
+    text = build_incoming_content(m)
+    kept = [d for d in descs if d is not None and d.strip()]
+    tail = "\n".join(kept)
+    if kept:
+        assert text == (f"{body}\n{tail}" if body else tail)
+    else:
+        assert text == body
 
 
 def test_empty_message_is_empty_text() -> None:
@@ -516,3 +538,84 @@ def test_arrival_tag() -> None:
     assert arrival_tag(incoming(arrival=12)) == " #12"
     assert arrival_tag(incoming(arrival=0)) == " #0"
     assert arrival_tag(incoming()) == ""
+
+
+# --- completed contracts: attachments out, host notices, identities, session types ---------------------------
+
+
+def test_outgoing_attachments_and_skip_archive() -> None:
+    att = MessageAttachment("image", ref="data:/img/a.png", skip_archive=True)
+    out = OutgoingMessage("看图", "s", attachments=[att])
+    assert out.attachments == (att,) and out.markup is None  # sent whatever markup says
+    assert MessageAttachment("image").skip_archive is None
+
+
+def test_self_initiated_actor_has_no_subject() -> None:
+    actor = self_initiated_actor("onebot")
+    assert actor == Actor("onebot", "") and actor.user_id == ""
+    with pytest.raises(PlatformMessageError, match="platform"):
+        self_initiated_actor("")
+
+
+@pytest.mark.parametrize("bad", [True, None, [1], {"a": 1}])
+def test_host_notice_facts_are_flat_strings_or_numbers(bad: object) -> None:
+    with pytest.raises(PlatformMessageError, match=r"HostNotice\.facts\['k'\]"):
+        HostNotice("background-task", facts={"k": bad})  # type: ignore[dict-item]
+    assert HostNotice("x", facts={"a": "s", "b": 1, "c": 2.5}).facts == {"a": "s", "b": 1, "c": 2.5}
+
+
+def test_host_notice_from_turn_is_on_the_same_platform() -> None:
+    turn = FromTurn("onebot", [Actor("onebot", "42")], user_id="42")
+    ok = incoming("done", source="bg", host_notice=HostNotice("background-task"), from_turn=turn)
+    assert ok.from_turn == turn
+    with pytest.raises(PlatformMessageError, match=r"from_turn.*'webui'.*'onebot'"):
+        IncomingMessage("done", "s", "onebot", source="bg", host_notice=HostNotice("t"),
+                        from_turn=FromTurn("webui", []))  # fmt: skip
+
+
+def test_host_notice_for_the_model_is_prefix_content_then_untrusted() -> None:
+    n = incoming("后台任务 t1 已完成", source="bg:t1",
+                 host_notice=HostNotice("background-task", id="t1", untrusted="<untrusted>远端说明</untrusted>",
+                                        facts={"code": 0}, reply_to="m1"))  # fmt: skip
+    m = host_notice_message(n)
+    assert m.role == "system" and m.kind == "host-notice" and m.injector == "host-notice"
+    assert m.content == "[宿主通知] 后台任务 t1 已完成\n<untrusted>远端说明</untrusted>"
+    assert "code" not in (m.content or "") and "m1" not in (m.content or "")
+    bare = host_notice_message(incoming("只有宿主行", source="x", host_notice=HostNotice("k")))
+    assert bare.content == "[宿主通知] 只有宿主行"
+    with pytest.raises(PlatformMessageError, match="host_notice"):
+        host_notice_message(incoming("x"))
+
+
+def test_host_notice_message_survives_prepare_and_deepseek_unchanged() -> None:
+    from promptkit.egress import prepare_llm_messages
+    from promptkit.providers import normalize_system_placement
+
+    n = incoming("done", source="bg", host_notice=HostNotice("k", untrusted="u"))
+    block = host_notice_message(n)
+    msgs = [Message(role="user", content="q"), block]
+    out = normalize_system_placement(prepare_llm_messages(msgs))
+    assert out[1] is block  # prefix not stacked, kept system: it is this turn's directive block
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        ([SessionTypeDecl("private", False), SessionTypeDecl("group", True), SessionTypeDecl("channel", True)],
+         SessionTypeDecl("group", True)),
+        ([SessionTypeDecl("dm", False), SessionTypeDecl("private", False)], SessionTypeDecl("dm", False)),
+        ([], PRIVATE_SESSION),
+        (None, PRIVATE_SESSION),
+    ],
+)  # fmt: skip
+def test_default_session_type_rule(declared: list[SessionTypeDecl] | None, expected: SessionTypeDecl) -> None:
+    assert session_type_of(incoming("x"), declared) == expected
+    assert PRIVATE_SESSION == SessionTypeDecl("private", multi_party=False)
+
+
+def test_a_given_session_type_must_be_declared() -> None:
+    declared = [SessionTypeDecl("private", False), SessionTypeDecl("group", True)]
+    assert session_type_of(incoming("x", session_type="private"), declared) == declared[0]
+    with pytest.raises(PlatformMessageError, match=r"session_type.*'guild'"):
+        session_type_of(incoming("x", session_type="guild"), declared)
+    assert session_type_of(incoming("x", session_type="guild")) == SessionTypeDecl("guild", False)

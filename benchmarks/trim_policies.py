@@ -1,0 +1,359 @@
+"""Trimming policies replayed through the cache analyzer: hit ratio and cost per 1,000 turns, side by side.
+
+Builds one deterministic agent conversation (a coding agent: a ~1,100-token stable head, then ``--turns``
+turns of a user question, zero to two tool calls with their results, and an answer; mixed English,
+Chinese and code), and replays it once per trimming configuration: every model call of every turn is
+one request (the head, the history trimmed with :func:`promptkit.assembly.trim_to_budget`, a volatile
+block that changes every turn, the current message and this turn's tool loop). The requests go through
+:func:`promptkit.cache.analyze_requests` (consecutive view, with timestamps: a turn every 40 seconds,
+a call every 5) under three providers' rules:
+
+- DeepSeek: ``deepseek_request`` bodies, the DeepSeek-V3 render and the DeepSeek tokenizer (the
+  ``--deepseek-tokenizer cl100k_base`` option counts with cl100k_base instead: faster, and within 0.002
+  of the hit ratio here); each entry covers the call's answer, which is passed as its completion;
+- OpenAI: ``openai_request`` bodies, cl100k_base with ChatML (o200k_base is not available offline);
+- Anthropic: ``anthropic_request`` bodies with their automatic breakpoints (placed at the cut points of
+  the trim result), cl100k_base with ChatML (Anthropic publishes no tokenizer), claude-sonnet-4-5. Each
+  top-level system block is analyzed as its own system message (see :func:`split_system`); the
+  analyzer renders ``tool_use`` / ``tool_result`` blocks as a short digest, so Anthropic's prompt
+  lengths are shorter than the others' (compare policies within a provider, not across).
+
+Budgets are counted with cl100k_base (``count=`` a cached tiktoken counter). For each configuration it
+prints the token-weighted hit ratio, the prompt cost per 1,000 turns (input tokens only, at the
+provider's default model prices in ``promptkit.cache.report``: cache reads, writes and misses; the
+answers cost the same under every policy and are left out), the same without any cache, the mean
+prompt length (how much context the model sees) and the number of cuts.
+
+Policies: ``sliding`` (drop unit by unit), ``chunked`` at each ``--low-water`` mark, and
+``chunked+summary`` (compaction with a deterministic stand-in summarizer that keeps the first words of
+each dropped question, bounded to about 300 tokens; a real one costs one model call per cut, not
+counted here).
+
+    python benchmarks/trim_policies.py [--turns 240] [--budgets 4000,8000,16000]
+        [--low-water 0.4,0.5,0.6,0.7,0.8] [--jobs 2] [--deepseek-tokenizer deepseek|cl100k_base]
+
+About 200 s of CPU with the defaults (two worker processes: under two minutes on two idle cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import random
+import resource
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import attrs
+
+from promptkit.assembly import VOLATILE_INJECTOR, TrimResult, trim_to_budget
+from promptkit.assembly.trim import Compaction
+from promptkit.schema.message import Message, ToolCall
+
+WORDS = (
+    "the cache prefix request token model provider message system user assistant tool output error file "
+    "function value because before after should could would every never always small large first last "
+    "test fix bug change update read write parse render split join count check return build install run"
+).split()
+HANZI = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处队南给色光门即保治北造百规热领七海口东导器压志世金增争济阶油思术极交受联什认六共权收证改清己美再采转更单风切打白教速花带安场身车例真务具万每目至达走积示议声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支般史感劳便团往酸历市克何除消构府称太准精值号率族维划选标写存候毛亲快效斯院查江型眼王按格养易置派层片始却专状育厂京识适属圆包火住调满县局照参红细引听该铁价严"
+IDENTS = "cache token prefix render split segment message request offset tokenizer model count index".split()
+TURN_SECONDS = 40.0
+CALL_SECONDS = 5.0
+MODELS = {"deepseek": "deepseek-chat", "openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5"}
+
+
+def english(rng: random.Random, n: int) -> str:
+    sentences = []
+    for _ in range(n):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(6, 16))]
+        sentences.append(" ".join(words).capitalize() + rng.choice([".", ".", "?", "!"]))
+    return " ".join(sentences)
+
+
+def chinese(rng: random.Random, n: int) -> str:
+    return "".join("".join(rng.choice(HANZI) for _ in range(rng.randint(8, 24))) + "。" for _ in range(n))
+
+
+def code(rng: random.Random, n: int) -> str:
+    lines = []
+    for _ in range(n):
+        name = "_".join(rng.sample(IDENTS, 2))
+        lines.append(f"def {name}({', '.join(rng.sample(IDENTS, rng.randint(1, 3)))}):")
+        for _ in range(rng.randint(2, 5)):
+            lines.append(f"    {rng.choice(IDENTS)} = {rng.choice(IDENTS)}.get({rng.randint(0, 999)!r}, [])")
+        lines.append(f"    return {rng.choice(IDENTS)}\n")
+    return "\n".join(lines)
+
+
+@attrs.frozen
+class Turn:
+    """One turn: the user's message, the tool calls (call, result) the model made, its answer."""
+
+    question: Message
+    steps: tuple[tuple[Message, Message], ...]
+    answer: Message
+
+
+def build_conversation(turns: int, seed: int) -> tuple[list[Message], list[Turn]]:
+    """The stable head (persona and a rules block, about 1,100 tokens) and ``turns`` turns."""
+    rng = random.Random(seed)
+    head = [
+        Message(role="system", content="You are a coding agent. " + english(rng, 40)),
+        Message(
+            role="system",
+            content="Project rules:\n" + english(rng, 25) + "\n" + chinese(rng, 8) + "\n" + code(rng, 3),
+            metadata={"injector": "rules"},
+        ),
+    ]
+    out = []
+    for t in range(turns):
+        question = Message(role="user", content=english(rng, rng.randint(1, 4)) + "\n" + chinese(rng, 1))
+        steps = []
+        for k in range(rng.choice([0, 0, 1, 1, 2])):
+            call_id = f"call_{t}_{k}"
+            args = json.dumps({"command": f"grep -n {rng.choice(IDENTS)} src/*.py"})
+            call = Message(
+                role="assistant",
+                content=english(rng, 1),
+                tool_calls=[ToolCall(id=call_id, name="bash", arguments=args)],
+            )
+            result = rng.choice(
+                [code(rng, rng.randint(1, 4)), english(rng, rng.randint(4, 12)), chinese(rng, 6)]
+            )
+            steps.append((call, Message(role="tool", tool_call_id=call_id, content=result)))
+        answer = Message(role="assistant", content=english(rng, rng.randint(2, 6)))
+        out.append(Turn(question, tuple(steps), answer))
+    return head, out
+
+
+def summarize(chunk: tuple[Message, ...], previous: str | None) -> str:
+    """A deterministic stand-in for a model: the first words of each question, the newest 1,200 characters."""
+    lines = [" ".join((m.content or "").split()[:8]) for m in chunk if m.role == "user"]
+    text = "\n".join([previous or "", *(f"- asked: {line}" for line in lines)]).strip()
+    return text[-1200:]
+
+
+@attrs.frozen
+class Config:
+    policy: str
+    low_water: float | None
+
+    @property
+    def label(self) -> str:
+        return self.policy if self.low_water is None else f"{self.policy} {self.low_water:.1f}"
+
+
+@functools.cache
+def _counter() -> Callable[[str], int]:
+    from promptkit.cache import get_tokenizer
+
+    encode = get_tokenizer("cl100k_base").encode
+    return functools.lru_cache(maxsize=None)(lambda text: len(encode(text)))
+
+
+def replay(
+    head: Sequence[Message], turns: Sequence[Turn], budget: int, config: Config
+) -> tuple[list[tuple[TrimResult, Message, float]], int]:
+    """Every call of the conversation trimmed under ``config``: (trim result, completion, timestamp); and
+    the number of cuts (calls that drop a different number of units than the call before)."""
+    count = _counter()
+    compaction = Compaction(summarize) if config.policy == "chunked+summary" else None
+    history: list[Message] = []
+    calls: list[tuple[TrimResult, Message, float]] = []
+    cuts = 0
+    previous: int | None = None
+    for t, turn in enumerate(turns):
+        volatile = Message(
+            role="system",
+            content=f"Session state: turn {t}, {12 + t // 60:02d}:{t % 60:02d}, open files: {t % 7}",
+            metadata={"injector": VOLATILE_INJECTOR},
+        )
+        loop: list[Message] = []
+        for k in range(len(turn.steps) + 1):
+            prompt = [*head, *history, volatile, turn.question, *loop]
+            result = trim_to_budget(
+                prompt,
+                budget,
+                count=count,
+                policy="sliding" if config.policy == "sliding" else "chunked",
+                low_water=config.low_water or 0.5,
+                compaction=compaction,
+            )
+            if previous is not None and len(result.dropped) != previous:
+                cuts += 1
+            previous = len(result.dropped)
+            completion = turn.steps[k][0] if k < len(turn.steps) else turn.answer
+            calls.append((result, completion, t * TURN_SECONDS + k * CALL_SECONDS))
+            if k < len(turn.steps):
+                loop += turn.steps[k]
+        history += [turn.question, *loop, turn.answer]
+    return calls, cuts
+
+
+def _completion_dict(m: Message) -> dict[str, Any]:
+    from promptkit.schema.message import to_openai_dict
+
+    return to_openai_dict(m)
+
+
+def split_system(body: dict[str, Any]) -> dict[str, Any]:
+    """The Anthropic body with each top-level ``system`` block as its own leading system message.
+
+    The analyzer places a breakpoint that sits on a content part at the end of that part's message, and
+    reads the top-level ``system`` as one message; Anthropic places it at the end of the block. One
+    message per system block makes the two agree, so a head breakpoint placed before the compaction
+    summary is seen there (the rendered prompt gains a few template tokens per block).
+    """
+    system = body.get("system") or []
+    rest = {k: v for k, v in body.items() if k != "system"}
+    rest["messages"] = [{"role": "system", "content": [block]} for block in system] + body["messages"]
+    return rest
+
+
+def analyze(
+    provider: str, calls: Sequence[tuple[TrimResult, Message, float]], deepseek_tokenizer: str
+) -> Any:
+    from promptkit.cache import analyze_requests, records_from_requests
+    from promptkit.providers import anthropic_request
+    from promptkit.providers.record import request_record
+
+    items: list[Any] = []
+    for result, _, _ in calls:
+        if provider == "anthropic":
+            items.append(split_system(anthropic_request(result, model=MODELS[provider])))
+        else:
+            record = request_record(result.to_prompt(), provider=provider, model=MODELS[provider])  # type: ignore[arg-type]
+            items.append((record["request"], record["layout"]))
+    completions = [_completion_dict(c) for _, c, _ in calls] if provider == "deepseek" else None
+    records = records_from_requests(
+        items, session=provider, timestamps=[ts for _, _, ts in calls], completions=completions
+    )
+    tokenizer = deepseek_tokenizer if provider == "deepseek" else None
+    return analyze_requests(records, provider=provider, tokenizer=tokenizer)
+
+
+def measure(task: tuple[int, Config, tuple[str, ...], int, int, str]) -> list[dict[str, Any]]:
+    """The rows of one configuration: replay once, then analyze and price under each provider's rules."""
+    import polars as pl
+
+    from promptkit.cache.report import request_costs
+
+    budget, config, providers, turns, seed, deepseek_tokenizer = task
+    head, conversation = build_conversation(turns, seed)
+    calls, cuts = replay(head, conversation, budget, config)
+    rows = []
+    for provider in providers:
+        result = analyze(provider, calls, deepseek_tokenizer)
+        frame = result.requests.with_columns(pl.lit(None, dtype=pl.Int64).alias("completion_tokens"))
+        costs = request_costs(frame, provider=provider)
+        prompt = int(frame["prompt_tokens"].sum())
+        cached = int(frame["predicted_cached_tokens"].sum())
+        rows.append(
+            {
+                "provider": provider,
+                "budget": budget,
+                "policy": config.label,
+                "hit_ratio": cached / prompt,
+                "cost_1k_turns": float(costs["cost_predicted"].sum()) * 1000 / turns,
+                "no_cache_1k_turns": float(costs["cost_no_cache"].sum()) * 1000 / turns,
+                "mean_prompt": prompt / len(calls),
+                "cuts": cuts,
+                "calls": len(calls),
+            }
+        )
+    return rows
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (the worker processes)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=240)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--budgets", default="4000,8000,16000")
+    parser.add_argument("--low-water", default="0.4,0.5,0.6,0.7,0.8")
+    parser.add_argument("--summary-low-water", type=float, default=0.5)
+    parser.add_argument("--providers", default="deepseek,openai,anthropic")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--deepseek-tokenizer", default="deepseek", choices=["deepseek", "cl100k_base"])
+    args = parser.parse_args(argv)
+    if args.turns < 1:
+        sys.exit("--turns must be at least 1")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    configs = [
+        Config("sliding", None),
+        *(Config("chunked", float(w)) for w in args.low_water.split(",")),
+        Config("chunked+summary", args.summary_low_water),
+    ]
+    providers = tuple(args.providers.split(","))
+    unknown = sorted(set(providers) - set(MODELS))
+    if unknown:
+        sys.exit(f"--providers: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    # the largest budgets first, so that the two workers finish together
+    tasks = [
+        (b, c, providers, args.turns, args.seed, args.deepseek_tokenizer)
+        for b in sorted(budgets, reverse=True)
+        for c in configs
+    ]
+    started = time.perf_counter()
+    cpu_started = _cpu_seconds()
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            rows = [row for rows in pool.map(measure, tasks) for row in rows]
+    else:
+        rows = [row for task in tasks for row in measure(task)]
+    elapsed = time.perf_counter() - started
+    cpu = _cpu_seconds() - cpu_started
+    calls = rows[0]["calls"]
+    print(
+        f"{args.turns} turns ({calls} model calls), seed {args.seed}; budgets counted with cl100k_base; "
+        f"DeepSeek analyzed with the {args.deepseek_tokenizer} tokenizer, OpenAI and Anthropic with cl100k_base"
+    )
+    for provider in providers:
+        print(
+            f"\n{provider} ({MODELS[provider]}): hit ratio | prompt $ per 1,000 turns | mean prompt tokens | cuts"
+        )
+        header = "| policy | " + " | ".join(f"{b:,}: hit | $/1k | prompt | cuts" for b in budgets) + " |"
+        print(header)
+        print("|" + "---|" * (1 + 4 * len(budgets)))
+        for config in configs:
+            cells = []
+            for b in budgets:
+                row = next(
+                    r
+                    for r in rows
+                    if (r["provider"], r["budget"], r["policy"]) == (provider, b, config.label)
+                )
+                cells.append(
+                    f"{row['hit_ratio']:.3f} | {row['cost_1k_turns']:.2f} | {row['mean_prompt']:,.0f} | {row['cuts']}"
+                )
+            print(f"| {config.label} | " + " | ".join(cells) + " |")
+        nocache = [
+            next(
+                r for r in rows if (r["provider"], r["budget"]) == (provider, b) and r["policy"] == "sliding"
+            )
+            for b in budgets
+        ]
+        print(
+            "without any cache, sliding: "
+            + ", ".join(
+                f"{b:,}: ${r['no_cache_1k_turns']:.2f}" for b, r in zip(budgets, nocache, strict=True)
+            )
+        )
+    print(
+        f"\n{len(tasks)} replays, {len(rows)} analyses: {elapsed:.0f} s wall with {args.jobs} job(s), "
+        f"{cpu:.0f} s CPU"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""promptkit.formats: sniffing, compression, session ordering across files, provider inference, notes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from promptkit.cache import analyze, analyze_requests
+from promptkit.errors import LogFileError, PromptkitError
+from promptkit.formats import available_formats, read_logs
+
+BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _lines(*objs: object) -> bytes:
+    return "".join(json.dumps(o) + "\n" for o in objs).encode()
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz", ".zst"])
+def test_compressed_logs_read_transparently(tmp_path: Path, suffix: str) -> None:
+    raw = _lines(
+        {"request": BODY, "session": "s", "timestamp": 1}, {"request": BODY, "session": "s", "timestamp": 2}
+    )
+    data = {"": raw, ".gz": gzip.compress(raw), ".zst": zstandard.ZstdCompressor().compress(raw)}[suffix]
+    path = tmp_path / f"calls.jsonl{suffix}"
+    path.write_bytes(data)
+    result = read_logs(path)
+    assert [(r.session, r.index, r.line, r.provider) for r in result.records] == [
+        ("s", 0, 1, "openai"), ("s", 1, 2, "openai"),
+    ]  # fmt: skip
+    assert result.formats == {"promptkit": 1}
+    # a directory search finds compressed files too, and the default session drops both suffixes
+    (tmp_path / "bare.jsonl.gz").write_bytes(gzip.compress(_lines(BODY)))
+    sessions = {r.session for r in read_logs(tmp_path).records}
+    assert "bare" in sessions
+
+
+def test_a_file_of_no_known_format_is_one_error_naming_the_formats_tried(tmp_path: Path) -> None:
+    path = tmp_path / "notes.json"
+    path.write_text('"just a string"', encoding="utf-8")
+    with pytest.raises(LogFileError) as info:
+        read_logs(path)
+    message = str(info.value)
+    assert message.startswith(str(path)) and "not a log of any known format" in message
+    for name in available_formats():
+        assert name in message
+    # found in a directory instead, the same file is a counted problem and the rest is read
+    (tmp_path / "ok.jsonl").write_bytes(_lines(BODY))
+    result = read_logs(tmp_path)
+    assert len(result.records) == 1
+    assert [(p.file, p.line) for p in result.problems] == [(str(path), None)]
+
+
+def test_unknown_format_name_is_a_promptkit_error(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(_lines(BODY))
+    with pytest.raises(PromptkitError, match="unknown log format 'nope'; known: "):
+        read_logs(tmp_path, format="nope")
+
+
+def test_a_session_split_across_files_is_merged_in_time_order_with_a_note(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_bytes(_lines({"request": BODY, "session": "s", "timestamp": 30}))
+    (tmp_path / "b.jsonl").write_bytes(
+        _lines(
+            {"request": BODY, "session": "s", "timestamp": 10},
+            {"request": BODY, "session": "s", "timestamp": 20},
+        )
+    )
+    result = read_logs(tmp_path)
+    assert [(Path(r.file or "").name, r.timestamp, r.index) for r in result.records] == [
+        ("b.jsonl", 10, 0), ("b.jsonl", 20, 1), ("a.jsonl", 30, 2),
+    ]  # fmt: skip
+    assert any("spans 2 files" in n for n in result.notes)
+    assert any("not in time order" in n for n in result.notes)
+
+
+def test_an_empty_file_is_a_counted_problem(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_text("", encoding="utf-8")
+    result = read_logs(path)
+    assert result.records == () and [p.reason for p in result.problems] == [
+        "no requests in this promptkit log"
+    ]
+    # the analysis carries it: 0 rows, 1 problem, nothing silent
+    analyzed = analyze(path)
+    assert analyzed.requests.height == 0 and analyzed.problems.height == 1
+
+
+def test_the_provider_is_inferred_per_session_and_a_default_is_noted(tmp_path: Path) -> None:
+    claude = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]}
+    mystery = {"model": "my-local-model", "messages": [{"role": "user", "content": "hi"}]}
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(
+        _lines(
+            {"request": BODY, "session": "o"},
+            {"request": claude, "session": "a"},
+            {"request": mystery, "session": "m"},
+        )
+    )
+    result = analyze(path, provider=None)
+    by_session = {s: p for s, p in zip(result.requests["session"], result.requests["model"], strict=True)}
+    assert set(by_session) == {"o", "a", "m"}
+    assert result.provider == "openai, anthropic, deepseek"
+    assert any("analyzed as 'deepseek'" in n for n in result.notes)
+    forced = analyze(path, provider="exact")
+    assert forced.provider == "exact" and not any("analyzed as" in n for n in forced.notes)
+
+
+def test_lone_surrogates_are_analyzed_as_replacement_characters_with_a_note() -> None:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "bad \ud800 text"}]}
+    clean = {"model": "gpt-4o", "messages": [{"role": "user", "content": "bad \ufffd text"}]}
+    mended = analyze_requests([body])
+    assert mended.problems.height == 0
+    assert (
+        mended.requests["prompt_tokens"].to_list()
+        == analyze_requests([clean]).requests["prompt_tokens"].to_list()
+    )
+    assert any("lone UTF-16 surrogates" in n for n in mended.notes)
+
+
+def test_a_request_longer_than_the_context_window_is_noted() -> None:
+    body = {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi " * 140_000}]}
+    result = analyze_requests([body], tokenizer="cl100k_base", render="chatml")
+    assert any(
+        "longer than the largest context window of deepseek (131,072 tokens" in n for n in result.notes
+    )
+    assert not any("context window" in n for n in analyze_requests([BODY]).notes)

@@ -1,0 +1,71 @@
+"""The docs pages: every ```pycon session runs and prints what it shows, and the spec map names real things."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pathlib
+import re
+from typing import Any
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
+PYCON = re.compile(r"^```pycon\n(.*?)^```", re.S | re.M)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_pycon_sessions_run(page: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    text = "\n".join(PYCON.findall(page.read_text(encoding="utf-8")))
+    test = doctest.DocTestParser().get_doctest(text, {}, page.name, str(page), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0
+
+
+def test_the_spec_map_has_examples() -> None:
+    assert PYCON.findall((ROOT / "docs/reference/spec-map.md").read_text(encoding="utf-8"))
+
+
+_HOMES = ["promptkit.schema", "promptkit.egress", "promptkit.providers", "promptkit.assembly", "promptkit"]
+
+
+def _resolve(dotted: str) -> Any:
+    if dotted.startswith("promptkit."):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj: Any = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+            return obj
+        raise ImportError(dotted)
+    head, *rest = dotted.split(".")
+    for home in _HOMES:
+        module = importlib.import_module(home)
+        if hasattr(module, head):
+            obj = getattr(module, head)
+            for attr in rest:
+                obj = getattr(obj, attr)
+            return obj
+    raise AttributeError(f"{dotted} is in none of {_HOMES}")
+
+
+def test_every_name_of_a_holding_row_exists() -> None:
+    rows = re.findall(r"^\| ([PM]-\d+) \|[^|]*(?:\\\|[^|]*)*\| (.*) \| (holds|out of scope|does not[^|]*) \|$",
+                      (ROOT / "docs/reference/spec-map.md").read_text(encoding="utf-8"), re.M)  # fmt: skip
+    assert len(rows) > 100
+    checked = 0
+    for row, python, status in rows:
+        if status != "holds":
+            continue
+        for name in re.findall(r"`([A-Za-z_][\w.]*)`", python):
+            _resolve(name)
+            checked += 1
+        assert re.search(r"`[A-Za-z_]", python), f"{row}: a holding row names its Python"
+    assert checked > 100
