@@ -378,18 +378,14 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     if args.provider is None:
         defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
         header += (
-            "
-(provider: no session named one or was recognised; the default was used, see the notes)"
+            "\n(provider: no session named one or was recognised; the default was used, see the notes)"
             if defaulted
-            else "
-(provider: recognised per session from the log's URLs, model names or usage)"
+            else "\n(provider: recognised per session from the log's URLs, model names or usage)"
         )
     if not (args.quiet or args.json):
         # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
         width = max(60, shutil.get_terminal_size((200, 24)).columns)
-        _emit(stdout, header + "
-
-" + format_summary(tables, width=width) + _legend(tables))
+        _emit(stdout, header + "\n\n" + format_summary(tables, width=width) + _legend(tables))
 
     out: Path = args.out
     try:
