@@ -210,3 +210,15 @@ def test_the_cli_reference_is_generated_from_the_parser() -> None:
         for option in action.option_strings:
             assert option in text, f"{option} missing from the generated CLI reference"
     assert "### promptkit analyze" in text
+
+
+def test_the_site_extensions_keep_their_examples() -> None:
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import doctest_fences
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    assert doctest.testmod(doctest_fences).failed == 0
+    text = doctest_fences.markdown_of("Uses :meth:`Foo.bar`.\n\n>>> x = 1\n\nEnd::\n\n    code\n")
+    assert text.splitlines()[:5] == ["Uses `bar`.", "", "```pycon", ">>> x = 1", "```"]
+    assert "End:\n" in text and "End::" not in text

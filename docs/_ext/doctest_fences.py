@@ -8,23 +8,32 @@ they are. Loaded by mkdocs.yml (mkdocstrings ``extensions``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import griffe
+
+#: Sphinx cross-reference roles (``:func:`~promptkit.x.f```) become code spans with the short name.
+_ROLE = re.compile(r":(?:class|func|meth|data|attr|mod|exc|obj):`~?([^`]+)`")
+
+
+def markdown_of(text: str) -> str:
+    """A docstring's reST-isms as Markdown: roles become code spans (the last dotted part), a paragraph
+    ending in ``::`` ends in ``:``, and doctest runs are fenced (:func:`fence_doctests`).
+
+    >>> markdown_of("See :func:`~promptkit.cache.engine.analyze` and :class:`Usage`. Example::")
+    'See `analyze` and `Usage`. Example:'
+    """
+    text = _ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", text)
+    text = re.sub(r"(\S)::$", r"\1:", text, flags=re.M)
+    return fence_doctests(text)
 
 
 def fence_doctests(text: str) -> str:
     """``text`` with every unindented doctest run wrapped in a pycon fence.
 
-    >>> print(fence_doctests("Intro.\\n\\n>>> 1 + 1\\n2\\n\\nMore."))
-    Intro.
-    <BLANKLINE>
-    ```pycon
-    >>> 1 + 1
-    2
-    ```
-    <BLANKLINE>
-    More.
+    >>> fence_doctests("Intro.\\n\\n>>> 1 + 1\\n2\\n\\nMore.").splitlines()
+    ['Intro.', '', '```pycon', '>>> 1 + 1', '2', '```', '', 'More.']
     """
     out: list[str] = []
     inside = False
@@ -46,4 +55,4 @@ class DoctestFences(griffe.Extension):
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         if obj.docstring is not None:
-            obj.docstring.value = fence_doctests(obj.docstring.value)
+            obj.docstring.value = markdown_of(obj.docstring.value)
