@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import pathlib
 import re
 from typing import Any
-
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 PYCON = re.compile(r"^```pycon\n(.*?)^```", re.S | re.M)
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_pycon_sessions_run(page: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
-    text = "\n".join(PYCON.findall(page.read_text(encoding="utf-8")))
-    test = doctest.DocTestParser().get_doctest(text, {}, page.name, str(page), 0)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
-    runner.run(test)
-    result = runner.summarize(verbose=False)
-    assert result.failed == 0
+# Every page's ```pycon sessions (and ```python blocks) run in tests/test_docs.py, in a temporary
+# directory per page, with the blocks of a page sharing one namespace.
 
 
 def test_the_spec_map_has_examples() -> None:
