@@ -129,38 +129,152 @@ def build_parser() -> argparse.ArgumentParser:
     progress.add_argument(
         "--no-progress", dest="progress", action="store_false", help="never show the progress bar"
     )
+    analyze.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a calibration from `promptkit calibrate` (or 'default': the one bundled for the provider) "
+        "adding expected_cached_tokens beside the upper bound",
+    )
     analyze.set_defaults(handler=_run_analyze)
+    _add_cause_commands(commands)
     _add_proxy_command(commands)
     return parser
 
 
-def _add_output_options(analyze: argparse.ArgumentParser) -> None:
-    """--html / --no-html, and what goes to stdout: the tables (default), --json or --quiet."""
-    html = analyze.add_mutually_exclusive_group()
-    html.add_argument(
-        "--html",
-        metavar="FILE",
-        nargs="?",
-        const=None,
-        default=None,
-        type=Path,
-        help="write the HTML report to FILE (default: report.html in --out; it is always written "
-        "unless --no-html)",
+def _add_log_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    sub.add_argument("--provider", metavar="NAME", help="provider (default: each session's)")
+    sub.add_argument("--format", metavar="NAME", help="log format (default: detected per file)")
+    sub.add_argument(
+        "--view",
+        choices=("consecutive", "simulated"),
+        default="consecutive",
+        help="analysis view (default: %(default)s)",
     )
-    html.add_argument("--no-html", action="store_true", help="do not write the HTML report")
-    shown = analyze.add_mutually_exclusive_group()
-    shown.add_argument(
-        "--json",
-        action="store_true",
-        help="print a machine-readable JSON summary (headline, sessions, notes, problem count) instead "
-        "of the tables",
+
+
+def _add_cause_commands(commands: Any) -> None:
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="fit the best-effort cache model on logs that report usage and save it (JSON)",
+        description="Fit the stale-state model of a best-effort provider cache (see docs/how-to/calibration.md) "
+        "on logs with usage, print it and its leave-one-session-out error, and save it to --out.",
     )
-    shown.add_argument(
-        "--quiet",
-        "-q",
-        action="store_true",
-        help="print only the one-line headline (errors still go to stderr)",
+    _add_log_options(calibrate)
+    calibrate.add_argument(
+        "--out", metavar="FILE", type=Path, required=True, help="where to write the calibration"
     )
+    calibrate.set_defaults(handler=_run_calibrate)
+
+    check = commands.add_parser(
+        "check",
+        help="CI gate: exit 1 when a session's hit ratio or layout loss misses a threshold",
+        description="Analyze the logs and check every session: exit 1 printing the failing sessions and their "
+        "top causes, 0 when all pass.",
+    )
+    _add_log_options(check)
+    check.add_argument("--min-hit", metavar="X", type=float, help="minimum hit ratio per session (0-1)")
+    check.add_argument(
+        "--max-layout-loss",
+        metavar="Y",
+        type=float,
+        help="maximum share of the prompt lost to the layout (0-1)",
+    )
+    check.set_defaults(handler=_run_check)
+
+    lint = commands.add_parser(
+        "lint",
+        help="volatile-value lint: head regions that change every request, what they cost, how to fix them",
+    )
+    _add_log_options(lint)
+    lint.set_defaults(handler=_run_lint)
+
+
+def _analyze_for(args: argparse.Namespace) -> Any:
+    _check_paths(args.paths)
+    from promptkit.cache import analyze
+
+    options: dict[str, Any] = {"view": args.view}
+    for name in ("provider", "format"):
+        value = getattr(args, name)
+        if value is not None:
+            options[name] = value
+    try:
+        result = analyze(args.paths, **options)
+    except _input_errors() as exc:
+        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+            raise
+        raise CLIError(_with_path(exc, args.paths)) from exc
+    if result.requests.height == 0:
+        raise CLIError(f"{', '.join(map(str, args.paths))}: no request could be analyzed")
+    return result
+
+
+def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    import polars as pl
+
+    from promptkit.cache.calibration import fit_calibration, leave_one_run_out
+    from promptkit.cache.report import table_config
+    from promptkit.errors import CalibrationError
+
+    result = _analyze_for(args)
+    try:
+        cal = fit_calibration(result)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
+    try:
+        cal.save(args.out)
+    except OSError as exc:
+        raise CLIError(f"{args.out}: cannot write the calibration: {exc.strerror or exc}") from exc
+    lines = [
+        f"calibration for {cal.provider}: p(stale) = {cal.stale_probability:.4f} "
+        f"({cal.fitted_on.get('stale')} stale / {cal.fitted_on.get('events')} decidable requests, "
+        f"{cal.fitted_on.get('runs')} sessions)"
+        + (
+            ""
+            if cal.split_on is None
+            else f"; {cal.split_on} >= {cal.threshold:g}: {cal.stale_probability_above:.4f}"
+        )
+    ]
+    sessions = result.requests["session"].unique(maintain_order=True).to_list()
+    if len(sessions) >= 2:
+        runs = {s: result.requests.filter(pl.col("session") == s) for s in sessions}
+        with table_config(200):
+            lines.append("held-out error, leave one session out:\n" + str(leave_one_run_out(runs)))
+    lines.append(f"wrote {args.out}")
+    _emit(stdout, "\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.causes_report import check_gate
+
+    if args.min_hit is None and args.max_layout_loss is None:
+        raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
+    result = _analyze_for(args)
+    gate = check_gate(result, min_hit=args.min_hit, max_layout_loss=args.max_layout_loss)
+    n = gate.sessions.height
+    if gate.passed:
+        _emit(stdout, f"promptkit check: all {n} session(s) pass\n")
+        return EXIT_OK
+    text = f"promptkit check: {len(gate.failures)} of {n} session(s) fail\n" + "".join(
+        f"  {line}\n" for line in gate.failures
+    )
+    _emit(stdout, text)
+    return EXIT_INPUT
+
+
+def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.causes_report import lint
+    from promptkit.cache.report import table_config
+
+    table = lint(_analyze_for(args))
+    if table.height == 0:
+        _emit(stdout, "promptkit lint: no head region changes between requests\n")
+        return EXIT_OK
+    with table_config(200, rows=50):
+        _emit(stdout, f"promptkit lint: {table.height} changing head region(s)\n{table}\n")
+    return EXIT_OK
 
 
 # --- promptkit proxy ----------------------------------------------------------------------------------
@@ -249,6 +363,35 @@ def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
+def _add_output_options(analyze: argparse.ArgumentParser) -> None:
+    """--html / --no-html, and what goes to stdout: the tables (default), --json or --quiet."""
+    html = analyze.add_mutually_exclusive_group()
+    html.add_argument(
+        "--html",
+        metavar="FILE",
+        nargs="?",
+        const=None,
+        default=None,
+        type=Path,
+        help="write the HTML report to FILE (default: report.html in --out; it is always written "
+        "unless --no-html)",
+    )
+    html.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    shown = analyze.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--json",
+        action="store_true",
+        help="print a machine-readable JSON summary (headline, sessions, notes, problem count) instead "
+        "of the tables",
+    )
+    shown.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print only the one-line headline (errors still go to stderr)",
+    )
+
+
 def _default_log(stack: contextlib.ExitStack) -> Path:
     resource: Any
     try:
@@ -314,6 +457,19 @@ def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
     )
     flat.write_csv(written[1])
     written[2].write_text(summary_text, encoding="utf-8")
+    if hasattr(result, "cache_model"):
+        from promptkit.cache.causes import explain_causes
+
+        explain_causes(result).write_csv(out / "causes.csv")
+        written.append(out / "causes.csv")
+        if _has_writes(requests):
+            from promptkit.cache.causes_report import reads_invariant, write_accounting
+
+            write_accounting(result).write_csv(out / "writes.csv")
+            written.append(out / "writes.csv")
+            if requests["reported_cache_write_tokens"].is_not_null().any():
+                reads_invariant(result).write_csv(out / "reads-invariant.csv")
+                written.append(out / "reads-invariant.csv")
     problems = getattr(result, "problems", None)
     if isinstance(problems, pl.DataFrame) and problems.height:
         problems.write_csv(out / "problems.csv")
@@ -373,7 +529,10 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             f"{', '.join(map(str, paths))}: no request could be analyzed "
             f"({problems.height} problem(s){detail})"
         )
-    tables = summarize(result, prices=prices, model=args.model)
+    result, causes_line = _causes_and_expectation(result, args)
+    from promptkit.cache.runtime import phase
+
+    out: Path = args.out
     header = _header(result, paths)
     if args.provider is None:
         defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
@@ -382,23 +541,28 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             if defaulted
             else "\n(provider: recognised per session from the log's URLs, model names or usage)"
         )
-    if not (args.quiet or args.json):
-        # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
-        width = max(60, shutil.get_terminal_size((200, 24)).columns)
-        _emit(stdout, header + "\n\n" + format_summary(tables, width=width) + _legend(tables))
-
-    out: Path = args.out
+    header += "\n" + causes_line
     try:
-        written = _write_tables(
-            result, out, header + "\n\n" + format_summary(tables, width=200) + _legend(tables)
-        )
+        with phase("tables", enabled=progress, file=stderr):
+            tables = summarize(result, prices=prices, model=args.model)
+            legend = _legend(tables)
+            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200) + legend)
+        if not (args.quiet or args.json):
+            # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
+            width = max(60, shutil.get_terminal_size((200, 24)).columns)
+            _emit(stdout, header + "\n\n" + format_summary(tables, width=width) + legend)
         if not args.no_html:
             from promptkit.cache.html import write_html
 
             target = args.html if args.html is not None else out / "report.html"
             written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
         if not args.no_plots:
-            written += _save_plots(result, out, info)
+            from promptkit.cache.plots import save_plots
+
+            plots = save_plots(result, out, progress=progress)
+            written += list(plots.values())
+            for note in getattr(plots, "notes", ()):
+                info(f"promptkit: plot skipped: {note}")
     except OSError as exc:
         raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
     if args.json:
@@ -438,19 +602,46 @@ def _legend(tables: Any) -> str:
     return "\n" + legend + "\n" if legend else ""
 
 
-def _save_plots(result: Any, out: Path, info: _Info) -> list[Path]:
-    """The PNG plots; a plot with nothing to show is not written, and stderr says so."""
-    from promptkit.cache.plots import save_plots
+def _has_writes(requests: Any) -> bool:
+    """Whether the analysis has cache writes (reported, or predicted by a model that bills them)."""
+    return any(
+        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
+        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
+    )
 
-    skipped: dict[str, str] = {}
-    plots = save_plots(result, out, skipped=skipped)
-    for name, why in skipped.items():
-        info(f"promptkit: {name}.png not written: {why}")
-    sessions = result.requests["session"].n_unique()
-    drawn = sum(1 for name in plots if name.startswith("composition-"))
-    if 0 < drawn < sessions:
-        info(f"promptkit: composition plotted for the first {drawn} of {sessions} sessions")
-    return list(plots.values())
+
+def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any, str]:
+    """The analysis with ``expected_cached_tokens`` when a calibration applies, and the causes headline
+    (plus a line on cache writes and their waste when the analysis has writes)."""
+    from promptkit.cache.causes_report import causes_headline, write_accounting
+
+    line = causes_headline(result)
+    if hasattr(result, "cache_model") and _has_writes(result.requests):
+        writes = write_accounting(result)
+        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
+        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
+        line += (
+            f"\nCache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
+            f"never read before they expired: {wasted:,}"
+        )
+    spec = getattr(args, "calibration", None)
+    if spec is None:
+        return result, line
+    from promptkit.cache.calibration import apply_calibration, default_calibration, load_calibration
+    from promptkit.errors import CalibrationError
+
+    try:
+        cal = default_calibration(str(result.provider)) if spec == "default" else load_calibration(spec)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
+    if cal is None:
+        raise CLIError(f"--calibration default: no calibration is bundled for provider {result.provider!r}")
+    result = apply_calibration(result, cal)
+    prompt = int(result.requests["prompt_tokens"].sum())
+    if prompt:
+        expected = float(result.requests["expected_cached_tokens"].sum()) / prompt
+        line += f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; calibration p(stale) = {cal.stale_probability:.3f})"
+    return result, line
 
 
 def _emit(stream: TextIO, text: str) -> None:

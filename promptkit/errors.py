@@ -16,6 +16,8 @@ import os
 
 __all__ = [
     "AttachmentRefError",
+    "CacheGateError",
+    "CalibrationError",
     "CaptureError",
     "ChatModelRequestError",
     "ContentNotSentWarning",
@@ -177,3 +179,11 @@ class ReportInputError(PromptkitError, ValueError):
 
 class PriceError(PromptkitError, LookupError):
     """No price is known for a model, or a price file is malformed; the message says which and where."""
+
+
+class CalibrationError(PromptkitError, ValueError):
+    """A calibration cannot be fitted, read or applied (the message names the file or field)."""
+
+
+class CacheGateError(PromptkitError, AssertionError):
+    """A cache-stability assertion failed (:func:`promptkit.testing.assert_cache_stable`)."""

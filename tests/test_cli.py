@@ -429,3 +429,15 @@ def test_input_without_any_usable_request_exits_1(tmp_path: Path) -> None:
     code, out, err = run(["analyze", str(log), "--out", str(tmp_path / "o")])
     assert code == 1 and out == ""
     assert str(log) in err and "no request could be analyzed (2 problem(s)" in err
+
+
+def test_progress_shows_the_tables_phase_and_names_skipped_plots(
+    tmp_path: Path, calls: list[dict[str, Any]]
+) -> None:
+    err = FakeTTY()
+    code, _, text = run(["analyze", str(_log(tmp_path)), "--out", str(tmp_path / "o")], stderr=err)
+    assert code == 0, text
+    assert calls[0]["progress"] is True
+    assert "tables: " in text
+    quiet = run(["analyze", str(_log(tmp_path)), "--no-progress", "--out", str(tmp_path / "q")])[2]
+    assert "tables: " not in quiet

@@ -4,8 +4,8 @@
 - Every page ``docs/**/*.md`` (new pages are picked up automatically): its fenced code blocks run in
   page order in one globals dict per page. A ```pycon block is a doctest session (``>>> `` prompts,
   the expected output under them; ELLIPSIS and NORMALIZE_WHITESPACE); a ```python block is executed.
-  ```bash, ```json, ```text ... blocks are not run. A block right after the line
-  ``<!-- docs: skip -->`` is not run either (for code that needs an API key or a network).
+  ```py, ```bash, ```json, ```text ... blocks are shown, not run: write code that needs an API key, a
+  network or a service as ```py (or put the line ``<!-- docs: skip -->`` right before its block).
 - Examples run in a fresh temporary directory per page in which ``fixtures/``, ``notebooks/``,
   ``docs/`` and ``promptkit/`` of the repository are symlinked: paths read as from the repository
   root, and files an example writes vanish with the directory.
@@ -33,7 +33,7 @@ DOCS = ROOT / "docs"
 LINKED = ("fixtures", "notebooks", "docs", "promptkit")
 SKIP_MARK = "<!-- docs: skip -->"
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)\s*(?P<info>[^\n`]*)$")
-RUN_LANGUAGES = {"python", "py", "pycon"}
+RUN_LANGUAGES = {"python", "pycon"}
 
 
 class Block(NamedTuple):

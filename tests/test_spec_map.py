@@ -1,4 +1,4 @@
-"""The docs pages: every ```pycon session runs and prints what it shows, and the spec map names real things."""
+"""The spec map names real things (its ```pycon sessions run in tests/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 PYCON = re.compile(r"^```pycon\n(.*?)^```", re.S | re.M)
-
-
-# Every page's ```pycon sessions (and ```python blocks) run in tests/test_docs.py, in a temporary
-# directory per page, with the blocks of a page sharing one namespace.
 
 
 def test_the_spec_map_has_examples() -> None:

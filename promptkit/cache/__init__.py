@@ -35,6 +35,16 @@ _export(
     "COMPOSITION_COLUMNS", "VIEWS",
 )  # fmt: skip
 _export("tokenizers", "get_tokenizer", "Tokenizer")
+_export("causes", "explain_causes", "classify_change", "CAUSES")
+_export(
+    "calibration",
+    "Calibration", "fit_calibration", "load_calibration", "apply_calibration", "default_calibration",
+)  # fmt: skip
+_export(
+    "causes_report",
+    "causes_by_cause", "causes_by_slot", "causes_by_change", "causes_headline", "write_accounting",
+    "reads_invariant", "diagnostics_comparison", "check_gate", "lint",
+)  # fmt: skip
 # the record contract and the log readers, re-exported for analysis code
 _export("promptkit.formats", "read_logs", "records_from_requests")
 _export("promptkit.providers.usage", "normalize_usage")

@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
+from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
+from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
@@ -82,6 +85,18 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "cached_source",
     "divergence_cached_text",
     "divergence_prompt_text",
+    # facts for promptkit.cache.causes (see its module docstring)
+    "unexpired_cached_tokens",
+    "unevicted_cached_tokens",
+    "idle_seconds",
+    "source_stored_tokens",
+    "model_switch_tokens",
+    "change_class",
+    "change_detail",
+    "predicted_cache_write_1h_tokens",
+    "reported_cache_write_1h_tokens",
+    "provider_miss_reason",
+    "provider_missed_tokens",
 )
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
@@ -89,17 +104,6 @@ EXCERPT_TOKENS: Final[int] = 12
 #: How many recent requests' tokens are kept to show what the cache held at a divergence.
 _EXCERPT_SOURCES: Final[int] = 512
 
-#: Columns of :attr:`AnalysisResult.composition`.
-COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
-    "session",
-    "index",
-    "slot",
-    "key",
-    "start",
-    "tokens",
-    "message",
-    "role",
-)
 
 #: Columns of :attr:`AnalysisResult.problems`.
 PROBLEM_COLUMNS: Final[tuple[str, ...]] = ("file", "line", "reason")
@@ -109,10 +113,11 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
+    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
             strict=True,
         )
     )
@@ -222,51 +227,6 @@ def _prepare(record: RequestRecord) -> _Prepared:
     return _Prepared(record, body, shifted, layout)
 
 
-def _composition_rows(p: _Prepared, tok: TokenizedRequest, rows: dict[str, list[Any]]) -> None:
-    record = p.record
-    messages = p.body["messages"]
-    ends = tok.message_ends if tok.message_ends is not None else None
-    spans: list[tuple[int, int, str, str | None, int | None, str | None]] = []
-    if tok.header_len > 0:
-        spans.append((0, tok.header_len, "tools" if p.body.get("tools") else "header", None, None, None))
-    starts = tok.message_starts
-    order = sorted(range(len(starts)), key=lambda k: (starts[k], k))
-    for rank, i in enumerate(order):
-        start = starts[i]
-        if ends is not None:
-            end = ends[i]
-        else:
-            end = starts[order[rank + 1]] if rank + 1 < len(order) else tok.prompt_len
-        if end <= start:
-            continue
-        role = str(messages[i].get("role"))
-        original = i - 1 if p.shifted else i
-        if p.layout is not None:
-            slot, key = p.layout[i].slot, p.layout[i].key
-        else:
-            slot, key = role, None
-        spans.append((start, end - start, slot, key, original if original >= 0 else None, role))
-    spans.sort(key=lambda span: span[0])
-    covered = tok.header_len
-    filled: list[tuple[int, int, str, str | None, int | None, str | None]] = []
-    for span in spans:
-        if span[0] > covered:
-            filled.append((covered, span[0] - covered, "template", None, None, None))
-        filled.append(span)
-        covered = max(covered, span[0] + span[1])
-    if covered < tok.prompt_len:
-        filled.append((covered, tok.prompt_len - covered, "generation", None, None, None))
-    for start, size, slot, key, msg, span_role in filled:
-        rows["session"].append(record.session)
-        rows["index"].append(record.index)
-        rows["slot"].append(slot)
-        rows["key"].append(key)
-        rows["start"].append(start)
-        rows["tokens"].append(size)
-        rows["message"].append(msg)
-        rows["role"].append(span_role)
-
-
 def _changed_message(
     tok: TokenizedRequest, pos: int, messages: Sequence[Any], source: Sequence[Any] | None
 ) -> int | None:
@@ -296,6 +256,9 @@ def _divergence(
     """(message index, role, slot, key) of the message that made the prompt diverge at token ``pos``."""
     i = _changed_message(tok, pos, p.body["messages"], source)
     if i is None:
+        head = opaque_head_of(p.record)
+        if head is not None and pos < head.tokens:
+            return None, OPAQUE_HEAD_SLOT, None, None
         if pos < tok.header_len:
             return None, ("tools" if p.body.get("tools") else "header"), None, None
         return None, "generation", None, None
@@ -305,6 +268,42 @@ def _divergence(
         slot, key = p.layout[i].slot, p.layout[i].key
     original = i - 1 if p.shifted else i
     return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
+
+
+def _write_1h(plan: Any, cached: int) -> int:
+    """Tokens of a call's cache write that fall under a 1-hour entry (Anthropic ``ttl: "1h"``): the span
+    from the previous entry (or the cached point) to each 1-hour entry."""
+    total, start = 0, cached
+    for entry in sorted(plan.entries, key=lambda e: e.length):
+        if entry.length > start:
+            if entry.ttl is not None and entry.ttl >= 3600:
+                total += entry.length - start
+            start = entry.length
+    return total
+
+
+def _provider_diagnostics(meta: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """Anthropic's cache diagnostics when the log kept them: ``diagnostics.cache_miss_reason`` of the
+    response (``{"type": "tools_changed", "cache_missed_input_tokens": 1234}``), looked up in the
+    record's ``meta`` (``meta.diagnostics`` or ``meta.response.diagnostics``)."""
+    for holder in (meta, meta.get("response")):
+        if not isinstance(holder, Mapping):
+            continue
+        diag = holder.get("diagnostics")
+        if not isinstance(diag, Mapping):
+            continue
+        reason = diag.get("cache_miss_reason")
+        if isinstance(reason, Mapping):
+            kind = reason.get("type")
+            missed = reason.get("cache_missed_input_tokens")
+            return (
+                str(kind) if kind is not None else None,
+                int(missed) if isinstance(missed, int) and not isinstance(missed, bool) else None,
+            )
+        if isinstance(reason, str):
+            return reason, None
+        return "none", None  # diagnostics present, no divergence found
+    return None, None
 
 
 def _resolve(
@@ -401,6 +400,7 @@ def _analyze_group(
     import numpy as np
     import polars as pl
 
+    from promptkit.cache.composition import composition_frame, composition_part
     from promptkit.cache.simulator import CacheSimulator
     from promptkit.cache.tokenize import RequestTokenizer
 
@@ -439,10 +439,12 @@ def _analyze_group(
 
     req_schema, comp_schema, prob_schema = _schemas()
     out: dict[int, dict[str, Any]] = {}
-    comp_rows: dict[int, dict[str, list[Any]]] = {}
+    comp_rows: dict[int, dict[str, np.ndarray]] = {}
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
+    # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
+    facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
 
     bar: Any = order
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
@@ -454,6 +456,7 @@ def _analyze_group(
         prepared = _prepare(record)
         try:
             tok = _tokenize_or_mend(tokenizer_for(record), prepared, record, mended)
+            tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
         except (ValueError, KeyError, TypeError) as exc:
             problems.append(
                 LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
@@ -466,7 +469,7 @@ def _analyze_group(
         if global_sim is not None:
             outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
         else:
-            sim = CacheSimulator(model)
+            sim = CacheSimulator(model, share_tokens=True)  # perf: a throw-away cache, no copies
             prev = previous.get(record.session)
             if prev is not None:
                 sim.store(prev[0], prev[1], prev[2], prev[3])
@@ -474,6 +477,33 @@ def _analyze_group(
             previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
 
         prompt_len = plan.prompt_len
+        # -- causes facts (promptkit.cache.causes): model switch, expiry / eviction, class of change
+        model_name = record.request.get("model")
+        model_name = model_name if isinstance(model_name, str) else None
+        src_id = outcome.source if outcome.source is not None else outcome.lost_source
+        src = facts.get(src_id) if src_id is not None else None
+        switched = None
+        if (
+            src is not None
+            and outcome.source is not None
+            and src[1] != model_name
+            and outcome.cached_tokens > 0
+        ):
+            switched = outcome.cached_tokens  # the provider's cache is per model: nothing of it is read
+            outcome = attrs.evolve(
+                outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
+            )
+        idle = (
+            now - src[2]
+            if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
+            else None
+        )
+        facts[_source_id(record)] = (
+            prepared.body,
+            model_name,
+            now,
+            max((e.length for e in plan.entries), default=0),
+        )
         prefix = min(outcome.prefix_tokens, prompt_len)
         d_msg = d_role = d_slot = d_key = d_tok = None
         d_cached_text: str | None = None
@@ -484,7 +514,7 @@ def _analyze_group(
             d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
             cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
             if cached is not None and prefix < len(cached):
-                decode = tokenizer_for(record).decode
+                decode = opaque_decoder(tokenizer_for(record).decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
                 d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
         bodies[_source_id(record)] = prepared.body["messages"]
@@ -492,7 +522,16 @@ def _analyze_group(
         if len(recent_tokens) > _EXCERPT_SOURCES:
             recent_tokens.popitem(last=False)
         usage = record.usage
-        model_name = record.request.get("model")
+        change_class = change_detail = None
+        if switched is not None:
+            change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"
+        elif outcome.diverged and prefix < prompt_len and src is not None:
+            from promptkit.cache.causes import classify_change
+
+            change_class, change_detail = classify_change(
+                src[0], prepared.body, d_msg, shifted=prepared.shifted
+            )
+        miss_reason, missed = _provider_diagnostics(record.meta)
         out[k] = {
             "session": record.session,
             "index": record.index,
@@ -509,7 +548,7 @@ def _analyze_group(
             "divergence_key": d_key,
             "file": record.file,
             "line": record.line,
-            "model": model_name if isinstance(model_name, str) else None,
+            "model": model_name,
             "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
             "reported_completion_tokens": usage.completion_tokens if usage else None,
             "predicted_cache_write_tokens": outcome.write_tokens,
@@ -518,10 +557,30 @@ def _analyze_group(
             "cached_source": outcome.source,
             "divergence_cached_text": d_cached_text,
             "divergence_prompt_text": d_prompt_text,
+            "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
+            "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
+            "idle_seconds": idle,
+            "source_stored_tokens": src[3] if src is not None else None,
+            "model_switch_tokens": switched,
+            "change_class": change_class,
+            "change_detail": change_detail,
+            "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
+            if outcome.write_tokens is not None
+            else None,
+            "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
+            "provider_miss_reason": miss_reason,
+            "provider_missed_tokens": missed,
         }
-        rows: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-        _composition_rows(prepared, tok, rows)
-        comp_rows[k] = rows
+        head = opaque_head_of(record)
+        comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
+            record.session,
+            record.index,
+            prepared.body,
+            tok,
+            layout=prepared.layout,
+            shifted=prepared.shifted,
+            opaque=(head.tokens, head.key) if head is not None else None,
+        )
     if progress:
         bar.close()
     warm_starts = [
@@ -562,11 +621,7 @@ def _analyze_group(
 
     kept = [k for k in range(len(record_list)) if k in out]
     requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
-    comp: dict[str, list[Any]] = {c: [] for c in COMPOSITION_COLUMNS}
-    for k in kept:
-        for c in COMPOSITION_COLUMNS:
-            comp[c].extend(comp_rows[k][c])
-    composition = pl.DataFrame(comp, schema=comp_schema)
+    composition = composition_frame([comp_rows[k] for k in kept], comp_schema)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -592,6 +647,7 @@ def _analyze_group(
 DEFAULT_PROVIDER: Final[str] = "deepseek"
 
 
+@gc_paused()  # perf: the cyclic GC would rescan every loaded record (promptkit.cache.runtime)
 def analyze_requests(
     records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
     *,
@@ -694,6 +750,7 @@ def analyze_requests(
     )
 
 
+@gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     **kwargs: Any,
@@ -709,4 +766,6 @@ def analyze(
         (154, 5)
     """
     fmt = kwargs.pop("format", None)
-    return analyze_requests(read_logs(paths, format=fmt), **kwargs)
+    with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
+        loaded = read_logs(paths, format=fmt)
+    return analyze_requests(loaded, **kwargs)

@@ -5,7 +5,9 @@ safe under the Agg backend and in threads) and never calls ``show()``: display i
 leaving it as a cell's value, or save it with ``fig.savefig("hit.png")``. Pass ``ax=`` to draw into
 an axes of your own figure instead. matplotlib is imported only when a function runs.
 
->>> import polars as pl
+>>> import attrs
+import attrs
+import polars as pl
 >>> requests = pl.DataFrame({"session": ["a", "a"], "index": [0, 1], "prompt_tokens": [100, 300],
 ...                          "predicted_cached_tokens": [0, 64], "hit_ratio": [0.0, 0.2133]})
 >>> fig = plot_hit_ratio(requests)
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
+import attrs
 import polars as pl
 
 from promptkit.cache.report import ReportInputError, _need, _requests_of
@@ -33,6 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "SLOT_ORDER",
+    "SavedPlots",
     "plot_composition",
     "plot_hit_ratio",
     "plot_predicted_vs_reported",
@@ -65,6 +69,8 @@ SLOT_ORDER: Final[tuple[str, ...]] = (
 )
 #: Sessions beyond this many are drawn but left out of the legend.
 _LEGEND_SESSIONS: Final[int] = 10
+#: Beyond this many sessions the hit-ratio plot shows per-turn quantiles instead of one line per session.
+_MANY_SESSIONS: Final[int] = 40
 
 
 def _enable_notebook_display() -> None:
@@ -148,6 +154,10 @@ def plot_hit_ratio(
     x is the request ``index`` in its session, y the predicted ``hit_ratio`` (0..1). Where the log has
     usage, ``reported_cached_tokens / reported_prompt_tokens`` is drawn dashed in the session's colour
     with the label ``"<session> (reported)"``. ``sessions`` limits the plot to those sessions.
+
+    With more than :data:`_MANY_SESSIONS` sessions the lines are aggregated per turn: the median over
+    sessions (line ``"median"``) and the 10–90 % band (``"10–90 % of sessions"``), and the reported
+    median dashed (``"median (reported)"``), so the figure's cost does not grow with sessions.
     """
     frame = _requests_of(result)
     _need(frame, ("session", "index", "hit_ratio"), "plot_hit_ratio")
@@ -162,6 +172,9 @@ def plot_hit_ratio(
         frame["reported_cached_tokens"].is_not_null().any()
     )
     figure, axes = _new_axes(ax, (9, 4.5))
+    if len(present) > _MANY_SESSIONS:
+        _hit_ratio_band(frame.filter(pl.col("session").is_in(present)), axes, len(present), has_reported)
+        return figure
     colors = _session_colors(present)
     show_legend = len(present) <= _LEGEND_SESSIONS
     for session in present:
@@ -212,6 +225,51 @@ def plot_hit_ratio(
     return figure
 
 
+#: Most rows of token positions the composition image has; longer prompts are drawn in bins of several
+#: tokens (each pixel shows the slot at its bin's first token).
+_COMPOSITION_ROWS: Final[int] = 1200
+
+
+def _hit_ratio_band(frame: pl.DataFrame, axes: Axes, sessions: int, has_reported: bool) -> None:
+    """Median and 10–90 % band of the hit ratio per turn over many sessions."""
+    ratio = pl.col("hit_ratio").cast(pl.Float64)
+    per_turn = (
+        frame.group_by("index")
+        .agg(
+            ratio.median().alias("median"),
+            ratio.quantile(0.1, "linear").alias("low"),
+            ratio.quantile(0.9, "linear").alias("high"),
+        )
+        .sort("index")
+    )
+    x = per_turn["index"].to_numpy()
+    axes.fill_between(
+        x, per_turn["low"].to_numpy(), per_turn["high"].to_numpy(), alpha=0.25, label="10–90 % of sessions"
+    )
+    axes.plot(x, per_turn["median"].to_numpy(), linewidth=1.8, label="median")
+    if has_reported:
+        reported = (
+            frame.filter(
+                pl.col("reported_cached_tokens").is_not_null() & (pl.col("reported_prompt_tokens") > 0)
+            )
+            .group_by("index")
+            .agg((pl.col("reported_cached_tokens") / pl.col("reported_prompt_tokens")).median().alias("r"))
+            .sort("index")
+        )
+        if reported.height:
+            axes.plot(
+                reported["index"].to_numpy(), reported["r"].to_numpy(), linestyle="--", color="black",
+                linewidth=1, label="median (reported)",
+            )  # fmt: skip
+    axes.set_ylim(-0.02, 1.02)
+    _integer_x(axes)
+    axes.set_xlabel("turn (request index in its session)")
+    axes.set_ylabel("hit ratio (cached / prompt tokens)")
+    axes.set_title(f"Cache hit ratio per turn — {sessions} sessions (median and 10–90 % band)")
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", fontsize="small")
+
+
 def plot_composition(
     result: AnalysisResult,
     *,
@@ -221,12 +279,17 @@ def plot_composition(
 ) -> Figure:
     """Prompt composition per turn of one session, stacked by slot, with the divergence point marked.
 
-    Each request is a bar; each slot span (``composition`` rows ``slot, start, tokens``) is a segment
-    from ``start`` to ``start + tokens``, so the stack follows the prompt's token order and the y
-    axis is a token position. A black tick marks the first divergent token (``prefix_tokens``) of
-    every request whose prompt was not wholly shared. ``session`` defaults to the first session.
-    ``result`` may be an AnalysisResult or a requests frame with ``composition=`` given.
+    Drawn as one image (its cost grows with turns × token rows, not with spans): column ``x`` is the
+    request with ``index == x``, and the pixel at height ``y`` has the colour of the slot whose span
+    (``composition`` rows ``slot, start, tokens``) holds token position ``y`` — so each column is the
+    request's prompt in token order, stacked from ``start`` to ``start + tokens``; above the prompt the
+    column is empty. Prompts longer than :data:`_COMPOSITION_ROWS` tokens are drawn in bins of several
+    tokens. A black tick marks the first divergent token (``prefix_tokens``) of every request whose
+    prompt was not wholly shared. ``session`` defaults to the first session. ``result`` may be an
+    AnalysisResult or a requests frame with ``composition=`` given.
     """
+    import numpy as np
+
     requests = _requests_of(result)
     comp = composition if composition is not None else getattr(result, "composition", None)
     if not isinstance(comp, pl.DataFrame):
@@ -246,18 +309,41 @@ def plot_composition(
         raise ValueError(f"plot_composition: unknown session {session!r}")
     figure, axes = _new_axes(ax, (10, 5))
     spans = comp.filter(pl.col("session") == session) if session is not None else comp.clear()
+    spans = spans.filter(pl.col("tokens") > 0).sort("index", "start")
     slots = _ordered_slots(spans["slot"].cast(pl.String).to_list())
     colors = slot_colors(slots)
-    for slot in slots:
-        rows = spans.filter(pl.col("slot") == slot)
-        axes.bar(
-            rows["index"].to_numpy(),
-            rows["tokens"].to_numpy(),
-            bottom=rows["start"].to_numpy(),
-            width=0.8,
-            color=colors[slot],
-            label=slot,
-            linewidth=0,
+    if spans.height:
+        from matplotlib.colors import ListedColormap
+
+        code = {slot: k for k, slot in enumerate(slots)}
+        index = spans["index"].to_numpy()
+        start = spans["start"].to_numpy()
+        end = start + spans["tokens"].to_numpy()
+        slot_code = np.array([code[x] for x in spans["slot"].cast(pl.String).to_list()], dtype=np.int64)
+        first, last = int(index.min()), int(index.max())
+        top = int(end.max())
+        step = max(1, -(-top // _COMPOSITION_ROWS))  # tokens per pixel row
+        rows = -(-top // step)
+        y = np.arange(rows, dtype=np.int64) * step  # first token of each pixel row
+        image = np.full((rows, last - first + 1), -1, dtype=np.int64)
+        # for every (request, row): the last span of that request starting at or before the row's token
+        order_key = index * (top + 1) + start
+        probe = (np.arange(first, last + 1)[None, :] * (top + 1)) + y[:, None]
+        k = np.searchsorted(order_key, probe.ravel(), side="right").reshape(probe.shape) - 1
+        valid = k >= 0
+        kk = np.where(valid, k, 0)
+        inside = valid & (index[kk] == np.arange(first, last + 1)[None, :]) & (y[:, None] < end[kk])
+        image[inside] = slot_code[kk[inside]]
+        cmap = ListedColormap([colors[slot] for slot in slots])
+        axes.imshow(
+            np.ma.masked_less(image, 0),
+            cmap=cmap,
+            vmin=-0.5,
+            vmax=len(slots) - 0.5,
+            origin="lower",
+            aspect="auto",
+            interpolation="nearest",
+            extent=(first - 0.5, last + 0.5, 0, rows * step),
         )
     reqs = requests.filter(pl.col("session") == session) if session is not None else requests.clear()
     diverged = reqs.filter(pl.col("prefix_tokens") < pl.col("prompt_tokens")).sort("index")
@@ -266,8 +352,8 @@ def plot_composition(
             diverged["index"].to_numpy(),
             diverged["prefix_tokens"].to_numpy(),
             marker="_",
-            s=220,
-            linewidths=2.5,
+            s=220 if diverged.height <= 60 else 60,
+            linewidths=2.5 if diverged.height <= 60 else 1.5,
             color="black",
             zorder=3,
             label="first divergent token",
@@ -278,10 +364,13 @@ def plot_composition(
     axes.set_title(f"Prompt composition per turn — session {session}" if session else "Prompt composition")
     axes.grid(True, axis="y", alpha=0.3)
     if slots or diverged.height:
-        handles, labels = axes.get_legend_handles_labels()
+        from matplotlib.patches import Patch
+
+        handles: list[Any] = [Patch(facecolor=colors[slot], label=slot) for slot in slots]
+        handles += [h for h in axes.get_legend_handles_labels()[0]]
         # top of the legend = top of the stack
         axes.legend(
-            handles[::-1], labels[::-1], loc="upper left", fontsize="small", ncols=2 if len(slots) > 8 else 1
+            handles=handles[::-1], loc="upper left", fontsize="small", ncols=2 if len(slots) > 8 else 1
         )
     return figure
 
@@ -319,6 +408,16 @@ def plot_predicted_vs_reported(
     sessions = pairs["session"].unique(maintain_order=True).to_list()
     colors = _session_colors(sessions)
     show_legend = len(sessions) <= _LEGEND_SESSIONS
+    if kind == "scatter" and not show_legend:  # one collection, coloured per point
+        axes.scatter(
+            pairs["reported_cached_tokens"].to_numpy(),
+            pairs["predicted_cached_tokens"].to_numpy(),
+            s=10,
+            c=[colors[x] for x in pairs["session"].to_list()],
+            alpha=0.8,
+            label=f"_{len(sessions)} sessions",
+        )
+        sessions = []
     for session in sessions:
         rows = pairs.filter(pl.col("session") == session).sort("index")
         label = session if show_legend else f"_{session}"
@@ -367,45 +466,99 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "session"
 
 
+@attrs.frozen(slots=True)
+class SavedPlots(Mapping[str, Path]):
+    """The files :func:`save_plots` wrote (a mapping name -> path) and the plots it skipped.
+
+    ``skipped`` maps a plot's name to why it was not written (nothing to show, or beyond
+    ``max_sessions``): no figure file is ever empty.
+    """
+
+    files: Mapping[str, Path]
+    skipped: Mapping[str, str] = attrs.field(factory=dict)
+
+    def __getitem__(self, name: str) -> Path:
+        return self.files[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One line per skipped plot: ``"<name>: <reason>"``."""
+        return tuple(f"{name}: {reason}" for name, reason in self.skipped.items())
+
+
 def save_plots(
     result: AnalysisResult,
     out_dir: str | Path,
     *,
     max_sessions: int = 12,
     dpi: int = 110,
-    skipped: dict[str, str] | None = None,
-) -> dict[str, Path]:
-    """Write every plot that has something to show as PNG into ``out_dir`` (created if needed);
-    returns name -> path.
+    progress: bool = False,
+) -> SavedPlots:
+    """Write every plot that has something to show as PNG into ``out_dir`` (created if needed).
 
-    Files: ``hit_ratio.png``, ``predicted_vs_reported.png`` (only when the log has usage) and
+    Files: ``hit_ratio.png``, ``predicted_vs_reported.png`` (only when the log has reported usage) and
     ``composition-<session>.png`` for the first ``max_sessions`` sessions (when the result has a
-    composition frame). The caller learns how many sessions were left out from the returned names; a
-    plot left out because it would be empty is added to ``skipped`` (name -> why) when given.
+    composition frame). Returns a :class:`SavedPlots`: name -> path, plus ``skipped`` (name -> reason)
+    for every plot left out. ``progress`` shows a progress bar (tqdm) while drawing.
+
+    >>> import tempfile, polars as pl
+    >>> from types import SimpleNamespace
+    >>> frame = pl.DataFrame({"session": ["a"], "index": [0], "hit_ratio": [0.5], "predicted_cached_tokens": [5]})
+    >>> saved = save_plots(SimpleNamespace(requests=frame), tempfile.mkdtemp())
+    >>> list(saved), saved.notes
+    (['hit_ratio'], ('predicted_vs_reported: no reported usage in the input',))
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    requests = _requests_of(result)
     written: dict[str, Path] = {}
-
-    def save(name: str, figure: Figure) -> None:
-        path = out / f"{name}.png"
-        figure.savefig(path, dpi=dpi)
-        written[name] = path
-
-    save("hit_ratio", plot_hit_ratio(result))
-    frame = _requests_of(result)
-    if "reported_cached_tokens" in frame.columns and frame["reported_cached_tokens"].is_not_null().any():
-        save("predicted_vs_reported", plot_predicted_vs_reported(result))
-    elif skipped is not None:
-        skipped["predicted_vs_reported"] = "the log has no provider usage to compare the prediction with"
+    skipped: dict[str, str] = {}
+    jobs: list[tuple[str, Callable[[], Figure]]] = []
+    if requests.height:
+        jobs.append(("hit_ratio", lambda: plot_hit_ratio(result)))
+    else:
+        skipped["hit_ratio"] = "no analyzed request"
+    has_usage = "reported_cached_tokens" in requests.columns and bool(
+        requests["reported_cached_tokens"].is_not_null().any()
+    )
+    if has_usage:
+        jobs.append(("predicted_vs_reported", lambda: plot_predicted_vs_reported(result)))
+    else:
+        skipped["predicted_vs_reported"] = "no reported usage in the input"
     composition = getattr(result, "composition", None)
     if isinstance(composition, pl.DataFrame) and composition.height:
-        sessions = _requests_of(result)["session"].cast(pl.String).unique(maintain_order=True).to_list()
+        sessions = requests["session"].cast(pl.String).unique(maintain_order=True).to_list()
         used: set[str] = set()
         for session in sessions[:max_sessions]:
             name = f"composition-{_safe_name(session)}"
             while name in used:
                 name += "_"
             used.add(name)
-            save(name, plot_composition(result, session=session))
-    return written
+            jobs.append((name, lambda session=session: plot_composition(result, session=session)))  # type: ignore[misc]
+        if len(sessions) > max_sessions:
+            skipped["composition"] = (
+                f"drawn for the first {max_sessions} of {len(sessions)} sessions (max_sessions={max_sessions})"
+            )
+    elif requests.height:
+        skipped["composition"] = "the result has no composition frame"
+    if jobs:
+        out.mkdir(parents=True, exist_ok=True)
+    bar: Any = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(jobs), desc="plots", unit="fig", delay=0.5)
+    for name, draw in jobs:
+        path = out / f"{name}.png"
+        draw().savefig(path, dpi=dpi)
+        written[name] = path
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return SavedPlots(written, skipped)

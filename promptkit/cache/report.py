@@ -551,10 +551,11 @@ def request_costs(
     The priced model is ``model`` if given, else the request's ``model`` column (when the log recorded
     it), else the provider profile's ``default_model`` (``provider`` or ``result.provider``).
     Prompt tokens are billed: cached at ``cache_hit``, written to the cache (optional columns
-    ``predicted_cache_write_tokens`` / ``reported_cache_write_tokens``) at ``cache_write``, the rest at
-    ``cache_miss``. Output tokens (``reported_completion_tokens``, else ``completion_tokens``; 0 and
-    counted in ``output_unknown`` when neither is known) at ``output``. The reported figures use the
-    provider's own token counts and are null where the log has no usage.
+    ``predicted_cache_write_tokens`` / ``reported_cache_write_tokens``) at ``cache_write`` — of which the
+    1-hour writes (``*_cache_write_1h_tokens``) at ``cache_write_1h`` — the rest at ``cache_miss``.
+    Output tokens (``reported_completion_tokens``, else ``completion_tokens``; 0 and counted in
+    ``output_unknown`` when neither is known) at ``output``. The reported figures use the provider's
+    own token counts and are null where the log has no usage.
 
     Raises :class:`PriceError` naming any model without a price.
     """
@@ -593,10 +594,14 @@ def request_costs(
         _col_or_null(frame, "reported_completion_tokens"), _col_or_null(frame, "completion_tokens")
     ).cast(pl.Int64)
     write_price = pl.coalesce(pl.col("cache_write"), pl.col("cache_miss"))
+    # Anthropic's 1-hour writes at their own price (cache_write_1h), the rest at cache_write
+    write_1h_price = pl.coalesce(pl.col("cache_write_1h"), write_price)
 
-    def prompt_cost(prompt: pl.Expr, cached: pl.Expr, written: pl.Expr) -> pl.Expr:
+    def prompt_cost(prompt: pl.Expr, cached: pl.Expr, written: pl.Expr, hour: pl.Expr) -> pl.Expr:
         miss = (prompt - cached - written).clip(lower_bound=0)
-        return (cached * pl.col("cache_hit") + written * write_price + miss * pl.col("cache_miss")) / _MILLION
+        hour = pl.min_horizontal(hour, written)
+        writes = (written - hour) * write_price + hour * write_1h_price
+        return (cached * pl.col("cache_hit") + writes + miss * pl.col("cache_miss")) / _MILLION
 
     has_reported = _has_reported(frame)
     output_cost = output.fill_null(0) * pl.col("output") / _MILLION
@@ -604,6 +609,8 @@ def request_costs(
     rc = pl.when(has_reported).then(_col_or_null(frame, "reported_cached_tokens")).cast(pl.Int64)
     pw = _col_or_null(frame, "predicted_cache_write_tokens").fill_null(0)
     rw = _col_or_null(frame, "reported_cache_write_tokens").fill_null(0)
+    pw1 = _col_or_null(frame, "predicted_cache_write_1h_tokens").fill_null(0)
+    rw1 = _col_or_null(frame, "reported_cache_write_1h_tokens").fill_null(0)
     return work.select(
         pl.col("session").cast(pl.String),
         pl.col("index"),
@@ -618,11 +625,11 @@ def request_costs(
         rc.cast(pl.Int64).alias("reported_cached_tokens"),
         pl.when(has_reported).then(rw).cast(pl.Int64).alias("reported_cache_write_tokens"),
         (pl.col("prompt_tokens") * pl.col("cache_miss") / _MILLION + output_cost).alias("cost_no_cache"),
-        (prompt_cost(pl.col("prompt_tokens"), pl.col("predicted_cached_tokens"), pw) + output_cost).alias(
+        (prompt_cost(pl.col("prompt_tokens"), pl.col("predicted_cached_tokens"), pw, pw1) + output_cost).alias(
             "cost_predicted"
         ),
         (rp * pl.col("cache_miss") / _MILLION + output_cost).alias("cost_reported_no_cache"),
-        (prompt_cost(rp, rc, rw) + output_cost).alias("cost_reported"),
+        (prompt_cost(rp, rc, rw, rw1) + output_cost).alias("cost_reported"),
     )
 
 

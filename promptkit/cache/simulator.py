@@ -88,12 +88,16 @@ class RadixCache:
     expires. ``capacity`` (tokens) bounds the stored tokens; inserting beyond it evicts expired runs
     first, then the least recently used leaves (a leaf is trimmed token-exactly when only part of it
     must go).
+
+    ``share_tokens``: keep read-only token arrays by reference instead of copying them (for a
+    short-lived cache: a view keeps the whole array it comes from alive).
     """
 
-    def __init__(self, *, capacity: int | None = None) -> None:
+    def __init__(self, *, capacity: int | None = None, share_tokens: bool = False) -> None:
         if capacity is not None and capacity < 0:
             raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
         self.capacity = capacity
+        self.share_tokens = share_tokens
         self._root = _Node(np.zeros(0, np.int64), None, 0)
         self._root.expires = _INF
         self._tokens = 0
@@ -197,7 +201,10 @@ class RadixCache:
             first = int(tokens[pos])
             child = node.children.get(first)
             if child is None:
-                leaf = _Node(tokens[pos:].copy(), node, n)
+                tail = tokens[pos:]
+                leaf = _Node(
+                    tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n
+                )
                 node.children[first] = leaf
                 self._tokens += n - pos
                 node = leaf
@@ -286,6 +293,12 @@ class CacheOutcome:
     write_tokens: int | None
     source: str | None
     diverged: bool
+    # what the call would have read had nothing expired (TTL) / been evicted (capacity): None when the
+    # model has no TTL / no capacity (nothing can expire / be evicted); ``lost_source`` is the call that
+    # stored the expired or evicted content (for the idle gap)
+    unexpired_cached_tokens: int | None = None
+    unevicted_cached_tokens: int | None = None
+    lost_source: str | None = None
 
 
 @attrs.frozen(slots=True)
@@ -304,6 +317,7 @@ class CacheSimulator:
     :meth:`lookup` then :meth:`store` for each call (or :meth:`step`). Entries become readable
     ``model.delay`` seconds after the call (immediately when the delay is 0 or the time unknown).
     Calls must come in non-decreasing time; times may be None (unknown: nothing expires).
+    ``share_tokens`` is passed to the :class:`RadixCache`.
 
     Example::
 
@@ -316,9 +330,17 @@ class CacheSimulator:
         192
     """
 
-    def __init__(self, model: CacheModel) -> None:
+    def __init__(self, model: CacheModel, *, share_tokens: bool = False) -> None:
         self.model = model
-        self.cache = RadixCache(capacity=model.capacity)
+        self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
+        # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
+        # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
+        self._keep_all = (
+            RadixCache()
+            if (model.ttl is not None or model.capacity is not None or model.name == "anthropic")
+            else None
+        )
+        self._keep_ttl = RadixCache() if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
 
@@ -333,6 +355,24 @@ class CacheSimulator:
                 self.cache.insert(
                     tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
                 )
+                if self._keep_all is not None:
+                    self._keep_all.insert(
+                        tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact
+                    )
+                if self._keep_ttl is not None:
+                    self._keep_ttl.insert(
+                        tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
+                    )
+
+    def _shadow(
+        self, cache: RadixCache | None, prompt: np.ndarray, plan: CachePlan, now: float | None
+    ) -> tuple[int | None, str | None]:
+        """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
+        if cache is None:
+            return None, None
+        found = cache.match(prompt, now, touch=False)
+        cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
+        return cached, found.source
 
     def lookup(self, tokens: np.ndarray, plan: CachePlan, now: float | None = None) -> CacheOutcome:
         """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules."""
@@ -348,8 +388,22 @@ class CacheSimulator:
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
+        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now)
+        unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now)
+        lost = None
+        if unevicted is not None and unevicted > cached:
+            lost = evicted_source
+        elif unexpired is not None and unexpired > cached:
+            lost = expired_source
         return CacheOutcome(
-            found.prefix_tokens, cached, write, source if cached > 0 else None, found.diverged
+            found.prefix_tokens,
+            cached,
+            write,
+            source if cached > 0 else None,
+            found.diverged,
+            unexpired,
+            unevicted,
+            lost,
         )
 
     def store(

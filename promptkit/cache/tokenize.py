@@ -38,14 +38,20 @@ from typing import Any
 import attrs
 import numpy as np
 
-from promptkit.cache.render import RenderedPiece, RenderError, RenderModel, get_render_model
+from promptkit.cache.render import (
+    IncrementalRenderModel,
+    RenderedPiece,
+    RenderError,
+    RenderModel,
+    get_render_model,
+)
 from promptkit.cache.tokenizers import Tokenizer, encode_with_offsets, get_tokenizer, vocab_size
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
 
 
 def _int_tuple(value: Iterable[int]) -> tuple[int, ...]:
-    return tuple(int(v) for v in value)
+    return tuple(map(int, value))
 
 
 def _optional_int_tuple(value: Iterable[int] | None) -> tuple[int, ...] | None:
@@ -102,10 +108,10 @@ class TokenizedRequest:
             nxt = [starts[j] for j in order[1:]] + [self.prompt_len]
             by_order = dict(zip(order, nxt, strict=True))
             ends = tuple(max(starts[i], by_order[i]) for i in range(n))
-        keep = sorted((starts[i], i) for i in range(n) if ends[i] > starts[i])
-        object.__setattr__(self, "_order_starts", tuple(s for s, _ in keep))
-        object.__setattr__(self, "_order_index", tuple(i for _, i in keep))
-        object.__setattr__(self, "_order_ends", tuple(ends[i] for _, i in keep))
+        keep = [i for i in sorted(range(n), key=starts.__getitem__) if ends[i] > starts[i]]
+        object.__setattr__(self, "_order_starts", tuple([starts[i] for i in keep]))
+        object.__setattr__(self, "_order_index", tuple(keep))
+        object.__setattr__(self, "_order_ends", tuple([ends[i] for i in keep]))
 
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
@@ -124,6 +130,31 @@ class TokenizedRequest:
 class _Segment:
     ids: np.ndarray  # int32
     offsets: np.ndarray | None  # int32 char offset where each token starts, when computed
+
+
+@attrs.define(slots=True, eq=False)
+class _Snapshot:
+    """What resuming after a request's first messages needs: its rendering, where every special piece
+    cuts the token stream, where each message's pieces start, and its tokens."""
+
+    request: Mapping[str, Any]
+    messages: list[Any]
+    pieces: list[RenderedPiece]
+    cut_pieces: list[int]  # index of every special piece (a cut: no token spans it), ascending
+    cut_tokens: list[int]  # tokens before that piece
+    first_piece: list[int]  # per message: index of its first piece (-1: none)
+    end_of_messages: int  # index just past the last message piece
+    starts: list[int | None]  # per message: first token (raw, before _finish fills gaps)
+    ends: list[int]
+    first_message_piece: int
+    first_message_pos: int | None
+    tokens: np.ndarray
+
+    def message_piece(self, start: int) -> int:
+        """Index of the first piece of message ``start`` (past the messages when ``start`` is their count)."""
+        if start < len(self.first_piece) and self.first_piece[start] >= 0:
+            return self.first_piece[start]
+        return self.end_of_messages
 
 
 class RequestTokenizer:
@@ -146,6 +177,7 @@ class RequestTokenizer:
         tokenizer: Tokenizer | str | Any = "deepseek",
         *,
         cache_tokens: int = 32_000_000,
+        snapshots: int = 64,
     ) -> None:
         self.render_model: RenderModel = get_render_model(render_model)
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
@@ -162,6 +194,12 @@ class RequestTokenizer:
             self.special_id(tok)
         self.hits = 0
         self.misses = 0
+        self.resumed = 0
+        if snapshots < 0:
+            raise ValueError(f"snapshots must be >= 0, got {snapshots}")
+        self.snapshots = snapshots
+        self._snapshots: list[_Snapshot] = []
+        self._incremental = isinstance(self.render_model, IncrementalRenderModel)
 
     def __repr__(self) -> str:
         return f"RequestTokenizer({self.render_model.name!r}, {self.tokenizer.name!r})"
@@ -257,11 +295,14 @@ class RequestTokenizer:
             "tokens": self._cached_tokens,
             "hits": self.hits,
             "misses": self.misses,
+            "snapshots": len(self._snapshots),
+            "resumed": self.resumed,
         }
 
     def clear_cache(self) -> None:
-        """Forget every cached segment."""
+        """Forget every cached segment and every snapshot."""
         self._cache.clear()
+        self._snapshots.clear()
         self._cached_tokens = 0
 
     # -- the fast path ------------------------------------------------------------------------------
@@ -269,20 +310,117 @@ class RequestTokenizer:
     def tokenize(
         self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
     ) -> TokenizedRequest:
-        """Tokenize ``request`` (and ``completion``), reusing every segment seen before.
+        """Tokenize ``request`` (and ``completion``), reusing every segment seen before and, when an
+        earlier request shares its first messages, that request's rendering and tokens.
 
         Equals :meth:`tokenize_naive` exactly.
+
+        >>> rt = RequestTokenizer("chatml", "cl100k_base")
+        >>> first = {"messages": [{"role": "user", "content": "hello"}]}
+        >>> second = {"messages": [*first["messages"], {"role": "assistant", "content": "hi"}]}
+        >>> _ = rt.tokenize(first)
+        >>> rt.tokenize(second) == rt.tokenize_naive(second), rt.cache_info()["resumed"]
+        (True, 1)
         """
-        pieces, n_prompt = self._render(request, completion)
+        resume = self._find_resume(request) if self._incremental else None
+        if resume is None:
+            pieces, n_prompt = self._render(request, completion)
+            return self._run(request, pieces, n_prompt, None, 0, [])
+        snap, start, j, t = resume
+        model: IncrementalRenderModel = self.render_model  # type: ignore[assignment]
+        tail = model.render_from(request, start, completion=completion)
+        n_tail = len(tail)
+        if completion is not None:
+            prompt_tail = model.render_from(request, start)
+            if tail[: len(prompt_tail)] != prompt_tail:
+                raise RenderError(
+                    f"render model {model.name!r}: the rendering with a completion does not start "
+                    "with the prompt's rendering"
+                )
+            n_tail = len(prompt_tail)
+        q = snap.message_piece(start)
+        self.resumed += 1
+        return self._run(
+            request, snap.pieces[j:q] + tail, q - j + n_tail, (snap, start, j, t), j, snap.pieces[:j]
+        )
+
+    def _find_resume(self, request: Mapping[str, Any]) -> tuple[_Snapshot, int, int, int] | None:
+        """The snapshot sharing the most leading messages with ``request`` and where to resume in it:
+        (snapshot, first new message, piece index of the last special piece before it, its cut index)."""
+        messages = request.get("messages") if isinstance(request, Mapping) else None
+        if not isinstance(messages, list) or not messages:
+            return None
+        best: _Snapshot | None = None
+        best_lcp = 0
+        n = len(messages)
+        first = messages[0]
+        for snap in reversed(self._snapshots):
+            old = snap.messages
+            if not old or old[0] != first:
+                continue
+            m = min(len(old), n)
+            if old[:m] == messages[:m]:
+                lcp = m
+            else:
+                lcp = 1
+                while lcp < m and old[lcp] == messages[lcp]:
+                    lcp += 1
+            if lcp > best_lcp:
+                best, best_lcp = snap, lcp
+                if lcp == n:
+                    break
+        if best is None:
+            return None
+        model: IncrementalRenderModel = self.render_model  # type: ignore[assignment]
+        start = best_lcp
+        if model.prefix_context(request, start) != model.prefix_context(best.request, start):
+            return None
+        # the last special piece *before* message ``start``'s first piece: the piece at that index in
+        # the snapshot may be special while the new request's is text that merges with what precedes it
+        t = bisect.bisect_left(best.cut_pieces, best.message_piece(start)) - 1
+        if t < 0:
+            return None
+        return best, start, best.cut_pieces[t], t
+
+    def _run(
+        self,
+        request: Mapping[str, Any],
+        pieces: list[RenderedPiece],
+        n_prompt: int,
+        resume: tuple[_Snapshot, int, int, int] | None,
+        offset: int,
+        head: list[RenderedPiece],
+    ) -> TokenizedRequest:
+        """Tokenize ``pieces`` (the rendering from piece ``offset`` on), starting from the state of
+        ``resume`` (a snapshot's state before its piece ``offset``) or from scratch."""
         n_messages = len(request["messages"])
         starts: list[int | None] = [None] * n_messages
         ends: list[int] = [0] * n_messages
+        first_piece: list[int] = [-1] * n_messages
         chunks: list[np.ndarray] = []
-        pending: list[int] = []  # special ids not yet in chunks
-        special_ids = self._special
+        cut_pieces: list[int] = []
+        cut_tokens: list[int] = []
         pos = 0  # tokens so far
         first_message_pos: int | None = None
+        first_message_piece = -1
+        if resume is not None:
+            snap, start, j, t = resume
+            pos = snap.cut_tokens[t]
+            chunks.append(snap.tokens[:pos])
+            cut_pieces = snap.cut_pieces[:t]
+            cut_tokens = snap.cut_tokens[:t]
+            # messages come in order (IncrementalRenderModel): those before m0 were done before piece j
+            m0 = bisect.bisect_left(snap.first_piece, j, 0, start)
+            starts[:m0] = snap.starts[:m0]
+            ends[:m0] = snap.ends[:m0]
+            first_piece[:start] = snap.first_piece[:start]
+            if 0 <= snap.first_message_piece < j:
+                first_message_pos = snap.first_message_pos
+                first_message_piece = snap.first_message_piece
+        pending: list[int] = []  # special ids not yet in chunks
+        special_ids = self._special
         prompt_len = -1
+        last_message_piece = -1
         run: list[RenderedPiece] = []  # text pieces of the current segment
         multi = False  # does the run hold pieces of more than one owner?
 
@@ -328,14 +466,23 @@ class RequestTokenizer:
             multi = False
 
         for k, piece in enumerate(pieces):
+            g = offset + k  # index in the whole rendering
+            mi = piece.message_index
+            if mi is not None and k < n_prompt:
+                if first_piece[mi] < 0:
+                    first_piece[mi] = g
+                if first_message_piece < 0:
+                    first_message_piece = g
+                last_message_piece = g
             if k == n_prompt:
                 flush()
                 prompt_len = pos
             if piece.special:
                 flush()
+                cut_pieces.append(g)
+                cut_tokens.append(pos)
                 sid = special_ids.get(piece.text)
                 pending.append(self.special_id(piece.text) if sid is None else sid)
-                mi = piece.message_index
                 if mi is not None:
                     if starts[mi] is None:
                         starts[mi] = pos
@@ -344,7 +491,7 @@ class RequestTokenizer:
                         first_message_pos = pos
                 pos += 1
             else:
-                if run and not multi and piece.message_index != run[0].message_index:
+                if run and not multi and mi != run[0].message_index:
                     multi = True
                 run.append(piece)
         flush()
@@ -353,7 +500,39 @@ class RequestTokenizer:
         if pending:
             chunks.append(np.array(pending, dtype=np.int64))
         tokens = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
-        return _finish(tokens, starts, ends, first_message_pos, prompt_len)
+        result = _finish(tokens, list(starts), list(ends), first_message_pos, prompt_len)
+        if self._incremental and self.snapshots > 0:
+            if resume is not None:
+                last_message_piece = max(last_message_piece, resume[0].message_piece(resume[1]) - 1)
+            self._remember(
+                _Snapshot(
+                    request=request,
+                    messages=list(request["messages"]),
+                    pieces=head + pieces,
+                    cut_pieces=cut_pieces,
+                    cut_tokens=cut_tokens,
+                    first_piece=first_piece,
+                    end_of_messages=last_message_piece + 1,
+                    starts=starts,
+                    ends=ends,
+                    first_message_piece=first_message_piece,
+                    first_message_pos=first_message_pos,
+                    tokens=result.tokens,
+                ),
+                resume[0] if resume is not None else None,
+            )
+        return result
+
+    def _remember(self, snap: _Snapshot, replaces: _Snapshot | None) -> None:
+        """Keep ``snap`` as the most recent snapshot; drop ``replaces`` when ``snap`` extends all of it."""
+        if replaces is not None and len(snap.messages) >= len(replaces.messages):
+            try:
+                self._snapshots.remove(replaces)
+            except ValueError:
+                pass
+        self._snapshots.append(snap)
+        while len(self._snapshots) > self.snapshots:
+            self._snapshots.pop(0)
 
     # -- the reference ------------------------------------------------------------------------------
 

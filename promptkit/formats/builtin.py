@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from promptkit.formats import http_capture, mini_swe_agent, promptkit_jsonl
+from promptkit.formats import claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl
 from promptkit.formats.base import register_format
 
-for _module in (http_capture, mini_swe_agent, promptkit_jsonl):
+for _module in (claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl):
     register_format(_module.FORMAT, replace=True)

@@ -119,6 +119,9 @@ def record_from_json(
     if meta is not None and not isinstance(meta, Mapping):
         report(f"meta: expected an object, got {type_name(meta)}; ignored")
         meta = None
+    meta = dict(meta or {})
+    if isinstance(response, Mapping) and isinstance(response.get("diagnostics"), Mapping):
+        meta.setdefault("diagnostics", response["diagnostics"])  # Anthropic's cache diagnostics
     return RequestRecord(
         request,
         session,
@@ -130,7 +133,7 @@ def record_from_json(
         line=line,
         provider=provider,
         url=url,
-        meta=dict(meta or {}),
+        meta=meta,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from matplotlib.collections import PathCollection
@@ -134,27 +135,47 @@ def test_hit_ratio_hides_the_legend_for_many_sessions() -> None:
     assert ax.get_legend() is None
 
 
-def _bars(ax: Any) -> list[tuple[float, float, float, str]]:
-    """(x centre, bottom, height, slot label) of every bar segment."""
+def _slot_image(ax: Any) -> tuple[Any, dict[tuple[float, ...], str]]:
+    """The composition image and the legend's colour -> slot label map."""
+    (image,) = ax.images
+    legend = ax.get_legend()
+    labels = {
+        tuple(h.get_facecolor()): t.get_text()
+        for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+        if isinstance(h, Rectangle)
+    }
+    return image, labels
+
+
+def _segments(ax: Any) -> list[tuple[float, float, float, str]]:
+    """(request index, bottom, height, slot label) of every run of one slot in a column of the image."""
+    image, labels = _slot_image(ax)
+    data = image.get_array()
+    x0, _x1, y0, y1 = image.get_extent()
+    rows, cols = data.shape
+    step = (y1 - y0) / rows
     out = []
-    for container in ax.containers:
-        for patch in container.patches:
-            assert isinstance(patch, Rectangle)
-            out.append(
-                (
-                    patch.get_x() + patch.get_width() / 2,
-                    patch.get_y(),
-                    patch.get_height(),
-                    container.get_label(),
-                )
-            )
+    for c in range(cols):
+        column = data[:, c]
+        r = 0
+        while r < rows:
+            if column.mask[r] if np.ma.is_masked(column) else False:
+                r += 1
+                continue
+            code = column[r]
+            e = r
+            while e < rows and not np.ma.is_masked(column[e]) and column[e] == code:
+                e += 1
+            color = tuple(image.cmap(image.norm(code)))
+            out.append((x0 + 0.5 + c, y0 + r * step, (e - r) * step, labels[color]))
+            r = e
     return out
 
 
 def test_composition_stacks_each_span_at_its_token_position() -> None:
     fig = plots.plot_composition(_result(), session="a")
     ax = fig.axes[0]
-    segments = sorted(_bars(ax))
+    segments = sorted(_segments(ax))
     expected = sorted(
         (float(i), float(s), float(t), slot)
         for sess, i, slot, s, t in COMPOSITION.select(
@@ -163,15 +184,44 @@ def test_composition_stacks_each_span_at_its_token_position() -> None:
         if sess == "a"
     )
     assert segments == expected
-    # the stack of each bar reaches the prompt length
-    tops = {}
+    # the stack of each column reaches the prompt length, and nothing is drawn above it
+    tops: dict[float, float] = {}
     for x, bottom, height, _ in segments:
         tops[x] = max(tops.get(x, 0.0), bottom + height)
     assert tops == {0.0: 100.0, 1.0: 300.0, 2.0: 500.0}
-    # slots in prompt order, each one colour
-    assert [c.get_label() for c in ax.containers] == ["identity", "history", "current"]
-    colors = {c.get_label(): {tuple(p.get_facecolor()) for p in c.patches} for c in ax.containers}
-    assert all(len(v) == 1 for v in colors.values())
+    # slots in prompt order in the legend (top of the legend = top of the stack), one colour each
+    _, labels = _slot_image(ax)
+    assert list(labels.values())[::-1] == ["identity", "history", "current"]
+    assert len(labels) == 3
+
+
+def test_composition_is_one_image_whatever_the_number_of_turns() -> None:
+    n = 400
+    comp = pl.DataFrame(
+        {
+            "session": ["s"] * (2 * n),
+            "index": [i for i in range(n) for _ in range(2)],
+            "slot": ["system", "history"] * n,
+            "key": [None] * (2 * n),
+            "start": [x for i in range(n) for x in (0, 50)],
+            "tokens": [x for i in range(n) for x in (50, 10 * i + 1)],
+        },
+        schema_overrides={"key": pl.String},
+    )
+    rows = [
+        {"session": "s", "index": i, "prompt_tokens": 51 + 10 * i, "predicted_cached_tokens": 50}
+        for i in range(n)
+    ]
+    ax = plots.plot_composition(_result(rows, comp)).axes[0]
+    assert len(ax.images) == 1 and not ax.patches and not ax.containers
+    image = ax.images[0]
+    data = image.get_array()
+    assert data.shape[1] == n and data.shape[0] <= plots._COMPOSITION_ROWS
+    # the last column is filled up to its prompt length (binned) and empty above
+    _x0, _x1, y0, y1 = image.get_extent()
+    step = (y1 - y0) / data.shape[0]
+    filled = int((~np.ma.getmaskarray(data[:, -1])).sum())
+    assert filled == -(-(51 + 10 * (n - 1)) // int(step))
 
 
 def test_composition_marks_the_first_divergent_token() -> None:
@@ -198,7 +248,7 @@ def test_composition_defaults_to_the_first_session_and_validates_input() -> None
         plots.plot_composition(_result(composition=COMPOSITION.drop("start")))
     # a requests frame works when the composition is passed alongside
     fig = plots.plot_composition(_requests(ROWS), composition=COMPOSITION, session="b")  # type: ignore[arg-type]
-    assert {c.get_label() for c in fig.axes[0].containers} == {"identity"}
+    assert {slot for _, _, _, slot in _segments(fig.axes[0])} == {"identity"}
 
 
 def test_slot_colors_are_stable_across_figures() -> None:
@@ -239,10 +289,43 @@ def test_predicted_vs_reported_without_usage_says_so() -> None:
 def test_save_plots_writes_pngs(tmp_path: Path) -> None:
     written = plots.save_plots(_result(), tmp_path / "out")
     assert set(written) == {"hit_ratio", "predicted_vs_reported", "composition-a", "composition-b"}
+    assert written.skipped == {}
     for path in written.values():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     limited = plots.save_plots(_result(), tmp_path / "one", max_sessions=1)
     assert [n for n in limited if n.startswith("composition")] == ["composition-a"]
+    assert "first 1 of 2 sessions" in limited.skipped["composition"]
+
+
+def test_save_plots_skips_plots_with_nothing_to_show(tmp_path: Path) -> None:
+    rows = [{k: v for k, v in r.items() if not k.startswith("reported")} for r in ROWS]
+    written = plots.save_plots(_result(rows), tmp_path)
+    assert "predicted_vs_reported" not in written
+    assert not (tmp_path / "predicted_vs_reported.png").exists()
+    assert written.notes == ("predicted_vs_reported: no reported usage in the input",)
+    empty = plots.save_plots(_result([], COMPOSITION.clear()), tmp_path / "empty")
+    assert len(empty) == 0 and set(empty.skipped) == {"hit_ratio", "predicted_vs_reported"}
+    assert not (tmp_path / "empty").exists()
+
+
+def test_hit_ratio_aggregates_many_sessions_into_quantiles() -> None:
+    rows = [
+        {"session": f"s{i}", "index": t, "prompt_tokens": 100, "predicted_cached_tokens": (i * 7 + t) % 101}
+        for i in range(60)
+        for t in range(3)
+    ]
+    ax = plots.plot_hit_ratio(_requests(rows)).axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"median"}
+    frame = _requests(rows)
+    for t in range(3):
+        ratios = np.sort(frame.filter(pl.col("index") == t)["hit_ratio"].to_numpy())
+        assert lines["median"].get_ydata()[t] == pytest.approx(np.median(ratios))
+    assert "60 sessions" in ax.get_title()
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {"median", "10–90 % of sessions"}
+    (band,) = [c for c in ax.collections if c.get_label() == "10–90 % of sessions"]
+    low, high = band.get_paths()[0].vertices[:, 1].min(), band.get_paths()[0].vertices[:, 1].max()
+    assert 0.0 <= low < high <= 1.0
 
 
 def test_save_plots_makes_session_names_safe_and_distinct(tmp_path: Path) -> None:

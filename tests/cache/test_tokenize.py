@@ -391,3 +391,94 @@ def test_real_deepseek_logs_v3_template_drops_tool_calls() -> None:
         diffs = [usage["prompt_tokens"] - rt.tokenize(req).prompt_len for req, usage, _ in calls_]
         assert abs(diffs[0]) <= 2, path.name
         assert diffs == sorted(diffs) and diffs[-1] > diffs[0] + 10 * len(diffs), path.name
+
+
+# -- resuming from an earlier request (snapshots) -------------------------------------------------
+
+edits = st.lists(st.sampled_from(["extend", "extend", "edit-last", "edit-middle", "drop", "tools", "fork"]),
+                 min_size=1, max_size=6)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking", "deepseek-v3"], ids=str
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(base=conversations(), more=conversations(), steps=edits, answer=st.one_of(st.none(), text))
+def test_a_session_of_edited_requests_tokenizes_as_naive(
+    render_model: str,
+    base: list[dict[str, Any]],
+    more: list[dict[str, Any]],
+    steps: list[str],
+    answer: str | None,
+) -> None:
+    """Requests that extend, edit, shorten or fork earlier ones (sharing one tokenizer, so every request
+    may resume from a snapshot of an earlier one) tokenize exactly as the naive reference."""
+    rt = RequestTokenizer(render_model, "cl100k_base", snapshots=3)
+    reference = RequestTokenizer(render_model, "cl100k_base")
+    completion = {"role": "assistant", "content": answer} if answer is not None else None
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
+    history = [list(base)]
+    current = list(base)
+    for step in steps:
+        if step == "extend":
+            current = current + more[:2]
+            more = more[2:] + more[:2]
+        elif step == "edit-last" and current:
+            current = [*current[:-1], {**current[-1], "content": "changed"}]
+        elif step == "edit-middle" and current:
+            k = len(current) // 2
+            current = [*current[:k], {**current[k], "content": "edited"}, *current[k + 1 :]]
+        elif step == "drop" and current:
+            current = current[:-1]
+        elif step == "fork":
+            current = list(history[0])
+        request: dict[str, Any] = {"messages": [dict(m) for m in current]}  # new objects, as a log has
+        if step == "tools":
+            request["tools"] = tools
+        history.append(current)
+        for c in (None, completion):
+            try:
+                expected = reference.tokenize_naive(request, completion=c)
+            except RenderError:
+                with pytest.raises(RenderError):
+                    rt.tokenize(request, completion=c)
+                continue
+            assert_same(rt.tokenize(request, completion=c), expected)
+
+
+@pytest.mark.parametrize("render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking"])
+@settings(max_examples=60, deadline=None)
+@given(messages=conversations(), with_tools=st.booleans())
+def test_render_from_continues_the_rendering_at_each_message(
+    render_model: str, messages: list[dict[str, Any]], with_tools: bool
+) -> None:
+    model = get_render_model(render_model)
+    request: dict[str, Any] = {"messages": messages}
+    if with_tools:
+        request["tools"] = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
+    try:
+        pieces = model.render(request)
+    except RenderError:
+        return
+    assert model.render_from(request, 0) == pieces  # type: ignore[attr-defined]
+    for start in range(1, len(messages) + 1):
+        tail = model.render_from(request, start)  # type: ignore[attr-defined]
+        first = next((k for k, p in enumerate(pieces) if p.message_index is not None and p.message_index >= start),
+                     len(pieces) - len(tail))  # fmt: skip
+        assert pieces[first:] == tail
+        assert all(p.message_index is None or p.message_index < start for p in pieces[:first])
+
+
+def test_a_growing_session_resumes_and_a_new_session_reuses_the_shared_head() -> None:
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    system = {"role": "system", "content": "You are an agent. " * 50}
+    a = [system, {"role": "user", "content": "task A"}]
+    rt.tokenize({"messages": a})
+    rt.tokenize({"messages": [*a, {"role": "assistant", "content": "done"}]})
+    assert rt.cache_info()["resumed"] == 1
+    assert rt.cache_info()["snapshots"] == 1  # the longer request replaced the one it extends
+    other = {"messages": [dict(system), {"role": "user", "content": "task B"}]}
+    misses = rt.cache_info()["misses"]
+    assert_same(rt.tokenize(other), rt.tokenize_naive(other))
+    assert rt.cache_info()["resumed"] == 2
+    assert rt.cache_info()["misses"] == misses + 1  # only "user\ntask B" was new text

@@ -1,0 +1,122 @@
+"""Analysis time next to the naive time and the lower bound, and plot time next to analysis time, in one run.
+
+On the corpus of ``benchmarks/corpus.py`` (generated into a temporary directory unless ``--corpus`` is
+given) it measures, side by side:
+
+- **load**: :func:`promptkit.formats.read_logs` (JSON parsing; the same for every approach);
+- **analysis**: :func:`promptkit.cache.analyze_requests` on the loaded records (what
+  ``promptkit analyze --no-plots`` runs after loading);
+- **naive**: render and tokenize every request (and its answer) in full, with no reuse
+  (``RequestTokenizer.tokenize_naive``);
+- **lower bound**: tokenize each session's final request once (render it and encode each text
+  segment between special tokens once, with a fresh ``RequestTokenizer``);
+- **plots**: :func:`promptkit.cache.plots.save_plots` on the analysis result (PNG files);
+
+and prints analysis / lower bound, naive / analysis and plots / analysis. It also checks that the
+analysis' token counts equal the naive ones for every request.
+
+    python benchmarks/analysis_speed.py [--provider openai --tokenizer cl100k_base] [--corpus DIR]
+                                        [--sessions 20] [--calls 130] [--view consecutive]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpus import write_corpus
+
+from promptkit.cache.engine import analyze_requests
+from promptkit.cache.plots import save_plots
+from promptkit.cache.tokenize import RequestTokenizer
+from promptkit.formats import read_logs as load_requests
+from promptkit.providers.registry import get_provider
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--provider", default="deepseek")
+    parser.add_argument("--tokenizer", default=None)
+    parser.add_argument("--render", default=None)
+    parser.add_argument("--view", default="consecutive", choices=("consecutive", "simulated"))
+    parser.add_argument("--corpus", type=Path, default=None, help="an existing corpus directory")
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=130)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-naive", action="store_true", help="skip the (slow) naive pass")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = args.corpus
+        if corpus is None:
+            corpus = Path(tmp) / "corpus"
+            write_corpus(corpus, sessions=args.sessions, calls=args.calls, seed=args.seed)
+        profile = get_provider(args.provider)
+        default_tok, default_render = profile.tokenizer, profile.render
+        tok_name = args.tokenizer or default_tok
+        render_name = args.render or default_render
+        RequestTokenizer(render_name, tok_name).tokenize({"messages": [{"role": "user", "content": "warm"}]})
+
+        t0 = time.perf_counter()
+        loaded = load_requests([corpus])
+        t_load = time.perf_counter() - t0
+        records = list(loaded.records)
+
+        t0 = time.perf_counter()
+        result = analyze_requests(
+            loaded, provider=args.provider, tokenizer=args.tokenizer, render=args.render, view=args.view
+        )
+        t_analysis = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        finals: dict[str, object] = {}
+        for r in records:
+            finals[r.session] = r
+        final_tokens = 0
+        for r in finals.values():  # a fresh tokenizer each: render once, encode every segment once
+            final_tokens += len(RequestTokenizer(render_name, tok_name).tokenize(r.request).tokens)  # type: ignore[attr-defined]
+        t_lower = time.perf_counter() - t0
+
+        t_naive = float("nan")
+        if not args.no_naive:
+            naive_rt = RequestTokenizer(render_name, tok_name)
+            counts = []
+            t0 = time.perf_counter()
+            for r in records:
+                counts.append(naive_rt.tokenize_naive(r.request, completion=r.completion).prompt_len)
+            t_naive = time.perf_counter() - t0
+            if counts != result.requests["prompt_tokens"].to_list():
+                sys.exit("analysis and naive tokenization disagree on prompt_tokens")
+
+        with tempfile.TemporaryDirectory() as plot_dir:
+            t0 = time.perf_counter()
+            written = save_plots(result, plot_dir)
+            t_plots = time.perf_counter() - t0
+
+    total_tokens = int(result.requests["prompt_tokens"].sum())
+    sessions = result.requests["session"].n_unique()
+    print(
+        f"corpus: {result.requests.height} requests in {sessions} sessions, {total_tokens / 1e6:.1f}M request "
+        f"tokens, final requests {final_tokens / 1e3:.0f}k tokens; {render_name} + {tok_name}, "
+        f"{args.view} view" + ("" if args.no_naive else "; analysis == naive token counts")
+    )
+    print(f"{'phase':<36} {'seconds':>8}")
+    print(f"{'load (JSON parsing)':<36} {t_load:>8.2f}")
+    print(f"{'analysis (analyze_requests)':<36} {t_analysis:>8.2f}")
+    print(f"{'naive (render + tokenize in full)':<36} {t_naive:>8.2f}")
+    print(f"{'lower bound (final requests once)':<36} {t_lower:>8.2f}")
+    print(f"{'plots (save_plots, ' + str(len(written)) + ' files)':<36} {t_plots:>8.2f}")
+    print(
+        f"analysis / lower bound = {t_analysis / t_lower:.2f}x (goal <= 2); "
+        f"naive / analysis = {t_naive / t_analysis:.1f}x (goal >= 20); "
+        f"plots / analysis = {t_plots / t_analysis:.1%} (goal < 10%)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""ChatML, ``<|im_start|>role\\ncontent<|im_end|>``, for OpenAI-compatible APIs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from promptkit.cache.render.base import (
+    RenderedPiece,
+    content_text,
+    message_text,
+    message_tool_calls,
+    request_messages,
+    request_tools,
+)
+from promptkit.errors import RenderError
+
+__all__ = [
+    "CHATML_SPECIAL_TOKENS",
+    "IM_END",
+    "IM_START",
+    "ChatMLRender",
+    "chatml_tools_text",
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# ChatML
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+CHATML_SPECIAL_TOKENS: tuple[str, ...] = (IM_START, IM_END)
+
+
+def chatml_tools_text(tools: Sequence[Mapping[str, Any]]) -> str:
+    """The system-block body promptkit renders for tool definitions in ChatML: one JSON line per tool."""
+    lines = ["# Tools", "", "You may call one or more functions. Function signatures:"]
+    lines += [json.dumps(tool, ensure_ascii=False, sort_keys=True) for tool in tools]
+    return "\n".join(lines)
+
+
+def _chatml_tool_calls_text(calls: list[tuple[str, str, str]]) -> str:
+    return "".join(
+        f"\n<tool_call>\n{json.dumps({'name': name, 'arguments': args}, ensure_ascii=False)}\n</tool_call>"
+        for _, name, args in calls
+    )
+
+
+@attrs.frozen(slots=True)
+class ChatMLRender:
+    """ChatML, the message framing of OpenAI-compatible chat APIs.
+
+    Each message is ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` (``{role} name={name}`` when the
+    message has a ``name``); an assistant's tool calls follow its content as
+    ``\\n<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`` lines; tool definitions come first as
+    a system block (:func:`chatml_tools_text`); the generation prompt is ``<|im_start|>assistant\\n``
+    and a completion is its content and tool calls followed by ``<|im_end|>``.
+
+    ``<|im_start|>`` and ``<|im_end|>`` are special pieces. With a vocabulary that lacks them
+    (tiktoken's cl100k_base) the request tokenizer gives them reserved ids just above the vocabulary,
+    so message boundaries stay exact cut points; the token count is then a model of, not a copy of, the
+    provider's (OpenAI does not publish its framing).
+    """
+
+    name: str = "chatml"
+    special_tokens: tuple[str, ...] = CHATML_SPECIAL_TOKENS
+
+    def render(
+        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """Pieces of ``request`` ending with the generation prompt, or with ``completion``."""
+        return self.render_from(request, 0, completion=completion)
+
+    def render_from(
+        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """The pieces of message ``start`` and after (the tools block too when ``start`` is 0), then the
+        generation prompt or ``completion`` (see :class:`IncrementalRenderModel`).
+
+        >>> r = ChatMLRender()
+        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}]}
+        >>> r.render(request)[4:] == r.render_from(request, 1)
+        True
+        """
+        messages = request_messages(request, start)
+        P = RenderedPiece
+        out: list[RenderedPiece] = []
+        tools = request_tools(request)
+        if tools and start == 0:
+            out += [P(IM_START, True, None), P("system\n" + chatml_tools_text(tools), False, None)]
+            out += [P(IM_END, True, None), P("\n", False, None)]
+        for i in range(start, len(messages)):
+            m = messages[i]
+            role = m["role"]
+            name = m.get("name")
+            head = f"{role} name={name}\n" if isinstance(name, str) and name else f"{role}\n"
+            body = message_text(m, i)
+            if role == "assistant":
+                body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"))
+            out += [P(IM_START, True, i), P(head + body, False, i), P(IM_END, True, i), P("\n", False, i)]
+        out += [P(IM_START, True, None), P("assistant\n", False, None)]
+        if completion is not None:
+            if not isinstance(completion, Mapping):
+                raise RenderError(
+                    f"completion must be an assistant message object, got {type(completion).__name__}"
+                )
+            text = content_text(completion.get("content"), "completion.content") or ""
+            text += _chatml_tool_calls_text(message_tool_calls(completion, "completion"))
+            if text:
+                out.append(P(text, False, None))
+            out.append(P(IM_END, True, None))
+        return out
+
+    def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
+        """The tool definitions: the only thing besides the messages that the pieces depend on."""
+        return request_tools(request)

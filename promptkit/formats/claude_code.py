@@ -1,0 +1,491 @@
+"""Claude Code session transcripts: ``~/.claude/projects/<project>/<session-uuid>.jsonl``.
+
+Claude Code writes one JSON event per line: ``user`` and ``assistant`` events carry an Anthropic
+Messages ``message`` (the assistant's with ``id``, ``model``, ``content`` blocks and ``usage``), every
+event its ``uuid``, ``parentUuid``, ``sessionId``, ``isSidechain`` and ``timestamp``, assistant events the
+API ``requestId``; other events (``progress``, ``system``, ``summary``, ``file-history-snapshot``...) are
+bookkeeping. Sub-agents write sidechains: in recent versions in ``<session>/subagents/agent-<id>.jsonl``
+(events with ``agentId``), in older ones inside the main file.
+
+How the file becomes request records:
+
+- **Sessions.** The main thread is session ``<sessionId>``; each sub-agent's sidechain is a session of
+  its own, ``<sessionId>/agent-<agentId>`` (an older in-file sidechain without ``agentId``:
+  ``<sessionId>/sidechain-<first 8 characters of its root uuid>``).
+- **One request per model call.** Claude Code writes a streamed answer once per content block, each line
+  repeating the message ``id``, ``requestId`` and ``usage``. The lines of one message id (else request
+  id) are merged into one record: content blocks in line order, usage from the last line that has one,
+  file, line and timestamp from the first. Synthetic assistant messages (model ``<synthetic>``, written
+  for interruptions and API errors) are not model calls and are left out, also from the context.
+- **The request** is the conversation before that message on its thread: the ``parentUuid`` chain back
+  to the root or to a ``compact_boundary`` event (compaction starts a new context), plus the tool results
+  of parallel tool calls, which Claude Code hangs off their own ``tool_use`` line rather than the chain.
+  Consecutive user events are one user turn, as Claude Code sends them. Converted to the chat-completions
+  shape: ``tool_use`` blocks become the assistant's ``tool_calls``, ``tool_result`` blocks ``tool``
+  messages (before the turn's other blocks), text blocks text; ``thinking`` blocks are left out (the API
+  drops earlier turns' thinking from most models' context). The last message carries
+  ``cache_control`` as Claude Code's requests do (``"ttl": "1h"`` when most of the session's cache writes
+  were 1-hour writes), so Anthropic's cache rules apply.
+- **Usage** is normalized: prompt = ``input_tokens`` + ``cache_creation_input_tokens`` +
+  ``cache_read_input_tokens``; the 5-minute / 1-hour write split is kept.
+- **The opaque head.** Transcripts hold neither the system prompt nor the tool definitions. Each record
+  gets ``meta["opaque_head_tokens"]`` (estimated per session and model by
+  :func:`~promptkit.formats.opaque_head.estimate_opaque_heads`) and ``meta["opaque_head_key"] =
+  "claude-code:<session>:<model>"``; the analysis puts that many placeholder tokens before the messages.
+
+Other events (``progress``, ``system``, ``attachment``...) are not part of the requests; what Claude Code
+derives from some of them and sends (hook output, attachments as ``<system-reminder>`` text) is not
+reconstructed.
+
+A malformed line, an event without ``type`` or a user/assistant event without ``uuid`` or ``message`` is
+a problem naming file, line and field; the rest of the file is still read.
+
+>>> from promptkit.formats import read_logs
+>>> r = read_logs("fixtures/claude-code")
+>>> len(r.records), sorted({x.session for x in r.records}), r.formats
+(3, ['4d5611e5-241a-462a-8d15-5122611a9569', '4d5611e5-241a-462a-8d15-5122611a9569/agent-a2898e3'], {'claude-code': 2})
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from promptkit.errors import RecordFormatError
+from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.fields import parse_timestamp
+from promptkit.formats.opaque_head import estimate_opaque_heads
+from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.providers.usage import normalize_usage
+
+__all__ = ["FORMAT", "NAME", "transcript_records"]
+
+#: The format name (``--format claude-code``).
+NAME: Final[str] = "claude-code"
+#: Event types that carry an API message.
+_MESSAGE_TYPES: Final[frozenset[str]] = frozenset({"user", "assistant"})
+#: Event types that only Claude Code writes (for sniffing).
+_BOOKKEEPING_TYPES: Final[frozenset[str]] = frozenset(
+    {"summary", "file-history-snapshot", "queue-operation", "progress", "system"}
+)
+
+
+@attrs.frozen(slots=True)
+class _Event:
+    """What promptkit keeps of one line (not the line itself: ``toolUseResult`` copies can be large)."""
+
+    line: int
+    type: str
+    uuid: str | None
+    parent: str | None
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    message_key: str = ""  # what the streamed lines of one model call share: message id, else request id
+    model: str | None = None
+    usage: Any = None
+    timestamp: Any = None
+    request_id: str | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    sidechain: bool = False
+    compact_boundary: bool = False
+
+    @property
+    def synthetic(self) -> bool:
+        return self.type == "assistant" and self.model == "<synthetic>"
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _parse_event(obj: object, line: int) -> _Event:
+    """One line's event; raises RecordFormatError naming the field."""
+    if not isinstance(obj, Mapping):
+        raise RecordFormatError(f"expected a JSON object, got {type_name(obj)}")
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        raise RecordFormatError(
+            "missing 'type'" if kind is None else f"type: expected a string, got {type_name(kind)}"
+        )
+    uuid = obj.get("uuid")
+    parent = obj.get("parentUuid")
+    if parent is not None and not isinstance(parent, str):
+        raise RecordFormatError(f"parentUuid: expected a string or null, got {type_name(parent)}")
+    blocks: tuple[Mapping[str, Any], ...] = ()
+    message: Mapping[str, Any] = {}
+    if kind in _MESSAGE_TYPES:
+        if not isinstance(uuid, str) or not uuid:
+            raise RecordFormatError(
+                f"{kind} event: missing 'uuid'"
+                if uuid is None
+                else f"uuid: expected a string, got {type_name(uuid)}"
+            )
+        raw_message = obj.get("message")
+        if not isinstance(raw_message, Mapping):
+            raise RecordFormatError(
+                f"{kind} event: missing 'message'"
+                if raw_message is None
+                else f"message: expected an object, got {type_name(raw_message)}"
+            )
+        message = raw_message
+        content = message.get("content")
+        if isinstance(content, str):
+            blocks = ({"type": "text", "text": content},)
+        elif isinstance(content, list):
+            for k, block in enumerate(content):
+                if not isinstance(block, Mapping):
+                    raise RecordFormatError(
+                        f"message.content[{k}]: expected an object, got {type_name(block)}"
+                    )
+            blocks = tuple(content)
+        else:
+            raise RecordFormatError(
+                f"message.content: expected a string or a list of blocks, got {type_name(content)}"
+            )
+    uuid_s = uuid if isinstance(uuid, str) else None
+    request_id = _str_or_none(obj.get("requestId"))
+    mid = _str_or_none(message.get("id"))
+    key = "msg:" + mid if mid else ("req:" + request_id if request_id else "uuid:" + str(uuid_s))
+    return _Event(
+        line,
+        kind,
+        uuid_s,
+        parent,
+        blocks=blocks,
+        message_key=key,
+        model=_str_or_none(message.get("model")),
+        usage=message.get("usage"),
+        timestamp=obj.get("timestamp"),
+        request_id=request_id,
+        session_id=_str_or_none(obj.get("sessionId")),
+        agent_id=_str_or_none(obj.get("agentId")),
+        sidechain=obj.get("isSidechain") is True,
+        compact_boundary=kind == "system" and obj.get("subtype") == "compact_boundary",
+    )
+
+
+def _tool_content(value: Any) -> Any:
+    """A ``tool_result``'s content as a chat message's: its text, or its parts when it holds an image."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list):
+        if all(isinstance(b, Mapping) and b.get("type") == "text" for b in value):
+            return "".join(str(b.get("text", "")) for b in value)
+        return [dict(b) if isinstance(b, Mapping) else {"type": "text", "text": str(b)} for b in value]
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _user_messages(blocks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One user turn's blocks: a ``tool`` message per ``tool_result``, then a user message with the rest."""
+    out: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    for b in blocks:
+        if b.get("type") == "tool_result":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": str(b.get("tool_use_id", "")),
+                    "content": _tool_content(b.get("content")),
+                }
+            )
+        else:
+            rest.append({k: v for k, v in b.items() if k != "cache_control"})
+    if rest:
+        if all(p.get("type") == "text" for p in rest):
+            out.append({"role": "user", "content": "".join(str(p.get("text", "")) for p in rest)})
+        else:
+            out.append({"role": "user", "content": rest})
+    return out
+
+
+def _assistant_message(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One assistant message's blocks as a chat-completions assistant message (thinking left out)."""
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for b in blocks:
+        kind = b.get("type")
+        if kind in ("thinking", "redacted_thinking"):
+            continue
+        if kind == "tool_use":
+            calls.append(
+                {
+                    "id": str(b.get("id", "")),
+                    "type": "function",
+                    "function": {
+                        "name": str(b.get("name", "")),
+                        "arguments": json.dumps(b.get("input", {}), ensure_ascii=False),
+                    },
+                }
+            )
+        else:
+            parts.append(dict(b))
+    content: Any = (
+        "".join(str(p.get("text", "")) for p in parts)
+        if all(p.get("type") == "text" for p in parts)
+        else parts
+    )
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+class _Transcript:
+    """The events of one file, indexed for walking the parentUuid chains."""
+
+    def __init__(self, events: list[_Event], file: str, stem: str) -> None:
+        self.events = events
+        self.file = file
+        self.by_uuid = {e.uuid: e for e in events if e.uuid is not None}
+        self.answers: dict[str, list[_Event]] = {}  # tool_use id -> user events holding its tool_result
+        for e in events:
+            if e.type == "user":
+                for b in e.blocks:
+                    if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                        self.answers.setdefault(b["tool_use_id"], []).append(e)
+        self.missing_parents: list[tuple[int, str]] = []
+        self.session: str = next((e.session_id for e in events if e.session_id), stem)
+        self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
+
+    def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
+        """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
+        nearest call whose context is already known (returned second, and included in the list)."""
+        out: list[_Event] = []
+        seen: set[str] = set()
+        cur = first.parent
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            ev = self.by_uuid.get(cur)
+            if ev is None:
+                self.missing_parents.append((first.line, cur))
+                break
+            if ev.compact_boundary:
+                break
+            out.append(ev)
+            if cur in self._contexts:
+                return out, ev
+            cur = ev.parent
+        return out, None
+
+    def thread_of(self, e: _Event) -> str:
+        """The session of an event: the main thread, a sub-agent, or an older in-file sidechain."""
+        if e.sidechain or e.agent_id:
+            if e.agent_id:
+                return f"{self.session}/agent-{e.agent_id}"
+            root = e
+            seen: set[str] = set()
+            while root.parent is not None and root.parent in self.by_uuid and root.parent not in seen:
+                seen.add(root.parent)
+                root = self.by_uuid[root.parent]
+            return f"{self.session}/sidechain-{(root.uuid or str(root.line))[:8]}"
+        return self.session
+
+    def context(self, first: _Event) -> list[dict[str, Any]]:
+        """The chat messages before the model call whose first line is ``first``.
+
+        Calls are visited in file order and each one's context is kept, so a call's context is the
+        nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
+        segment, known = self.segment(first)
+        chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
+        on_chain = {e.uuid for e in chain}
+        answered = {
+            b.get("tool_use_id")
+            for e in chain
+            if e.type == "user"
+            for b in e.blocks
+            if b.get("type") == "tool_result"
+        }
+        extra: list[_Event] = []
+        for e in chain:
+            if e.type != "assistant":
+                continue
+            for b in e.blocks:
+                tid = b.get("id")
+                if b.get("type") == "tool_use" and isinstance(tid, str) and tid not in answered:
+                    for ans in self.answers.get(tid, []):
+                        if ans.line < first.line and ans.uuid not in on_chain:
+                            extra.append(ans)
+                            on_chain.add(ans.uuid)
+        events = sorted([*chain, *extra], key=lambda e: e.line)
+        turns: list[tuple[str, list[Mapping[str, Any]]]] = []
+        assistant_turn: dict[str, int] = {}
+        for e in events:
+            if e.type == "assistant":
+                if e.message_key in assistant_turn:
+                    turns[assistant_turn[e.message_key]][1].extend(e.blocks)
+                else:
+                    assistant_turn[e.message_key] = len(turns)
+                    turns.append(("assistant", list(e.blocks)))
+            elif turns and turns[-1][0] == "user":
+                turns[-1][1].extend(e.blocks)
+            else:
+                turns.append(("user", list(e.blocks)))
+        messages: list[dict[str, Any]] = list(self._contexts[known.uuid]) if known and known.uuid else []
+        for role, blocks in turns:
+            if role == "assistant":
+                messages.append(_assistant_message(blocks))
+            else:
+                messages.extend(_user_messages(blocks))
+        if first.uuid is not None:
+            self._contexts[first.uuid] = messages
+        return messages
+
+
+def _one_hour_sessions(records: Sequence[RequestRecord]) -> set[str]:
+    """Sessions where most written cache tokens were 1-hour writes."""
+    hour: dict[str, int] = {}
+    total: dict[str, int] = {}
+    for r in records:
+        if r.usage is not None and r.usage.cache_write_tokens:
+            total[r.session] = total.get(r.session, 0) + r.usage.cache_write_tokens
+            hour[r.session] = hour.get(r.session, 0) + (r.usage.cache_write_1h_tokens or 0)
+    return {s for s, n in total.items() if 2 * hour.get(s, 0) > n}
+
+
+def _with_breakpoint(record: RequestRecord, ttl: str | None) -> RequestRecord:
+    messages = list(record.request["messages"])
+    if not messages:
+        return record
+    cc: dict[str, Any] = {"type": "ephemeral"}
+    if ttl is not None:
+        cc["ttl"] = ttl
+    messages[-1] = {**messages[-1], "cache_control": cc}
+    return attrs.evolve(record, request={**record.request, "messages": messages})
+
+
+def transcript_records(
+    lines: Iterator[tuple[int, str]] | Sequence[tuple[int, str]], *, file: str, stem: str
+) -> tuple[list[RequestRecord], list[LoadProblem]]:
+    """The model calls of one transcript file (see the module docstring) and the problems met.
+
+    >>> lines = ['{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s", "message": {"role": "user", "content": "hi"}}',
+    ...          '{"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {"id": "m1", '
+    ...          '"model": "claude-sonnet-4-5", "role": "assistant", "content": [{"type": "text", "text": "hello"}]}}', "{oops"]
+    >>> records, problems = transcript_records(enumerate(lines, 1), file="s.jsonl", stem="s")
+    >>> [(r.session, r.line, r.request["messages"][0]["content"]) for r in records], [(p.line, p.reason[:12]) for p in problems]
+    ([('s', 2, 'hi')], [(3, 'invalid JSON')])
+    """
+    problems: list[LoadProblem] = []
+    events: list[_Event] = []
+    for lineno, raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problems.append(LoadProblem(file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        try:
+            events.append(_parse_event(obj, lineno))
+        except RecordFormatError as exc:
+            problems.append(LoadProblem(file, lineno, f"{exc}; line skipped"))
+    t = _Transcript(events, file, stem)
+    groups: dict[str, list[_Event]] = {}
+    for e in events:
+        if e.type == "assistant" and not e.synthetic:
+            groups.setdefault(e.message_key, []).append(e)
+    records: list[RequestRecord] = []
+    for group in groups.values():
+        first = group[0]
+        model = next((g.model for g in group if g.model is not None), None)
+        body: dict[str, Any] = {}
+        if model is not None:
+            body["model"] = model
+        body["messages"] = t.context(first)
+        completion = _assistant_message([b for g in group for b in g.blocks if isinstance(b, Mapping)])
+        usage = None
+        usage_event = next((g for g in reversed(group) if g.usage is not None), None)
+        if usage_event is not None:
+            try:
+                usage = normalize_usage(usage_event.usage, "message.usage")
+            except RecordFormatError as exc:
+                problems.append(LoadProblem(file, usage_event.line, f"{exc}; the call is kept without usage"))
+        timestamp = None
+        try:
+            timestamp = parse_timestamp(first.timestamp)
+        except RecordFormatError as exc:
+            problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
+        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group]}
+        if first.request_id is not None:
+            meta["request_id"] = first.request_id
+        records.append(
+            RequestRecord(
+                body,
+                t.thread_of(first),
+                timestamp=timestamp,
+                completion=completion,
+                usage=usage,
+                file=file,
+                line=first.line,
+                provider="anthropic",
+                meta=meta,
+            )
+        )
+    if t.missing_parents:
+        line, parent = t.missing_parents[0]
+        more = f" (and {len(t.missing_parents) - 1} more)" if len(t.missing_parents) > 1 else ""
+        problems.append(
+            LoadProblem(
+                file,
+                line,
+                f"parentUuid {parent!r} is not in this file{more}: the conversation before it is unknown "
+                "(a resumed session or a trimmed file); the calls are kept with what the file holds",
+            )
+        )
+    hour = _one_hour_sessions(records)
+    records = [_with_breakpoint(r, "1h" if r.session in hour else None) for r in records]
+    records = estimate_opaque_heads(
+        records, key_of=lambda r: f"claude-code:{r.session}:{r.request.get('model', '?')}"
+    )
+    return records, problems
+
+
+def _first_objects(head: str, n: int = 8) -> list[Any]:
+    out: list[Any] = []
+    for raw in head.split("\n"):
+        if len(out) >= n:
+            break
+        if not raw.strip():
+            continue
+        try:
+            out.append(json.loads(raw))
+        except json.JSONDecodeError:
+            break
+    return out
+
+
+def sniff(source: Source) -> bool:
+    """JSONL whose first events look like Claude Code's: ``sessionId`` with ``parentUuid`` or
+    ``isSidechain``, or Claude Code's own bookkeeping events (``summary`` with ``leafUuid``,
+    ``file-history-snapshot``, ``queue-operation``)."""
+    for obj in _first_objects(source.head):
+        if not isinstance(obj, Mapping):
+            return False
+        if "sessionId" in obj and ("parentUuid" in obj or "isSidechain" in obj):
+            return True
+        kind = obj.get("type")
+        if kind == "summary" and "leafUuid" in obj:
+            return True
+        if kind in ("file-history-snapshot", "queue-operation") and ("snapshot" in obj or "sessionId" in obj):
+            return True
+    return False
+
+
+def read(source: Source) -> Iterator[Item]:
+    """The model calls of one transcript file, problems first."""
+    records, problems = transcript_records(source.lines(), file=source.file, stem=source.stem)
+    yield from problems
+    yield from records
+
+
+FORMAT = LogFormat(
+    name=NAME,
+    description="Claude Code session transcript (~/.claude/projects/<project>/<session>.jsonl, sub-agent "
+    "sidechains as sessions of their own): one request per model call",
+    sniff=sniff,
+    read=read,
+    priority=25,
+)

@@ -1,0 +1,360 @@
+"""OpenAI Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl``.
+
+Every line is ``{"timestamp", "type", "payload"}``:
+
+- ``session_meta``: the session ``id``, the base instructions (``base_instructions.text``, older
+  builds ``instructions``), ``cwd``, ``cli_version``...;
+- ``turn_context``: per turn, the ``model`` (and sandbox and approval settings);
+- ``response_item``: the Responses API items of the conversation, as the model sees them: ``message``
+  (user, developer, assistant), ``function_call`` / ``custom_tool_call``, their ``*_output``,
+  ``reasoning``...;
+- ``event_msg``: UI events; ``token_count`` carries the usage of one model call in
+  ``info.last_token_usage`` (``input_tokens``, ``cached_input_tokens``, ``output_tokens``) and the running
+  ``info.total_token_usage``;
+- ``compacted``: the history was compacted (``replacement_history``, or a summary ``message``).
+
+How the file becomes request records (one per model call):
+
+- A ``token_count`` event with usage ends a call. Codex writes the same event again when only the rate
+  limits changed: a ``token_count`` whose ``info`` equals the previous one is a repeat, and one with
+  ``info: null`` carries no usage; neither is a call.
+- The call's **output** is the run of model items (assistant messages, tool calls, reasoning) written
+  since the last input item (user or developer message, tool output); its **request** is the base
+  instructions plus every response item before that run, converted like a captured Responses API body
+  (:func:`promptkit.formats.http_capture.responses_request_to_chat`: reasoning items are kept as their
+  JSON, since the model sees them and a change must show).
+- Usage from ``last_token_usage`` (the difference of two ``total_token_usage`` when it is missing):
+  prompt = ``input_tokens``, cached = ``cached_input_tokens``, cache writes = ``cache_write_input_tokens``
+  when reported. Provider ``openai``; the model from the latest ``turn_context`` (else ``session_meta``).
+- Timestamp: the first output item's (when the answer started), else the ``token_count`` event's; file
+  and line: the ``token_count`` line.
+- Rollouts hold no tool definitions (``session_meta.tools`` is used when present): each record gets an
+  opaque head estimated per session and model (:mod:`promptkit.formats.opaque_head`, key
+  ``codex:<session>:<model>``).
+- After ``compacted`` the history is its ``replacement_history``, else one user message with the summary.
+
+A malformed line, a line without ``type`` or ``payload``, or a malformed response item is a problem naming
+file, line and field; the item is left out and reading goes on.
+
+>>> from promptkit.formats import read_logs
+>>> r = read_logs("fixtures/codex")
+>>> len(r.records), [x.usage.cached_tokens for x in r.records], r.records[0].request["model"]
+(3, [3456, 17280, 18304], 'gpt-5.3-codex')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final
+
+from promptkit.errors import RecordFormatError
+from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.fields import parse_timestamp
+from promptkit.formats.http_capture import responses_request_to_chat, responses_response_to_chat
+from promptkit.formats.opaque_head import estimate_opaque_heads
+from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
+from promptkit.providers.usage import normalize_usage
+
+__all__ = ["FORMAT", "NAME", "rollout_records"]
+
+#: The format name (``--format codex``).
+NAME: Final[str] = "codex"
+#: The line types of a rollout.
+LINE_TYPES: Final[frozenset[str]] = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+)
+#: Response items the model writes (the output of a call); every other item is input.
+_OUTPUT_ITEMS: Final[frozenset[str]] = frozenset(
+    {
+        "reasoning",
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "web_search_call",
+        "tool_search_call",
+    }
+)
+_COUNTS: Final[tuple[str, ...]] = (
+    "input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens",
+)  # fmt: skip
+
+
+def _is_output(item: Mapping[str, Any]) -> bool:
+    kind = item.get("type", "message")
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return kind in _OUTPUT_ITEMS
+
+
+def _counts(value: object, where: str) -> dict[str, int]:
+    if not isinstance(value, Mapping):
+        raise RecordFormatError(f"{where}: expected an object, got {type_name(value)}")
+    out: dict[str, int] = {}
+    for name in _COUNTS:
+        n = token_count(value.get(name), f"{where}.{name}")
+        if n is not None:
+            out[name] = n
+    if "input_tokens" not in out:
+        raise RecordFormatError(f"{where}: missing 'input_tokens'")
+    return out
+
+
+def _usage_of(info: Mapping[str, Any], previous_total: dict[str, int] | None) -> dict[str, int]:
+    """The call's counts: ``last_token_usage``, else this total minus the previous one."""
+    last = info.get("last_token_usage")
+    if last is not None:
+        return _counts(last, "payload.info.last_token_usage")
+    total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
+    if previous_total is None:
+        return total
+    return {k: max(0, v - previous_total.get(k, 0)) for k, v in total.items()}
+
+
+#: Items that join the assistant message before them when converted (so a cut before them is not final).
+_JOINING: Final[frozenset[str]] = frozenset({"function_call", "custom_tool_call"})
+
+
+class _History:
+    """The conversation's response items and their chat-completions conversion, each item converted once:
+    the conversion of ``items[:m]`` is final when ``items[m]`` starts a message of its own."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.ts: list[float | None] = []
+        self._done = 0  # items[:_done] are converted into _messages; items[_done] starts a message
+        self._messages: list[dict[str, Any]] = []
+
+    def reset(self, items: list[dict[str, Any]], ts: float | None) -> None:
+        self.items, self.ts = items, [ts] * len(items)
+        self._done, self._messages = 0, []
+
+    def append(self, item: dict[str, Any], ts: float | None) -> None:
+        self.items.append(item)
+        self.ts.append(ts)
+
+    def messages(self, cut: int) -> list[dict[str, Any]]:
+        """The chat messages of ``items[:cut]``."""
+        b = min(cut, len(self.items) - 1)  # a final cut needs a next item that starts a message
+        while b > self._done and self.items[b].get("type") in _JOINING:
+            b -= 1
+        if b > self._done:
+            self._messages += _convert(self.items[self._done : b])
+            self._done = b
+        return self._messages + _convert(self.items[self._done : cut])
+
+
+def _convert(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not items:
+        return []
+    messages: list[dict[str, Any]] = responses_request_to_chat({"input": items})["messages"]
+    return messages
+
+
+def rollout_records(
+    lines: Iterable[tuple[int, str]], *, file: str, stem: str
+) -> tuple[list[RequestRecord], list[LoadProblem]]:
+    """The model calls of one rollout file (see the module docstring) and the problems met.
+
+    >>> lines = ['{"type": "session_meta", "payload": {"id": "s", "instructions": "Be brief."}}',
+    ...          '{"type": "response_item", "payload": {"type": "message", "role": "user", "content": "hi"}}',
+    ...          '{"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": '
+    ...          '{"input_tokens": 1200, "cached_input_tokens": 1024, "output_tokens": 5}}}}']
+    >>> records, problems = rollout_records(enumerate(lines, 1), file="r.jsonl", stem="r")
+    >>> [m["role"] for m in records[0].request["messages"]], records[0].usage.cached_tokens, problems
+    (['system', 'user'], 1024, [])
+    """
+    problems: list[LoadProblem] = []
+    records: list[RequestRecord] = []
+    session: str | None = None
+    instructions: str | None = None
+    tools: list[Any] | None = None
+    model: str | None = None
+    history = _History()
+    call_start: int | None = None  # index in items where the current call's output starts
+    last_info: Any = None
+    last_total: dict[str, int] | None = None
+
+    def problem(line: int, reason: str) -> None:
+        problems.append(LoadProblem(file, line, reason))
+
+    for lineno, raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if not isinstance(obj, Mapping):
+            problem(lineno, f"expected a JSON object, got {type_name(obj)}")
+            continue
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(kind, str):
+            problem(
+                lineno,
+                "missing 'type'" if kind is None else f"type: expected a string, got {type_name(kind)}",
+            )
+            continue
+        if not isinstance(payload, Mapping):
+            problem(
+                lineno,
+                "missing 'payload'"
+                if payload is None
+                else f"payload: expected an object, got {type_name(payload)}",
+            )
+            continue
+        try:
+            ts = parse_timestamp(obj.get("timestamp"))
+        except RecordFormatError as exc:
+            problem(lineno, f"{exc}; the line is read without a timestamp")
+            ts = None
+        if kind == "session_meta":
+            if session is None:
+                sid = payload.get("id")
+                session = sid if isinstance(sid, str) and sid else stem
+                base = payload.get("base_instructions")
+                text = base.get("text") if isinstance(base, Mapping) else payload.get("instructions")
+                instructions = text if isinstance(text, str) and text else None
+                if isinstance(payload.get("tools"), list):
+                    tools = list(payload["tools"])
+                if isinstance(payload.get("model"), str) and model is None:
+                    model = payload["model"]
+        elif kind == "turn_context":
+            if isinstance(payload.get("model"), str) and payload["model"]:
+                model = payload["model"]
+        elif kind == "compacted":
+            replacement = payload.get("replacement_history")
+            if isinstance(replacement, list):
+                history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
+            else:
+                summary = payload.get("message")
+                history.reset(
+                    [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": str(summary or "")}],
+                        }
+                    ],
+                    ts,
+                )
+            call_start = None
+        elif kind == "response_item":
+            try:
+                responses_request_to_chat({"input": [payload]})
+            except RecordFormatError as exc:
+                problem(
+                    lineno,
+                    f"payload: {str(exc).replace('request.body.input[0]', 'response item')}; item left out",
+                )
+                continue
+            if _is_output(payload):
+                if call_start is None:
+                    call_start = len(history.items)
+            else:
+                call_start = None
+            history.append(dict(payload), ts)
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info")
+            if info is None or info == last_info:
+                continue
+            if not isinstance(info, Mapping):
+                problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
+                continue
+            try:
+                counts = _usage_of(info, last_total)
+            except RecordFormatError as exc:
+                problem(lineno, f"{exc}; no call recorded for this token_count")
+                last_info = info
+                continue
+            last_info = info
+            try:
+                last_total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
+            except RecordFormatError:
+                last_total = None
+            cut = call_start if call_start is not None else len(history.items)
+            body: dict[str, Any] = {"model": model or "gpt-5", "input": []}
+            if instructions is not None:
+                body["instructions"] = instructions
+            if tools is not None:
+                body["tools"] = tools
+            try:
+                request = responses_request_to_chat(body)
+                request["messages"] = request["messages"] + history.messages(cut)
+                output = history.items[cut:]
+                completion = responses_response_to_chat({"output": output})["choices"][0]["message"]
+            except RecordFormatError as exc:
+                problem(lineno, f"{exc}; no call recorded for this token_count")
+                continue
+            raw_usage: dict[str, Any] = {
+                "input_tokens": counts["input_tokens"],
+                "input_tokens_details": {"cached_tokens": counts.get("cached_input_tokens", 0)},
+            }
+            if "cache_write_input_tokens" in counts:
+                raw_usage["input_tokens_details"]["cache_write_tokens"] = counts["cache_write_input_tokens"]
+            if "output_tokens" in counts:
+                raw_usage["output_tokens"] = counts["output_tokens"]
+            started = history.ts[cut] if cut < len(history.ts) and history.ts[cut] is not None else ts
+            records.append(
+                RequestRecord(
+                    request,
+                    session or stem,
+                    timestamp=started,
+                    completion=completion
+                    if completion.get("content") or completion.get("tool_calls")
+                    else None,
+                    usage=normalize_usage(raw_usage, "payload.info.last_token_usage"),
+                    file=file,
+                    line=lineno,
+                    provider="openai",
+                    meta={"codex_items": cut},
+                )
+            )
+            call_start = None
+    records = estimate_opaque_heads(
+        records, key_of=lambda r: f"codex:{r.session}:{r.request.get('model', '?')}"
+    )
+    return records, problems
+
+
+def _first_objects(head: str, n: int = 5) -> list[Any]:
+    out: list[Any] = []
+    for raw in head.split("\n"):
+        if len(out) >= n:
+            break
+        if raw.strip():
+            try:
+                out.append(json.loads(raw))
+            except json.JSONDecodeError:
+                continue  # a torn line is reported by read
+    return out
+
+
+def sniff(source: Source) -> bool:
+    """JSONL whose first lines are rollout lines, ``{"type": "session_meta" | "response_item" | ...,
+    "payload": {...}}``: most of the first five that parse, and none a chat request."""
+    objs = _first_objects(source.head)
+    rollout = sum(
+        isinstance(o, Mapping) and o.get("type") in LINE_TYPES and isinstance(o.get("payload"), Mapping)
+        for o in objs
+    )
+    chat = any(isinstance(o, Mapping) and ("messages" in o or "request" in o) for o in objs)
+    return not chat and 2 * rollout > len(objs)
+
+
+def read(source: Source) -> Iterator[Item]:
+    """The model calls of one rollout file, problems first."""
+    records, problems = rollout_records(source.lines(), file=source.file, stem=source.stem)
+    yield from problems
+    yield from records
+
+
+FORMAT = LogFormat(
+    name=NAME,
+    description="OpenAI Codex CLI rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl): one request per "
+    "model call (token_count event)",
+    sniff=sniff,
+    read=read,
+    priority=25,
+)
