@@ -708,6 +708,11 @@ def main(
     except CLIError as exc:
         print(f"promptkit: error: {exc}", file=err)
         return exc.code
+    except PromptkitError as exc:  # any library error is bad input: one line, exit 1
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"promptkit: error: {exc}", file=err)
+        return EXIT_INPUT
     except KeyboardInterrupt:
         print("promptkit: interrupted", file=err)
         return 130

@@ -441,3 +441,21 @@ def test_progress_shows_the_tables_phase_and_names_skipped_plots(
     assert "tables: " in text
     quiet = run(["analyze", str(_log(tmp_path)), "--no-progress", "--out", str(tmp_path / "q")])[2]
     assert "tables: " not in quiet
+
+
+def test_every_library_error_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from promptkit.cli import main
+
+    bad = tmp_path / "notes.json"
+    bad.write_text('"not a log"', encoding="utf-8")
+    for argv in (["check", str(bad), "--min-hit", "0.5"], ["lint", str(bad)]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 1, (argv, err)
+        assert (
+            err.count("\n") == 1
+            and err.startswith("promptkit: error: ")
+            and "not a log of any known format" in err
+        )
