@@ -159,7 +159,7 @@ def test_no_empty_plot_is_written_and_stderr_says_so(tmp_path: Path) -> None:
     code, _, err = run(["analyze", str(log), "--provider", "exact", "--out", str(out_dir)])
     assert code == 0, err
     assert not (out_dir / "predicted_vs_reported.png").exists()
-    assert "predicted_vs_reported.png not written: the log has no provider usage" in err
+    assert "plot skipped: predicted_vs_reported: no reported usage" in err
     assert (out_dir / "hit_ratio.png").read_bytes()[:4] == b"\x89PNG"
     # --quiet keeps stderr for errors only
     code, _, err = run(["analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "q"), "--quiet"])

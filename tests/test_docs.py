@@ -190,7 +190,7 @@ def test_every_column_of_the_frames_is_documented() -> None:
     from promptkit.cache.engine import COMPOSITION_COLUMNS, PROBLEM_COLUMNS, REQUEST_COLUMNS
 
     page = (DOCS / "reference" / "columns.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\| `([a-z_<>]+)` \|", page, flags=re.M))
+    documented = set(re.findall(r"^\| `([a-z0-9_<>]+)` \|", page, flags=re.M))
     missing = [c for c in (*REQUEST_COLUMNS, *COMPOSITION_COLUMNS, *PROBLEM_COLUMNS) if c not in documented]
     assert not missing, f"docs/reference/columns.md does not document: {', '.join(missing)}"
 

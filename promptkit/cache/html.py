@@ -9,8 +9,8 @@ nothing: open it from disk, mail it, attach it to a CI run. It shows
 - a hit-ratio timeline per session (an inline SVG drawn by a few lines of inline script; sessions with
   more requests than :data:`TIMELINE_POINTS` are bucketed into that many points, each the bucket's mean);
 - the per-session table, paged in the browser (:data:`PAGE_ROWS` rows a page), with a filter box;
-- tokens lost by slot, by contributor key and — when the requests frame has ``lost_<cause>`` columns —
-  by cause;
+- tokens lost by cause (:func:`~promptkit.cache.causes_report.causes_by_cause`, or the requests
+  frame's own ``lost_<cause>`` columns when it has them), by slot and by contributor key;
 - the largest breaks, with the text the cache held and the text the prompt sent side by side from the
   first divergent token on, token by token (the first token highlighted) when the tokenizer is available;
 - predicted against reported cached tokens (a table and a scatter plot), and the cost table.
@@ -117,6 +117,21 @@ def lost_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     total = sum(r[2] for r in rows)
     table = pl.DataFrame([(*r, r[2] / total if total else None) for r in rows], schema=schema, orient="row")
     return table.sort(["tokens_lost", "cause"], descending=[True, False])
+
+
+def _cause_table(result: Any, frame: pl.DataFrame) -> pl.DataFrame | None:
+    """Tokens lost per cause: from ``lost_<cause>`` columns of the frame when it has them, else from
+    :func:`~promptkit.cache.causes_report.causes_by_cause` for an analysis; None when neither applies."""
+    if cause_columns(frame):
+        return lost_by_cause(frame)
+    if isinstance(result, pl.DataFrame) or not hasattr(result, "cache_model") or frame.height == 0:
+        return None
+    try:
+        from promptkit.cache.causes_report import causes_by_cause
+    except ImportError:  # pragma: no cover - an older promptkit without miss causes
+        return None
+    table: pl.DataFrame = causes_by_cause(result)
+    return table
 
 
 def _number(value: Any) -> float | None:
@@ -411,7 +426,7 @@ def render_html(
         if "reported_cached_tokens" in frame.columns
         else frame.clear()
     )
-    causes = lost_by_cause(frame)
+    causes = _cause_table(result, frame)
     problems = tables.get(
         "problems", pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "reason": pl.String})
     )
@@ -428,7 +443,7 @@ def render_html(
         "lost_by_slot": _table(tables["lost_by_slot"]),
         "lost_by_key": _table(by_key),
         "key_others": others,
-        "lost_by_cause": _table(causes) if causes.height else None,
+        "lost_by_cause": _table(causes) if causes is not None and causes.height else None,
         "breaks": _break_rows(result, frame, max_breaks) if "divergence_cached_text" in frame.columns else [],
         "pvr": _table(pvr) if pvr.height else None,
         "scatter": _scatter_svg(pairs) if "predicted_cached_tokens" in pairs.columns else "",

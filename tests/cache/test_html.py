@@ -227,7 +227,11 @@ def test_the_tables_hold_the_analysis_figures(result: Any) -> None:
     assert page.count('class="break"') == min(
         20, result.requests.filter(pl.col("divergence_token").is_not_null()).height
     )
-    assert "By cause" not in page  # the engine's frame has no lost_<cause> column
+    # the causes of the analysis (promptkit.cache.causes_report) are shown by name
+    from promptkit.cache.causes_report import causes_by_cause
+
+    for cause, tokens in causes_by_cause(result).select("cause", "tokens_lost").rows():
+        assert f"<td>{cause}</td>" in page and f"{tokens:,}" in page
 
 
 def test_loss_by_cause_reads_every_lost_column() -> None:
@@ -271,6 +275,10 @@ def test_chromium_renders_the_report(result: Any, tmp_path: Path) -> None:
     assert sorted(session_rows) == sorted(result.requests["session"].unique().to_list())
     assert "support <b>42</b>" in session_rows  # shown as text
     assert "<script>document.title='PWNED'" in dom.text["breaks"]  # the excerpt shows the markup as text
+    from promptkit.cache.causes_report import causes_by_cause
+
+    causes = [r["cells"][0] for r in dom.rows["lost-by-cause"][1:]]
+    assert causes == causes_by_cause(result)["cause"].to_list() and causes
     slots = [r["cells"][0] for r in dom.rows["lost-by-slot"][1:]]
     assert "cold start" in slots and "system" in slots
 
