@@ -281,6 +281,11 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
             if CONTEXT_COLUMN in frame.columns
             else pl.lit(None, dtype=pl.String)
         ).alias("_context"),
+        (
+            pl.col("change_class").cast(pl.String)
+            if "change_class" in frame.columns
+            else pl.lit(None, dtype=pl.String)
+        ).alias("_change"),
     )
     joined = breaks.join(raw, on=["session", "index"], how="left", maintain_order="left")
     name = getattr(result, "tokenizer", None)
@@ -292,6 +297,7 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
             {
                 **{k: row[k] for k in ("session", "index", "tokens_lost", "slot", "key")},
                 "context": row["_context"] or "",
+                "change": row["_change"],
                 "cached": _pieces(cached, name if isinstance(name, str) else None, common),
                 "prompt": _pieces(prompt, name if isinstance(name, str) else None, common),
             }
