@@ -80,6 +80,9 @@ def test_json_prints_the_headline_sessions_and_problem_count(log: Path, tmp_path
     assert summary["problems"] == pl.read_csv(out_dir / "problems.csv").height == 1
     assert {Path(f).name for f in summary["files"]} >= {"requests.parquet", "report.html", "hit_ratio.png"}
     assert summary["version"] == 1 and summary["paths"] == [str(log)]
+    causes = {row["cause"]: row["tokens_lost"] for row in summary["lost_by_cause"]}
+    uncached = requests["reported_prompt_tokens"].sum() - requests["reported_cached_tokens"].sum()
+    assert causes and sum(causes.values()) == uncached  # every uncached token has a cause
     assert err == ""  # informational lines are silenced with --json
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "PAGE_ROWS",
     "TIMELINE_POINTS",
     "cause_columns",
+    "causes_table",
     "lost_by_cause",
     "render_html",
     "write_html",
@@ -119,9 +120,15 @@ def lost_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     return table.sort(["tokens_lost", "cause"], descending=[True, False])
 
 
-def _cause_table(result: Any, frame: pl.DataFrame) -> pl.DataFrame | None:
-    """Tokens lost per cause: from ``lost_<cause>`` columns of the frame when it has them, else from
-    :func:`~promptkit.cache.causes_report.causes_by_cause` for an analysis; None when neither applies."""
+def causes_table(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame | None:
+    """Tokens lost per cause, as the report shows them: from the requests frame's ``lost_<cause>``
+    columns when it has them (:func:`lost_by_cause`), else
+    :func:`~promptkit.cache.causes_report.causes_by_cause` of the analysis; None when neither applies.
+
+    >>> causes_table(pl.DataFrame({"session": ["s"], "lost_ttl": [3]}))["cause"].to_list()
+    ['ttl']
+    """
+    frame = _requests_of(result)
     if cause_columns(frame):
         return lost_by_cause(frame)
     if isinstance(result, pl.DataFrame) or not hasattr(result, "cache_model") or frame.height == 0:
@@ -413,7 +420,7 @@ def render_html(
 
     >>> from promptkit.cache import analyze_requests
     >>> body = {"messages": [{"role": "user", "content": "hi"}]}
-    >>> "Hit ratio per session" in render_html(analyze_requests([body], provider="exact"))
+    >>> "Where the tokens were lost" in render_html(analyze_requests([body], provider="exact"))
     True
     """
     frame = _requests_of(result)
@@ -432,7 +439,7 @@ def render_html(
         if "reported_cached_tokens" in frame.columns
         else frame.clear()
     )
-    causes = _cause_table(result, frame)
+    causes = causes_table(result)
     problems = tables.get(
         "problems", pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "reason": pl.String})
     )

@@ -9,7 +9,7 @@
 >>> figures = headline(result)
 >>> figures["requests"], figures["sessions"], figures["reported_hit_ratio"]
 (2, 1, None)
->>> headline_line(figures).startswith("predicted hit ratio 49.")
+>>> headline_line(figures).startswith(f"predicted hit ratio {result.hit_ratio:.2%} (reported: no usage)")
 True
 """
 
@@ -127,26 +127,31 @@ def summary_dict(
 
     Keys: ``version`` (:data:`SUMMARY_VERSION`), ``paths`` (analyzed), ``headline``
     (:func:`headline`), ``sessions`` (one object per session: the columns of
-    :func:`~promptkit.cache.report.hit_ratio_summary`), ``lost_by_slot``, ``predicted_vs_reported``
+    :func:`~promptkit.cache.report.hit_ratio_summary`), ``lost_by_slot``, ``lost_by_cause``
+    (:func:`~promptkit.cache.html.causes_table`), ``predicted_vs_reported``
     (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
     ``files`` (written into ``--out``).
 
     >>> from promptkit.cache import analyze_requests
     >>> summary = summary_dict(analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact"))
     >>> sorted(summary)
-    ['files', 'headline', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
+    ['files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
     """
     if tables is None:
         tables = summarize(result)
     sessions = tables["hit_ratio"].filter(pl.col("session") != ALL_SESSIONS)
     pvr = tables["predicted_vs_reported"]
     figures = headline(result, tables)
+    from promptkit.cache.html import causes_table
+
+    causes = causes_table(result)
     return {
         "version": SUMMARY_VERSION,
         "paths": [str(p) for p in paths],
         "headline": figures,
         "sessions": _rows(sessions),
         "lost_by_slot": _rows(tables["lost_by_slot"]),
+        "lost_by_cause": _rows(causes) if causes is not None else [],
         "predicted_vs_reported": _rows(pvr.filter(pl.col("session") != ALL_SESSIONS)) if pvr.height else [],
         "notes": _rows(tables["notes"]) if "notes" in tables else [],
         "problems": figures["problems"],

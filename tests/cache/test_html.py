@@ -314,3 +314,13 @@ def test_breaks_show_the_text_before_the_divergence_when_the_frame_has_it() -> N
     )
     page = render_html(with_context)
     assert '<span class="ctx">…Account: &lt;b&gt;</span>' in page
+
+
+def test_the_docstring_examples_hold() -> None:
+    import doctest
+
+    import promptkit.cache.html
+    import promptkit.cache.summary
+
+    for module in (promptkit.cache.html, promptkit.cache.summary):
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
