@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.set_defaults(handler=_run_analyze)
     _add_cause_commands(commands)
     _add_proxy_command(commands)
+    _add_whatif_command(commands)
     return parser
 
 
@@ -390,6 +391,56 @@ def _add_output_options(analyze: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print only the one-line headline (errors still go to stderr)",
     )
+
+
+# --- promptkit whatif ---------------------------------------------------------------------------------
+
+
+def _add_whatif_command(commands: Any) -> None:
+    whatif = commands.add_parser(
+        "whatif",
+        help="replay request logs under changed prompts (--transform) or find what to change (--suggest)",
+        description=(
+            "Replay request logs with transformed prompts and print, per session and overall, hit ratio, "
+            "prompt tokens, cached tokens and cost before -> after. --suggest derives candidate transforms "
+            "from where the cache breaks, replays each and ranks them by cost saving. SPEC: move:SELECTOR"
+            "[,to=ANCHOR], normalize[:NAMES][,scope=all], sort-tools, pin-model:MODEL, provider:NAME, "
+            "cache-model:NAME, ttl:1h, retention:24h, cache-key[:KEY], breakpoints:auto, elide[:KEEP] "
+            "(see docs/how-to/what-if.md). The replay changes only the prompts; it keeps the logged answers."
+        ),
+    )
+    whatif.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    what = whatif.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--transform", action="append", metavar="SPEC", help="a transform to apply (repeatable, applied in order)"
+    )
+    what.add_argument("--suggest", action="store_true", help="derive, replay and rank candidate transforms")
+    whatif.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    whatif.add_argument("--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)")
+    whatif.add_argument("--provider", metavar="NAME", help="provider whose rules apply (default: each session's)")
+    whatif.add_argument("--format", metavar="NAME", help="read every file as this log format")
+    whatif.add_argument("--view", choices=("consecutive", "simulated"), default="consecutive")
+    whatif.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
+    whatif.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
+    whatif.set_defaults(handler=_run_whatif)
+
+
+def _run_whatif(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.whatif.cli import run_whatif
+
+    _check_paths(args.paths)
+    try:
+        text = run_whatif(args)
+    except PromptkitError as exc:
+        from promptkit.errors import UsageError
+
+        raise CLIError(str(exc), EXIT_USAGE if isinstance(exc, UsageError) else EXIT_INPUT) from exc
+    except _input_errors() as exc:
+        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+            raise
+        raise CLIError(_with_path(exc, args.paths)) from exc
+    _emit(stdout, text)
+    return EXIT_OK
 
 
 def _default_log(stack: contextlib.ExitStack) -> Path:

@@ -36,6 +36,7 @@ __all__ = [
     "ProxyConfigError",
     "RecordFormatError",
     "RenderError",
+    "ReplayError",
     "ReportInputError",
     "RequestBuildError",
     "StreamError",
@@ -56,6 +57,10 @@ class PromptkitWarning(UserWarning):
 
 class UsageError(PromptkitError, TypeError, ValueError):
     """An API call with an argument of the wrong type or value; the message names the argument."""
+
+
+class ReplayError(PromptkitError, ValueError):
+    """A what-if replay that cannot run (e.g. no request of the log could be analyzed); names the paths."""
 
 
 # --- chat contracts ----------------------------------------------------------------------------------

@@ -54,3 +54,16 @@ def test_bundled_default_figures() -> None:
     turns = before.requests.filter(pl.col("index") == 0).height  # one session
     assert turns == 1
     assert f"{before.requests.height} calls" in README
+
+
+def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
+    from promptkit.formats import read_logs
+    from promptkit.whatif import suggest
+
+    records = read_logs(ROOT / "promptkit" / "data" / "default-session.jsonl")
+    best = suggest(records)[0]
+    keys = {"account-snapshot", "help-center"}
+    assert all(k in best.transform.describe() for k in keys)
+    assert f"**{best.after_hit_ratio:.1%}**" in README
+    after = analyze(ROOT / "fixtures" / "logs" / "support-after.jsonl")
+    assert after.hit_ratio is not None and f"measures {after.hit_ratio:.1%}" in README

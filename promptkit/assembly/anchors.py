@@ -57,7 +57,6 @@ RESERVED_KEYS: Final[frozenset[str]] = frozenset(
 )
 
 
-
 def utf16_key(key: str) -> bytes:
     """Sort key giving UTF-16 code-unit order, JavaScript's default ``Array.prototype.sort`` order.
 

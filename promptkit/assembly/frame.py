@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import attrs
+
 from promptkit.assembly.anchors import FOCUS_INJECTOR, VOLATILE_INJECTOR
 from promptkit.assembly.placement import is_directive
 from promptkit.schema.history import history_for_model
-from promptkit.schema.message import Message
+from promptkit.schema.message import Message, is_directive_block
 
 __all__ = ["turn_frame"]
 
@@ -71,6 +73,13 @@ def turn_frame(
     if directive is not None:
         if not is_directive(directive):
             raise ValueError("turn_frame: the directive must have a kind or injector in DIRECTIVE_KINDS")
+        if not is_directive_block(directive):
+            # this turn's directive block is a request-time message: it carries its kind as the injector
+            # (the pipeline contract recognises the block by its injector; an archived notice of the same
+            # kind in the history is history)
+            directive = attrs.evolve(
+                directive, metadata={**(directive.metadata or {}), "injector": directive.kind}
+            )
         out.append(directive)
     if current is not None:
         message = current if isinstance(current, Message) else Message(role="user", content=current)

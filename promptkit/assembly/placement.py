@@ -66,7 +66,7 @@ from promptkit.assembly.anchors import (
     LayoutEntry,
     utf16_key,
 )
-from promptkit.schema.message import Message, is_directive
+from promptkit.schema.message import Message, is_directive, is_directive_block
 
 __all__ = [
     "HEAD_SLOTS",
@@ -102,7 +102,7 @@ def _is_turn_block(message: Message, anchors: Mapping[str, Anchor]) -> bool:
             return not anchor.before_history
         if injector in (VOLATILE_INJECTOR, FOCUS_INJECTOR):
             return True
-    return is_directive(message)
+    return is_directive_block(message)
 
 
 def _is_tail_block(message: Message, anchors: Mapping[str, Anchor]) -> bool:
@@ -185,7 +185,7 @@ def analyze_frame(messages: Sequence[Message], anchors: Mapping[str, Anchor] | N
         (
             i
             for i in range(t, tool_loop_start)
-            if is_directive(messages[i]) and messages[i].injector not in anchors
+            if is_directive_block(messages[i]) and messages[i].injector not in anchors
         ),
         None,
     )
@@ -210,7 +210,7 @@ def analyze_frame(messages: Sequence[Message], anchors: Mapping[str, Anchor] | N
             slot = FrameSlot.VOLATILE
         elif injector == FOCUS_INJECTOR:
             slot = FrameSlot.FOCUS
-        elif is_directive(m):
+        elif is_directive_block(m):
             slot = FrameSlot.DIRECTIVE
         else:
             slot = FrameSlot.SYSTEM

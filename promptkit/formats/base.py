@@ -17,9 +17,8 @@ import gzip
 import io
 import os
 from collections.abc import Callable, Iterator
-from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Final
 
 import attrs
 
@@ -29,10 +28,12 @@ from promptkit.layout import LoadProblem, RequestRecord
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HEAD_BYTES",
+    "DocumentReader",
     "LogFormat",
     "Source",
     "available_formats",
     "get_format",
+    "read_json_document",
     "register_format",
     "sniff_format",
 ]
@@ -154,13 +155,33 @@ class Source:
     def stem(self) -> str:
         """The file name without its format and compression suffixes: the default session name."""
         name = self.name
-        for suffix in (".traj.json", ".jsonl", ".json", ".ndjson", ".har"):
+        for suffix in (".traj.json", ".traj", ".jsonl", ".json", ".ndjson", ".har"):
             if name.endswith(suffix) and len(name) > len(suffix):
                 return name[: -len(suffix)]
         return name
 
 
 Item = RequestRecord | LoadProblem
+
+#: A reader of one parsed JSON document: ``(data, file, default session, problems) -> records``.
+DocumentReader = Callable[[object, str, str, list[LoadProblem]], list[RequestRecord]]
+
+
+def read_json_document(source: Source, records_of: DocumentReader) -> Iterator[Item]:
+    """The ``read`` of a format whose file is one JSON document (a trajectory): parse ``source``, then
+    yield the problems and the records ``records_of`` finds in it. Invalid JSON is one problem with its
+    line."""
+    import json
+
+    try:
+        data = json.loads(source.text())
+    except json.JSONDecodeError as exc:
+        yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return
+    problems: list[LoadProblem] = []
+    records = records_of(data, source.file, source.stem, problems)
+    yield from problems
+    yield from records
 
 
 @attrs.frozen(slots=True)
@@ -198,16 +219,11 @@ def _load_entry_points() -> None:
     if _LOADED_ENTRY_POINTS:
         return
     _LOADED_ENTRY_POINTS = True
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj: Any = ep.load()
-        except Exception as exc:
-            raise PromptkitError(f"log format plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
-        fmt = getattr(obj, "FORMAT", obj)
-        if not isinstance(fmt, LogFormat):
-            raise PromptkitError(
-                f"log format plugin {ep.name!r} ({ep.value}) is a {type(fmt).__name__}, not a LogFormat"
-            )
+    from promptkit.plugins import entry_point_objects
+
+    for fmt in entry_point_objects(
+        ENTRY_POINT_GROUP, LogFormat, attribute="FORMAT", what="log format plugin"
+    ):
         _REGISTRY.setdefault(fmt.name, fmt)
 
 

@@ -2,8 +2,28 @@
 
 from __future__ import annotations
 
-from promptkit.formats import claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl
+from promptkit.formats import (
+    atif,
+    claude_code,
+    codex,
+    http_capture,
+    litellm,
+    mini_swe_agent,
+    otel_genai,
+    promptkit_jsonl,
+    swe_agent,
+)
 from promptkit.formats.base import register_format
 
-for _module in (claude_code, codex, http_capture, mini_swe_agent, promptkit_jsonl):
+for _module in (
+    claude_code,
+    codex,
+    http_capture,
+    mini_swe_agent,
+    promptkit_jsonl,
+    otel_genai,
+    litellm,
+    atif,
+    swe_agent,
+):
     register_format(_module.FORMAT, replace=True)

@@ -17,12 +17,11 @@ and one problem.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import CHAT_ROLES, clean_message, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 from promptkit.providers.usage import normalize_usage
@@ -149,15 +148,7 @@ def sniff(source: Source) -> bool:
 
 def read(source: Source) -> Iterator[Item]:
     """The calls of one trajectory file."""
-    try:
-        data = json.loads(source.text())
-    except json.JSONDecodeError as exc:
-        yield LoadProblem(source.file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-        return
-    problems: list[LoadProblem] = []
-    records = trajectory_records(data, source.file, source.stem, problems)
-    yield from problems
-    yield from records
+    return read_json_document(source, trajectory_records)
 
 
 FORMAT = LogFormat(

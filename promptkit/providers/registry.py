@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -124,16 +123,11 @@ def _load() -> None:
     for module in (deepseek, openai, anthropic, ollama, generic):
         for profile in module.PROFILES:
             _REGISTRY.setdefault(profile.name, profile)
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            obj: Any = ep.load()
-        except Exception as exc:
-            raise ProviderError(f"provider plugin {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
-        profile = getattr(obj, "PROFILE", obj)
-        if not isinstance(profile, ProviderProfile):
-            raise ProviderError(
-                f"provider plugin {ep.name!r} ({ep.value}) is a {type(profile).__name__}, not a ProviderProfile"
-            )
+    from promptkit.plugins import entry_point_objects
+
+    for profile in entry_point_objects(
+        ENTRY_POINT_GROUP, ProviderProfile, attribute="PROFILE", what="provider plugin", error=ProviderError
+    ):
         _REGISTRY.setdefault(profile.name, profile)
 
 

@@ -164,16 +164,38 @@ def test_directive_block_wins_over_the_volatile_block() -> None:
 @pytest.mark.parametrize(
     "directive",
     [
-        Message(role="notice", content="任务", kind=WellKnownKinds.CROSS_SESSION_DELEGATION.value),
+        Message(
+            role="notice",
+            content="任务",
+            kind=WellKnownKinds.CROSS_SESSION_DELEGATION.value,
+            metadata={"injector": WellKnownKinds.CROSS_SESSION_DELEGATION.value},
+        ),
         system("[宿主通知] 任务完成", WellKnownKinds.HOST_NOTICE.value),
         system("空闲，开个话题", WellKnownKinds.IDLE_PROMPT.value),
     ],
 )
-def test_directive_block_is_recognised_by_kind_or_injector(directive: Message) -> None:
+def test_directive_block_is_recognised_by_its_injector(directive: Message) -> None:
     assert is_directive(directive)
     p = place([system("persona"), user("old"), assistant("a"), directive], {"tc": ["TC"], "th": ["TH"]})
     assert contents(p.messages) == ["persona", "old", "a", "TC", "TH", directive.content]
     assert p.layout[-1] == LayoutEntry(slot="directive", key=directive.injector)
+
+
+def test_a_directive_kind_without_an_injector_is_history_not_the_directive_block() -> None:
+    # the pipeline contract: only a request-time message carries an injector; a stored notice is history
+    stored = Message(role="notice", content="任务", kind=WellKnownKinds.CROSS_SESSION_DELEGATION.value)
+    p = place([system("persona"), user("old"), assistant("a"), stored], {"tc": ["TC"], "th": ["TH"]})
+    assert p.layout[-1].slot != "directive"
+    assert "directive" not in [e.slot for e in p.layout]
+
+
+def test_turn_frame_stamps_its_directive_with_the_injector() -> None:
+    from promptkit.assembly import turn_frame
+
+    notice = Message(role="notice", content="任务", kind=WellKnownKinds.HOST_NOTICE.value)
+    frame = turn_frame([user("old"), assistant("a")], persona="persona", directive=notice)
+    assert frame[-1].injector == WellKnownKinds.HOST_NOTICE.value and frame[-1].content == "任务"
+    assert notice.injector is None  # the input is left untouched
 
 
 def test_archived_host_notice_inside_the_history_is_not_the_directive_block() -> None:

@@ -1,0 +1,54 @@
+"""What if: replay a request log under a changed layout, and measure the saving before editing a prompt.
+
+- :mod:`promptkit.whatif.transforms`: small composable edits of a logged request (move blocks after the
+  history, normalize volatile values, sort tools, pin the model, change provider / TTL / retention,
+  place Anthropic breakpoints, elide old tool outputs);
+- :mod:`promptkit.whatif.spec`: the ``--transform SPEC`` grammar (:func:`parse_transform`);
+- :mod:`promptkit.whatif.replays`: :func:`replay` -> :class:`WhatIf` (before / after analyses, comparison);
+- :mod:`promptkit.whatif.suggestions`: :func:`suggest` derives candidate transforms from where the cache breaks
+  and ranks them by measured cost saving.
+
+Names are imported lazily (polars loads only when a replay runs).
+
+>>> from promptkit.whatif import parse_transform
+>>> parse_transform("sort-tools").describe()
+'sort tool definitions by name and JSON keys'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {}
+
+
+def _export(module: str, *names: str) -> None:
+    for name in names:
+        _EXPORTS[name] = f"promptkit.whatif.{module}"
+
+
+_export(
+    "transforms",
+    "Transform", "Chain", "Selector", "Move", "Normalize", "SortTools", "PinModel", "ChangeProvider",
+    "SetTTL", "SetRetention", "SetCacheKey", "UseCacheModel", "Breakpoints", "ElideToolOutputs",
+    "BUILTIN_PATTERNS", "apply_transforms", "regions",
+)  # fmt: skip
+_export("spec", "parse_transform", "format_transform", "SPEC_NAMES")
+_export("replays", "replay", "compare", "format_whatif", "WhatIf", "REPLAY_NOTE", "COMPARISON_COLUMNS")
+_export("suggestions", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates")
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptkit.whatif' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

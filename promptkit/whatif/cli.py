@@ -1,0 +1,122 @@
+"""What ``promptkit whatif`` does, as a function of its parsed arguments (the parser lives in
+:mod:`promptkit.cli`): read the logs, replay the ``--transform`` specs or rank ``--suggest`` ions, and
+return the text to print (tables or ``--json``).
+
+Errors: :class:`~promptkit.errors.UsageError` for a bad spec or option (exit code 2),
+:class:`~promptkit.errors.ReplayError` and other :class:`~promptkit.errors.PromptkitError` for bad input
+(exit code 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from promptkit.errors import ReplayError, UsageError
+
+__all__ = ["run_whatif"]
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {"view": args.view}
+    if args.provider is not None:
+        from promptkit.providers.registry import available_providers
+
+        if args.provider not in available_providers():
+            raise UsageError(
+                f"--provider: unknown provider {args.provider!r}; known: {', '.join(available_providers())}"
+            )
+        options["provider"] = args.provider
+    return options
+
+
+def run_whatif(args: argparse.Namespace) -> str:
+    """The output of ``promptkit whatif`` for ``args`` (see ``promptkit whatif --help``).
+
+    >>> from pathlib import Path
+    >>> from promptkit.cli import build_parser
+    >>> args = build_parser().parse_args(["whatif", "fixtures/logs/session-before.jsonl", "--transform", "bogus"])
+    >>> run_whatif(args)
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.UsageError: --transform 'bogus': unknown transform 'bogus'; known: move, normalize, sort-tools, pin-model, provider, cache-model, ttl, retention, cache-key, breakpoints, elide
+    """
+    from promptkit.whatif.replays import REPLAY_NOTE, format_whatif, replay
+    from promptkit.whatif.spec import parse_transform
+    from promptkit.whatif.suggestions import suggest
+
+    transforms = [parse_transform(s) for s in args.transform or []]
+    if args.limit < 1:
+        raise UsageError(f"--limit: expected a number >= 1, got {args.limit}")
+    options = _options(args)
+    prices = None
+    if args.prices is not None:
+        from promptkit.cache.report import load_prices
+
+        prices = load_prices(args.prices)
+    if args.format is not None:
+        from promptkit.formats import available_formats
+
+        if args.format not in available_formats():
+            raise UsageError(
+                f"--format: unknown log format {args.format!r}; known: {', '.join(available_formats())}"
+            )
+    from promptkit.formats import read_logs
+
+    loaded = read_logs(args.paths, format=args.format)
+    if not loaded.records:
+        first = loaded.problems[0] if loaded.problems else None
+        detail = f"; first: {first.file}:{first.line}: {first.reason}" if first else ""
+        raise ReplayError(
+            f"{', '.join(map(str, args.paths))}: no request to replay ({len(loaded.problems)} problem(s){detail})"
+        )
+    if args.suggest:
+        found = suggest(loaded, prices=prices, model=args.model, **options)[: args.limit]
+        if args.json:
+            return json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False) + "\n"
+        return _format_suggestions(found, REPLAY_NOTE)
+    w = replay(loaded, transforms, prices=prices, model=args.model, **options)
+    if w.before.requests.height == 0:
+        raise ReplayError(f"{', '.join(map(str, args.paths))}: no request could be analyzed")
+    if args.json:
+        return (
+            json.dumps(
+                {
+                    "transform": w.describe(),
+                    "specs": list(args.transform or []),
+                    "sessions": w.comparison.to_dicts()[:-1],
+                    "overall": w.overall,
+                    "notes": [*w.notes, *w.after.notes],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
+    return format_whatif(w) + "\n"
+
+
+def _format_suggestions(found: list[Any], note: str) -> str:
+    if not found:
+        return (
+            f"No candidate transform found: nothing in the stable head changes between calls.\nnote: {note}\n"
+        )
+    lines = ["Suggestions, best saving first (replayed; cost in USD):", ""]
+    for k, s in enumerate(found, 1):
+        before = "n/a" if s.before_hit_ratio is None else f"{s.before_hit_ratio:.1%}"
+        after = "n/a" if s.after_hit_ratio is None else f"{s.after_hit_ratio:.1%}"
+        lines.append(f"{k:>2}. {s.transform.describe()}")
+        lines.append(
+            f"    --transform {s.spec!r}"
+            if " ; " not in s.spec
+            else "    " + " ".join(f"--transform {p!r}" for p in s.spec.split(" ; "))
+        )
+        lines.append(
+            f"    hit ratio {before} → {after}; prompt tokens {s.before_prompt_tokens:,} → {s.after_prompt_tokens:,}; "
+            f"cost {s.before_cost_usd:.4f} → {s.after_cost_usd:.4f} (saving {s.saving_usd:+.4f})"
+        )
+        if s.reason:
+            lines.append(f"    why: {s.reason}")
+    lines += ["", f"note: {note}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,104 @@
+"""--suggest: the planted volatile value is found, and replaying the suggestion reaches the clean log."""
+
+from __future__ import annotations
+
+import attrs
+
+from promptkit.cache import analyze_requests
+from promptkit.layout import RequestRecord
+from promptkit.whatif import Move, Normalize, SortTools, VolatileFinding, candidates, find_volatile, suggest
+from promptkit.whatif.spec import format_transform
+from promptkit.whatif.transforms import Chain, PinModel
+from tests.whatif.logs import layout_log, plain_log
+
+
+def test_find_volatile_names_the_planted_timestamp() -> None:
+    findings = find_volatile(plain_log(4, timestamp=True))
+    assert [(f.pattern, f.line_regex, f.where, f.changes) for f in findings] == [
+        ("timestamps", "Current time:.*", "message 0", 3)
+    ]
+    assert findings[0].before == "Current time: 2026-01-01 10:00"
+    assert findings[0].after == "Current time: 2026-01-01 10:01"
+    assert find_volatile(plain_log(4, timestamp=False)) == []
+
+
+def test_suggest_finds_the_planted_value_and_reaches_the_clean_hit_ratio() -> None:
+    planted = plain_log(6, timestamp=True)
+    clean = analyze_requests(plain_log(6, timestamp=False))
+    found = suggest(planted)
+    specs = [s.spec for s in found]
+    assert "normalize:timestamps" in specs
+    assert "move:regex=Current time:.*" in specs
+    best = found[0]
+    assert best.before_hit_ratio == 0.0
+    assert clean.hit_ratio is not None and best.after_hit_ratio is not None
+    assert best.after_hit_ratio >= clean.hit_ratio - 0.005
+    assert best.after_cost_usd < best.before_cost_usd
+    savings = [s.saving_usd for s in found]
+    assert savings == sorted(savings, reverse=True)
+
+
+def test_suggest_moves_changing_contributors_of_built_prompts() -> None:
+    records = layout_log(4)
+    found = suggest(records)
+    by_spec = {s.spec: s for s in found}
+    assert "move:key=files" in by_spec
+    move = by_spec["move:key=files"]
+    assert move.after_hit_ratio is not None and move.before_hit_ratio is not None
+    assert move.after_hit_ratio > move.before_hit_ratio
+    assert found[0].saving_usd >= move.saving_usd
+
+
+def test_candidates_from_divergence_columns() -> None:
+    base = plain_log(3, timestamp=False)
+    a = {"type": "function", "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}}
+    b = {"type": "function", "function": {"parameters": {"properties": {}, "type": "object"}, "name": "b"}}
+    tools = [[a, b], [b, a], [a, b]]
+    models = ["deepseek-chat", "deepseek-reasoner", "deepseek-chat"]
+    records = [
+        attrs.evolve(r, request={**r.request, "tools": t, "model": m})
+        for r, t, m in zip(base, tools, models, strict=True)
+    ]
+    found = [t for t, _ in candidates(records, analyze_requests(records))]
+    assert SortTools() in found
+    assert PinModel("deepseek-chat") in found
+
+
+def test_a_detector_is_swappable() -> None:
+    def detector(records: list[RequestRecord]) -> list[VolatileFinding]:
+        r = records[1]
+        return [VolatileFinding("uuids", "Build:.*", "system", r.session, r.index, "Build: 1", "Build: 2")]
+
+    found = [
+        t
+        for t, _ in candidates(
+            plain_log(2, timestamp=False), analyze_requests(plain_log(2, timestamp=False)), detector=detector
+        )
+    ]
+    assert Normalize(("uuids",)) in found
+    assert any(isinstance(t, Move) and t.selector.regex == "Build:.*" for t in found)
+    assert not any(isinstance(t, Chain) for t in found)
+
+
+def test_candidates_name_the_contributor_where_the_cache_breaks() -> None:
+    records = layout_log(4)
+    before = analyze_requests(records)
+    lost = before.requests.filter(before.requests["divergence_key"] == "files")
+    reasons = {format_transform(t): why for t, why in candidates(records, before)}
+    assert lost.height == 3
+    expected_lost = int((lost["prompt_tokens"] - lost["predicted_cached_tokens"]).sum())
+    assert reasons["move:key=files"] == (
+        f"3 request(s) break the cache at contributor 'files' before the history ({expected_lost:,} tokens not cached)"
+    )
+
+
+def test_anthropic_log_without_breakpoints_gets_them_and_a_longer_ttl_for_long_gaps() -> None:
+    from tests.whatif.test_replay import _anthropic_log
+
+    found = {s.spec: s for s in suggest(_anthropic_log(600.0), tokenizer="cl100k_base")}
+    assert {"breakpoints:auto", "breakpoints:auto ; ttl:1h"} <= set(found)
+    plain, longer = found["breakpoints:auto"], found["breakpoints:auto ; ttl:1h"]
+    assert plain.before_hit_ratio == 0.0
+    assert plain.after_hit_ratio == 0.0  # ten minutes between calls: every 5-minute entry has expired
+    assert longer.after_hit_ratio is not None and longer.after_hit_ratio > 0.5
+    assert longer.saving_usd > 0 > plain.saving_usd  # writes without reads only cost
