@@ -16,8 +16,8 @@ import re
 import time
 from collections.abc import Callable
 
-from promptkit.schema.attachments import build_attachment_ref_matcher, parse_attachment_refs
-from promptkit.schema.mentions import (
+from promptkit.chat.attachments import build_attachment_ref_matcher, parse_attachment_refs
+from promptkit.chat.mentions import (
     AT_SELF_PATTERN,
     check_immediate_mention,
     escape_markup,

@@ -52,7 +52,7 @@ import attrs
 
 from promptkit.assembly import VOLATILE_INJECTOR, TrimResult, trim_to_budget
 from promptkit.assembly.trim import Compaction
-from promptkit.schema.message import Message, ToolCall
+from promptkit.chat.message import Message, ToolCall
 
 WORDS = (
     "the cache prefix request token model provider message system user assistant tool output error file "
@@ -195,7 +195,7 @@ def replay(
 
 
 def _completion_dict(m: Message) -> dict[str, Any]:
-    from promptkit.schema.message import to_openai_dict
+    from promptkit.chat.message import to_openai_dict
 
     return to_openai_dict(m)
 

@@ -51,14 +51,13 @@ from promptkit import (
     PromptView,
     anthropic_request,
     deepseek_request,
-    get_message_name,
     ollama_request,
     openai_request,
-    prefix_sender,
 )
 from promptkit.assembly import turn_frame
 from promptkit.cache.render import get_render_model
 from promptkit.cache.tokenize import RequestTokenizer
+from promptkit.chat import get_message_name, prefix_sender
 
 table_config = pl.Config(tbl_rows=40, tbl_width_chars=140, fmt_str_lengths=64)
 

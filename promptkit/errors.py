@@ -83,7 +83,7 @@ class PlatformMessageError(PromptkitError, ValueError):
 
 
 class ChatModelRequestError(PromptkitError, ValueError):
-    """A :class:`~promptkit.schema.request.ChatModelRequest` field that breaks the contract; names the field."""
+    """A :class:`~promptkit.chat.request.ChatModelRequest` field that breaks the contract; names the field."""
 
 
 class StreamError(PromptkitError, ValueError):

@@ -6,6 +6,8 @@ import importlib.resources
 import subprocess
 import sys
 
+import pytest
+
 import promptkit
 
 HEAVY = ("polars", "matplotlib", "numpy", "tokenizers", "jinja2", "tiktoken")
@@ -43,3 +45,18 @@ def test_unknown_name_is_attribute_error() -> None:
 
 def test_py_typed_is_shipped() -> None:
     assert importlib.resources.files("promptkit").joinpath("py.typed").is_file()
+
+
+def test_the_top_level_is_the_core_api_and_chat_helpers_live_in_promptkit_chat() -> None:
+    import promptkit
+    import promptkit.chat
+
+    assert len(promptkit.__all__) <= 45
+    assert {"Message", "PromptRegistry", "analyze", "read_logs", "PromptkitError"} <= set(promptkit.__all__)
+    assert "format_at" not in promptkit.__all__ and "format_at" in promptkit.chat.__all__
+    # a name that moved still resolves, with a warning that names its new home
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.format_at moved to promptkit\.chat\.format_at"):
+        moved = promptkit.format_at
+    assert moved is promptkit.chat.format_at
+    with pytest.raises(AttributeError):
+        promptkit.no_such_name  # noqa: B018

@@ -16,7 +16,7 @@ def test_the_spec_map_has_examples() -> None:
     assert PYCON.findall((ROOT / "docs/reference/spec-map.md").read_text(encoding="utf-8"))
 
 
-_HOMES = ["promptkit.schema", "promptkit.egress", "promptkit.providers", "promptkit.assembly", "promptkit"]
+_HOMES = ["promptkit.chat", "promptkit.chat.egress", "promptkit.providers", "promptkit.assembly", "promptkit"]
 
 
 def _resolve(dotted: str) -> Any:

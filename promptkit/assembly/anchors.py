@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from promptkit.chat.message import DIRECTIVE_KINDS
 from promptkit.errors import LayoutFormatError
 from promptkit.layout import (
     ANCHOR_ORDER,
@@ -34,7 +35,6 @@ from promptkit.layout import (
     FrameSlot,
     LayoutEntry,
 )
-from promptkit.schema.message import DIRECTIVE_KINDS
 
 __all__ = [
     "ANCHOR_ORDER",

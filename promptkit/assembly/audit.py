@@ -30,7 +30,7 @@ from promptkit.assembly.anchors import Anchor, utf16_key
 from promptkit.assembly.placement import place_blocks
 from promptkit.assembly.registry import Contributor, PromptRegistry, PromptView, build_contributors, run_sync
 from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
-from promptkit.schema.message import Message, to_openai_dict
+from promptkit.chat.message import Message, to_openai_dict
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl

@@ -5,10 +5,10 @@ pipeline contract §9 (contributors' blocks are added by the registry)::
 
     [persona] [history …] [volatile] [focus] [directive] [current]
 
-The history goes through :func:`promptkit.schema.history.history_for_model`: control kinds dropped,
+The history goes through :func:`promptkit.chat.history.history_for_model`: control kinds dropped,
 ``visibleContent`` used, tool calls regrouped with their results, partial and loose tool groups dropped.
 
->>> from promptkit.schema.message import Message
+>>> from promptkit.chat.message import Message
 >>> frame = turn_frame(
 ...     [Message(role="user", content="hi"), Message(role="system", kind="event-marker", content="---"),
 ...      Message(role="assistant", content='{"reply": "hello"}', metadata={"visibleContent": "hello"})],
@@ -26,8 +26,8 @@ import attrs
 
 from promptkit.assembly.anchors import FOCUS_INJECTOR, VOLATILE_INJECTOR
 from promptkit.assembly.placement import is_directive
-from promptkit.schema.history import history_for_model
-from promptkit.schema.message import Message, is_directive_block
+from promptkit.chat.history import history_for_model
+from promptkit.chat.message import Message, is_directive_block
 
 __all__ = ["turn_frame"]
 

@@ -66,7 +66,7 @@ from promptkit.assembly.anchors import (
     LayoutEntry,
     utf16_key,
 )
-from promptkit.schema.message import Message, is_directive, is_directive_block
+from promptkit.chat.message import Message, is_directive, is_directive_block
 
 __all__ = [
     "HEAD_SLOTS",
@@ -156,7 +156,7 @@ def analyze_frame(messages: Sequence[Message], anchors: Mapping[str, Anchor] | N
     recognised (slot = their anchor). Without it, an injected system block in the tail is a ``system``
     slot and a registered head block a ``persona`` / ``system`` slot.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> f = analyze_frame([Message(role="system", content="persona"), Message(role="user", content="u1"),
     ...                    Message(role="assistant", content="a1"), Message(role="user", content="u2")])
     >>> (f.head_end, f.history_end, f.current), [e.slot for e in f.layout]
@@ -232,7 +232,7 @@ def layout_of(
 ) -> tuple[LayoutEntry, ...]:
     """The layout of ``messages`` as the assembler reads it (see :func:`analyze_frame`).
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> [e.to_dict() for e in layout_of([Message(role="user", content="hi")])]
     [{'slot': 'current', 'key': None}]
     """
@@ -263,7 +263,7 @@ def place_blocks(
     ``Message(role="system", content=block, metadata={"injector": key})``. Keys of anchors with no
     insertion point (turn-hint without a directive block or current message) come back in ``unplaced``.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> p = place_blocks([Message(role="system", content="persona"), Message(role="user", content="hi")],
     ...                  {"memories": ["m1"], "skills": ["s1"]},
     ...                  {"memories": Anchor.TURN_CONTEXT, "skills": Anchor.KNOWLEDGE})
@@ -396,7 +396,7 @@ class AssembledPrompt:
     ``built`` lists the contributor keys whose blocks were placed by this call; ``absent`` the
     contributors that placed nothing because they failed (see :class:`AbsentContributor`).
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> p = AssembledPrompt(messages=[Message(role="user", content="hi")],
     ...                     layout=[LayoutEntry(slot="current")])
     >>> p.layout_dicts()

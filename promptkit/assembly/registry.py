@@ -52,8 +52,8 @@ from promptkit.assembly.placement import (
     analyze_frame,
     place_blocks,
 )
+from promptkit.chat.message import Message
 from promptkit.errors import ContributorOutputError
-from promptkit.schema.message import Message
 
 __all__ = [
     "BuildOutput",

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Sized
 from typing import Any, Final, Protocol
 
-from promptkit.schema.message import Message
+from promptkit.chat.message import Message
 
 __all__ = [
     "MESSAGE_OVERHEAD",

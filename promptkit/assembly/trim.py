@@ -1,7 +1,7 @@
 """Trimming a prompt to a token budget without throwing away the provider's prefix cache.
 
 Only history messages are ever dropped. The history is grouped with
-:func:`promptkit.schema.history.group_tool_calls`, so an assistant tool call and its results are one unit
+:func:`promptkit.chat.history.group_tool_calls`, so an assistant tool call and its results are one unit
 and go together. The stable head (persona, identity, knowledge, context), the per-turn blocks
 (turn-context, volatile, focus, turn-hint), the directive block, the current message and this turn's
 tool loop are never dropped or shortened, and neither is a history unit holding a request-time directive
@@ -35,7 +35,7 @@ time into the summary so far (``summarize(chunk, previous) -> summary``: append 
 keep it short); each answer is kept in :attr:`Compaction.cache` under :func:`chunk_key`, so a chunk is
 summarized once, at the cut that drops it, and the summary is as deterministic as the summarizer.
 
->>> from promptkit.schema.message import Message
+>>> from promptkit.chat.message import Message
 >>> def prompt(n):  # a turn's request: the persona, n earlier messages, the current message
 ...     history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i} " * 8) for i in range(n)]
 ...     return [Message(role="system", content="persona"), *history, Message(role="user", content="now?")]
@@ -70,8 +70,8 @@ from promptkit.assembly.anchors import SUMMARY_INJECTOR, Anchor, FrameSlot, Layo
 from promptkit.assembly.placement import HEAD_SLOTS, AssembledPrompt, layout_of
 from promptkit.assembly.registry import message_tuple
 from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
-from promptkit.schema.history import group_tool_calls
-from promptkit.schema.message import DIRECTIVE_KINDS, Message
+from promptkit.chat.history import group_tool_calls
+from promptkit.chat.message import DIRECTIVE_KINDS, Message
 
 __all__ = [
     "DEFAULT_LOW_WATER",
@@ -111,7 +111,7 @@ def chunk_key(messages: Sequence[Message], previous: str | None = None) -> str:
     Neither changes once the chunk is closed, so the key is stable across turns and processes; use it
     to keep summaries in a persistent store.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> chunk = [Message(role="user", content="hi")]
     >>> len(chunk_key(chunk)), chunk_key(chunk) == chunk_key(chunk, "earlier")
     (64, False)
@@ -134,7 +134,7 @@ class Compaction:
     mapping, e.g. a ``shelve``, to keep summaries across restarts). The summary message is ``header``, a
     blank line and the summary.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> c = Compaction(lambda chunk, previous: f"{previous or ''}[{len(chunk)} messages]")
     >>> first = c.summary_of([Message(role="user", content="hi")], None)
     >>> first, c.summary_of([Message(role="user", content="bye")], first), len(c.cache)
@@ -284,7 +284,7 @@ def trim_to_budget(
     Returns a :class:`TrimResult`; never mutates its input. A ``budget`` below zero, an unknown
     ``policy`` or a ``low_water`` outside (0, 1) is a ``ValueError``.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> msgs = [Message(role="system", content="persona"),
     ...         *[Message(role="user", content="question " * 10), Message(role="assistant", content="ok")] * 3,
     ...         Message(role="user", content="now?")]

@@ -17,7 +17,9 @@ from typing import Any, Final
 
 import attrs
 
-from promptkit.egress import prepare_llm_messages, to_llm_role
+from promptkit.chat.egress import prepare_llm_messages, to_llm_role
+from promptkit.chat.message import Message, ToolCall, is_directive
+from promptkit.chat.request import ChatModelRequest
 from promptkit.errors import (
     ContentNotSentWarning,
     MediaFormatError,
@@ -25,8 +27,6 @@ from promptkit.errors import (
     ToolArgumentsError,
     ToolDefinitionError,
 )
-from promptkit.schema.message import Message, ToolCall, is_directive
-from promptkit.schema.request import ChatModelRequest
 
 __all__ = [
     "SYSTEM_HINT_PREFIX",
@@ -184,7 +184,7 @@ def request_arguments(
     max_tokens: int | None,
     where: str,
 ) -> RequestArguments:
-    """Accept a :class:`promptkit.schema.ChatModelRequest` wherever messages are accepted.
+    """Accept a :class:`promptkit.chat.ChatModelRequest` wherever messages are accepted.
 
     For a request, its ``messages`` are the input and its ``tools``, ``temperature`` and ``max_tokens``
     fill the builder's keyword arguments; a parameter set both in the request and as a keyword raises

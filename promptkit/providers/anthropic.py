@@ -20,6 +20,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from promptkit.chat.message import Message
 from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (
     MediaFormatError,
@@ -39,7 +40,6 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.schema.message import Message
 
 __all__ = [
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
@@ -271,7 +271,7 @@ def anthropic_request(
     chunk), a prefix that stays byte-identical until the next cut and is read whatever the lookback
     from the end of the history finds.
 
-    A :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    A :class:`promptkit.chat.ChatModelRequest` is accepted in place of the messages: its ``tools``,
     ``temperature`` and ``max_tokens`` fill those arguments. ``think=True`` is not sent (the Messages API's
     switch needs a token budget: pass ``thinking={"type": "enabled", "budget_tokens": ...}``); a
     :class:`ContentNotSentWarning` says so.

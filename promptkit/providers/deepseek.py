@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 import attrs
 
-from promptkit.egress import to_llm_role
+from promptkit.chat.egress import to_llm_role
+from promptkit.chat.message import Message, is_directive_block
 from promptkit.providers._common import (
     RequestBuildError,
     prepare_input,
@@ -29,7 +30,6 @@ from promptkit.providers._common import (
 from promptkit.providers.openai import chat_completions_body
 from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.schema.message import Message, is_directive_block
 
 __all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
 
@@ -47,7 +47,7 @@ def normalize_system_placement(messages: Sequence[Message]) -> list[Message]:
       newline, unless it already starts with ``[`` (``[系统通知] …``, ``[跨会话委派] …`` say what they are);
     - a later system message with empty or blank content stays as it is (there is nothing to move);
     - this turn's directive block (``metadata["injector"]`` in :data:`promptkit.DIRECTIVE_KINDS`, see
-      :func:`promptkit.schema.is_directive_block`) stays system: it is the turn's instruction and DeepSeek
+      :func:`promptkit.chat.is_directive_block`) stays system: it is the turn's instruction and DeepSeek
       may hoist it. Only the request-time injector counts: an *archived* host notice, delegation or idle
       prompt kept in the history (a directive ``kind``, no injector) is history and becomes ``user`` like
       any other later system message, or it would be hoisted in front of the history and break its cache;
@@ -112,7 +112,7 @@ def deepseek_request(
     as for OpenAI, which DeepSeek rejects; describe images in the content (an attachment ref) instead.
     Any other keyword (``thinking``, ``response_format``...) is added to the body as given.
 
-    A :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    A :class:`promptkit.chat.ChatModelRequest` is accepted in place of the messages: its ``tools``,
     ``temperature`` and ``max_tokens`` fill those arguments, and its ``think`` becomes DeepSeek's
     ``thinking`` switch (``{"type": "enabled"}`` or ``{"type": "disabled"}``; None sends nothing).
 

@@ -81,7 +81,7 @@ def ollama_request(
       and are not sent.
     - ``stream`` is omitted when None, and Ollama's HTTP API then streams: pass ``stream=False`` for one
       JSON answer.
-    - a :class:`promptkit.schema.ChatModelRequest` is accepted in place of the messages: its ``tools``,
+    - a :class:`promptkit.chat.ChatModelRequest` is accepted in place of the messages: its ``tools``,
       ``temperature`` and ``max_tokens`` fill those arguments, its ``think`` becomes ``think``.
     """
     where = "ollama_request"

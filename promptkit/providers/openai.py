@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from promptkit.chat.message import Message, to_openai_dict
 from promptkit.providers._common import (
     MediaFormatError,
     PreparedInput,
@@ -26,7 +27,6 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.schema.message import Message, to_openai_dict
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
 
@@ -171,7 +171,7 @@ def openai_request(
     **extra: Any,
 ) -> dict[str, Any]:
     """The OpenAI chat-completions JSON body for a sequence of :class:`Message`, an ``AssembledPrompt`` or a
-    :class:`promptkit.schema.ChatModelRequest` (its ``tools``, ``temperature`` and ``max_tokens`` fill those
+    :class:`promptkit.chat.ChatModelRequest` (its ``tools``, ``temperature`` and ``max_tokens`` fill those
     arguments; ``think=True`` is not sent, chat-completions has no on/off switch for thinking: a
     :class:`ContentNotSentWarning` says so, use ``reasoning_effort=`` instead).
 

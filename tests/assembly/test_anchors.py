@@ -18,7 +18,7 @@ from promptkit.assembly.anchors import (
     LayoutFormatError,
     utf16_key,
 )
-from promptkit.schema.message import DIRECTIVE_KINDS
+from promptkit.chat.message import DIRECTIVE_KINDS
 
 
 def test_anchor_values_are_the_five_of_the_seed() -> None:

@@ -8,7 +8,7 @@ import tiktoken
 
 from promptkit.assembly import AUDIT_COLUMNS, PromptRegistry, PromptView, audit
 from promptkit.assembly.tokens import message_tokens
-from promptkit.schema.message import Message
+from promptkit.chat.message import Message
 
 
 def system(content: str, injector: str | None = None) -> Message:

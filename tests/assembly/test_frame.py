@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from promptkit.assembly import FOCUS_INJECTOR, VOLATILE_INJECTOR, PromptRegistry, layout_of, turn_frame
-from promptkit.schema.message import Message, ToolCall, WellKnownKinds
+from promptkit.chat.message import Message, ToolCall, WellKnownKinds
 
 
 def test_parts_in_their_places_and_history_for_the_model() -> None:

@@ -15,7 +15,7 @@ from promptkit.assembly.placement import (
     layout_of,
     place_blocks,
 )
-from promptkit.schema.message import Message, ToolCall, WellKnownKinds
+from promptkit.chat.message import Message, ToolCall, WellKnownKinds
 
 ANCHORS = {
     "idn": Anchor.IDENTITY,

@@ -20,7 +20,7 @@ from promptkit.assembly import (
     PromptRegistry,
     PromptView,
 )
-from promptkit.schema.message import Message, ToolCall, to_openai_dict
+from promptkit.chat.message import Message, ToolCall, to_openai_dict
 
 LOGGER = "promptkit.assembly"
 

@@ -9,7 +9,7 @@ import tiktoken
 from hypothesis import given, settings, strategies as st
 
 from promptkit.assembly.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_counter
-from promptkit.schema.message import Message, ToolCall
+from promptkit.chat.message import Message, ToolCall
 
 
 def test_estimate_counts_ascii_by_fours_and_other_characters_one_each() -> None:

@@ -14,7 +14,7 @@ from promptkit.assembly import VOLATILE_INJECTOR, PromptRegistry, layout_of, tri
 from promptkit.assembly.anchors import SUMMARY_INJECTOR
 from promptkit.assembly.tokens import message_tokens
 from promptkit.assembly.trim import DEFAULT_SUMMARY_HEADER, Compaction, TrimPolicy, TrimResult
-from promptkit.schema.message import Message, ToolCall, to_openai_dict
+from promptkit.chat.message import Message, ToolCall, to_openai_dict
 
 
 def system(content: str, injector: str | None = None) -> Message:

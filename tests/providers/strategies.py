@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 from hypothesis import strategies as st
 
-from promptkit.schema.message import DIRECTIVE_KINDS, Message, ToolCall
+from promptkit.chat.message import DIRECTIVE_KINDS, Message, ToolCall
 
 PNG = "data:image/png;base64,iVBORw0KGgo="
 JPEG = "data:image/jpeg;base64,/9j/4AAQSkZJRg=="

@@ -12,6 +12,7 @@ from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 
 from promptkit.assembly import layout_of
+from promptkit.chat.message import Message, ToolCall
 from promptkit.providers import (
     ANTHROPIC_DEFAULT_MAX_TOKENS,
     ContentNotSentWarning,
@@ -21,7 +22,6 @@ from promptkit.providers import (
     ToolDefinitionError,
     anthropic_request,
 )
-from promptkit.schema.message import Message, ToolCall
 
 from .sdk import validate_anthropic
 from .strategies import HTTP_IMAGE, JPEG, PNG, WAV, Entry, Prompt, conversations
@@ -369,7 +369,13 @@ def test_delegation_turn_history_holding_old_user_messages() -> None:
         Message(role="user", content="旧问题"),
         Message(role="assistant", content="旧回答"),
         Message(role="system", content="材料", metadata={"injector": "memory"}),
-        Message(role="notice", kind="cross-session-delegation", content="委派"),
+        # this turn's directive block: a request-time message carries its injector (the pipeline contract)
+        Message(
+            role="notice",
+            kind="cross-session-delegation",
+            content="委派",
+            metadata={"injector": "cross-session-delegation"},
+        ),
     ]
     body = anthropic_request(msgs, model="m")
     marked = [b for b in _blocks(body) if "cache_control" in b]

@@ -8,15 +8,15 @@ import warnings
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.egress import prepare_llm_messages
+from promptkit.chat.egress import prepare_llm_messages
+from promptkit.chat.message import Message
+from promptkit.chat.request import ChatModelRequest
 from promptkit.providers._common import (
     RequestBuildError,
     parse_data_url,
     prepare_input,
     system_hint_content,
 )
-from promptkit.schema.message import Message
-from promptkit.schema.request import ChatModelRequest
 
 from .strategies import Entry, Prompt, any_message, conversations
 

@@ -7,14 +7,14 @@ import copy
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.egress import prepare_llm_messages
+from promptkit.chat.egress import prepare_llm_messages
+from promptkit.chat.message import DIRECTIVE_KINDS, Message, ToolCall, is_directive_block
 from promptkit.providers import (
     RequestBuildError,
     deepseek_request,
     normalize_system_placement,
     openai_request,
 )
-from promptkit.schema.message import DIRECTIVE_KINDS, Message, ToolCall, is_directive_block
 
 from .sdk import validate_openai
 from .strategies import PNG, Prompt, any_message, conversations

@@ -7,7 +7,8 @@ import copy
 import pytest
 from hypothesis import given, settings
 
-from promptkit.egress import prepare_llm_messages
+from promptkit.chat.egress import prepare_llm_messages
+from promptkit.chat.message import Message, ToolCall
 from promptkit.providers import (
     ContentNotSentWarning,
     MediaFormatError,
@@ -15,7 +16,6 @@ from promptkit.providers import (
     ToolArgumentsError,
     ollama_request,
 )
-from promptkit.schema.message import Message, ToolCall
 
 from .sdk import ollama_client_json, validate_ollama
 from .strategies import JPEG, PNG, WAV, Prompt, conversations

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from pydantic import ValidationError
 
-from promptkit.egress import prepare_llm_messages
+from promptkit.chat.egress import prepare_llm_messages
+from promptkit.chat.message import Message, ToolCall, from_openai_dict
 from promptkit.providers import (
     ContentNotSentWarning,
     MediaFormatError,
@@ -18,7 +19,6 @@ from promptkit.providers import (
     ToolDefinitionError,
     openai_request,
 )
-from promptkit.schema.message import Message, ToolCall, from_openai_dict
 
 from .sdk import validate_openai
 from .strategies import HTTP_IMAGE, PNG, WAV, Entry, Prompt, conversations

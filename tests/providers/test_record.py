@@ -9,6 +9,7 @@ import pathlib
 import pytest
 from hypothesis import given, settings
 
+from promptkit.chat.message import Message, ToolCall
 from promptkit.providers import (
     RequestBuildError,
     deepseek_request,
@@ -16,7 +17,6 @@ from promptkit.providers import (
     request_record,
     write_jsonl,
 )
-from promptkit.schema.message import Message, ToolCall
 
 from .strategies import PNG, Entry, Prompt, conversations
 

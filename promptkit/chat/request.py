@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
+from promptkit.chat.message import Message
 from promptkit.errors import ChatModelRequestError
-from promptkit.schema.message import Message
 
 __all__ = ["ChatModelRequest", "ChatModelRequestError"]
 

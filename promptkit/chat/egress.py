@@ -15,7 +15,7 @@ from typing import Final
 
 import attrs
 
-from promptkit.schema.message import WELL_KNOWN_ROLES, Message, WellKnownKinds
+from promptkit.chat.message import WELL_KNOWN_ROLES, Message, WellKnownKinds
 
 __all__ = [
     "CUSTOM_ROLE_MAP",
@@ -25,6 +25,7 @@ __all__ = [
     "prepare_llm_messages",
     "to_llm_role",
     "tool_images_note",
+    "well_formed",
 ]
 
 #: Custom roles with a documented translation; any other unknown role falls back to ``system``.

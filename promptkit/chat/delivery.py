@@ -1,6 +1,6 @@
 """Delivery receipts of outbound messages (platform message contract, ``OutgoingMessage.delivery``).
 
-An adapter that takes an :class:`~promptkit.schema.OutgoingMessage` answers, in process, with a receipt
+An adapter that takes an :class:`~promptkit.chat.OutgoingMessage` answers, in process, with a receipt
 that always resolves: :class:`DeliveryOk` (the platform accepted it, with the message ids it gave) or
 :class:`DeliveryFailed` (a reason for people; ``unconfirmed`` when part of it may have arrived;
 ``sent_pieces`` when a piecewise send stopped halfway). No receipt means "not confirmed", never "sent".
@@ -21,8 +21,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from promptkit.schema.message import WellKnownMetadataKeys as K
-from promptkit.schema.platform import PlatformMessageError
+from promptkit.chat.message import WellKnownMetadataKeys as K
+from promptkit.chat.platform import PlatformMessageError
 
 __all__ = [
     "DELIVERY_WAIT_MS",

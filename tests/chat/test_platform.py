@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/platform.py: the platform layer (schema-message seed)."""
+"""Tests for promptkit/chat/platform.py: the platform layer (schema-message seed)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import attrs
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from promptkit.schema.attachments import (
+from promptkit.chat.attachments import (
     ATTACHMENT_REF_KINDS,
     AttachmentRef,
     format_attachment_ref,
     parse_attachment_refs,
 )
-from promptkit.schema.identity import get_sender_label, prefix_sender
-from promptkit.schema.message import CONTROL_KINDS, Message, WellKnownKinds
-from promptkit.schema.platform import (
+from promptkit.chat.identity import get_sender_label, prefix_sender
+from promptkit.chat.message import CONTROL_KINDS, Message, WellKnownKinds
+from promptkit.chat.platform import (
     ATTACHMENT_KINDS,
     PRIVATE_SESSION,
     TRIGGER_TYPES,
@@ -588,7 +588,7 @@ def test_host_notice_for_the_model_is_prefix_content_then_untrusted() -> None:
 
 
 def test_host_notice_message_survives_prepare_and_deepseek_unchanged() -> None:
-    from promptkit.egress import prepare_llm_messages
+    from promptkit.chat.egress import prepare_llm_messages
     from promptkit.providers import normalize_system_placement
 
     n = incoming("done", source="bg", host_notice=HostNotice("k", untrusted="u"))

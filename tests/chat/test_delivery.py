@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/delivery.py: delivery receipts and the wait for them."""
+"""Tests for promptkit/chat/delivery.py: delivery receipts and the wait for them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-import promptkit.schema.delivery as delivery_module
-from promptkit.schema.delivery import (
+import promptkit.chat.delivery as delivery_module
+from promptkit.chat.delivery import (
     DELIVERY_WAIT_MS,
     DeliveryFailed,
     DeliveryOk,
@@ -16,7 +16,7 @@ from promptkit.schema.delivery import (
     await_delivery,
     delivery_failure_metadata,
 )
-from promptkit.schema.platform import PlatformMessageError
+from promptkit.chat.platform import PlatformMessageError
 
 
 def test_docstring_examples() -> None:

@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/attachments.py: the [图片: desc | ref:…] grammar (pipeline seed §4)."""
+"""Tests for promptkit/chat/attachments.py: the [图片: desc | ref:…] grammar (pipeline seed §4)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import attrs
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-import promptkit.schema.attachments as attachments_module
-from promptkit.schema.attachments import (
+import promptkit.chat.attachments as attachments_module
+from promptkit.chat.attachments import (
     ATTACHMENT_REF_KINDS,
     MATCHER_NESTED_OPENERS,
     AttachmentRef,

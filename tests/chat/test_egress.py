@@ -1,4 +1,4 @@
-"""Tests for promptkit/egress.py: the mandatory exit (issue 2 §3, pipeline seed §3, §10)."""
+"""Tests for promptkit/chat/egress.py: the mandatory exit (issue 2 §3, pipeline seed §3, §10)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.egress import (
+from promptkit.chat.egress import (
     CUSTOM_ROLE_MAP,
     CUSTOM_ROLE_PREFIX,
     KIND_PREFIX,
@@ -19,7 +19,7 @@ from promptkit.egress import (
     tool_images_note,
     well_formed,
 )
-from promptkit.schema.message import (
+from promptkit.chat.message import (
     CONTROL_KINDS,
     WELL_KNOWN_ROLES,
     Message,

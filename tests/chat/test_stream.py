@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/stream.py: stream chunks, stream pieces and the accumulator."""
+"""Tests for promptkit/chat/stream.py: stream chunks, stream pieces and the accumulator."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import promptkit.schema.stream as stream_module
-from promptkit.schema.message import ContentSegment, Message, ToolCall
-from promptkit.schema.stream import (
+import promptkit.chat.stream as stream_module
+from promptkit.chat.message import ContentSegment, Message, ToolCall
+from promptkit.chat.stream import (
     ChatStreamChunk,
     ChatUsage,
     StreamAccumulator,

@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/identity.py: sender labels, prefixes and message names (seed §6)."""
+"""Tests for promptkit/chat/identity.py: sender labels, prefixes and message names (seed §6)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import promptkit.schema.identity as identity_module
-from promptkit.schema.identity import (
+import promptkit.chat.identity as identity_module
+from promptkit.chat.identity import (
     MESSAGE_NAME_MAX_LEN,
     get_message_name,
     get_sender_label,
@@ -114,7 +114,7 @@ def test_long_ids_that_only_differ_in_replaced_characters_stay_distinct() -> Non
 
 def test_the_name_is_stable_across_processes() -> None:
     user_id = "群友-" * 30
-    code = f"from promptkit.schema.identity import get_message_name; print(get_message_name({user_id!r}))"
+    code = f"from promptkit.chat.identity import get_message_name; print(get_message_name({user_id!r}))"
     names = {
         subprocess.run(
             [sys.executable, "-c", code],

@@ -137,7 +137,7 @@ def _single_tag(name: str, attribute: str, value: str) -> str:
 def _forward_tag(forward_id: str) -> str:
     # The placeholder's one formatter lives with the platform layer (imported here, not at module
     # level, so the platform layer may import this module). _attr removes the '"' it would reject.
-    from promptkit.schema.platform import forward_placeholder
+    from promptkit.chat.platform import forward_placeholder
 
     return forward_placeholder(_attr(forward_id))
 

@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/history.py: tool-call grouping and the history a model sees."""
+"""Tests for promptkit/chat/history.py: tool-call grouping and the history a model sees."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.schema.history import (
+from promptkit.chat.history import (
     MessageUnit,
     drop_control_kinds,
     group_tool_calls,
     history_for_model,
 )
-from promptkit.schema.message import CONTROL_KINDS, Message, ToolCall, WellKnownKinds, WellKnownMetadataKeys
+from promptkit.chat.message import CONTROL_KINDS, Message, ToolCall, WellKnownKinds, WellKnownMetadataKeys
 
 
 def call(*ids: str, content: str | None = None) -> Message:

@@ -1,16 +1,17 @@
-"""Message contracts and chat-platform grammars: the two documents' types and rules in Python.
+"""Message contracts and chat-platform grammars: the types and rules of the pipeline contract and the
+platform message contract in Python, and the mandatory exit (:mod:`promptkit.chat.egress`).
 
 Every public name of the submodules is re-exported here; ``docs/reference/spec-map.md`` maps each item
 of the documents to its name.
 
->>> from promptkit.schema import IncomingMessage, archive_record
+>>> from promptkit.chat import IncomingMessage, archive_record
 >>> archive_record(IncomingMessage("hi", "s1", "cli")).role
 'user'
 """
 
 from __future__ import annotations
 
-from promptkit.schema.archive import (
+from promptkit.chat.archive import (
     TURN_ENTRIES as TURN_ENTRIES,
     TURN_OUTCOMES as TURN_OUTCOMES,
     ArchivedAttachment as ArchivedAttachment,
@@ -24,7 +25,7 @@ from promptkit.schema.archive import (
     speaker_of as speaker_of,
     turn_marker as turn_marker,
 )
-from promptkit.schema.attachments import (
+from promptkit.chat.attachments import (
     ATTACHMENT_REF_KINDS as ATTACHMENT_REF_KINDS,
     MATCHER_NESTED_OPENERS as MATCHER_NESTED_OPENERS,
     AttachmentRef as AttachmentRef,
@@ -35,7 +36,7 @@ from promptkit.schema.attachments import (
     parse_attachment_refs as parse_attachment_refs,
     sanitize_desc as sanitize_desc,
 )
-from promptkit.schema.delivery import (
+from promptkit.chat.delivery import (
     DELIVERY_WAIT_MS as DELIVERY_WAIT_MS,
     DeliveryFailed as DeliveryFailed,
     DeliveryOk as DeliveryOk,
@@ -43,7 +44,17 @@ from promptkit.schema.delivery import (
     await_delivery as await_delivery,
     delivery_failure_metadata as delivery_failure_metadata,
 )
-from promptkit.schema.history import (
+from promptkit.chat.egress import (
+    CUSTOM_ROLE_MAP as CUSTOM_ROLE_MAP,
+    CUSTOM_ROLE_PREFIX as CUSTOM_ROLE_PREFIX,
+    KIND_PREFIX as KIND_PREFIX,
+    TOOL_IMAGES_NOTE as TOOL_IMAGES_NOTE,
+    prepare_llm_messages as prepare_llm_messages,
+    to_llm_role as to_llm_role,
+    tool_images_note as tool_images_note,
+    well_formed as well_formed,
+)
+from promptkit.chat.history import (
     UNIT_SHAPES as UNIT_SHAPES,
     HistoryEntry as HistoryEntry,
     MessageUnit as MessageUnit,
@@ -52,14 +63,14 @@ from promptkit.schema.history import (
     group_tool_calls as group_tool_calls,
     history_for_model as history_for_model,
 )
-from promptkit.schema.identity import (
+from promptkit.chat.identity import (
     MESSAGE_NAME_MAX_LEN as MESSAGE_NAME_MAX_LEN,
     get_message_name as get_message_name,
     get_sender_label as get_sender_label,
     prefix_sender as prefix_sender,
     strip_sender_prefix as strip_sender_prefix,
 )
-from promptkit.schema.mentions import (
+from promptkit.chat.mentions import (
     AT_SELF_PATTERN as AT_SELF_PATTERN,
     MARKUP_TAG_NAMES as MARKUP_TAG_NAMES,
     MENTION_PATTERN as MENTION_PATTERN,
@@ -76,7 +87,7 @@ from promptkit.schema.mentions import (
     render_cq_segments as render_cq_segments,
     split_markup_text as split_markup_text,
 )
-from promptkit.schema.message import (
+from promptkit.chat.message import (
     CONTROL_KINDS as CONTROL_KINDS,
     DIRECTIVE_KINDS as DIRECTIVE_KINDS,
     WELL_KNOWN_ROLES as WELL_KNOWN_ROLES,
@@ -93,7 +104,7 @@ from promptkit.schema.message import (
     is_directive_kind as is_directive_kind,
     to_openai_dict as to_openai_dict,
 )
-from promptkit.schema.platform import (
+from promptkit.chat.platform import (
     ATTACHMENT_KINDS as ATTACHMENT_KINDS,
     FORWARD_PLACEHOLDER_TEXT as FORWARD_PLACEHOLDER_TEXT,
     GROUP_ROLES as GROUP_ROLES,
@@ -132,11 +143,11 @@ from promptkit.schema.platform import (
     was_addressed as was_addressed,
     with_forwards as with_forwards,
 )
-from promptkit.schema.request import (
+from promptkit.chat.request import (
     ChatModelRequest as ChatModelRequest,
     ChatModelRequestError as ChatModelRequestError,
 )
-from promptkit.schema.stream import (
+from promptkit.chat.stream import (
     ChatStreamChunk as ChatStreamChunk,
     ChatUsage as ChatUsage,
     StreamAccumulator as StreamAccumulator,
@@ -153,12 +164,15 @@ __all__ = [
     "ATTACHMENT_REF_KINDS",
     "AT_SELF_PATTERN",
     "CONTROL_KINDS",
+    "CUSTOM_ROLE_MAP",
+    "CUSTOM_ROLE_PREFIX",
     "DELIVERY_WAIT_MS",
     "DIRECTIVE_KINDS",
     "FORWARD_PLACEHOLDER_TEXT",
     "GROUP_ROLES",
     "HOST_NOTICE_INJECTOR",
     "HOST_NOTICE_PREFIX",
+    "KIND_PREFIX",
     "MARKUP_TAG_NAMES",
     "MATCHER_NESTED_OPENERS",
     "MENTION_PATTERN",
@@ -166,6 +180,7 @@ __all__ = [
     "OUTGOING_SOURCES",
     "PRIVATE_SESSION",
     "REPLY_QUOTE",
+    "TOOL_IMAGES_NOTE",
     "TRIGGER_TYPES",
     "TURN_ENTRIES",
     "TURN_OUTCOMES",
@@ -252,6 +267,7 @@ __all__ = [
     "parse_attachment_refs",
     "parse_cq_segments",
     "prefix_sender",
+    "prepare_llm_messages",
     "render_cq_segments",
     "reply_quote_line",
     "sanitize_desc",
@@ -261,9 +277,12 @@ __all__ = [
     "speaker_of",
     "split_markup_text",
     "strip_sender_prefix",
+    "to_llm_role",
     "to_openai_dict",
+    "tool_images_note",
     "turn_marker",
     "was_addressed",
+    "well_formed",
     "with_forwards",
     "with_segment_mirrors",
 ]

@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/archive.py: archive records of inputs, outbound messages and turns."""
+"""Tests for promptkit/chat/archive.py: archive records of inputs, outbound messages and turns."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import promptkit.schema.archive as archive_module
-from promptkit.schema.archive import (
+import promptkit.chat.archive as archive_module
+from promptkit.chat.archive import (
     TURN_ENTRIES,
     TURN_OUTCOMES,
     ArchivedAttachment,
@@ -23,9 +23,9 @@ from promptkit.schema.archive import (
     speaker_of,
     turn_marker,
 )
-from promptkit.schema.identity import get_sender_label, prefix_sender
-from promptkit.schema.message import CONTROL_KINDS, WellKnownKinds, WellKnownMetadataKeys as K
-from promptkit.schema.platform import (
+from promptkit.chat.identity import get_sender_label, prefix_sender
+from promptkit.chat.message import CONTROL_KINDS, WellKnownKinds, WellKnownMetadataKeys as K
+from promptkit.chat.platform import (
     ForwardedChat,
     ForwardFacts,
     FromTurn,

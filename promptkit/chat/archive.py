@@ -7,7 +7,7 @@ The platform message contract says what the archive writes: the archive text of 
 JSON (dicts, lists, strings, numbers) with the documents' camelCase keys, so a record can be written to
 any store as it is.
 
->>> from promptkit.schema.platform import IncomingMessage
+>>> from promptkit.chat.platform import IncomingMessage
 >>> q = IncomingMessage('<at id="7">阿七</at> 在吗', "g1", "onebot", user_id="42", nickname="小明",
 ...                     group_id="123", message_id="m1")
 >>> rec = archive_record(q)
@@ -25,10 +25,10 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from promptkit.schema.identity import get_message_name, get_sender_label
-from promptkit.schema.mentions import extract_mentions
-from promptkit.schema.message import Message, WellKnownKinds, WellKnownMetadataKeys as K
-from promptkit.schema.platform import (
+from promptkit.chat.identity import get_message_name, get_sender_label
+from promptkit.chat.mentions import extract_mentions
+from promptkit.chat.message import Message, WellKnownKinds, WellKnownMetadataKeys as K
+from promptkit.chat.platform import (
     ATTACHMENT_KINDS,
     AttachmentKind,
     ForwardedChat,
@@ -135,7 +135,7 @@ class ArchivedForward:
         """The JSON form: ``id``, and ``facts`` (``count``, ``participants``, ``unlisted``?, ``text``,
         ``cutOff``?) when there are facts.
 
-        >>> from promptkit.schema.platform import ForwardFacts
+        >>> from promptkit.chat.platform import ForwardFacts
         >>> ArchivedForward("f1", ForwardFacts(3, ["A(1)"], "聊天")).to_dict()
         {'id': 'f1', 'facts': {'count': 3, 'participants': ['A(1)'], 'text': '聊天'}}
         """
@@ -243,7 +243,7 @@ def archive_record(
     when set; ``turnId`` / ``turnEntry`` when given (``turn_entry`` needs ``turn_id``). The metadata is
     None when it would be empty.
 
-    >>> from promptkit.schema.platform import HostNotice
+    >>> from promptkit.chat.platform import HostNotice
     >>> n = IncomingMessage("任务 t1 完成", "s", "webui", source="bg:t1",
     ...                     host_notice=HostNotice("background-task", id="t1", untrusted="<u>x</u>", facts={"code": 0}))
     >>> rec = archive_record(n)

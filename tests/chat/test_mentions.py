@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/mentions.py: <at> mentions, CQ codes, escaping and splitting (seed §5)."""
+"""Tests for promptkit/chat/mentions.py: <at> mentions, CQ codes, escaping and splitting (seed §5)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import promptkit.schema.mentions as mentions_module
-from promptkit.schema.mentions import (
+import promptkit.chat.mentions as mentions_module
+from promptkit.chat.mentions import (
     AT_SELF_PATTERN,
     MARKUP_TAG_NAMES,
     MENTION_PATTERN,
@@ -28,7 +28,7 @@ from promptkit.schema.mentions import (
     render_cq_segments,
     split_markup_text,
 )
-from promptkit.schema.platform import forward_placeholder
+from promptkit.chat.platform import forward_placeholder
 
 FORWARD_PATTERN = re.compile(r'<forward\s+id="([^"]*)">')
 LOOKALIKE = re.compile(r"<(?=/?(?i:at|image|reply|face|video|record|forward)(?:[\s>/]|\Z))")

@@ -29,10 +29,10 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
+from promptkit.chat.attachments import ATTACHMENT_REF_KINDS, AttachmentRef, format_attachment_ref
+from promptkit.chat.identity import get_sender_label, prefix_sender
+from promptkit.chat.message import Message, WellKnownKinds, WellKnownMetadataKeys
 from promptkit.errors import PlatformMessageError
-from promptkit.schema.attachments import ATTACHMENT_REF_KINDS, AttachmentRef, format_attachment_ref
-from promptkit.schema.identity import get_sender_label, prefix_sender
-from promptkit.schema.message import Message, WellKnownKinds, WellKnownMetadataKeys
 
 __all__ = [
     "ATTACHMENT_KINDS",
@@ -445,9 +445,9 @@ class OutgoingMessage:
     ``source`` (:data:`OUTGOING_SOURCES`), ``call_id`` (the tool call that sent it), ``turn_id`` (the agent
     turn that sent it), ``model_info`` (:class:`ModelInfo`), ``attachments`` (:class:`MessageAttachment`,
     sent whatever ``markup`` says; one with ``skip_archive`` set is not archived, see
-    :func:`promptkit.schema.outbound_records`). The in-process ``delivery`` promise is not a value and is
-    not a field: its receipts are :class:`promptkit.schema.DeliveryOk` / :class:`promptkit.schema.DeliveryFailed`,
-    awaited with :func:`promptkit.schema.await_delivery`.
+    :func:`promptkit.chat.outbound_records`). The in-process ``delivery`` promise is not a value and is
+    not a field: its receipts are :class:`promptkit.chat.DeliveryOk` / :class:`promptkit.chat.DeliveryFailed`,
+    awaited with :func:`promptkit.chat.await_delivery`.
     """
 
     content: str
@@ -753,7 +753,7 @@ def host_notice_message(incoming: IncomingMessage) -> Message:
     line, last. ``kind`` is ``host-notice`` and ``metadata["injector"]`` is ``host-notice``: this turn's
     directive block (kept ``system`` by DeepSeek, never trimmed). ``facts``, ``reply_to`` and ``from_turn``
     never reach the model. The archived form (no untrusted segment) is
-    :func:`promptkit.schema.archive_record`. Raises :class:`PlatformMessageError` for a message without
+    :func:`promptkit.chat.archive_record`. Raises :class:`PlatformMessageError` for a message without
     ``host_notice``.
 
     >>> notice = IncomingMessage("后台任务 t1 已完成。", "s", "webui", source="bg:t1",

@@ -8,7 +8,7 @@ messages archived while the group was being written (an input that arrived meanw
 of a message the trigger or flow control swallowed, the reply that followed) *between* the call and its
 results. Grouping by adjacency would split the group; :func:`group_tool_calls` puts it back together.
 
->>> from promptkit.schema.message import Message, ToolCall
+>>> from promptkit.chat.message import Message, ToolCall
 >>> history = [
 ...     Message(role="assistant", tool_calls=[ToolCall(id="c1", name="search")]),
 ...     Message(role="user", content="还在吗?"),          # archived while the tool ran
@@ -27,7 +27,7 @@ from typing import Final, Literal, Protocol
 
 import attrs
 
-from promptkit.schema.message import CONTROL_KINDS, Message, ToolCall, WellKnownMetadataKeys
+from promptkit.chat.message import CONTROL_KINDS, Message, ToolCall, WellKnownMetadataKeys
 
 __all__ = [
     "UNIT_SHAPES",
@@ -142,7 +142,7 @@ def group_tool_calls(messages: Sequence[HistoryEntry]) -> list[MessageUnit]:
         0 A(c1)  1 T(c1)  2 T(c1)
         -> (0, 1) complete, (2,) loose   (a repeated result after the group is found complete)
 
-    >>> from promptkit.schema.message import Message, ToolCall
+    >>> from promptkit.chat.message import Message, ToolCall
     >>> msgs = [Message(role="assistant", tool_calls=[ToolCall(id="a", name="f")]),
     ...         Message(role="user", content="hi"),
     ...         Message(role="tool", tool_call_id="b")]
@@ -188,7 +188,7 @@ def drop_control_kinds(messages: Sequence[Message]) -> list[Message]:
     translates roles and writes prefixes but never drops an ``event-marker``. Returns a new list of
     the same objects.
 
-    >>> from promptkit.schema.message import Message
+    >>> from promptkit.chat.message import Message
     >>> [m.content for m in drop_control_kinds([Message(role="system", kind="event-marker"),
     ...                                         Message(role="user", content="hi")])]
     ['hi']
@@ -218,7 +218,7 @@ def history_for_model(messages: Sequence[Message]) -> list[Message]:
     Never mutates its input; a message that needs no change is the same object. Roles and prefixes are
     left to :func:`promptkit.prepare_llm_messages`.
 
-    >>> from promptkit.schema.message import Message, ToolCall
+    >>> from promptkit.chat.message import Message, ToolCall
     >>> msgs = [Message(role="assistant", content="{...}", metadata={"visibleContent": "好的"}),
     ...         Message(role="tool", tool_call_id="orphan", content="?")]
     >>> [m.content for m in history_for_model(msgs)]

@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/request.py: ChatModelRequest."""
+"""Tests for promptkit/chat/request.py: ChatModelRequest."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import doctest
 import attrs
 import pytest
 
-import promptkit.schema.request as request_module
-from promptkit.schema.message import Message
-from promptkit.schema.request import ChatModelRequest, ChatModelRequestError
+import promptkit.chat.request as request_module
+from promptkit.chat.message import Message
+from promptkit.chat.request import ChatModelRequest, ChatModelRequestError
 
 HI = Message(role="user", content="hi")
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import attrs
 
+from promptkit.chat.message import ContentSegment, Message, ToolCall
 from promptkit.errors import StreamError
-from promptkit.schema.message import ContentSegment, Message, ToolCall
 
 __all__ = [
     "ChatStreamChunk",

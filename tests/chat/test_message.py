@@ -1,4 +1,4 @@
-"""Tests for promptkit/schema/message.py: the LLM protocol layer and its OpenAI dict round trip."""
+"""Tests for promptkit/chat/message.py: the LLM protocol layer and its OpenAI dict round trip."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.schema.message import (
+from promptkit.chat.message import (
     CONTROL_KINDS,
     DIRECTIVE_KINDS,
     WELL_KNOWN_ROLES,
