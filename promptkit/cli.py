@@ -1,7 +1,9 @@
 """The ``promptkit`` command line: a thin shell over :mod:`promptkit.cache`.
 
 ``promptkit analyze [PATH ...]`` analyzes request logs (JSONL or ``.traj.json``), prints the summary
-tables, and writes the per-request table (parquet and CSV) and the plots (PNG) into ``--out``.
+tables with a legend of their columns (``--json``: a machine-readable summary; ``--quiet``: the headline
+line only), and writes the per-request table (parquet and CSV), the HTML report (``report.html``) and
+the plots (PNG; a plot with nothing to show is skipped, and stderr says so) into ``--out``.
 With no PATH it analyzes the log bundled with the package (``promptkit/data/default-session.jsonl``).
 
 Exit codes: 0 success, 1 bad input (the message names the file), 2 usage error.
@@ -71,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="analyze request logs: hit ratio, tokens lost per anchor, predicted vs reported, cost",
         description=(
             "Analyze request logs of any supported format (detected per file; gzip and zstd read "
-            "transparently). Prints the summary tables and writes requests.parquet, requests.csv, "
-            "summary.txt and PNG plots into --out."
+            "transparently). Prints the summary tables and a legend of their columns, and writes "
+            "requests.parquet, requests.csv, summary.txt, report.html (one self-contained page) and PNG "
+            "plots into --out."
         ),
     )
     analyze.add_argument(
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON or CSV prices (USD per million tokens) overriding the built-in table",
     )
     analyze.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    _add_output_options(analyze)
     progress = analyze.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", dest="progress", action="store_true", default=None, help="always show the progress bar"
@@ -360,6 +364,35 @@ def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
+def _add_output_options(analyze: argparse.ArgumentParser) -> None:
+    """--html / --no-html, and what goes to stdout: the tables (default), --json or --quiet."""
+    html = analyze.add_mutually_exclusive_group()
+    html.add_argument(
+        "--html",
+        metavar="FILE",
+        nargs="?",
+        const=None,
+        default=None,
+        type=Path,
+        help="write the HTML report to FILE (default: report.html in --out; it is always written "
+        "unless --no-html)",
+    )
+    html.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    shown = analyze.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--json",
+        action="store_true",
+        help="print a machine-readable JSON summary (headline, sessions, notes, problem count) instead "
+        "of the tables",
+    )
+    shown.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print only the one-line headline (errors still go to stderr)",
+    )
+
+
 # --- promptkit whatif ---------------------------------------------------------------------------------
 
 
@@ -504,8 +537,9 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from promptkit.cache.report import PriceError, format_summary, load_prices, summarize
 
+    info = _Info(stderr, quiet=args.quiet or args.json)
     if not args.paths:
-        print(f"promptkit: no PATH given, analyzing the bundled log {paths[0]}", file=stderr)
+        info(f"promptkit: no PATH given, analyzing the bundled log {paths[0]}")
     _check_paths(paths)
     prices = None
     if args.prices is not None:
@@ -562,22 +596,61 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
     try:
         with phase("tables", enabled=progress, file=stderr):
             tables = summarize(result, prices=prices, model=args.model)
+            legend = _legend(tables)
+            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200) + legend)
+        if not (args.quiet or args.json):
             # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
             width = max(60, shutil.get_terminal_size((200, 24)).columns)
-            text = format_summary(tables, width=width)
-            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200))
-        _emit(stdout, header + "\n\n" + text)
+            _emit(stdout, header + "\n\n" + format_summary(tables, width=width) + legend)
+        if not args.no_html:
+            from promptkit.cache.html import write_html
+
+            target = args.html if args.html is not None else out / "report.html"
+            written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
         if not args.no_plots:
             from promptkit.cache.plots import save_plots
 
             plots = save_plots(result, out, progress=progress)
             written += list(plots.values())
             for note in getattr(plots, "notes", ()):
-                print(f"promptkit: plot skipped: {note}", file=stderr)
+                info(f"promptkit: plot skipped: {note}")
     except OSError as exc:
         raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
-    _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")
+    if args.json:
+        from promptkit.cache.summary import summary_dict
+
+        summary = summary_dict(result, tables, paths=[str(p) for p in paths], files=[str(p) for p in written])
+        _emit(stdout, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    elif args.quiet:
+        from promptkit.cache.summary import headline, headline_line
+
+        _emit(stdout, headline_line(headline(result, tables)) + "\n")
+    else:
+        _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")
     return EXIT_OK
+
+
+def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
+    """The analyzed paths as the report names them (the bundled log by its package path)."""
+    return [str(p) for p in paths] if args.paths else [f"the bundled log promptkit/{DEFAULT_LOG}"]
+
+
+class _Info:
+    """Informational lines for stderr, silenced by --quiet and --json."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool) -> None:
+        self.stream, self.quiet = stream, quiet
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=self.stream)
+
+
+def _legend(tables: Any) -> str:
+    from promptkit.cache.report import format_legend
+
+    legend = format_legend(tables)
+    return "\n" + legend + "\n" if legend else ""
 
 
 def _has_writes(requests: Any) -> bool:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ALL_SESSIONS",
     "COLD_START",
+    "COLUMN_LEGEND",
     "NEW_TOKENS",
     "NO_LAYOUT",
     "REQUEST_COLUMNS",
@@ -46,6 +47,7 @@ __all__ = [
     "ReportInputError",
     "attribute_losses",
     "cost_summary",
+    "format_legend",
     "format_summary",
     "hit_ratio_summary",
     "largest_breaks",
@@ -798,6 +800,67 @@ _SHORT: Final[dict[str, str]] = {
     "saving": "$ saved",
     "saving_ratio": "saved",
 }
+#: What each column header of the text tables means (the short header, or the full name where it is
+#: shown unshortened). ``promptkit analyze`` prints the entries for the headers it showed.
+COLUMN_LEGEND: Final[dict[str, str]] = {
+    "session": "the conversation or agent run the requests belong to; (all) sums every session",
+    "index": "the request's position in its session (0 = first call)",
+    "reqs": "requests (calls) counted in the row",
+    "prompt": "prompt tokens as promptkit counts them (rendered and tokenized like the provider)",
+    "cached": "prompt tokens the provider's cache rules predict are read from the cache",
+    "hit": "hit ratio: cached / prompt tokens, summed over the row's requests (token-weighted)",
+    "rep reqs": "requests whose log holds the provider's usage (rep = reported by the provider)",
+    "rep prompt": "prompt tokens the provider reported",
+    "rep cached": "cached tokens the provider reported",
+    "rep hit": "hit ratio the provider reported: rep cached / rep prompt",
+    "Δhit": "hit - rep hit: predicted minus reported hit ratio (positive = we predict more hits)",
+    "mean Δ": "mean of predicted - reported cached tokens per request",
+    "MAE": "mean absolute error: mean |predicted - reported| cached tokens per request",
+    "exact": "requests whose predicted cached tokens equal the reported ones",
+    "=prompt": "requests whose prompt token count equals the provider's (the rendering is exact)",
+    "slot": "where the prompt first differed from what the cache held: a layout anchor or frame role, else "
+    "the message role; 'cold start' = a session's first request, '(new tokens)' = nothing changed, "
+    "only tokens appended since were not cached",
+    "key": "the contributor key that produced the message at the first difference (else the slot)",
+    "lost": "tokens lost: prompt - cached, billed at the cache-miss price",
+    "mean lost": "tokens lost per request charged to the row",
+    "share": "share of every token lost",
+    "cached_text": "what the cache held from the first differing token on (⏎ = newline, → = tab)",
+    "prompt_text": "what the prompt sent there instead",
+    "basis": "predicted: our token counts, every request; reported: the provider's, requests with usage",
+    "model": "the model the calls are priced as",
+    "written": "prompt tokens written to the cache (billed at the cache-write price)",
+    "output": "output (completion) tokens",
+    "out unknown": "requests whose output tokens are unknown (priced as 0)",
+    "$ no cache": "cost in USD if nothing were cached",
+    "$ with cache": "cost in USD with the cached tokens at the cache-hit price",
+    "$ saved": "$ no cache - $ with cache",
+    "saved": "$ saved / $ no cache",
+}
+
+
+def format_legend(tables: Mapping[str, pl.DataFrame]) -> str:
+    """The legend of every column header :func:`format_summary` shows for ``tables`` (one line each).
+
+    >>> import polars as pl
+    >>> print(format_legend({"hit_ratio": pl.DataFrame({"session": ["a"], "hit_ratio": [0.5]})}))
+    Columns:
+      session  the conversation or agent run the requests belong to; (all) sums every session
+      hit      hit ratio: cached / prompt tokens, summed over the row's requests (token-weighted)
+    """
+    shown: list[str] = []
+    for name, frame in tables.items():
+        if name in ("problems", "notes") or frame.height == 0:
+            continue
+        shown += [c for c in _for_display(frame).columns if c not in shown]
+    meaning = {c: COLUMN_LEGEND[c] for c in shown if c in COLUMN_LEGEND}
+    meaning |= {c: f"tokens lost to the miss cause '{c[5:]}'" for c in shown if c.startswith("lost_")}
+    if not meaning:
+        return ""
+    width = max(len(c) for c in meaning)
+    return "\n".join(["Columns:"] + [f"  {c:<{width}}  {text}" for c, text in meaning.items()])
+
+
 _DECIMALS: Final[dict[str, int]] = {
     "mean_lost": 1,
     "mean_difference": 1,
