@@ -889,8 +889,8 @@ def analyze_requests(
     ``"simulated"``; ``progress`` shows a progress bar.
 
     ``jobs`` > 1 runs the per-session work in that many local processes; ``engine="dask"`` runs it on
-    a ``dask.distributed`` cluster (``client``, else the current client, else a local cluster of
-    ``jobs`` workers); see :mod:`promptkit.cache.executors`. The result is the same either way.
+    a ``dask.distributed`` cluster (``client``: a ``distributed.Client`` or a scheduler address; else
+    the current client, else a local cluster of ``jobs`` workers, shut down after); see :mod:`promptkit.cache.executors`. The result is the same either way.
 
     A request that cannot be rendered or tokenized is left out of the frames and reported in
     ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when

@@ -132,13 +132,16 @@ class DaskExecutor:
 
 
 def make_executor(engine: str = "local", jobs: int = 1, *, client: Any = None, address: str | None = None) -> Executor | None:
-    """The executor for ``engine`` and ``jobs`` (None: run in this process).
+    """The executor for ``engine`` and ``jobs`` (None: run in this process); ``client`` is a
+    ``distributed.Client`` or a scheduler address (engine ``"dask"`` only).
 
     >>> make_executor("local", 1) is None
     True
     """
     if engine not in ENGINES:
         raise UsageError(f"engine: unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if isinstance(client, str):  # a scheduler address
+        client, address = None, client
     if engine == "dask":
         return DaskExecutor(client, address=address, workers=jobs if jobs > 1 else None)
     if client is not None or address is not None:
