@@ -43,6 +43,7 @@ from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import polars as pl
 
     from promptkit.cache.executors import Executor
@@ -471,10 +472,94 @@ def _tokenize_one(ctx: _Context, record: RequestRecord) -> tuple[_Prepared, _Tok
     return prepared, (tok, bool(mended)), think
 
 
-def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> dict[int, _Tokenized]:
-    """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record."""
+@attrs.frozen(slots=True)
+class _TokenDelta:
+    """A tokenized request as phase 1 ships it: the tokens it shares with its session's previous
+    tokenized request (``base``, a position; ``shared`` tokens) are left out and only the ``tail``
+    is sent (int32 when the ids fit), with the message offsets. A session's stream so carries each new
+    token once, exactly (what a Mooncake block-hash chain carries, plus the token ids that place a
+    divergence to the token)."""
+
+    base: int | None
+    shared: int
+    tail: np.ndarray
+    message_starts: tuple[int, ...]
+    header_len: int
+    prompt_len: int
+    message_ends: tuple[int, ...] | None
+
+
+def _tokenize_chunk(
+    spec: _Spec, items: Sequence[tuple[int, RequestRecord]]
+) -> dict[int, tuple[_TokenDelta | str, bool]]:
+    """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
+    into per-session delta streams (:class:`_TokenDelta`)."""
+    import numpy as np
+
     ctx = _context_for(spec)
-    return {pos: _tokenize_one(ctx, record)[1] for pos, record in items}
+    last: dict[str, tuple[int, np.ndarray]] = {}
+    out: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    for pos, record in sorted(items, key=lambda t: t[0]):
+        result, mended = _tokenize_one(ctx, record)[1]
+        if isinstance(result, str):
+            out[pos] = (result, mended)
+            continue
+        tokens = result.tokens
+        base, shared = None, 0
+        prev = last.get(record.session)
+        if prev is not None:
+            n = min(len(prev[1]), len(tokens))
+            diff = np.flatnonzero(prev[1][:n] != tokens[:n])
+            base, shared = prev[0], int(diff[0]) if diff.size else n
+        tail = tokens[shared:]
+        if tail.size and int(tail.min()) >= -(2**31) and int(tail.max()) < 2**31:
+            tail = tail.astype(np.int32)
+        out[pos] = (
+            _TokenDelta(
+                base,
+                shared,
+                tail,
+                result.message_starts,
+                result.header_len,
+                result.prompt_len,
+                result.message_ends,
+            ),
+            mended,
+        )
+        last[record.session] = (pos, tokens)
+    return out
+
+
+def _undelta(
+    shipped: Mapping[int, tuple[_TokenDelta | str, bool]], items: Sequence[tuple[int, RequestRecord]]
+) -> dict[int, _Tokenized]:
+    """Phase 2's tokens from phase 1's delta streams (each session's requests in position order)."""
+    import numpy as np
+
+    from promptkit.cache.tokenize import TokenizedRequest
+
+    tokens_at: dict[int, np.ndarray] = {}
+    last_of: dict[str, int] = {}
+    out: dict[int, _Tokenized] = {}
+    for pos, record in sorted(items, key=lambda t: t[0]):
+        delta, mended = shipped[pos]
+        if isinstance(delta, str):
+            out[pos] = (delta, mended)
+            continue
+        head = tokens_at[delta.base][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
+        tokens = np.concatenate((head, delta.tail.astype(np.int64)))
+        previous = last_of.get(record.session)
+        if previous is not None:
+            tokens_at.pop(previous, None)  # a session's stream refers only to its previous request
+        tokens_at[pos] = tokens
+        last_of[record.session] = pos
+        out[pos] = (
+            TokenizedRequest(
+                tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
+            ),
+            mended,
+        )
+    return out
 
 
 def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
@@ -693,7 +778,11 @@ def _finish(
     model, view, profile = ctx.model, ctx.spec.view, ctx.profile
     req_schema, comp_schema, prob_schema = _schemas()
     notes: list[str] = []
-    if records and not ctx.spec.timed and (model.ttl is not None or model.delay > 0 or model.name == "anthropic"):
+    if (
+        records
+        and not ctx.spec.timed
+        and (model.ttl is not None or model.delay > 0 or model.name == "anthropic")
+    ):
         notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
     requests = (
         pl.concat([p.requests for p in partials]).sort("_pos")
@@ -731,7 +820,9 @@ def _finish(
             if model.name == "anthropic"
             else "nothing to store under its rules"
         )
-        notes.append(f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): {why}")
+        notes.append(
+            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): {why}"
+        )
     firsts: dict[str, int] = {}
     for p in partials:
         for name, pos in p.thinking.items():
@@ -821,9 +912,11 @@ def _analyze_group(
     if spec.view == "consecutive":
         partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
         return _finish(ctx, partials, load_problems, len(items))
-    tokenized: dict[int, _Tokenized] = {}
+    shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
-        tokenized.update(part)
+        shipped.update(part)
+    tokenized = _undelta(shipped, items)
+    del shipped
     return _finish(ctx, [_run(ctx, items, tokenized, progress=progress)], load_problems, len(items))
 
 
@@ -1039,7 +1132,9 @@ def _analyze_stream(
     keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
     results_by_group = [
         _finish(
-            _Context(specs[key]) if key in specs else _Context(_Spec(key, tokenizer, render, cache_model, view, False)),
+            _Context(specs[key])
+            if key in specs
+            else _Context(_Spec(key, tokenizer, render, cache_model, view, False)),
             partials.get(key, []),
             list(stream.problems) if i == 0 else [],
             counts.get(key, 0),

@@ -88,25 +88,23 @@ class DaskExecutor:
         try:
             from distributed import Client, LocalCluster, get_client
         except ImportError:  # pragma: no cover - the dask extra is in dev
-            raise UsageError(
-                'engine "dask" needs dask.distributed: pip install "promptkit[dask]"'
-            ) from None
+            raise UsageError('engine "dask" needs dask.distributed: pip install "promptkit[dask]"') from None
         self._owned: list[Any] = []
         if client is None and address is not None:
-            client = Client(address)
+            client = Client(address)  # type: ignore[no-untyped-call]
             self._owned.append(client)
         if client is None:
             try:
                 client = get_client()
             except ValueError:
-                cluster = LocalCluster(
+                cluster = LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=workers or 2,
                     threads_per_worker=1,
                     processes=True,
                     host="127.0.0.1",
                     dashboard_address=None,
                 )
-                client = Client(cluster)
+                client = Client(cluster)  # type: ignore[no-untyped-call]
                 self._owned.extend([client, cluster])
         self.client = client
         self.workers = max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
@@ -131,7 +129,9 @@ class DaskExecutor:
         self._owned.clear()
 
 
-def make_executor(engine: str = "local", jobs: int = 1, *, client: Any = None, address: str | None = None) -> Executor | None:
+def make_executor(
+    engine: str = "local", jobs: int = 1, *, client: Any = None, address: str | None = None
+) -> Executor | None:
     """The executor for ``engine`` and ``jobs`` (None: run in this process); ``client`` is a
     ``distributed.Client`` or a scheduler address (engine ``"dask"`` only).
 

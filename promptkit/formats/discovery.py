@@ -403,5 +403,3 @@ def records_from_requests(
             RequestRecord(request, session, index=i, timestamp=ts, completion=completion, layout=layout)
         )
     return tuple(records)
-
-

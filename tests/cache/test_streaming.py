@@ -26,7 +26,9 @@ def _line(session: str, k: int, ts: float) -> str:
         messages.append({"role": "user", "content": f"{session} question {j}"})
         if j < k:
             messages.append({"role": "assistant", "content": f"{session} answer {j}"})
-    return json.dumps({"session": session, "timestamp": ts, "request": {"model": "deepseek-chat", "messages": messages}})
+    return json.dumps(
+        {"session": session, "timestamp": ts, "request": {"model": "deepseek-chat", "messages": messages}}
+    )
 
 
 def test_sessions_are_yielded_when_their_last_record_is_read(tmp_path: Path) -> None:
@@ -103,7 +105,11 @@ def test_a_50mb_message_stays_under_1gb(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "big.jsonl")],
-        capture_output=True, text=True, env=env, timeout=300, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
     )
     tokens, peak_kb = map(int, done.stdout.split())
     assert tokens > 10_000_000  # the whole message was tokenized
