@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -103,6 +104,7 @@ class DaskExecutor:
                     processes=True,
                     host="127.0.0.1",
                     dashboard_address=None,
+                    silence_logs=logging.ERROR,
                 )
                 client = Client(cluster)  # type: ignore[no-untyped-call]
                 self._owned.extend([client, cluster])
