@@ -121,6 +121,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON or CSV prices (USD per million tokens) overriding the built-in table",
     )
     analyze.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    analyze.add_argument(
+        "--jobs",
+        metavar="N",
+        type=int,
+        default=1,
+        help="worker processes for the per-session work (with --engine dask: local cluster workers); "
+        "same results (default: %(default)s)",
+    )
+    analyze.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: this machine; dask: a dask.distributed cluster (pip install 'promptkit[dask]') "
+        "(default: %(default)s)",
+    )
+    analyze.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="with --engine dask: the scheduler to connect to (default: start a local cluster)",
+    )
+    analyze.add_argument(
+        "--stream",
+        action="store_true",
+        help="read the logs by streaming and analyze session by session (consecutive view; less memory)",
+    )
     _add_output_options(analyze)
     progress = analyze.add_mutually_exclusive_group()
     progress.add_argument(
@@ -480,6 +505,16 @@ def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -
         value = getattr(args, name)
         if value is not None:
             options[name] = value
+    if getattr(args, "jobs", 1) != 1:
+        options["jobs"] = args.jobs
+    if getattr(args, "engine", "local") != "local":
+        options["engine"] = args.engine
+    if getattr(args, "stream", False):
+        options["stream"] = True
+    if getattr(args, "scheduler", None) is not None:
+        if options.get("engine") != "dask":
+            raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
+        options["client"] = args.scheduler  # a scheduler address
     accepted = inspect.signature(analyze).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
     unsupported = [k for k in options if k not in accepted and not takes_any]

@@ -25,11 +25,12 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import re
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -44,8 +45,10 @@ from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import polars as pl
 
+    from promptkit.cache.executors import Executor
     from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 
 __all__ = [
@@ -105,6 +108,13 @@ EXCERPT_TOKENS: Final[int] = 12
 #: How many recent requests' tokens are kept to show what the cache held at a divergence.
 _EXCERPT_SOURCES: Final[int] = 512
 
+
+#: The segment cache bound of a streamed analysis (tokens): it keeps the heads sessions share (system
+#: prompts, tools) while memory stays flat over millions of requests.
+STREAM_CACHE_TOKENS: Final[int] = 1_000_000
+
+#: Requests between two collections of the young generation in :func:`_run`.
+_COLLECT_EVERY: Final[int] = 256
 
 #: Columns of :attr:`AnalysisResult.problems`.
 PROBLEM_COLUMNS: Final[tuple[str, ...]] = ("file", "line", "reason")
@@ -400,61 +410,219 @@ def _as_records(
 # the engine
 
 
-def _analyze_group(
-    record_list: list[RequestRecord],
-    load_problems: list[LoadProblem],
-    *,
-    provider: ProviderProfile,
-    tokenizer: Any = None,
-    render: Any = None,
-    cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+@attrs.frozen(slots=True)
+class _Spec:
+    """What analyzing one provider's records takes, picklable for worker processes: the provider (a name
+    or a profile), the overrides, the view, and whether every record of the group has a timestamp."""
+
+    provider: str | ProviderProfile
+    tokenizer: Any
+    render: Any
+    cache_model: str | CacheModel | None
+    view: str
+    timed: bool
+    cache_tokens: int | None = None  # the segment cache's bound (None: RequestTokenizer's default)
+
+
+class _Context:
+    """A spec made live: the profile, cache model and request tokenizers (kept across chunks: a worker
+    process reuses its tokenizer's snapshots across the sessions it is sent)."""
+
+    def __init__(self, spec: _Spec) -> None:
+        from promptkit.cache.tokenize import RequestTokenizer
+
+        self.spec = spec
+        self.profile, tok_spec, render_spec, self.model = _resolve(
+            spec.provider, spec.tokenizer, spec.render, spec.cache_model
+        )
+        if spec.cache_tokens is None:
+            self.rt = RequestTokenizer(render_spec, tok_spec)
+        else:
+            self.rt = RequestTokenizer(render_spec, tok_spec, cache_tokens=spec.cache_tokens)
+        self.thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
+
+    def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
+        """The request tokenizer for ``record`` and the thinking render's name when it is one: the
+        provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
+        ``thinking: {"type": "enabled"}``) unless a render model was given."""
+        from promptkit.cache.tokenize import RequestTokenizer
+
+        if self.spec.render is not None or self.profile.thinking_render is None:
+            return self.rt, None
+        name = self.profile.thinking_render(record.request)
+        if name is None:
+            return self.rt, None
+        if name not in self.thinking:
+            self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer)
+        return self.thinking[name], name
+
+
+_CONTEXTS: dict[bytes, _Context] = {}  # per process: worker processes rebuild a context once
+
+
+def _context_for(spec: _Spec) -> _Context:
+    import pickle
+
+    key = pickle.dumps(attrs.evolve(spec, timed=False))
+    if key not in _CONTEXTS:
+        _CONTEXTS.clear()
+        _CONTEXTS[key] = _Context(spec)
+    return _CONTEXTS[key]
+
+
+@attrs.define(slots=True, eq=False)
+class _Partial:
+    """What analyzing a chunk of a group's records produced. The frames carry ``_pos`` (the record's
+    place in the group) and ``_seq`` (the order it was analyzed in) to put chunks back in order."""
+
+    requests: pl.DataFrame
+    composition: pl.DataFrame
+    problems: list[tuple[int, LoadProblem]]
+    writes_nothing: int
+    thinking: dict[str, int]  # render name -> position of its first request
+    mended: list[tuple[int, str]]
+
+
+#: One tokenized request of phase 1 of a parallel simulated view: (tokens or the error, mended).
+_Tokenized = tuple["TokenizedRequest | str", bool]
+
+
+def _tokenize_one(ctx: _Context, record: RequestRecord) -> tuple[_Prepared, _Tokenized, str | None]:
+    prepared = _prepare(record)
+    rt, think = ctx.tokenizer_for(record)
+    mended: list[str] = []
+    try:
+        tok = _tokenize_or_mend(rt, prepared, record, mended)
+        tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
+    except (ValueError, KeyError, TypeError) as exc:
+        return prepared, (f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
+    return prepared, (tok, bool(mended)), think
+
+
+@attrs.frozen(slots=True)
+class _TokenDelta:
+    """A tokenized request as phase 1 ships it: the tokens it shares with its session's previous
+    tokenized request (``base``, a position; ``shared`` tokens) are left out and only the ``tail``
+    is sent (int32 when the ids fit), with the message offsets. A session's stream so carries each new
+    token once, exactly (what a Mooncake block-hash chain carries, plus the token ids that place a
+    divergence to the token)."""
+
+    base: int | None
+    shared: int
+    tail: np.ndarray
+    message_starts: tuple[int, ...]
+    header_len: int
+    prompt_len: int
+    message_ends: tuple[int, ...] | None
+
+
+def _tokenize_chunk(
+    spec: _Spec, items: Sequence[tuple[int, RequestRecord]]
+) -> dict[int, tuple[_TokenDelta | str, bool]]:
+    """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
+    into per-session delta streams (:class:`_TokenDelta`)."""
+    import numpy as np
+
+    ctx = _context_for(spec)
+    last: dict[str, tuple[int, np.ndarray]] = {}
+    out: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    for pos, record in sorted(items, key=lambda t: t[0]):
+        result, mended = _tokenize_one(ctx, record)[1]
+        if isinstance(result, str):
+            out[pos] = (result, mended)
+            continue
+        tokens = result.tokens
+        base, shared = None, 0
+        prev = last.get(record.session)
+        if prev is not None:
+            n = min(len(prev[1]), len(tokens))
+            diff = np.flatnonzero(prev[1][:n] != tokens[:n])
+            base, shared = prev[0], int(diff[0]) if diff.size else n
+        tail = tokens[shared:]
+        if tail.size and int(tail.min()) >= -(2**31) and int(tail.max()) < 2**31:
+            tail = tail.astype(np.int32)
+        out[pos] = (
+            _TokenDelta(
+                base,
+                shared,
+                tail,
+                result.message_starts,
+                result.header_len,
+                result.prompt_len,
+                result.message_ends,
+            ),
+            mended,
+        )
+        last[record.session] = (pos, tokens)
+    return out
+
+
+def _undelta(
+    shipped: Mapping[int, tuple[_TokenDelta | str, bool]], items: Sequence[tuple[int, RequestRecord]]
+) -> dict[int, _Tokenized]:
+    """Phase 2's tokens from phase 1's delta streams (each session's requests in position order)."""
+    import numpy as np
+
+    from promptkit.cache.tokenize import TokenizedRequest
+
+    tokens_at: dict[int, np.ndarray] = {}
+    last_of: dict[str, int] = {}
+    out: dict[int, _Tokenized] = {}
+    for pos, record in sorted(items, key=lambda t: t[0]):
+        delta, mended = shipped[pos]
+        if isinstance(delta, str):
+            out[pos] = (delta, mended)
+            continue
+        head = tokens_at[delta.base][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
+        tokens = np.concatenate((head, delta.tail.astype(np.int64)))
+        previous = last_of.get(record.session)
+        if previous is not None:
+            tokens_at.pop(previous, None)  # a session's stream refers only to its previous request
+        tokens_at[pos] = tokens
+        last_of[record.session] = pos
+        out[pos] = (
+            TokenizedRequest(
+                tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
+            ),
+            mended,
+        )
+    return out
+
+
+def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
+    """The consecutive view of whole sessions (runs in a worker)."""
+    return _run(_context_for(spec), items)
+
+
+def _run(
+    ctx: _Context,
+    items: Sequence[tuple[int, RequestRecord]],
+    pretokenized: Mapping[int, _Tokenized] | None = None,
     progress: bool = False,
-) -> AnalysisResult:
-    """Analyze records of one provider (see :func:`analyze_requests`)."""
+) -> _Partial:
+    """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
+    record of the group in the simulated view. ``pretokenized`` holds phase 1's tokens by position."""
     import numpy as np
     import polars as pl
 
     from promptkit.cache.composition import composition_frame, composition_part
     from promptkit.cache.simulator import CacheSimulator
-    from promptkit.cache.tokenize import RequestTokenizer
 
-    if view not in VIEWS:
-        raise ValueError(f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-    profile, tok_spec, render_spec, model = _resolve(provider, tokenizer, render, cache_model)
-    rt = RequestTokenizer(render_spec, tok_spec)
-    thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
+    model, view, timed = ctx.model, ctx.spec.view, ctx.spec.timed
     writes_nothing = 0  # requests whose plan stores no cache entry
     recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens, for excerpts
-
-    def tokenizer_for(record: RequestRecord) -> RequestTokenizer:
-        """The request tokenizer for ``record``: the provider's thinking-mode render for a thinking call
-        (DeepSeek: deepseek-reasoner, or ``thinking: {"type": "enabled"}``) unless a render model was given."""
-        if render is not None or profile.thinking_render is None:
-            return rt
-        name = profile.thinking_render(record.request)
-        if name is None:
-            return rt
-        if name not in thinking:
-            thinking[name] = RequestTokenizer(name, rt.tokenizer)
-        return thinking[name]
-
-    problems: list[LoadProblem] = list(load_problems)
-    notes: list[str] = []
-    mended: list[str] = []  # requests whose lone surrogates were replaced
-
-    timed = bool(record_list) and all(r.timestamp is not None for r in record_list)
-    if record_list and not timed and (model.ttl is not None or model.delay > 0 or model.name == "anthropic"):
-        notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
+    problems: list[tuple[int, LoadProblem]] = []
+    mended: list[tuple[int, str]] = []
+    thinking: dict[str, int] = {}
 
     if view == "simulated" and timed:
-        order = sorted(range(len(record_list)), key=lambda k: (record_list[k].timestamp, k))
+        order = sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
     else:
-        order = list(range(len(record_list)))
+        order = sorted(range(len(items)), key=lambda j: items[j][0])
 
-    req_schema, comp_schema, prob_schema = _schemas()
-    out: dict[int, dict[str, Any]] = {}
-    comp_rows: dict[int, dict[str, np.ndarray]] = {}
+    req_schema, comp_schema, _ = _schemas()
+    out: list[dict[str, Any]] = []
+    comp_rows: list[dict[str, np.ndarray]] = []
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
@@ -466,21 +634,33 @@ def _analyze_group(
         from tqdm.auto import tqdm
 
         bar = tqdm(order, total=len(order), desc=f"analyze ({view})", unit="req", delay=0.5)
-    for k in bar:
-        record = record_list[k]
-        prepared = _prepare(record)
-        try:
-            tok = _tokenize_or_mend(tokenizer_for(record), prepared, record, mended)
-            tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
-        except (ValueError, KeyError, TypeError) as exc:
-            problems.append(
-                LoadProblem(record.file, record.line, f"{_source_id(record)}: cannot tokenize: {exc}")
-            )
+    for n, j in enumerate(bar):
+        if n % _COLLECT_EVERY == _COLLECT_EVERY - 1:
+            # perf: memory: the young generation only (the cyclic GC is paused during an analysis; the
+            # throw-away radix caches of the consecutive view are cycles that reference counting
+            # cannot free, and would otherwise hold every request's tokens until the end)
+            gc.collect(0)
+        pos, record = items[j]
+        if pretokenized is not None:
+            prepared = _prepare(record)
+            rt, think = ctx.tokenizer_for(record)
+            result = pretokenized[pos]
+        else:
+            prepared, result, think = _tokenize_one(ctx, record)
+            rt = ctx.tokenizer_for(record)[0]
+        if think is not None:
+            thinking.setdefault(think, pos)
+        if result[1]:
+            mended.append((pos, _source_id(record)))
+        if isinstance(result[0], str):
+            problems.append((pos, LoadProblem(record.file, record.line, result[0])))
             continue
+        tok = result[0]
         plan = model.plan(tok, prepared.body, prepared.layout)
         if not plan.entries:
             writes_nothing += 1
         now = record.timestamp if timed else None
+        prev = None
         if global_sim is not None:
             outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
         else:
@@ -527,15 +707,24 @@ def _analyze_group(
             d_tok = prefix
             source_messages = bodies.get(outcome.source) if outcome.source is not None else None
             d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
-            cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
+            if prev is not None:  # consecutive: the session's previous request is the only source
+                cached = prev[0] if outcome.source == prev[3] else None
+            else:
+                cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
             if cached is not None and prefix < len(cached):
-                decode = opaque_decoder(tokenizer_for(record).decode)
+                decode = opaque_decoder(rt.decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
                 d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
-        bodies[_source_id(record)] = prepared.body["messages"]
-        recent_tokens[_source_id(record)] = tok.tokens
-        if len(recent_tokens) > _EXCERPT_SOURCES:
-            recent_tokens.popitem(last=False)
+        if global_sim is not None:
+            bodies[_source_id(record)] = prepared.body["messages"]
+            recent_tokens[_source_id(record)] = tok.tokens
+            if len(recent_tokens) > _EXCERPT_SOURCES:
+                recent_tokens.popitem(last=False)
+        else:  # perf: memory: a session's requests need only their predecessor's messages and facts
+            if prev is not None:
+                bodies.pop(prev[3], None)
+                facts.pop(prev[3], None)
+            bodies[_source_id(record)] = prepared.body["messages"]
         usage = record.usage
         change_class = change_detail = None
         if switched is not None:
@@ -547,47 +736,51 @@ def _analyze_group(
                 src[0], prepared.body, d_msg, shifted=prepared.shifted
             )
         miss_reason, missed = _provider_diagnostics(record.meta)
-        out[k] = {
-            "session": record.session,
-            "index": record.index,
-            "timestamp": record.timestamp,
-            "prompt_tokens": prompt_len,
-            "prefix_tokens": prefix,
-            "predicted_cached_tokens": outcome.cached_tokens,
-            "hit_ratio": outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
-            "reported_prompt_tokens": usage.prompt_tokens if usage else None,
-            "reported_cached_tokens": usage.cached_tokens if usage else None,
-            "divergence_message": d_msg,
-            "divergence_role": d_role,
-            "divergence_anchor": d_slot,
-            "divergence_key": d_key,
-            "file": record.file,
-            "line": record.line,
-            "model": model_name,
-            "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
-            "reported_completion_tokens": usage.completion_tokens if usage else None,
-            "predicted_cache_write_tokens": outcome.write_tokens,
-            "reported_cache_write_tokens": usage.cache_write_tokens if usage else None,
-            "divergence_token": d_tok,
-            "cached_source": outcome.source,
-            "divergence_cached_text": d_cached_text,
-            "divergence_prompt_text": d_prompt_text,
-            "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
-            "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
-            "idle_seconds": idle,
-            "source_stored_tokens": src[3] if src is not None else None,
-            "model_switch_tokens": switched,
-            "change_class": change_class,
-            "change_detail": change_detail,
-            "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
-            if outcome.write_tokens is not None
-            else None,
-            "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
-            "provider_miss_reason": miss_reason,
-            "provider_missed_tokens": missed,
-        }
+        out.append(
+            {
+                "session": record.session,
+                "index": record.index,
+                "timestamp": record.timestamp,
+                "prompt_tokens": prompt_len,
+                "prefix_tokens": prefix,
+                "predicted_cached_tokens": outcome.cached_tokens,
+                "hit_ratio": outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
+                "reported_prompt_tokens": usage.prompt_tokens if usage else None,
+                "reported_cached_tokens": usage.cached_tokens if usage else None,
+                "divergence_message": d_msg,
+                "divergence_role": d_role,
+                "divergence_anchor": d_slot,
+                "divergence_key": d_key,
+                "file": record.file,
+                "line": record.line,
+                "model": model_name,
+                "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
+                "reported_completion_tokens": usage.completion_tokens if usage else None,
+                "predicted_cache_write_tokens": outcome.write_tokens,
+                "reported_cache_write_tokens": usage.cache_write_tokens if usage else None,
+                "divergence_token": d_tok,
+                "cached_source": outcome.source,
+                "divergence_cached_text": d_cached_text,
+                "divergence_prompt_text": d_prompt_text,
+                "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
+                "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
+                "idle_seconds": idle,
+                "source_stored_tokens": src[3] if src is not None else None,
+                "model_switch_tokens": switched,
+                "change_class": change_class,
+                "change_detail": change_detail,
+                "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
+                if outcome.write_tokens is not None
+                else None,
+                "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
+                "provider_miss_reason": miss_reason,
+                "provider_missed_tokens": missed,
+                "_pos": pos,
+                "_seq": len(out),
+            }
+        )
         head = opaque_head_of(record)
-        comp_rows[k] = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
+        part = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
             record.session,
             record.index,
             prepared.body,
@@ -596,19 +789,62 @@ def _analyze_group(
             shifted=prepared.shifted,
             opaque=(head.tokens, head.key) if head is not None else None,
         )
+        part["_pos"] = np.full(len(part["index"]), pos, dtype=np.int64)
+        comp_rows.append(part)
     if progress:
         bar.close()
-    warm_starts = [
-        row["session"]
-        for row in out.values()
-        if row["index"] == 0
-        and (row["reported_cached_tokens"] or 0) > 0
-        and not row["predicted_cached_tokens"]
-    ]
-    if view == "consecutive" and warm_starts:
+    schema = {**req_schema, "_pos": pl.Int64, "_seq": pl.Int64}
+    requests = pl.DataFrame(out, schema=schema, orient="row")
+    composition = composition_frame(comp_rows, comp_schema)
+    positions = np.concatenate([p["_pos"] for p in comp_rows]) if comp_rows else np.zeros(0, np.int64)
+    composition = composition.with_columns(pl.Series("_pos", positions, dtype=pl.Int64))
+    return _Partial(requests, composition, problems, writes_nothing, thinking, mended)
+
+
+def _finish(
+    ctx: _Context, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
+) -> AnalysisResult:
+    """One group's result from its chunks: frames in record order, problems and notes."""
+    import polars as pl
+
+    model, view, profile = ctx.model, ctx.spec.view, ctx.profile
+    req_schema, comp_schema, prob_schema = _schemas()
+    notes: list[str] = []
+    if (
+        records
+        and not ctx.spec.timed
+        and (model.ttl is not None or model.delay > 0 or model.name == "anthropic")
+    ):
+        notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
+    requests = (
+        pl.concat([p.requests for p in partials]).sort("_pos")
+        if partials
+        else pl.DataFrame(schema={**req_schema, "_pos": pl.Int64, "_seq": pl.Int64})
+    )
+    composition = (
+        pl.concat([p.composition for p in partials]).sort("_pos", maintain_order=True)
+        if partials
+        else composition_frame_empty(comp_schema)
+    )
+    consecutive = view == "consecutive"
+    # the order requests were analyzed in: record order (consecutive), time order (simulated)
+    analyzed = requests if consecutive else requests.sort("_seq")
+
+    def ordered(pairs: Iterable[tuple[int, Any]]) -> list[Any]:
+        pairs = list(pairs)
+        return [v for _, v in (sorted(pairs, key=lambda t: t[0]) if consecutive else pairs)]
+
+    problems = list(load_problems) + ordered(q for p in partials for q in p.problems)
+    writes_nothing = sum(p.writes_nothing for p in partials)
+    warm = analyzed.filter(
+        (pl.col("index") == 0)
+        & (pl.col("reported_cached_tokens").fill_null(0) > 0)
+        & (pl.col("predicted_cached_tokens").fill_null(0) == 0)
+    )
+    if consecutive and warm.height:
         notes.append(
-            f"{len(warm_starts)} session(s) hit the provider's cache on their first request (e.g. "
-            f"{warm_starts[0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
+            f"{warm.height} session(s) hit the provider's cache on their first request (e.g. "
+            f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
         )
     if writes_nothing:
         why = (
@@ -616,27 +852,32 @@ def _analyze_group(
             if model.name == "anthropic"
             else "nothing to store under its rules"
         )
-        notes.append(f"{writes_nothing} of {len(out)} requests write no cache entry ({model.name}): {why}")
+        notes.append(
+            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): {why}"
+        )
+    firsts: dict[str, int] = {}
+    for p in partials:
+        for name, pos in p.thinking.items():
+            firsts[name] = min(pos, firsts.get(name, pos))
+    thinking = list(firsts) if not consecutive else sorted(firsts, key=lambda n: firsts[n])
     if thinking:
         notes.append(f"thinking-mode requests were rendered with {', '.join(thinking)}")
+    mended = ordered(m for p in partials for m in p.mended)
     if mended:
         notes.append(
             f"{len(mended)} request(s) hold lone UTF-16 surrogates (e.g. {mended[0]}), which no provider can "
             "tokenize: they were analyzed with each one replaced by U+FFFD"
         )
     window = profile.context_window
-    if window is not None and out:
-        over = [row for row in out.values() if row["prompt_tokens"] > window]
-        if over:
+    if window is not None and requests.height:
+        over = analyzed.filter(pl.col("prompt_tokens") > window)
+        if over.height:
+            row = over.row(0, named=True)
             notes.append(
-                f"{len(over)} request(s) are longer than the largest context window of {profile.name} "
-                f"({window:,} tokens; e.g. {over[0]['session']}#{over[0]['index']} with "
-                f"{over[0]['prompt_tokens']:,}): the provider would have rejected them"
+                f"{over.height} request(s) are longer than the largest context window of {profile.name} "
+                f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
+                f"{row['prompt_tokens']:,}): the provider would have rejected them"
             )
-
-    kept = [k for k in range(len(record_list)) if k in out]
-    requests = pl.DataFrame([out[k] for k in kept], schema=req_schema, orient="row")
-    composition = composition_frame([comp_rows[k] for k in kept], comp_schema)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -646,108 +887,79 @@ def _analyze_group(
         schema=prob_schema,
     )
     return AnalysisResult(
-        requests=requests,
-        composition=composition,
+        requests=requests.drop("_pos", "_seq"),
+        composition=composition.drop("_pos"),
         problems=problem_frame,
         provider=profile.name,
-        tokenizer=_name_of(rt.tokenizer),
-        render=_name_of(rt.render_model),
+        tokenizer=_name_of(ctx.rt.tokenizer),
+        render=_name_of(ctx.rt.render_model),
         cache_model=model,
         view=view,
         notes=tuple(notes),
     )
 
 
+def composition_frame_empty(schema: Mapping[str, Any]) -> pl.DataFrame:
+    import polars as pl
+
+    from promptkit.cache.composition import composition_frame
+
+    return composition_frame([], schema).with_columns(pl.lit(None, dtype=pl.Int64).alias("_pos"))
+
+
+def _session_chunks(
+    items: Sequence[tuple[int, RequestRecord]], parts: int
+) -> list[list[tuple[int, RequestRecord]]]:
+    """Whole sessions packed into about ``parts`` chunks of similar record counts (first-seen order)."""
+    by_session: dict[str, list[tuple[int, RequestRecord]]] = {}
+    for item in items:
+        by_session.setdefault(item[1].session, []).append(item)
+    target = max(1, -(-len(items) // max(parts, 1)))
+    chunks: list[list[tuple[int, RequestRecord]]] = []
+    current: list[tuple[int, RequestRecord]] = []
+    for group in by_session.values():
+        current.extend(group)
+        if len(current) >= target:
+            chunks.append(current)
+            current = []
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _analyze_group(
+    items: Sequence[tuple[int, RequestRecord]],
+    load_problems: list[LoadProblem],
+    spec: _Spec,
+    *,
+    executor: Executor | None = None,
+    progress: bool = False,
+) -> AnalysisResult:
+    """Analyze one provider's records (see :func:`analyze_requests`), in this process or on ``executor``."""
+    ctx = _Context(spec)
+    if executor is None or not items:
+        partials = [_run(ctx, items, progress=progress)] if items else []
+        return _finish(ctx, partials, load_problems, len(items))
+    chunks = _session_chunks(items, executor.workers * 4)
+    if spec.view == "consecutive":
+        partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
+        return _finish(ctx, partials, load_problems, len(items))
+    shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
+        shipped.update(part)
+    tokenized = _undelta(shipped, items)
+    del shipped
+    return _finish(ctx, [_run(ctx, items, tokenized, progress=progress)], load_problems, len(items))
+
+
 #: The provider assumed for records whose provider nothing in the log recognises.
 DEFAULT_PROVIDER: Final[str] = "deepseek"
 
 
-@gc_paused()  # perf: the cyclic GC would rescan every loaded record (promptkit.cache.runtime)
-def analyze_requests(
-    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
-    *,
-    provider: str | ProviderProfile | None = None,
-    tokenizer: Any = None,
-    render: Any = None,
-    cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
-    progress: bool = False,
-) -> AnalysisResult:
-    """Analyze requests: tokens shared with the provider's cache, predicted hits, divergence points.
-
-    ``records``: a :class:`~promptkit.layout.LoadResult` (its problems are carried into the
-    result), :class:`~promptkit.layout.RequestRecord` s, or plain request bodies /
-    ``(body, layout)`` pairs (one session). ``provider`` (a name from
-    :func:`~promptkit.providers.registry.available_providers`, or a profile) picks the tokenizer, render
-    and cache model; None (the default) uses each session's provider as the log names it or as it is
-    recognised from the model name, URL or usage shape, and :data:`DEFAULT_PROVIDER` for sessions
-    nothing recognises (a note says so). Sessions of different providers are analyzed each with their
-    own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
-    or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
-    (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
-    ``"simulated"``; ``progress`` shows a progress bar.
-
-    A request that cannot be rendered or tokenized is left out of the frames and reported in
-    ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when
-    some record has none, nothing expires (a note says so).
-
-    Example::
-
-        >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
-        >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hello"},
-        ...                                           {"role": "user", "content": "bye"}]}
-        >>> r = analyze_requests([body, longer], provider="exact")
-        >>> r.requests["prefix_tokens"].to_list()[1] > 0
-        True
-    """
+def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> AnalysisResult:
+    """One result from the groups' results (one group per provider), their notes prefixed."""
     import polars as pl
 
-    if not isinstance(view, str) or view not in VIEWS:
-        raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
-    _check_arguments(records, provider=provider, progress=progress)
-    record_list, load_problems = _as_records(records)
-    load_notes = list(records.notes) if isinstance(records, LoadResult) else []
-    if provider is not None:
-        result = _analyze_group(
-            record_list,
-            load_problems,
-            provider=get_provider(provider),
-            tokenizer=tokenizer,
-            render=render,
-            cache_model=cache_model,
-            view=view,
-            progress=progress,
-        )
-        return attrs.evolve(result, notes=(*load_notes, *result.notes))
-    groups: dict[str, list[RequestRecord]] = {}
-    defaulted: set[str] = set()
-    for r in record_list:
-        name = infer_record_provider(r)
-        if name is None:
-            name = DEFAULT_PROVIDER
-            defaulted.add(r.session)
-        groups.setdefault(name, []).append(r)
-    notes = list(load_notes)
-    if defaulted:
-        notes.append(
-            f"{len(defaulted)} session(s) name no provider and none was recognised from model, URL or usage: "
-            f"analyzed as {DEFAULT_PROVIDER!r} (pass --provider to choose)"
-        )
-    if not groups:
-        groups[DEFAULT_PROVIDER] = []
-    results = [
-        _analyze_group(
-            group,
-            load_problems if i == 0 else [],
-            provider=get_provider(name),
-            tokenizer=tokenizer,
-            render=render,
-            cache_model=cache_model,
-            view=view,
-            progress=progress,
-        )
-        for i, (name, group) in enumerate(groups.items())
-    ]
     if len(results) == 1:
         return attrs.evolve(results[0], notes=(*notes, *results[0].notes))
     for part in results:
@@ -766,14 +978,221 @@ def analyze_requests(
     )
 
 
+def _defaulted_note(count: int) -> str:
+    return (
+        f"{count} session(s) name no provider and none was recognised from model, URL or usage: "
+        f"analyzed as {DEFAULT_PROVIDER!r} (pass --provider to choose)"
+    )
+
+
+@gc_paused()  # perf: the cyclic GC would rescan every loaded record (promptkit.cache.runtime)
+def analyze_requests(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+    *,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    client: Any = None,
+) -> AnalysisResult:
+    """Analyze requests: tokens shared with the provider's cache, predicted hits, divergence points.
+
+    ``records``: a :class:`~promptkit.layout.LoadResult` (its problems are carried into the
+    result), :class:`~promptkit.layout.RequestRecord` s, or plain request bodies /
+    ``(body, layout)`` pairs (one session). ``provider`` (a name from
+    :func:`~promptkit.providers.registry.available_providers`, or a profile) picks the tokenizer, render
+    and cache model; None (the default) uses each session's provider as the log names it or as it is
+    recognised from the model name, URL or usage shape, and :data:`DEFAULT_PROVIDER` for sessions
+    nothing recognises (a note says so). Sessions of different providers are analyzed each with their
+    own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
+    or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
+    (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
+    ``"simulated"``; ``progress`` shows a progress bar.
+
+    ``jobs`` > 1 runs the per-session work in that many local processes; ``engine="dask"`` runs it on
+    a ``dask.distributed`` cluster (``client``: a ``distributed.Client`` or a scheduler address; else
+    the current client, else a local cluster of ``jobs`` workers, shut down after); see :mod:`promptkit.cache.executors`. The result is the same either way.
+
+    A request that cannot be rendered or tokenized is left out of the frames and reported in
+    ``problems`` (with its file and line). Time: TTLs and delays use the records' timestamps; when
+    some record has none, nothing expires (a note says so).
+
+    Example::
+
+        >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
+        >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hello"},
+        ...                                           {"role": "user", "content": "bye"}]}
+        >>> r = analyze_requests([body, longer], provider="exact")
+        >>> r.requests["prefix_tokens"].to_list()[1] > 0
+        True
+    """
+    from promptkit.cache.executors import make_executor
+
+    if not isinstance(view, str) or view not in VIEWS:
+        raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_arguments(records, provider=provider, progress=progress)
+    record_list, load_problems = _as_records(records)
+    load_notes = list(records.notes) if isinstance(records, LoadResult) else []
+    groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+    defaulted: set[str] = set()
+    for k, r in enumerate(record_list):
+        name: str | ProviderProfile | None = provider if provider is not None else infer_record_provider(r)
+        if name is None:
+            name = DEFAULT_PROVIDER
+            defaulted.add(r.session)
+        groups.setdefault(name, []).append((k, r))
+    notes = list(load_notes)
+    if defaulted:
+        notes.append(_defaulted_note(len(defaulted)))
+    if not groups:
+        groups[provider if provider is not None else DEFAULT_PROVIDER] = []
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        results = [
+            _analyze_group(
+                items,
+                load_problems if i == 0 else [],
+                _Spec(
+                    name,
+                    tokenizer,
+                    render,
+                    cache_model,
+                    view,
+                    bool(items) and all(r.timestamp is not None for _, r in items),
+                ),
+                executor=executor,
+                progress=progress,
+            )
+            for i, (name, items) in enumerate(groups.items())
+        ]
+    finally:
+        if executor is not None:
+            executor.close()
+    return _combine(results, notes, view)
+
+
+def _analyze_stream(
+    paths: Any,
+    fmt: Any,
+    *,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    client: Any = None,
+) -> AnalysisResult:
+    """The consecutive view, session by session as the logs are streamed (see :func:`analyze`)."""
+    from promptkit.cache.executors import make_executor
+    from promptkit.formats import stream_logs
+
+    if view != "consecutive":
+        raise UsageError(
+            "stream: streaming analyzes session by session, which only the consecutive view allows "
+            "(the simulated view needs every session in time order)"
+        )
+    with phase("index", enabled=progress):
+        stream = stream_logs(paths, format=fmt)
+
+    def group_of(name: str | None) -> str | ProviderProfile:
+        if provider is not None:
+            return provider
+        return name if name is not None else DEFAULT_PROVIDER
+
+    timed: dict[str | ProviderProfile, bool] = {}
+    first: dict[str | ProviderProfile, int] = {}
+    for name, ok in stream.timed.items():
+        key = group_of(name)
+        timed[key] = timed.get(key, True) and ok
+        first[key] = min(stream.first[name], first.get(key, stream.first[name]))
+    specs = {
+        key: _Spec(key, tokenizer, render, cache_model, view, timed[key], STREAM_CACHE_TOKENS) for key in timed
+    }
+    partials: dict[str | ProviderProfile, list[_Partial]] = {key: [] for key in specs}
+    counts: dict[str | ProviderProfile, int] = dict.fromkeys(specs, 0)
+    defaulted: set[str] = set()
+    batch_size = 512  # records per chunk: few polars frames, little memory
+
+    order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
+
+    def batches() -> Iterator[tuple[_Spec, list[tuple[int, RequestRecord]]]]:
+        pending: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+        for items in stream.positioned():
+            for pos, record in items:
+                name = infer_record_provider(record)
+                if provider is None and name is None:
+                    defaulted.add(record.session)
+                key = group_of(name)
+                pending.setdefault(key, []).append((pos, record))
+            for key in list(pending):
+                if len(pending[key]) >= batch_size:
+                    order.append(key)
+                    yield specs[key], pending.pop(key)
+        for key, rest in pending.items():
+            order.append(key)
+            yield specs[key], rest
+
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        bar: Any = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=stream.records, desc="analyze (consecutive, streamed)", unit="req", delay=0.5)
+        if executor is None:
+            results: Iterator[_Partial] = (_analyze_chunk(spec, chunk) for spec, chunk in batches())
+        else:
+            results = executor.map(_analyze_chunk, batches())
+        for part in results:
+            key = order.popleft()
+            partials[key].append(part)
+            counts[key] += part.requests.height + len(part.problems)
+            if bar is not None:
+                bar.update(part.requests.height + len(part.problems))
+        if bar is not None:
+            bar.close()
+    finally:
+        if executor is not None:
+            executor.close()
+    notes = list(stream.notes)
+    if defaulted:
+        notes.append(_defaulted_note(len(defaulted)))
+    keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
+    results_by_group = [
+        _finish(
+            _Context(specs[key])
+            if key in specs
+            else _Context(_Spec(key, tokenizer, render, cache_model, view, False)),
+            partials.get(key, []),
+            list(stream.problems) if i == 0 else [],
+            counts.get(key, 0),
+        )
+        for i, key in enumerate(keys)
+    ]
+    return _combine(results_by_group, notes, view)
+
+
 @gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    stream: bool = False,
     **kwargs: Any,
 ) -> AnalysisResult:
     """Read request logs (:func:`~promptkit.formats.read_logs`; ``format=`` forces a log format) and
     analyze them (:func:`analyze_requests`, same keyword arguments); load problems and notes are carried
     into the result.
+
+    ``stream=True`` (consecutive view only) reads the logs by streaming
+    (:func:`~promptkit.formats.stream_logs`) and analyzes and releases them session by session: memory
+    holds the sessions open at once instead of every record. Same result.
 
     Example::
 
@@ -789,6 +1208,8 @@ def analyze(
             f"analyze: unknown keyword argument(s) {', '.join(unknown)}; "
             f"expected {', '.join(sorted(known | {'format'}))}"
         )
+    if stream:
+        return _analyze_stream(paths, fmt, **kwargs)
     with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
         loaded = read_logs(paths, format=fmt)
     return analyze_requests(loaded, **kwargs)

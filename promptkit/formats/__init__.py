@@ -20,17 +20,29 @@ from promptkit.formats.base import (
     register_format,
     sniff_format,
 )
-from promptkit.formats.discovery import find_log_files, read_logs, records_from_requests
+from promptkit.formats.discovery import (
+    LogStream,
+    find_log_files,
+    intern_messages,
+    iter_sessions,
+    read_logs,
+    records_from_requests,
+    stream_logs,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "LogFormat",
+    "LogStream",
     "Source",
     "available_formats",
     "find_log_files",
     "get_format",
+    "intern_messages",
+    "iter_sessions",
     "read_logs",
     "records_from_requests",
     "register_format",
     "sniff_format",
+    "stream_logs",
 ]

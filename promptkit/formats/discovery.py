@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,7 +20,16 @@ from promptkit.formats.base import LogFormat, Source, get_format, sniff_format
 from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
-__all__ = ["LOG_SUFFIXES", "find_log_files", "read_logs", "records_from_requests"]
+__all__ = [
+    "LOG_SUFFIXES",
+    "LogStream",
+    "find_log_files",
+    "intern_messages",
+    "iter_sessions",
+    "read_logs",
+    "records_from_requests",
+    "stream_logs",
+]
 
 #: File name endings a directory search reads (each also gzip- or zstd-compressed).
 LOG_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".traj", ".har")
@@ -75,28 +84,55 @@ def _infer(record: RequestRecord) -> RequestRecord:
     return record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
 
 
-def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[RequestRecord, ...]:
-    """Order each session's calls by time (load order breaks ties, and is kept for a session where a
-    record has no timestamp) and number them; records keep their places in the load order otherwise
-    (a session's calls fill the slots its records had)."""
-    by_session: dict[str, list[int]] = defaultdict(list)
-    for k, r in enumerate(records):
-        by_session[r.session].append(k)
-    split: list[tuple[str, list[str]]] = []
-    reordered: list[str] = []
-    out: list[RequestRecord] = list(records)
-    for session, slots in by_session.items():
-        group = [records[k] for k in slots]
-        files = list(dict.fromkeys(r.file for r in group if r.file is not None))
-        if len(files) > 1:
-            split.append((session, files))
-        if all(r.timestamp is not None for r in group):
-            ordered = sorted(group, key=lambda r: r.timestamp or 0.0)
-            if ordered != group:
-                reordered.append(session)
-            group = ordered
-        for i, (k, r) in enumerate(zip(slots, group, strict=True)):
-            out[k] = r if r.index == i else attrs.evolve(r, index=i)
+def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> RequestRecord:
+    """``record`` with each message equal to the one at the same place in ``previous`` (the session's
+    previous record) replaced by that very object, and likewise a completion equal to the message that
+    follows it: a log that repeats the whole conversation on every line then holds each message once
+    per session. Equality decides, so nothing the analysis sees changes; the record's request dict is
+    updated in place (the loader's own, freshly parsed).
+
+    >>> from promptkit.formats import records_from_requests
+    >>> a, b = records_from_requests([{"messages": [{"role": "user", "content": "hi"}]},
+    ...                               {"messages": [{"role": "user", "content": "hi"},
+    ...                                             {"role": "user", "content": "more"}]}])
+    >>> intern_messages(a, b).request["messages"][0] is a.request["messages"][0]
+    True
+    """
+    if previous is None:
+        return record
+    old = previous.request.get("messages")
+    new = record.request.get("messages")
+    if not isinstance(old, list) or not isinstance(new, list) or not isinstance(record.request, dict):
+        return record
+    shared = []
+    for i, message in enumerate(new):
+        if i < len(old) and (old[i] is message or old[i] == message):
+            shared.append(old[i])
+        elif i == len(old) and previous.completion is not None and previous.completion == message:
+            shared.append(previous.completion)
+        else:
+            shared.append(message)
+    record.request["messages"] = shared
+    return record
+
+
+def _order_session(
+    group: list[RequestRecord],
+) -> tuple[list[RequestRecord], list[str] | None, bool]:
+    """One session's calls in time order and numbered (see :func:`_order_sessions`): the records, the
+    files it spans when more than one, and whether it was reordered."""
+    files = list(dict.fromkeys(r.file for r in group if r.file is not None))
+    reordered = False
+    if all(r.timestamp is not None for r in group):
+        ordered = sorted(group, key=lambda r: r.timestamp or 0.0)
+        if ordered != group:
+            reordered = True
+        group = ordered
+    out = [r if r.index == i else attrs.evolve(r, index=i) for i, r in enumerate(group)]
+    return out, (files if len(files) > 1 else None), reordered
+
+
+def _session_notes(split: list[tuple[str, list[str]]], reordered: list[str], notes: list[str]) -> None:
     if split:
         session, files = split[0]
         more = f" (and {len(split) - 1} more)" if len(split) > 1 else ""
@@ -109,6 +145,27 @@ def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[Req
         notes.append(
             f"session {reordered[0]!r}{more}: calls were not in time order in the log; analyzed in time order"
         )
+
+
+def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[RequestRecord, ...]:
+    """Order each session's calls by time (load order breaks ties, and is kept for a session where a
+    record has no timestamp) and number them; records keep their places in the load order otherwise
+    (a session's calls fill the slots its records had)."""
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for k, r in enumerate(records):
+        by_session[r.session].append(k)
+    split: list[tuple[str, list[str]]] = []
+    reordered: list[str] = []
+    out: list[RequestRecord] = list(records)
+    for session, slots in by_session.items():
+        group, files, moved = _order_session([records[k] for k in slots])
+        if files is not None:
+            split.append((session, files))
+        if moved:
+            reordered.append(session)
+        for k, r in zip(slots, group, strict=True):
+            out[k] = r
+    _session_notes(split, reordered, notes)
     return tuple(out)
 
 
@@ -139,6 +196,7 @@ def read_logs(
     problems: list[LoadProblem] = []
     formats: Counter[str] = Counter()
     notes: list[str] = []
+    last: dict[str, RequestRecord] = {}  # each session's latest record, to share its messages
     for path, named in files:
         if on_file is not None:
             on_file(path)
@@ -154,7 +212,9 @@ def read_logs(
         before = len(records)
         for item in chosen.read(source):
             if isinstance(item, RequestRecord):
-                records.append(_infer(item))
+                item = intern_messages(last.get(item.session), _infer(item))
+                last[item.session] = item
+                records.append(item)
             else:
                 problems.append(item)
         if len(records) == before and not any(p.file == str(path) for p in problems):
@@ -163,6 +223,145 @@ def read_logs(
         listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
         notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
     return LoadResult(_order_sessions(records, notes), tuple(problems), dict(formats), tuple(notes))
+
+
+@attrs.define(slots=True, eq=False)
+class LogStream:
+    """Request logs read by streaming: one pass indexes them (where each session ends, the problems,
+    which formats), then :meth:`sessions` reads them again and yields each session's records as soon as
+    its last record has been read, in time order and numbered as :func:`read_logs` does. Memory then
+    holds the sessions still open in the file order (one, for a log written session by session) rather
+    than every record. Made by :func:`stream_logs`.
+
+    ``problems``, ``formats`` and ``records`` (how many records) are known after indexing; ``notes``
+    gains the session notes (merged files, reordered calls) once :meth:`sessions` is exhausted.
+    ``timed`` maps each recognised provider (None: none recognised) to whether all its records have a
+    timestamp; ``first`` to the position of its first record.
+    """
+
+    files: list[tuple[Path, LogFormat]]
+    problems: tuple[LoadProblem, ...]
+    formats: dict[str, int]
+    notes: list[str]
+    records: int
+    timed: dict[str | None, bool]
+    first: dict[str | None, int]
+    _ends: dict[str, int]
+
+    def positioned(self) -> Iterator[list[tuple[int, RequestRecord]]]:
+        """Each session as ``(position, record)`` pairs: ``position`` is where :func:`read_logs` would
+        put the record in its ``records`` (a session's calls fill its places in time order)."""
+        open_sessions: dict[str, list[tuple[int, RequestRecord]]] = {}
+        first_seen: dict[str, int] = {}
+        split: list[tuple[int, str, list[str]]] = []
+        reordered: list[tuple[int, str]] = []
+
+        def close(session: str) -> list[tuple[int, RequestRecord]]:
+            items = open_sessions.pop(session)
+            group, files, moved = _order_session([r for _, r in items])
+            if files is not None:
+                split.append((first_seen[session], session, files))
+            if moved:
+                reordered.append((first_seen[session], session))
+            return [(pos, r) for (pos, _), r in zip(items, group, strict=True)]
+
+        pos = 0
+        for path, fmt in self.files:
+            for item in fmt.read(Source.open(path)):
+                if not isinstance(item, RequestRecord):
+                    continue
+                session = item.session
+                items = open_sessions.setdefault(session, [])
+                first_seen.setdefault(session, pos)
+                item = intern_messages(items[-1][1] if items else None, _infer(item))
+                items.append((pos, item))
+                if self._ends.get(session) == pos:
+                    yield close(session)
+                pos += 1
+        if pos != self.records:
+            raise LogFileError(
+                self.files[-1][0] if self.files else Path("."),
+                f"changed while being read: {pos} records on the second pass, {self.records} on the first",
+            )
+        for session in list(open_sessions):
+            yield close(session)
+        _session_notes(
+            [(s, f) for _, s, f in sorted(split, key=lambda t: t[0])],
+            [s for _, s in sorted(reordered)],
+            self.notes,
+        )
+
+    def sessions(self) -> Iterator[tuple[RequestRecord, ...]]:
+        """Each session's records (time order, numbered), one session at a time."""
+        for items in self.positioned():
+            yield tuple(r for _, r in sorted(items, key=lambda t: t[0]))
+
+
+def stream_logs(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    format: str | LogFormat | None = None,
+) -> LogStream:
+    """Index the request logs under ``paths`` for streaming (the same files, formats, problems and
+    errors as :func:`read_logs`); see :class:`LogStream`.
+
+    >>> stream = stream_logs("fixtures/real-logs/deepseek")
+    >>> stream.records, sum(len(s) for s in stream.sessions())
+    (154, 154)
+    """
+    from promptkit.providers.registry import infer_record_provider
+
+    fmt = get_format(format) if isinstance(format, str) else format
+    files, passed = find_log_files(paths)
+    chosen_files: list[tuple[Path, LogFormat]] = []
+    problems: list[LoadProblem] = []
+    formats: Counter[str] = Counter()
+    ends: dict[str, int] = {}
+    timed: dict[str | None, bool] = {}
+    first: dict[str | None, int] = {}
+    pos = 0
+    for path, named in files:
+        source = Source.open(path)
+        try:
+            chosen = fmt if fmt is not None else sniff_format(source)
+        except LogFileError as exc:
+            if named:
+                raise
+            problems.append(LoadProblem(str(path), None, exc.reason))
+            continue
+        formats[chosen.name] += 1
+        chosen_files.append((path, chosen))
+        before = pos
+        for item in chosen.read(source):
+            if isinstance(item, RequestRecord):
+                ends[item.session] = pos
+                name = infer_record_provider(item)
+                timed[name] = timed.get(name, True) and item.timestamp is not None
+                first.setdefault(name, pos)
+                pos += 1
+            else:
+                problems.append(item)
+        if pos == before and not any(p.file == str(path) for p in problems):
+            problems.append(LoadProblem(str(path), None, f"no requests in this {chosen.name} log"))
+    notes: list[str] = []
+    if passed:
+        listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
+        notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
+    return LogStream(chosen_files, tuple(problems), dict(formats), notes, pos, timed, first, ends)
+
+
+def iter_sessions(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    format: str | LogFormat | None = None,
+) -> Iterator[tuple[RequestRecord, ...]]:
+    """Each session's records under ``paths``, one session at a time (see :func:`stream_logs`); load
+    problems are not reported here (use :func:`stream_logs` for them).
+
+    >>> [len(s) for s in iter_sessions("fixtures/real-logs/deepseek")]
+    [74, 42, 38]
+    """
+    return stream_logs(paths, format=format).sessions()
 
 
 def records_from_requests(
@@ -213,5 +412,3 @@ def records_from_requests(
             RequestRecord(request, session, index=i, timestamp=ts, completion=completion, layout=layout)
         )
     return tuple(records)
-
-

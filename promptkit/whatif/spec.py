@@ -79,7 +79,8 @@ def _items(spec: str, args: str) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = []
     rest = args
     while rest:
-        if rest.startswith("regex="):
+        rest = rest.lstrip()
+        if rest.startswith("regex="):  # the rest of the spec, spaces included, is the pattern
             out.append(("regex", rest[len("regex=") :]))
             break
         item, _, rest = rest.partition(",")
@@ -107,7 +108,7 @@ def parse_transform(spec: str) -> Transform:
     """
     if not isinstance(spec, str) or not spec.strip():
         raise UsageError("--transform: empty spec")
-    name, _, args = spec.strip().partition(":")
+    name, _, args = spec.lstrip().partition(":")  # a pattern may end in spaces: keep the tail
     name = name.strip()
     items = _items(spec, args)
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from promptkit.errors import UsageError
 from promptkit.whatif.spec import format_transform, parse_transform
@@ -84,6 +84,7 @@ def test_bad_specs_name_the_spec(spec: str, message: str) -> None:
     scope=st.sampled_from(["head", "all"]),
     regex=st.none() | st.from_regex(r"[A-Za-z ,:=]{1,12}", fullmatch=True),
 )
+@example(names=["timestamps"], scope="head", regex=" ")  # a pattern of spaces keeps its spaces
 def test_normalize_specs_round_trip(names: list[str], scope: str, regex: str | None) -> None:
     t = Normalize((*names, *([regex] if regex else [])), scope=scope)
     assert parse_transform(format_transform(t)) == t
