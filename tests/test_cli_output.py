@@ -103,7 +103,7 @@ def test_json_and_quiet_exclude_each_other(log: Path) -> None:
 
 
 def test_every_short_header_has_a_legend_entry() -> None:
-    missing = [short for short in report._SHORT.values() if short not in report.COLUMN_LEGEND]
+    missing = [short for short in report.SHORT_NAMES.values() if short not in report.COLUMN_LEGEND]
     assert not missing
 
 

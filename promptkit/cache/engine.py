@@ -380,13 +380,19 @@ def _name_of(obj: Any) -> str:
 def _check_arguments(records: object, *, provider: object, progress: object) -> None:
     """:class:`~promptkit.errors.UsageError` naming the argument of :func:`analyze_requests` whose type is wrong."""
     if isinstance(records, str | bytes | os.PathLike | Mapping) or not isinstance(records, Iterable):
-        hint = " (pass paths to analyze(), not analyze_requests())" if isinstance(records, str | os.PathLike) else ""
+        hint = (
+            " (pass paths to analyze(), not analyze_requests())"
+            if isinstance(records, str | os.PathLike)
+            else ""
+        )
         raise UsageError(
             "records: expected a LoadResult, RequestRecords or request bodies, "
             f"got {type(records).__name__}{hint}"
         )
     if provider is not None and not isinstance(provider, str | ProviderProfile):
-        raise UsageError(f"provider: expected a provider name, a ProviderProfile or None, got {type(provider).__name__}")
+        raise UsageError(
+            f"provider: expected a provider name, a ProviderProfile or None, got {type(provider).__name__}"
+        )
     if not isinstance(progress, bool):
         raise UsageError(f"progress: expected a bool, got {type(progress).__name__}")
 
@@ -1113,7 +1119,8 @@ def _analyze_stream(
         timed[key] = timed.get(key, True) and ok
         first[key] = min(stream.first[name], first.get(key, stream.first[name]))
     specs = {
-        key: _Spec(key, tokenizer, render, cache_model, view, timed[key], STREAM_CACHE_TOKENS) for key in timed
+        key: _Spec(key, tokenizer, render, cache_model, view, timed[key], STREAM_CACHE_TOKENS)
+        for key in timed
     }
     partials: dict[str | ProviderProfile, list[_Partial]] = {key: [] for key in specs}
     counts: dict[str | ProviderProfile, int] = dict.fromkeys(specs, 0)

@@ -42,10 +42,10 @@ from promptkit.cache.report import (
     ALL_SESSIONS,
     COLUMN_LEGEND,
     PriceTable,
-    _requests_of,
     largest_breaks,
     summarize,
 )
+from promptkit.cache.report.metrics import requests_of
 from promptkit.cache.summary import headline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,7 +102,7 @@ def lost_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     >>> lost_by_cause(pl.DataFrame({"lost_ttl": [0, 30], "lost_edit": [10, 0]})).rows()
     [('ttl', 1, 30, 0.75), ('edit', 1, 10, 0.25)]
     """
-    frame = _requests_of(result)
+    frame = requests_of(result)
     columns = cause_columns(frame)
     schema = {"cause": pl.String, "requests": pl.Int64, "tokens_lost": pl.Int64, "share": pl.Float64}
     if not columns:
@@ -128,7 +128,7 @@ def causes_table(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame | None:
     >>> causes_table(pl.DataFrame({"session": ["s"], "lost_ttl": [3]}))["cause"].to_list()
     ['ttl']
     """
-    frame = _requests_of(result)
+    frame = requests_of(result)
     if cause_columns(frame):
         return lost_by_cause(frame)
     if isinstance(result, pl.DataFrame) or not hasattr(result, "cache_model") or frame.height == 0:
@@ -363,15 +363,15 @@ def _cell(value: Any, column: str) -> str:
 def _table(frame: pl.DataFrame, *, exclude: Sequence[str] = ()) -> dict[str, Any]:
     """A frame as ``{columns: [{name, short, numeric}], rows: [[text, ...]]}`` for the template."""
     columns = [c for c in frame.columns if c not in exclude]
-    from promptkit.cache.report import _SHORT
+    from promptkit.cache.report.text import SHORT_NAMES
 
     return {
         "columns": [
             {
                 "name": c,
-                "short": _SHORT.get(c, c),
+                "short": SHORT_NAMES.get(c, c),
                 "numeric": frame.schema[c].is_numeric(),
-                "title": COLUMN_LEGEND.get(_SHORT.get(c, c), ""),
+                "title": COLUMN_LEGEND.get(SHORT_NAMES.get(c, c), ""),
             }
             for c in columns
         ],
@@ -423,7 +423,7 @@ def render_html(
     >>> "Where the tokens were lost" in render_html(analyze_requests([body], provider="exact"))
     True
     """
-    frame = _requests_of(result)
+    frame = requests_of(result)
     if tables is None:
         tables = summarize(result, prices=prices, model=model)
     sessions = tables["hit_ratio"].filter(pl.col("session") != ALL_SESSIONS)

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 import polars as pl
 
-from promptkit.cache.report import ReportInputError, _need, _requests_of
+from promptkit.cache.report import ReportInputError
+from promptkit.cache.report.metrics import need_columns, requests_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -159,8 +160,8 @@ def plot_hit_ratio(
     sessions (line ``"median"``) and the 10–90 % band (``"10–90 % of sessions"``), and the reported
     median dashed (``"median (reported)"``), so the figure's cost does not grow with sessions.
     """
-    frame = _requests_of(result)
-    _need(frame, ("session", "index", "hit_ratio"), "plot_hit_ratio")
+    frame = requests_of(result)
+    need_columns(frame, ("session", "index", "hit_ratio"), "plot_hit_ratio")
     frame = frame.with_columns(pl.col("session").cast(pl.String))
     present = frame["session"].unique(maintain_order=True).to_list()
     if sessions is not None:
@@ -290,14 +291,14 @@ def plot_composition(
     """
     import numpy as np
 
-    requests = _requests_of(result)
+    requests = requests_of(result)
     comp = composition if composition is not None else getattr(result, "composition", None)
     if not isinstance(comp, pl.DataFrame):
         raise ReportInputError(
             "plot_composition needs a composition frame (result.composition or composition=)"
         )
-    _need(comp, ("session", "index", "slot", "start", "tokens"), "plot_composition")
-    _need(requests, ("session", "index", "prompt_tokens", "prefix_tokens"), "plot_composition")
+    need_columns(comp, ("session", "index", "slot", "start", "tokens"), "plot_composition")
+    need_columns(requests, ("session", "index", "prompt_tokens", "prefix_tokens"), "plot_composition")
     comp = comp.with_columns(pl.col("session").cast(pl.String))
     requests = requests.with_columns(pl.col("session").cast(pl.String))
     sessions = requests["session"].unique(maintain_order=True).to_list()
@@ -388,8 +389,8 @@ def plot_predicted_vs_reported(
     (solid) and reported (dashed) cached tokens against the request index. Without any usage in the
     log the axes say so in a text note.
     """
-    frame = _requests_of(result)
-    _need(frame, ("session", "index", "predicted_cached_tokens"), "plot_predicted_vs_reported")
+    frame = requests_of(result)
+    need_columns(frame, ("session", "index", "predicted_cached_tokens"), "plot_predicted_vs_reported")
     if kind not in ("scatter", "turn"):
         raise ValueError(f"plot_predicted_vs_reported: kind must be 'scatter' or 'turn', got {kind!r}")
     figure, axes = _new_axes(ax, (6.5, 6) if kind == "scatter" else (9, 4.5))
@@ -515,7 +516,7 @@ def save_plots(
     (['hit_ratio'], ('predicted_vs_reported: no reported usage in the input',))
     """
     out = Path(out_dir)
-    requests = _requests_of(result)
+    requests = requests_of(result)
     written: dict[str, Path] = {}
     skipped: dict[str, str] = {}
     jobs: list[tuple[str, Callable[[], Figure]]] = []

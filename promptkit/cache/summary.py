@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from promptkit.cache.report import ALL_SESSIONS, _requests_of, summarize
+from promptkit.cache.report import ALL_SESSIONS, summarize
+from promptkit.cache.report.metrics import requests_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
@@ -49,7 +50,7 @@ def headline(result: AnalysisResult, tables: Mapping[str, pl.DataFrame] | None =
     ``provider, tokenizer, render, cache_model, view``. ``tables`` are :func:`summarize`'s when you
     have them (else computed).
     """
-    frame = _requests_of(result)
+    frame = requests_of(result)
     if tables is None:
         tables = summarize(result)
     total = tables["hit_ratio"].filter(pl.col("session") == ALL_SESSIONS).row(0, named=True)

@@ -119,7 +119,9 @@ def get_render_model(name: str | RenderModel) -> RenderModel:
     if not isinstance(name, str):
         if isinstance(name, RenderModel):
             return name
-        raise UsageError(f"get_render_model: render: expected a name or a RenderModel, got {type(name).__name__}")
+        raise UsageError(
+            f"get_render_model: render: expected a name or a RenderModel, got {type(name).__name__}"
+        )
     if name in _NAMED:
         return _named(name)
     if name.startswith("hf:") and len(name) > 3:
