@@ -33,7 +33,9 @@ def test_real_log_figures(real: pl.DataFrame) -> None:
     predicted = real["predicted_cached_tokens"].sum() / real["prompt_tokens"].sum()
     reported = real["reported_cached_tokens"].sum() / real["reported_prompt_tokens"].sum()
     assert f"**{predicted:.4f}**" in README and f"**{reported:.4f}**" in README
-    kept = real.filter(~pl.col("session").str.contains("pvlib"))  # the two runs where DeepSeek kept every entry
+    kept = real.filter(
+        ~pl.col("session").str.contains("pvlib")
+    )  # the two runs where DeepSeek kept every entry
     to_the_token = int((kept["predicted_cached_tokens"] == kept["reported_cached_tokens"]).sum())
     assert f"**{to_the_token} of {kept.height}**" in README
     assert f"to the token on {to_the_token} of {kept.height} calls" in ANALYSIS_GUIDE
@@ -67,3 +69,32 @@ def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
     assert f"**{best.after_hit_ratio:.1%}**" in README
     after = analyze(ROOT / "fixtures" / "logs" / "support-after.jsonl")
     assert after.hit_ratio is not None and f"measures {after.hit_ratio:.1%}" in README
+
+
+def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives() -> None:
+    """docs/guide/analysis.md's table, row by row: calls, reported and predicted hit ratios, mean
+    absolute error in tokens, per run and overall, in both views."""
+    for view in ("consecutive", "simulated"):
+        frame = analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek", view=view).requests
+        runs = frame.with_columns(
+            pl.col("session").str.split("__").list.last().str.replace("-python", "").alias("run")
+        )
+        rows = [(name, part) for (name,), part in runs.group_by(["run"], maintain_order=True)] + [
+            ("**all**", runs)
+        ]
+        for name, part in rows:
+            reported = part["reported_cached_tokens"].sum() / part["reported_prompt_tokens"].sum()
+            predicted = part["predicted_cached_tokens"].sum() / part["prompt_tokens"].sum()
+            mae = (part["predicted_cached_tokens"] - part["reported_cached_tokens"]).abs().mean()
+            assert isinstance(mae, float)
+            bold = name.startswith("**")
+            shown = (
+                f"| {view} | {name} | {part.height} | "
+                + (
+                    f"**{reported:.4f}** | **{predicted:.4f}** | "
+                    if bold
+                    else f"{reported:.4f} | {predicted:.4f} | "
+                )
+                + f"{round(mae)} |"
+            )
+            assert shown in ANALYSIS_GUIDE, shown

@@ -31,13 +31,14 @@ from promptkit.cache.engine import AnalysisResult, analyze
 
 REAL = Path("fixtures/real-logs/deepseek")
 
-#: Aggregate |predicted − reported| hit ratio allowed (achieved with the V3.2 render: 0.0155 consecutive,
+#: Aggregate |predicted − reported| hit ratio allowed, tightened to what is achieved plus a small margin
+#: (achieved with the V3.2 render: 0.0155 consecutive,
 #: 0.0158 simulated; all of it from pvlib-1072, where DeepSeek's best-effort cache missed 38 of 73 entries).
-AGGREGATE_TOLERANCE = 0.02
+AGGREGATE_TOLERANCE = 0.0165
 #: Per-file |predicted − reported| hit ratio allowed (achieved: 0.0249 pvlib, ≤ 0.0011 the others).
-PER_FILE_TOLERANCE = 0.03
+PER_FILE_TOLERANCE = 0.026
 #: Mean absolute per-call error, in reported tokens (achieved: 225 consecutive, 221 simulated).
-MAE_TOKENS = 300.0
+MAE_TOKENS = 235.0
 
 
 @functools.cache
@@ -116,9 +117,9 @@ def test_per_call_prediction_is_exact_where_the_cache_kept_every_entry() -> None
     """django-12453 and pydicom-901: DeepSeek served the previous call's entry every time but once; the
     simulated view predicts the reported figure on (almost) every call, to the token."""
     frame = result("simulated").requests.filter(~pl.col("session").str.contains("pvlib"))
-    exact = (frame["predicted_cached_tokens"] == frame["reported_cached_tokens"]).mean()
+    exact = int((frame["predicted_cached_tokens"] == frame["reported_cached_tokens"]).sum())
     assert frame.height == 80
-    assert exact is not None and exact >= 0.95  # type: ignore[operator]
+    assert exact >= 78  # achieved: 78 of 80 (the README states it; tests/test_figures.py checks the text)
 
 
 def test_simulated_view_credits_the_head_shared_across_sessions() -> None:
