@@ -169,6 +169,20 @@ def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[Req
     return tuple(out)
 
 
+def _format_of(
+    source: Source, fmt: LogFormat | None, *, named: bool, problems: list[LoadProblem]
+) -> LogFormat | None:
+    """The format to read ``source`` with: ``fmt`` when forced, else the one sniffed. A file of no known
+    format raises when it was named explicitly; found in a directory, it is a problem and None."""
+    try:
+        return fmt if fmt is not None else sniff_format(source)
+    except LogFileError as exc:
+        if named:
+            raise
+        problems.append(LoadProblem(str(source.path), None, exc.reason))
+        return None
+
+
 def read_logs(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
@@ -201,12 +215,8 @@ def read_logs(
         if on_file is not None:
             on_file(path)
         source = Source.open(path)
-        try:
-            chosen = fmt if fmt is not None else sniff_format(source)
-        except LogFileError as exc:
-            if named:
-                raise
-            problems.append(LoadProblem(str(path), None, exc.reason))
+        chosen = _format_of(source, fmt, named=named, problems=problems)
+        if chosen is None:
             continue
         formats[chosen.name] += 1
         before = len(records)
@@ -322,12 +332,8 @@ def stream_logs(
     pos = 0
     for path, named in files:
         source = Source.open(path)
-        try:
-            chosen = fmt if fmt is not None else sniff_format(source)
-        except LogFileError as exc:
-            if named:
-                raise
-            problems.append(LoadProblem(str(path), None, exc.reason))
+        chosen = _format_of(source, fmt, named=named, problems=problems)
+        if chosen is None:
             continue
         formats[chosen.name] += 1
         chosen_files.append((path, chosen))
