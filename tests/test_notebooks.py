@@ -200,6 +200,10 @@ def test_notebook_02_before_hit_ratio_is_the_static_head_share(executed: dict[st
     assert abs(hit - share) <= DEEPSEEK_UNIT * len(prompt) / sum(prompt)
     printed = _cell_output(nb, "FIGURES = {")
     assert f"hit ratio {hit:.1%} = static head share {share:.1%}" in printed
+    # the notebooks guide states the same figures, as the notebook prints them
+    guide = (ROOT / "docs" / "guide" / "notebooks.md").read_text(encoding="utf-8")
+    assert f"hit ratio {hit:.1%} = static head share {share:.1%}" in guide
+    assert f"the cache hits {hit:.2%} of the prompt tokens and the static head holds {share:.2%}" in guide
 
 
 def test_notebook_02_after_recovers_the_history(executed: dict[str, Any]) -> None:
@@ -220,6 +224,9 @@ def test_notebook_02_after_recovers_the_history(executed: dict[str, Any]) -> Non
     assert (
         f"after:  hit ratio {overall:.1%} over the session, {last_10:.1%} over the last 10 turns" in printed
     )
+    guide = (ROOT / "docs" / "guide" / "notebooks.md").read_text(encoding="utf-8")
+    assert f"after:  hit ratio {overall:.1%} over the session, {last_10:.1%} over the last 10 turns" in guide
+    assert f"the history hits: {overall:.1%} over the session, {last_10:.1%} over the last 10 turns" in guide
 
 
 def test_notebook_02_normalization_matters_only_where_the_template_hoists(executed: dict[str, Any]) -> None:
