@@ -417,6 +417,19 @@ def _module_of(obj: Any) -> Any:
     return sys.modules[type(obj).__module__.split(".")[0]]
 
 
+def _recorded(request: Any, response: Any, call: Any, *, is_async: bool) -> Any:
+    """``response``, its stream recorded into ``call`` as the client reads it (one already in memory, a
+    mock or a cached answer, is recorded at once); shared by the sync and async transports."""
+    call.answered(response)
+    module = _module_of(request)
+    if isinstance(response.stream, module.ByteStream):
+        call.chunks.append(bytes(b"".join(response.stream)))
+        call.finish()
+    else:
+        response.stream = _tee_class(module, is_async)(response.stream, call)
+    return response
+
+
 class CaptureTransport:
     """An httpx / httpx2 transport that records each LLM call through ``inner`` with ``recorder``.
 
@@ -437,14 +450,7 @@ class CaptureTransport:
         except Exception as exc:
             call.finish(_error_of(exc))
             raise
-        call.answered(response)
-        module = _module_of(request)
-        if isinstance(response.stream, module.ByteStream):  # already in memory (a mock, a cached answer)
-            call.chunks.append(bytes(b"".join(response.stream)))
-            call.finish()
-        else:
-            response.stream = _tee_class(module, False)(response.stream, call)
-        return response
+        return _recorded(request, response, call, is_async=False)
 
     def close(self) -> None:
         self.inner.close()
@@ -473,14 +479,7 @@ class AsyncCaptureTransport:
         except Exception as exc:
             call.finish(_error_of(exc))
             raise
-        call.answered(response)
-        module = _module_of(request)
-        if isinstance(response.stream, module.ByteStream):  # already in memory (a mock, a cached answer)
-            call.chunks.append(bytes(b"".join(response.stream)))
-            call.finish()
-        else:
-            response.stream = _tee_class(module, True)(response.stream, call)
-        return response
+        return _recorded(request, response, call, is_async=True)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

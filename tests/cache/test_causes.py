@@ -12,51 +12,8 @@ from hypothesis import given, settings, strategies as st
 from promptkit.cache.causes import CAUSES, explain_causes, find_change, volatile_spans
 from promptkit.cache.engine import analyze_requests
 from promptkit.cache.models import DeepSeekCache, ExactCache, OpenAICache
-from promptkit.cache.render import RenderedPiece
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
-
-
-class CharTokenizer:
-    """One token per character."""
-
-    name = "chars"
-    n_vocab = 0x110000
-
-    def encode(self, text: str) -> list[int]:
-        return [ord(c) for c in text]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return "".join(chr(i) for i in ids)
-
-    def special_token_id(self, token: str) -> int | None:
-        return None
-
-
-class TinyRender:
-    """``T<tool names>`` header, then each message as a marker token and its text."""
-
-    name = "tiny"
-    special_tokens = ("<s>", "<u>", "<a>", "<e>", "<t>")
-    markers: Mapping[str, str] = {"system": "<s>", "user": "<u>", "assistant": "<a>", "tool": "<t>"}
-
-    def render(
-        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        out = []
-        tools = request.get("tools")
-        if tools:
-            out.append(RenderedPiece("T" + "".join(t["function"]["name"] for t in tools), False, None))
-        for i, m in enumerate(request["messages"]):
-            out.append(RenderedPiece(self.markers[m["role"]], True, i))
-            out.append(RenderedPiece(str(m.get("content") or ""), False, i))
-            if m["role"] == "assistant":
-                out.append(RenderedPiece("<e>", True, i))
-        out.append(RenderedPiece("<a>", True, None))
-        if completion is not None:
-            out.append(RenderedPiece(str(completion.get("content") or ""), False, None))
-            out.append(RenderedPiece("<e>", True, None))
-        return out
-
+from tests.cache.tiny import CharTokenizer, TinyRender
 
 TINY: dict[str, Any] = {"tokenizer": CharTokenizer(), "render": TinyRender()}
 LONG = "You are a careful assistant. " * 4

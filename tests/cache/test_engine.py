@@ -4,7 +4,6 @@ from first principles), attribution to message / role / slot / key, the frames a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,67 +14,15 @@ from hypothesis import given, settings, strategies as st
 
 from promptkit.cache.engine import COMPOSITION_COLUMNS, REQUEST_COLUMNS, analyze, analyze_requests
 from promptkit.cache.models import AnthropicCache, DeepSeekCache, ExactCache
-from promptkit.cache.render import RenderedPiece, RenderError
 from promptkit.cache.tokenize import RequestTokenizer
 from promptkit.formats import records_from_requests
+from tests.cache.tiny import CharTokenizer, TinyRender
 
 REQUIRED = (
     "session", "index", "timestamp", "prompt_tokens", "prefix_tokens", "predicted_cached_tokens", "hit_ratio",
     "reported_prompt_tokens", "reported_cached_tokens", "divergence_message", "divergence_role",
     "divergence_anchor", "divergence_key",
 )  # fmt: skip
-
-
-class CharTokenizer:
-    """One token per character: token counts are the lengths of the texts."""
-
-    name = "chars"
-    n_vocab = 0x110000
-
-    def encode(self, text: str) -> list[int]:
-        return [ord(c) for c in text]
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return "".join(chr(i) for i in ids)
-
-    def special_token_id(self, token: str) -> int | None:
-        return None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content)
-    return content or ""
-
-
-class TinyRender:
-    """``T<tool names>`` header; each message is one special marker token and its text; an assistant
-    message renders exactly as the generation prompt ``<a>`` followed by its completion ``text<e>``,
-    so a call's prompt + answer is a prefix of the next call's prompt."""
-
-    name = "tiny"
-    special_tokens = ("<s>", "<u>", "<a>", "<e>", "<t>")
-    markers: Mapping[str, str] = {"system": "<s>", "user": "<u>", "assistant": "<a>", "tool": "<t>"}
-
-    def render(
-        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        out = []
-        tools = request.get("tools")
-        if tools:
-            out.append(RenderedPiece("T" + "".join(t["function"]["name"] for t in tools), False, None))
-        for i, m in enumerate(request["messages"]):
-            if m["role"] not in self.markers:
-                raise RenderError(f"messages[{i}]: role {m['role']!r} is not rendered")
-            out.append(RenderedPiece(self.markers[m["role"]], True, i))
-            out.append(RenderedPiece(_text(m.get("content")), False, i))
-            if m["role"] == "assistant":
-                out.append(RenderedPiece("<e>", True, i))
-        out.append(RenderedPiece("<a>", True, None))
-        if completion is not None:
-            out.append(RenderedPiece(_text(completion.get("content")), False, None))
-            out.append(RenderedPiece("<e>", True, None))
-        return out
 
 
 TINY: dict[str, Any] = {"tokenizer": CharTokenizer(), "render": TinyRender()}
