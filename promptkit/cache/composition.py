@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from promptkit.cache.tokenize import TokenizedRequest
 
-__all__ = ["COMPOSITION_COLUMNS", "composition_frame", "composition_part"]
+__all__ = ["COMPOSITION_COLUMNS", "CompositionRows", "composition_frame", "composition_part"]
 
 #: Columns of the composition frame, in order.
 COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
@@ -41,6 +41,7 @@ COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
     "message",
     "role",
 )
+_STRING_COLUMNS: Final[frozenset[str]] = frozenset({"session", "slot", "key", "role"})
 
 
 def composition_part(
@@ -71,6 +72,39 @@ def composition_part(
     """
     messages = body["messages"]
     n = len(tok.message_starts)
+    all_codes, all_start, all_size, message_of = _spans(tok, shifted, opaque)
+    roles = [msg["role"] for msg in messages]  # strings: the render model checked them
+    if layout is not None:
+        slots = [entry.slot for entry in layout]
+        keys: list[str | None] = [entry.key for entry in layout]
+    else:
+        slots = roles
+        keys = [None] * n
+    header_slot = "tools" if body.get("tools") else "header"
+    opaque_key = opaque[1] if opaque is not None else None
+    slot_of = np.array([*slots[:n], header_slot, "template", "generation", "opaque-head"], dtype=object)
+    key_of = np.array([*keys[:n], None, None, None, opaque_key], dtype=object)
+    role_of = np.array([*roles[:n], None, None, None, None], dtype=object)
+    rows = all_codes.shape[0]
+    return {
+        "session": np.full(rows, session, dtype=object),
+        "index": np.full(rows, index, dtype=np.int64),
+        "slot": slot_of[all_codes],
+        "key": key_of[all_codes],
+        "start": all_start,
+        "tokens": all_size,
+        "message": message_of,
+        "role": role_of[all_codes],
+    }
+
+
+def _spans(
+    tok: TokenizedRequest, shifted: bool, opaque: tuple[int, str] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The spans of one request in token order, as int64 arrays: (code, start, size, message). Code
+    ``i < n``: message ``i``; ``n``: the header; ``n + 1``: a template gap; ``n + 2``: the generation
+    prompt; ``n + 3``: the opaque head. ``message`` is the span's message index (-1 for none)."""
+    n = len(tok.message_starts)
     st = np.asarray(tok.message_starts, dtype=np.int64)
     if tok.message_ends is not None:
         en = np.asarray(tok.message_ends, dtype=np.int64)
@@ -94,32 +128,20 @@ def composition_part(
     covered = np.maximum.accumulate(np.concatenate(([header_len], e)))
     before = covered[:-1]
     gap = np.flatnonzero(s > before)
-    m = s.shape[0]
-    rank = np.concatenate((2 * np.arange(m) + 1, 2 * gap))
-    all_codes = np.concatenate((codes, np.full(gap.shape[0], n + 1)))
-    all_start = np.concatenate((s, before[gap]))
-    all_size = np.concatenate((e - s, s[gap] - before[gap]))
-    arrange = np.argsort(rank, kind="stable")
-    all_codes, all_start, all_size = all_codes[arrange], all_start[arrange], all_size[arrange]
+    if gap.shape[0]:
+        m = s.shape[0]
+        rank = np.concatenate((2 * np.arange(m) + 1, 2 * gap))
+        arrange = np.argsort(rank, kind="stable")
+        all_codes = np.concatenate((codes, np.full(gap.shape[0], n + 1)))[arrange]
+        all_start = np.concatenate((s, before[gap]))[arrange]
+        all_size = np.concatenate((e - s, s[gap] - before[gap]))[arrange]
+    else:  # perf: no gap (the usual case): the spans are the messages' own
+        all_codes, all_start, all_size = codes, s, e - s
     final = int(covered[-1])
     if final < tok.prompt_len:
         all_codes = np.append(all_codes, n + 2)
         all_start = np.append(all_start, final)
         all_size = np.append(all_size, tok.prompt_len - final)
-    roles = [msg["role"] for msg in messages]  # strings: the render model checked them
-    if layout is not None:
-        slots = [entry.slot for entry in layout]
-        keys: list[str | None] = [entry.key for entry in layout]
-    else:
-        slots = roles
-        keys = [None] * n
-    header_slot = "tools" if body.get("tools") else "header"
-    opaque_key = opaque[1] if opaque is not None else None
-    slot_of = np.array([*slots[:n], header_slot, "template", "generation", "opaque-head"], dtype=object)
-    key_of = np.array([*keys[:n], None, None, None, opaque_key], dtype=object)
-    role_of = np.array([*roles[:n], None, None, None, None], dtype=object)
-    message = all_codes - (1 if shifted else 0)
-    message_of = np.where((all_codes < n) & (message >= 0), message, -1)
     if opaque is not None and opaque[0] > 0 and all_codes.shape[0] and all_codes[0] == n:
         # the header span [0, header_len) starts with the opaque head: split it in two (code n + 3)
         size = min(opaque[0], int(all_size[0]))
@@ -130,20 +152,252 @@ def composition_part(
             all_size = np.concatenate(([size, rest], all_size[1:]))
         else:
             all_codes = np.concatenate(([n + 3], all_codes[1:]))
-        message_of = np.where(
-            (all_codes < n) & (all_codes - (1 if shifted else 0) >= 0), all_codes - (1 if shifted else 0), -1
+    message = all_codes - (1 if shifted else 0)
+    message_of = np.where((all_codes < n) & (message >= 0), message, -1)
+    return (
+        all_codes.astype(np.int64, copy=False),
+        all_start.astype(np.int64, copy=False),
+        all_size.astype(np.int64, copy=False),
+        message_of.astype(np.int64, copy=False),
+    )
+
+
+class CompositionRows:
+    """The composition rows of many requests: what :func:`composition_part` and
+    :func:`composition_frame` give, built for the engine's hot path. :meth:`add` only records each
+    request's message offsets and string codes (its messages' roles are read only for the messages the
+    session's previous request did not have: the lists are compared in C, by identity first, as the
+    loaders intern a session's repeated messages); :meth:`frame` computes every request's spans at once
+    with numpy and makes each string column with one gather from a vocabulary.
+
+    >>> from promptkit.cache.tokenize import RequestTokenizer
+    >>> rt = RequestTokenizer("chatml", "cl100k_base")
+    >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
+    >>> rows = CompositionRows()
+    >>> rows.add("s", 0, body, rt.tokenize(body))
+    >>> rows.frame().equals(composition_frame([composition_part("s", 0, body, rt.tokenize(body))]))
+    True
+    """
+
+    __slots__ = ("_codes", "_last", "_messages", "_names", "_requests", "_starts", "_ends", "_heads", "_bad")
+
+    def __init__(self) -> None:
+        self._names: list[str | None] = [None]  # code 0 is null
+        self._codes: dict[str, int] = {}
+        self._last: dict[str, tuple[list[Any], np.ndarray]] = {}  # session -> messages, role codes
+        # per request: session code, index, position, message count, header_len, prompt_len, shifted,
+        # and the slot and key codes of its template and generation spans (-1: none, an error if used)
+        self._requests: list[tuple[int, int, int, int, int, int, int]] = []
+        self._starts: list[int] = []  # every request's message starts, then ends, one after the other
+        self._ends: list[int] = []
+        self._messages: list[np.ndarray] = []  # per request: (3, n) slot, key and role codes per message
+        # (request, start, size, slot, key) of each header span
+        self._heads: list[tuple[int, int, int, int, int]] = []
+        self._bad: list[tuple[int, int]] = []  # (request, first message) whose slot lies past the table
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return 0
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._names)
+            self._names.append(value)
+        return code
+
+    def _role_codes(self, session: str, messages: Sequence[Any]) -> np.ndarray:
+        last = self._last.get(session)
+        if last is not None and isinstance(messages, list) and len(messages) >= len(last[0]):
+            k = len(last[0])
+            if messages[:k] == last[0]:
+                new = np.fromiter((self._code(m["role"]) for m in messages[k:]), np.int64)
+                codes = np.concatenate((last[1], new)) if new.shape[0] else last[1]
+                self._last[session] = (messages, codes)
+                return codes
+        codes = np.fromiter((self._code(m["role"]) for m in messages), np.int64)
+        if isinstance(messages, list):
+            self._last[session] = (messages, codes)
+        return codes
+
+    def add(
+        self,
+        session: str,
+        index: int,
+        body: Mapping[str, Any],
+        tok: TokenizedRequest,
+        *,
+        layout: Sequence[Any] | None = None,
+        shifted: bool = False,
+        opaque: tuple[int, str] | None = None,
+        position: int = 0,
+    ) -> None:
+        """Add one request's rows (the arguments of :func:`composition_part`); ``position`` fills the
+        ``_position`` column of :meth:`frame` (``position=True``)."""
+        r = len(self._requests)
+        n = len(tok.message_starts)
+        code = self._code
+        roles = self._role_codes(session, body["messages"])[:n]
+        # a row's slot and key: entry `code` of these tables (composition_part's), where code i < n is
+        # message i, then come the header, template, generation and opaque-head spans
+        header = code("tools" if body.get("tools") else "header")
+        spans = [header, code("template"), code("generation"), code("opaque-head")]
+        span_keys = [0, 0, 0, code(opaque[1] if opaque is not None else None)]
+        if layout is None:
+            self._messages.append(np.stack((roles, np.zeros(n, np.int64), roles)))
+            slots, keys = spans, span_keys
+        else:
+            slots = [code(entry.slot) for entry in layout[:n]] + spans
+            keys = [code(entry.key) for entry in layout[:n]] + span_keys
+            if len(slots) < n + 4:  # a layout shorter than the messages: the tables shift
+                if len(slots) < n:  # messages past the tables: an error if one of them has tokens
+                    self._bad.append((r, len(slots)))
+                pad = [-1] * (n + 4 - len(slots))
+                slots, keys = slots + pad, keys + pad
+            codes = np.array([slots[:n], keys[:n]], dtype=np.int64).reshape(2, n)
+            self._messages.append(np.concatenate((codes, roles.reshape(1, -1))))
+            slots, keys = slots[n:], keys[n:]
+        self._starts.extend(tok.message_starts)
+        if tok.message_ends is not None:
+            self._ends.extend(tok.message_ends)
+        else:  # each message ends where the next one in token order starts
+            st = np.asarray(tok.message_starts, dtype=np.int64)
+            by_start = np.lexsort((np.arange(n), st))
+            nxt = np.empty(n, dtype=np.int64)
+            nxt[by_start[:-1]] = st[by_start[1:]]
+            if n:
+                nxt[by_start[-1]] = tok.prompt_len
+            self._ends.extend(nxt.tolist())
+        header_len = int(tok.header_len)
+        self._requests.append(
+            (
+                code(session),
+                index,
+                position,
+                n,
+                header_len,
+                int(tok.prompt_len),
+                1 if shifted else 0,
+                slots[1],  # template
+                keys[1],
+                slots[2],  # generation
+                keys[2],
+            )
         )
-    rows = all_codes.shape[0]
-    return {
-        "session": np.full(rows, session, dtype=object),
-        "index": np.full(rows, index, dtype=np.int64),
-        "slot": slot_of[all_codes],
-        "key": key_of[all_codes],
-        "start": all_start.astype(np.int64),
-        "tokens": all_size.astype(np.int64),
-        "message": message_of.astype(np.int64),
-        "role": role_of[all_codes],
-    }
+        if header_len > 0:  # the header span comes first, split when it starts with an opaque head
+            heads = [(0, header_len, 0)]
+            if opaque is not None and opaque[0] > 0:
+                size = min(opaque[0], header_len)
+                heads = [(0, size, 3)] + ([(size, header_len - size, 0)] if header_len > size else [])
+            for start, size, which in heads:
+                if slots[which] < 0:
+                    raise IndexError(f"composition: request {r} has no layout entry for its header")
+                self._heads.append((r, start, size, slots[which], keys[which]))
+
+    def frame(self, schema: Mapping[str, Any] | None = None, *, position: bool = False) -> pl.DataFrame:
+        """The rows added so far as a frame with :data:`COMPOSITION_COLUMNS` (as :func:`composition_frame`),
+        and a ``_position`` column after them when ``position``."""
+        import polars as pl
+
+        s_, i_ = pl.String, pl.Int64
+        dtypes = (
+            dict(schema)
+            if schema is not None
+            else dict(zip(COMPOSITION_COLUMNS, (s_, i_, s_, s_, i_, i_, i_, s_), strict=True))
+        )
+        columns = self._columns()
+        names = pl.Series(self._names, dtype=pl.String)
+        out: list[pl.Series] = []
+        for name in (*COMPOSITION_COLUMNS, "_position") if position else COMPOSITION_COLUMNS:
+            values = columns[name]
+            if name in _STRING_COLUMNS:
+                series = names.gather(values).alias(name)
+                if dtypes[name] != pl.String:
+                    series = series.cast(dtypes[name])
+            else:
+                series = pl.Series(name, values, dtype=dtypes.get(name, pl.Int64))
+                if name == "message":
+                    series = pl.select(pl.when(series >= 0).then(series)).to_series().alias(name)
+            out.append(series)
+        return pl.DataFrame(out)
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """Every row's columns (strings as codes), requests in the order added; in each request the
+        header span(s), then each message with tokens in token order, preceded by a ``template`` span
+        where it starts past what came before, then the ``generation`` span (see :func:`composition_part`)."""
+        i64 = np.int64
+        req = np.array(self._requests, dtype=i64).reshape(-1, 11)
+        n_req = req.shape[0]
+        session, index, pos, count, header_len, prompt_len, shifted = req.T[:7]
+        template_slot, template_key, generation_slot, generation_key = req.T[7:]
+        rid = np.repeat(np.arange(n_req, dtype=i64), count)
+        first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(i64)
+        msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
+        st = np.array(self._starts, dtype=i64)
+        en = np.array(self._ends, dtype=i64)
+        codes = np.concatenate(self._messages, axis=1) if self._messages else np.zeros((3, 0), i64)
+        # the messages with tokens, by request, then start, then index
+        kept = np.flatnonzero(en > st)
+        r, s, e = rid[kept], st[kept], en[kept]
+        if kept.shape[0] > 1 and not np.all((np.diff(r) > 0) | (np.diff(s) >= 0)):
+            again = np.lexsort((msg[kept], s, r))
+            kept, r, s, e = kept[again], r[again], s[again], e[again]
+        for req_id, past in self._bad:
+            if np.any((r == req_id) & (msg[kept] >= past)):
+                raise IndexError(f"composition: a message of request {req_id} has no layout entry")
+        k = kept.shape[0]
+        # what the spans before cover: the header, then the furthest end so far (per request)
+        big = int(max(en.max(initial=0), header_len.max(initial=0), prompt_len.max(initial=0))) + 1
+        reach = np.maximum.accumulate(e + r * big)  # offset by request: one running maximum for all
+        before = np.zeros(k, dtype=i64)
+        if k > 1:
+            before[1:] = reach[:-1] - r[1:] * big
+            before[1:][r[1:] != r[:-1]] = 0  # a request's first message: nothing before it
+        before = np.maximum(before, header_len[r])
+        gap = s > before
+        final = header_len.copy()
+        if k:
+            np.maximum.at(final, r, e)
+        generation = final < prompt_len
+        # row counts per request: header spans, messages, gaps, generation
+        heads = np.array(self._heads, dtype=i64).reshape(-1, 5)
+        n_heads = np.bincount(heads[:, 0], minlength=n_req) if heads.shape[0] else np.zeros(n_req, i64)
+        n_msgs = np.bincount(r, minlength=n_req) if k else np.zeros(n_req, i64)
+        n_gaps = np.bincount(r, weights=gap, minlength=n_req).astype(i64) if k else np.zeros(n_req, i64)
+        rows = n_heads + n_msgs + n_gaps + generation
+        base = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(i64)
+        total = int(rows.sum())
+        out = {name: np.zeros(total, i64) for name in (*COMPOSITION_COLUMNS, "_position")}
+        out["message"][:] = -1
+        request_of = np.repeat(np.arange(n_req, dtype=i64), rows)
+        out["session"] = session[request_of]
+        out["index"] = index[request_of]
+        out["_position"] = pos[request_of]
+        if heads.shape[0]:  # a request's header spans come first, in the order added
+            h_req = heads[:, 0]
+            h_first = np.concatenate(([0], np.cumsum(n_heads)[:-1]))
+            at = base[h_req] + np.arange(heads.shape[0]) - h_first[h_req]
+            out["start"][at], out["tokens"][at] = heads[:, 1], heads[:, 2]
+            out["slot"][at], out["key"][at] = heads[:, 3], heads[:, 4]
+        if k:  # each message, after its gap when it has one
+            rank = np.arange(k, dtype=i64) - np.concatenate(([0], np.cumsum(n_msgs)[:-1]))[r]
+            gaps_so_far = np.cumsum(gap) - np.concatenate(([0], np.cumsum(n_gaps)[:-1]))[r]
+            at = base[r] + n_heads[r] + rank + gaps_so_far
+            out["start"][at], out["tokens"][at] = s, e - s
+            out["slot"][at], out["key"][at], out["role"][at] = codes[0, kept], codes[1, kept], codes[2, kept]
+            number = msg[kept] - shifted[r]
+            out["message"][at] = np.where(number >= 0, number, -1)
+            g = np.flatnonzero(gap)
+            if np.any(template_slot[r[g]] < 0):
+                raise IndexError("composition: a request has no layout entry for a template span")
+            out["start"][at[g] - 1], out["tokens"][at[g] - 1] = before[g], s[g] - before[g]
+            out["slot"][at[g] - 1], out["key"][at[g] - 1] = template_slot[r[g]], template_key[r[g]]
+        last = np.flatnonzero(generation)
+        if last.shape[0]:
+            if np.any(generation_slot[last] < 0):
+                raise IndexError("composition: a request has no layout entry for its generation span")
+            at = base[last] + rows[last] - 1
+            out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
+            out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]
+        return out
 
 
 def composition_frame(

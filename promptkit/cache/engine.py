@@ -349,8 +349,8 @@ def _without_surrogates(value: Any) -> Any:
 
 
 def _has_surrogates(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
+    if isinstance(value, str):  # perf: an ASCII string (most) holds none; isascii() is a C scan
+        return not value.isascii() and _SURROGATE.search(value) is not None
     if isinstance(value, Mapping):
         return any(_has_surrogates(v) for v in value.values())
     if isinstance(value, list | tuple):
@@ -358,14 +358,68 @@ def _has_surrogates(value: Any) -> bool:
     return False
 
 
+class _SurrogateMemo:
+    """perf: :func:`_has_surrogates` of request bodies, each message scanned once per session rather
+    than once per request. Per session it keeps the last message list found clean: a request whose
+    messages start with that list (compared in C, by identity first: the loaders intern the messages a
+    session's records repeat, :func:`~promptkit.formats.discovery.intern_messages`) scans only the
+    messages after it. Other messages are remembered by identity (the memo holds them: an id is not
+    reused while its object lives). Both are emptied when ``size`` entries are held."""
+
+    __slots__ = ("_clean", "_seen", "size")
+
+    def __init__(self, size: int = 8192) -> None:
+        self._seen: dict[int, tuple[Any, bool]] = {}
+        self._clean: dict[str | None, list[Any]] = {}
+        self.size = size
+
+    def message(self, value: Any) -> bool:
+        hit = self._seen.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        found = _has_surrogates(value)
+        if len(self._seen) >= self.size:
+            self._seen.clear()
+        self._seen[id(value)] = (value, found)
+        return found
+
+    def _messages(self, messages: list[Any], session: str | None) -> bool:
+        clean = self._clean.get(session)
+        k = len(clean) if clean is not None else 0
+        if clean is not None and len(messages) >= k and messages[:k] == clean:
+            found = any(self.message(m) for m in messages[k:])
+        else:
+            found = any(self.message(m) for m in messages)
+        if not found:
+            if len(self._clean) >= self.size:
+                self._clean.clear()
+            self._clean[session] = messages
+        return found
+
+    def body(self, body: Mapping[str, Any], session: str | None = None) -> bool:
+        """:func:`_has_surrogates` of a request body (of ``session``)."""
+        for key, value in body.items():
+            if key == "messages" and isinstance(value, list):
+                if self._messages(value, session):
+                    return True
+            elif _has_surrogates(value):
+                return True
+        return False
+
+
 def _tokenize_or_mend(
-    rt: RequestTokenizer, prepared: _Prepared, record: RequestRecord, mended: list[str]
+    rt: RequestTokenizer,
+    prepared: _Prepared,
+    record: RequestRecord,
+    mended: list[str],
+    memo: _SurrogateMemo | None = None,
 ) -> TokenizedRequest:
     """Tokenize a prepared request. Lone UTF-16 surrogates (JSON logs can hold ``\\ud800`` escapes;
     DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) are replaced by U+FFFD first, the
     same way for every tokenizer, and the request's id goes to ``mended`` for the note."""
     body, completion = prepared.body, record.completion
-    if _has_surrogates(body) or _has_surrogates(completion):
+    memo = memo if memo is not None else _SurrogateMemo()
+    if memo.body(body, record.session) or (completion is not None and memo.message(completion)):
         mended.append(_source_id(record))
         body = _without_surrogates(body)
         completion = _without_surrogates(completion) if completion is not None else None
@@ -493,12 +547,14 @@ class _Partial:
 _Tokenized = tuple["TokenizedRequest | str", bool]
 
 
-def _tokenize_one(ctx: _Context, record: RequestRecord) -> tuple[_Prepared, _Tokenized, str | None]:
+def _tokenize_one(
+    ctx: _Context, record: RequestRecord, memo: _SurrogateMemo | None = None
+) -> tuple[_Prepared, _Tokenized, str | None]:
     prepared = _prepare(record)
     rt, think = ctx.tokenizer_for(record)
     mended: list[str] = []
     try:
-        tok = _tokenize_or_mend(rt, prepared, record, mended)
+        tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
         tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
     except (ValueError, KeyError, TypeError) as exc:
         return prepared, (f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
@@ -530,10 +586,11 @@ def _tokenize_chunk(
     import numpy as np
 
     ctx = _context_for(spec)
+    memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
     last: dict[str, tuple[int, np.ndarray]] = {}
     out: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for pos, record in sorted(items, key=lambda t: t[0]):
-        result, mended = _tokenize_one(ctx, record)[1]
+        result, mended = _tokenize_one(ctx, record, memo)[1]
         if isinstance(result, str):
             out[pos] = (result, mended)
             continue
@@ -611,7 +668,7 @@ def _run(
     import numpy as np
     import polars as pl
 
-    from promptkit.cache.composition import composition_frame, composition_part
+    from promptkit.cache.composition import CompositionRows
     from promptkit.cache.simulator import CacheSimulator
 
     model, view, timed = ctx.model, ctx.spec.view, ctx.spec.timed
@@ -620,6 +677,7 @@ def _run(
     problems: list[tuple[int, LoadProblem]] = []
     mended: list[tuple[int, str]] = []
     thinking: dict[str, int] = {}
+    memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
 
     if view == "simulated" and timed:
         order = sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
@@ -628,7 +686,7 @@ def _run(
 
     req_schema, comp_schema, _ = _schemas()
     out: list[dict[str, Any]] = []
-    comp_rows: list[dict[str, np.ndarray]] = []
+    comp_rows = CompositionRows()  # perf: numpy rows per request, strings as codes
     global_sim = CacheSimulator(model) if view == "simulated" else None
     previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
@@ -652,7 +710,7 @@ def _run(
             rt, think = ctx.tokenizer_for(record)
             result = pretokenized[pos]
         else:
-            prepared, result, think = _tokenize_one(ctx, record)
+            prepared, result, think = _tokenize_one(ctx, record, memo)
             rt = ctx.tokenizer_for(record)[0]
         if think is not None:
             thinking.setdefault(think, pos)
@@ -786,7 +844,7 @@ def _run(
             }
         )
         head = opaque_head_of(record)
-        part = composition_part(  # perf: numpy rows per request (promptkit.cache.composition)
+        comp_rows.add(
             record.session,
             record.index,
             prepared.body,
@@ -794,16 +852,13 @@ def _run(
             layout=prepared.layout,
             shifted=prepared.shifted,
             opaque=(head.tokens, head.key) if head is not None else None,
+            position=pos,
         )
-        part["_pos"] = np.full(len(part["index"]), pos, dtype=np.int64)
-        comp_rows.append(part)
     if progress:
         bar.close()
     schema = {**req_schema, "_pos": pl.Int64, "_seq": pl.Int64}
     requests = pl.DataFrame(out, schema=schema, orient="row")
-    composition = composition_frame(comp_rows, comp_schema)
-    positions = np.concatenate([p["_pos"] for p in comp_rows]) if comp_rows else np.zeros(0, np.int64)
-    composition = composition.with_columns(pl.Series("_pos", positions, dtype=pl.Int64))
+    composition = comp_rows.frame(comp_schema, position=True).rename({"_position": "_pos"})
     return _Partial(requests, composition, problems, writes_nothing, thinking, mended)
 
 

@@ -336,11 +336,11 @@ class CacheSimulator:
         # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
         # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
         self._keep_all = (
-            RadixCache()
+            RadixCache(share_tokens=share_tokens)
             if (model.ttl is not None or model.capacity is not None or model.name == "anthropic")
             else None
         )
-        self._keep_ttl = RadixCache() if model.capacity is not None else None
+        self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
 

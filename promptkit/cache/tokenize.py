@@ -92,16 +92,24 @@ class TokenizedRequest:
     header_len: int
     prompt_len: int
     message_ends: tuple[int, ...] | None = attrs.field(default=None, converter=_optional_int_tuple)
-    _order_starts: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
-    _order_index: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
-    _order_ends: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    # (starts, message indices, ends) of the messages with tokens, in token order, for message_at;
+    # perf: built on its first call (most requests never need it)
+    _by_token: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
+        if self.message_ends is not None and len(self.message_ends) != len(self.message_starts):
+            raise ValueError(
+                f"message_ends has {len(self.message_ends)} entries, message_starts {len(self.message_starts)}"
+            )
+
+    def _in_token_order(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        if self._by_token is not None:
+            return self._by_token
         starts = self.message_starts
         n = len(starts)
         if self.message_ends is not None:
-            if len(self.message_ends) != n:
-                raise ValueError(f"message_ends has {len(self.message_ends)} entries, message_starts {n}")
             ends = self.message_ends
         else:
             order = sorted(range(n), key=lambda i: (starts[i], i))
@@ -109,9 +117,9 @@ class TokenizedRequest:
             by_order = dict(zip(order, nxt, strict=True))
             ends = tuple(max(starts[i], by_order[i]) for i in range(n))
         keep = [i for i in sorted(range(n), key=starts.__getitem__) if ends[i] > starts[i]]
-        object.__setattr__(self, "_order_starts", tuple([starts[i] for i in keep]))
-        object.__setattr__(self, "_order_index", tuple(keep))
-        object.__setattr__(self, "_order_ends", tuple([ends[i] for i in keep]))
+        by_token = tuple([starts[i] for i in keep]), tuple(keep), tuple([ends[i] for i in keep])
+        object.__setattr__(self, "_by_token", by_token)
+        return by_token
 
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
@@ -120,10 +128,11 @@ class TokenizedRequest:
         """Index of the message whose rendering produced the token at ``pos``; None for the header,
         the generation prompt and the completion (and for ``pos`` out of range).
         """
-        k = bisect.bisect_right(self._order_starts, pos) - 1
-        if k < 0 or pos >= self._order_ends[k] or pos < 0:
+        order_starts, order_index, order_ends = self._in_token_order()
+        k = bisect.bisect_right(order_starts, pos) - 1
+        if k < 0 or pos >= order_ends[k] or pos < 0:
             return None
-        return self._order_index[k]
+        return order_index[k]
 
 
 @attrs.frozen(slots=True)
@@ -356,14 +365,19 @@ class RequestTokenizer:
         first = messages[0]
         for snap in reversed(self._snapshots):
             old = snap.messages
-            if not old or old[0] != first:
-                continue
             m = min(len(old), n)
-            if old[:m] == messages[:m]:
+            # perf: a snapshot that cannot share more than the best one is skipped unread; messages are
+            # compared by identity first (the loaders intern a session's repeated messages), and a
+            # snapshot of another conversation is told apart by its second message before any slicing
+            if m <= best_lcp or (old[0] is not first and old[0] != first):
+                continue
+            if m > 1 and old[1] is not messages[1] and old[1] != messages[1]:
+                lcp = 1
+            elif (old[m - 1] is messages[m - 1] or old[m - 1] == messages[m - 1]) and old[:m] == messages[:m]:
                 lcp = m
             else:
-                lcp = 1
-                while lcp < m and old[lcp] == messages[lcp]:
+                lcp = 2 if m > 1 else 1
+                while lcp < m and (old[lcp] is messages[lcp] or old[lcp] == messages[lcp]):
                     lcp += 1
             if lcp > best_lcp:
                 best, best_lcp = snap, lcp
@@ -597,17 +611,20 @@ def _finish(
     prompt_len: int,
 ) -> TokenizedRequest:
     n = len(starts)
-    # a message with no piece at all starts where the next message (by index) starts
-    fixed: list[int] = [0] * n
-    nxt = prompt_len
-    for i in range(n - 1, -1, -1):
-        s = starts[i]
-        if s is None:
-            fixed[i] = nxt
-            ends[i] = nxt
-        else:
-            fixed[i] = s
-            nxt = s
+    fixed: list[int]
+    if None not in starts:  # perf: every message has a piece (the usual case): nothing to fill
+        fixed = starts  # type: ignore[assignment]
+    else:  # a message with no piece at all starts where the next message (by index) starts
+        fixed = [0] * n
+        nxt = prompt_len
+        for i in range(n - 1, -1, -1):
+            s = starts[i]
+            if s is None:
+                fixed[i] = nxt
+                ends[i] = nxt
+            else:
+                fixed[i] = s
+                nxt = s
     header_len = prompt_len if first_message_pos is None else first_message_pos
     return TokenizedRequest(
         tokens=_readonly(tokens),
