@@ -208,7 +208,11 @@ class CompositionRows:
         last = self._last.get(session)
         if last is not None and isinstance(messages, list) and len(messages) >= len(last[0]):
             k = len(last[0])
-            if messages[:k] == last[0]:
+            try:
+                same = bool(messages[:k] == last[0])
+            except (ValueError, TypeError):  # no truth value (an array inside): read every role
+                same = False
+            if same:
                 new = np.fromiter((self._code(m["role"]) for m in messages[k:]), np.int64)
                 codes = np.concatenate((last[1], new)) if new.shape[0] else last[1]
                 self._last[session] = (messages, codes)

@@ -358,6 +358,14 @@ def _has_surrogates(value: Any) -> bool:
     return False
 
 
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b`` as a bool; False when the comparison has no truth value (an array inside)."""
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
+
+
 class _SurrogateMemo:
     """perf: :func:`_has_surrogates` of request bodies, each message scanned once per session rather
     than once per request. Per session it keeps the last message list found clean: a request whose
@@ -366,11 +374,12 @@ class _SurrogateMemo:
     messages after it. Other messages are remembered by identity (the memo holds them: an id is not
     reused while its object lives). Both are emptied when ``size`` entries are held."""
 
-    __slots__ = ("_clean", "_seen", "size")
+    __slots__ = ("_clean", "_fields", "_seen", "size")
 
     def __init__(self, size: int = 8192) -> None:
         self._seen: dict[int, tuple[Any, bool]] = {}
         self._clean: dict[str | None, list[Any]] = {}
+        self._fields: dict[str, Any] = {}  # a body field -> its last value found clean
         self.size = size
 
     def message(self, value: Any) -> bool:
@@ -386,7 +395,7 @@ class _SurrogateMemo:
     def _messages(self, messages: list[Any], session: str | None) -> bool:
         clean = self._clean.get(session)
         k = len(clean) if clean is not None else 0
-        if clean is not None and len(messages) >= k and messages[:k] == clean:
+        if clean is not None and len(messages) >= k and _equal(messages[:k], clean):
             found = any(self.message(m) for m in messages[k:])
         else:
             found = any(self.message(m) for m in messages)
@@ -402,6 +411,13 @@ class _SurrogateMemo:
             if key == "messages" and isinstance(value, list):
                 if self._messages(value, session):
                     return True
+            elif type(value) in (str, list, tuple, dict):  # tools and the like: equal to the last clean one?
+                last = self._fields.get(key, self)
+                if last is value or (type(last) is type(value) and _equal(last, value)):
+                    continue
+                if _has_surrogates(value):
+                    return True
+                self._fields[key] = value
             elif _has_surrogates(value):
                 return True
         return False

@@ -81,6 +81,16 @@ class CacheLookup:
     exact_entries: tuple[tuple[int, str | None, float | None], ...] = ()
 
 
+def _shared(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading elements two arrays of the same length share (perf: the first mismatch by
+    ``argmax`` of the comparison, which stops at the first True, rather than ``flatnonzero``)."""
+    if not a.shape[0]:
+        return 0
+    differ = a != b
+    k = int(differ.argmax())
+    return k if differ[k] else int(a.shape[0])
+
+
 class RadixCache:
     """A radix tree of token runs with per-node expiry, LRU ticks and a capacity in tokens.
 
@@ -102,6 +112,10 @@ class RadixCache:
         self._root.expires = _INF
         self._tokens = 0
         self._clock = itertools.count(1)
+        # whether the last match stopped at, or passed, expired content (a run or an exact entry), and
+        # whether any run was ever removed (evicted or expired away)
+        self._blocked = False
+        self._pruned = False
 
     # -- inspection -----------------------------------------------------------------------------
 
@@ -137,24 +151,29 @@ class RadixCache:
         diverged = False
         exact: list[tuple[int, str | None, float | None]] = []
         path: list[_Node] = []
+        blocked = False
         while pos < n:
             child = node.children.get(int(tokens[pos]))
             if child is None or not self._alive(child, now):
+                blocked = child is not None
                 diverged = any(self._alive(c, now) for c in node.children.values())
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
-            mismatch = np.flatnonzero(edge[:m] != tokens[pos : pos + m])
-            k = int(mismatch[0]) if mismatch.size else m
+            k = _shared(edge[:m], tokens[pos : pos + m])
             pos += k
             path.append(child)
             source = child.source
             if k < edge.shape[0]:
                 diverged = k < m
                 break
-            if child.mark_expires > -_INF and (now is None or child.mark_expires >= now):
-                exact.append((child.depth, child.mark_source, child.mark_ttl))
+            if child.mark_expires > -_INF:
+                if now is None or child.mark_expires >= now:
+                    exact.append((child.depth, child.mark_source, child.mark_ttl))
+                else:
+                    blocked = True
             node = child
+        self._blocked = blocked
         if touch and path:
             tick = next(self._clock)
             for p in path:
@@ -213,8 +232,7 @@ class RadixCache:
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
-            mismatch = np.flatnonzero(edge[:m] != tokens[pos : pos + m])
-            k = int(mismatch[0]) if mismatch.size else m
+            k = _shared(edge[:m], tokens[pos : pos + m])
             if k < edge.shape[0]:
                 child = self._split(child, k)
             child.expires = max(child.expires, expires)
@@ -235,6 +253,7 @@ class RadixCache:
         def key(node: _Node) -> tuple[int, int, int]:
             return (0 if not self._alive(node, now) else 1, node.tick, id(node))
 
+        self._pruned = True
         heap = [(key(n), n) for n in self._nodes() if n is not self._root and not n.children]
         heapq.heapify(heap)
         while excess > 0 and heap:
@@ -267,6 +286,7 @@ class RadixCache:
                 else:
                     stack.append(child)
         self._tokens -= freed
+        self._pruned = self._pruned or freed > 0
         return freed
 
 
@@ -379,6 +399,7 @@ class CacheSimulator:
         self._release(now)
         prompt = np.asarray(tokens)[: plan.prompt_len]
         found = self.cache.match(prompt, now)
+        blocked = self.cache._blocked
         exact = [length for length, _, _ in found.exact_entries]
         cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
         source = found.source
@@ -389,7 +410,12 @@ class CacheSimulator:
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now)
-        unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now)
+        if self._keep_all is not None and not blocked and not self.cache._pruned:
+            # perf: while nothing was ever removed from the cache, the cache that keeps everything holds
+            # the same runs and exact entries: when nothing expired was met, it reads what was read
+            unexpired, expired_source = cached, None
+        else:
+            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now)
         lost = None
         if unevicted is not None and unevicted > cached:
             lost = evicted_source

@@ -121,6 +121,29 @@ class TokenizedRequest:
         object.__setattr__(self, "_by_token", by_token)
         return by_token
 
+    @classmethod
+    def _trusted(
+        cls,
+        tokens: np.ndarray,
+        message_starts: tuple[int, ...],
+        header_len: int,
+        prompt_len: int,
+        message_ends: tuple[int, ...],
+    ) -> TokenizedRequest:
+        """perf: an instance from values already in their converted form (a read-only int64 array,
+        tuples of Python ints of the same length), without running the converters again."""
+        self = object.__new__(cls)
+        for name, value in (
+            ("tokens", tokens),
+            ("message_starts", message_starts),
+            ("header_len", header_len),
+            ("prompt_len", prompt_len),
+            ("message_ends", message_ends),
+            ("_by_token", None),
+        ):
+            object.__setattr__(self, name, value)
+        return self
+
     def __len__(self) -> int:
         return int(self.tokens.shape[0])
 
@@ -626,10 +649,11 @@ def _finish(
                 fixed[i] = s
                 nxt = s
     header_len = prompt_len if first_message_pos is None else first_message_pos
-    return TokenizedRequest(
-        tokens=_readonly(tokens),
-        message_starts=tuple(fixed),
-        header_len=header_len,
-        prompt_len=prompt_len,
-        message_ends=tuple(ends),
+    # every offset is a Python int (token counts and positions), the tokens an int64 array
+    return TokenizedRequest._trusted(
+        _readonly(np.asarray(tokens, dtype=np.int64)),
+        tuple(fixed),
+        int(header_len),
+        int(prompt_len),
+        tuple(ends),
     )
