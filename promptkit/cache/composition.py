@@ -190,7 +190,8 @@ class CompositionRows:
         self._requests: list[tuple[int, int, int, int, int, int, int]] = []
         self._starts: list[int] = []  # every request's message starts, then ends, one after the other
         self._ends: list[int] = []
-        self._messages: list[np.ndarray] = []  # per request: (3, n) slot, key and role codes per message
+        # slot, key and role codes of each message, one array per request each
+        self._messages: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
         # (request, start, size, slot, key) of each header span
         self._heads: list[tuple[int, int, int, int, int]] = []
         self._bad: list[tuple[int, int]] = []  # (request, first message) whose slot lies past the table
@@ -246,7 +247,9 @@ class CompositionRows:
         spans = [header, code("template"), code("generation"), code("opaque-head")]
         span_keys = [0, 0, 0, code(opaque[1] if opaque is not None else None)]
         if layout is None:
-            self._messages.append(np.stack((roles, np.zeros(n, np.int64), roles)))
+            self._messages[0].append(roles)
+            self._messages[1].append(np.zeros(n, np.int64))
+            self._messages[2].append(roles)
             slots, keys = spans, span_keys
         else:
             slots = [code(entry.slot) for entry in layout[:n]] + spans
@@ -256,8 +259,9 @@ class CompositionRows:
                     self._bad.append((r, len(slots)))
                 pad = [-1] * (n + 4 - len(slots))
                 slots, keys = slots + pad, keys + pad
-            codes = np.array([slots[:n], keys[:n]], dtype=np.int64).reshape(2, n)
-            self._messages.append(np.concatenate((codes, roles.reshape(1, -1))))
+            self._messages[0].append(np.array(slots[:n], dtype=np.int64))
+            self._messages[1].append(np.array(keys[:n], dtype=np.int64))
+            self._messages[2].append(roles)
             slots, keys = slots[n:], keys[n:]
         self._starts.extend(tok.message_starts)
         if tok.message_ends is not None:
@@ -337,7 +341,7 @@ class CompositionRows:
         msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
         st = np.array(self._starts, dtype=i64)
         en = np.array(self._ends, dtype=i64)
-        codes = np.concatenate(self._messages, axis=1) if self._messages else np.zeros((3, 0), i64)
+        codes = [np.concatenate(c) if c else np.zeros(0, i64) for c in self._messages]
         # the messages with tokens, by request, then start, then index
         kept = np.flatnonzero(en > st)
         r, s, e = rid[kept], st[kept], en[kept]
@@ -386,7 +390,7 @@ class CompositionRows:
             gaps_so_far = np.cumsum(gap) - np.concatenate(([0], np.cumsum(n_gaps)[:-1]))[r]
             at = base[r] + n_heads[r] + rank + gaps_so_far
             out["start"][at], out["tokens"][at] = s, e - s
-            out["slot"][at], out["key"][at], out["role"][at] = codes[0, kept], codes[1, kept], codes[2, kept]
+            out["slot"][at], out["key"][at], out["role"][at] = codes[0][kept], codes[1][kept], codes[2][kept]
             number = msg[kept] - shifted[r]
             out["message"][at] = np.where(number >= 0, number, -1)
             g = np.flatnonzero(gap)

@@ -355,14 +355,23 @@ class RequestTokenizer:
         (True, 1)
         """
         resume = self._find_resume(request) if self._incremental else None
+        # perf: a model that renders the prompt and the completion in one go (render_split) is not asked
+        # for the prompt twice
+        split = getattr(self.render_model, "render_split", None) if completion is not None else None
         if resume is None:
-            pieces, n_prompt = self._render(request, completion)
+            if split is not None:
+                pieces, n_prompt = split(request, 0, completion)
+            else:
+                pieces, n_prompt = self._render(request, completion)
             return self._run(request, pieces, n_prompt, None, 0, [])
         snap, start, j, t = resume
         model: IncrementalRenderModel = self.render_model  # type: ignore[assignment]
-        tail = model.render_from(request, start, completion=completion)
-        n_tail = len(tail)
-        if completion is not None:
+        if split is not None:
+            tail, n_tail = split(request, start, completion)
+        else:
+            tail = model.render_from(request, start, completion=completion)
+            n_tail = len(tail)
+        if completion is not None and split is None:
             prompt_tail = model.render_from(request, start)
             if tail[: len(prompt_tail)] != prompt_tail:
                 raise RenderError(

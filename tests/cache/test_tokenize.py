@@ -469,6 +469,40 @@ def test_render_from_continues_the_rendering_at_each_message(
         assert all(p.message_index is None or p.message_index < start for p in pieces[:first])
 
 
+@pytest.mark.parametrize("render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking"])
+@settings(max_examples=60, deadline=None)
+@given(
+    messages=conversations(),
+    with_tools=st.booleans(),
+    completion=st.one_of(
+        st.none(),
+        st.builds(lambda c: {"role": "assistant", "content": c}, st.sampled_from(["", "done", "<think> x"])),
+        st.just(
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+            ]}
+        ),
+    ),
+)
+def test_render_split_is_the_rendering_with_and_without_the_completion(
+    render_model: str, messages: list[dict[str, Any]], with_tools: bool, completion: dict[str, Any] | None
+) -> None:
+    model = get_render_model(render_model)
+    request: dict[str, Any] = {"messages": messages}
+    if with_tools:
+        request["tools"] = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
+    for start in range(len(messages) + 1):
+        try:
+            expected = model.render_from(request, start, completion=completion)  # type: ignore[attr-defined]
+            prompt = model.render_from(request, start)  # type: ignore[attr-defined]
+        except RenderError:
+            with pytest.raises(RenderError):
+                model.render_split(request, start, completion)  # type: ignore[attr-defined]
+            continue
+        assert model.render_split(request, start, completion) == (expected, len(prompt))  # type: ignore[attr-defined]
+        assert expected[: len(prompt)] == prompt
+
+
 def test_a_growing_session_resumes_and_a_new_session_reuses_the_shared_head() -> None:
     rt = RequestTokenizer("chatml", "cl100k_base")
     system = {"role": "system", "content": "You are an agent. " * 50}

@@ -74,6 +74,11 @@ class IncrementalRenderModel(RenderModel, Protocol):
     ``messages[:start]`` are equal and whose ``prefix_context(request, start)`` are equal (``==``). The
     message pieces come in message order, after the header. A property test checks both on generated
     conversations.
+
+    A model may also have ``render_split(request, start, completion)``, returning
+    ``render_from(request, start, completion=completion)`` and how many of its pieces are
+    ``render_from(request, start)``: the request tokenizer then renders a request with its completion once
+    instead of twice (ChatML and DeepSeek-V3.2 have it; a property test checks it).
     """
 
     def render_from(

@@ -85,6 +85,20 @@ class ChatMLRender:
         >>> r.render(request)[4:] == r.render_from(request, 1)
         True
         """
+        return self.render_split(request, start, completion)[0]
+
+    def render_split(
+        self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
+    ) -> tuple[list[RenderedPiece], int]:
+        """``render_from(request, start, completion=completion)`` and how many of its pieces are
+        ``render_from(request, start)`` (the prompt's), rendered once.
+
+        >>> r = ChatMLRender()
+        >>> request = {"messages": [{"role": "user", "content": "hi"}]}
+        >>> pieces, n = r.render_split(request, 0, {"role": "assistant", "content": "yo"})
+        >>> pieces[:n] == r.render(request), [p.text for p in pieces[n:]]
+        (True, ['yo', '<|im_end|>'])
+        """
         messages = request_messages(request, start)
         P = RenderedPiece
         out: list[RenderedPiece] = []
@@ -102,6 +116,7 @@ class ChatMLRender:
                 body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"))
             out += [P(IM_START, True, i), P(head + body, False, i), P(IM_END, True, i), P("\n", False, i)]
         out += [P(IM_START, True, None), P("assistant\n", False, None)]
+        n_prompt = len(out)
         if completion is not None:
             if not isinstance(completion, Mapping):
                 raise RenderError(
@@ -112,7 +127,7 @@ class ChatMLRender:
             if text:
                 out.append(P(text, False, None))
             out.append(P(IM_END, True, None))
-        return out
+        return out, n_prompt
 
     def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
         """The tool definitions: the only thing besides the messages that the pieces depend on."""

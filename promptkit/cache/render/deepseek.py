@@ -381,6 +381,21 @@ class DeepSeekV32Render:
         >>> r.render(request)[-3:] == r.render_from(request, 1)
         True
         """
+        return self.render_split(request, start, completion)[0]
+
+    def render_split(
+        self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
+    ) -> tuple[list[RenderedPiece], int]:
+        """``render_from(request, start, completion=completion)`` and how many of its pieces are
+        ``render_from(request, start)`` (the prompt's), rendered once: the completion is one more
+        assistant message, which changes nothing before it.
+
+        >>> r = DeepSeekV32Render()
+        >>> request = {"messages": [{"role": "user", "content": "hi"}]}
+        >>> pieces, n = r.render_split(request, 0, {"role": "assistant", "content": "yo"})
+        >>> pieces[:n] == r.render(request), [p.text for p in pieces[n:]]
+        (True, ['yo', '<｜end▁of▁sentence｜>'])
+        """
         messages: list[Mapping[str, Any]] = list(request_messages(request, start))
         tools = request_tools(request)
         if completion is not None:
@@ -399,10 +414,13 @@ class DeepSeekV32Render:
                 out += _template_pieces("\n\n" + deepseek_v32_tools_text(tools), None)
         last_user = self._last_user(messages) if self.thinking else -1
         n_real = len(messages) - (completion is not None)
+        n_prompt = len(out)
         for i in range(start, len(messages)):
             index = i if i < n_real else None
             out += self._message(i, index, messages, tools if i == tools_at else [], last_user)
-        return out
+            if index is not None:
+                n_prompt = len(out)
+        return out, n_prompt
 
     @staticmethod
     def _last_user(messages: Sequence[Mapping[str, Any]]) -> int:
