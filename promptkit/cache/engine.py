@@ -297,6 +297,8 @@ def _provider_diagnostics(meta: Mapping[str, Any]) -> tuple[str | None, int | No
     """Anthropic's cache diagnostics when the log kept them: ``diagnostics.cache_miss_reason`` of the
     response (``{"type": "tools_changed", "cache_missed_input_tokens": 1234}``), looked up in the
     record's ``meta`` (``meta.diagnostics`` or ``meta.response.diagnostics``)."""
+    if not meta:
+        return None, None
     for holder in (meta, meta.get("response")):
         if not isinstance(holder, Mapping):
             continue
@@ -727,7 +729,7 @@ def _run(
             result = pretokenized[pos]
         else:
             prepared, result, think = _tokenize_one(ctx, record, memo)
-            rt = ctx.tokenizer_for(record)[0]
+            rt = ctx.rt if think is None else ctx.thinking[think]
         if think is not None:
             thinking.setdefault(think, pos)
         if result[1]:
@@ -748,7 +750,11 @@ def _run(
             prev = previous.get(record.session)
             if prev is not None:
                 sim.store(prev[0], prev[1], prev[2], prev[3])
-            outcome = sim.lookup(tok.tokens, plan, now)
+            # perf: the prompt's first tokens were copied from the previous request's (the tokenizer
+            # resumed from it): the lookup compares from there on only
+            shared = rt.shared_prefix if pretokenized is None else None
+            known = shared if shared is not None and prev is not None and shared[0] is prev[0] else None
+            outcome = sim.lookup(tok.tokens, plan, now, known=known)
             previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
 
         prompt_len = plan.prompt_len

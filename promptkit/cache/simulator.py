@@ -91,6 +91,21 @@ def _shared(a: np.ndarray, b: np.ndarray) -> int:
     return k if differ[k] else int(a.shape[0])
 
 
+def _known_equal(edge: np.ndarray, pos: int, known: tuple[np.ndarray, int] | None, m: int) -> int:
+    """How many of ``edge``'s first ``m`` tokens are known to equal the prompt's from ``pos`` on: those
+    before ``known[1]`` when ``edge`` is the memory of ``known[0]`` from ``pos`` on (0 otherwise)."""
+    if known is None or pos >= known[1]:
+        return 0
+    array = known[0]
+    if (
+        array.dtype != edge.dtype
+        or edge.strides != array.strides
+        or edge.__array_interface__["data"][0] != array.__array_interface__["data"][0] + pos * array.itemsize
+    ):
+        return 0
+    return min(known[1] - pos, m, int(array.shape[0]) - pos)
+
+
 class RadixCache:
     """A radix tree of token runs with per-node expiry, LRU ticks and a capacity in tokens.
 
@@ -141,8 +156,19 @@ class RadixCache:
 
     # -- matching -------------------------------------------------------------------------------
 
-    def match(self, tokens: np.ndarray, now: float | None = None, *, touch: bool = True) -> CacheLookup:
-        """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``."""
+    def match(
+        self,
+        tokens: np.ndarray,
+        now: float | None = None,
+        *,
+        touch: bool = True,
+        known: tuple[np.ndarray, int] | None = None,
+    ) -> CacheLookup:
+        """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``.
+
+        ``known=(array, k)``: the caller knows that ``tokens[:k]`` equals ``array[:k]``; a stored run
+        that is that very memory (a cache with ``share_tokens``) is then compared from ``k`` on only.
+        """
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         node = self._root
@@ -160,7 +186,8 @@ class RadixCache:
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
-            k = _shared(edge[:m], tokens[pos : pos + m])
+            skip = _known_equal(edge, pos, known, m)
+            k = skip + _shared(edge[skip:m], tokens[pos + skip : pos + m])
             pos += k
             path.append(child)
             source = child.source
@@ -385,20 +412,33 @@ class CacheSimulator:
                     )
 
     def _shadow(
-        self, cache: RadixCache | None, prompt: np.ndarray, plan: CachePlan, now: float | None
+        self,
+        cache: RadixCache | None,
+        prompt: np.ndarray,
+        plan: CachePlan,
+        now: float | None,
+        known: tuple[np.ndarray, int] | None = None,
     ) -> tuple[int | None, str | None]:
         """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
         if cache is None:
             return None, None
-        found = cache.match(prompt, now, touch=False)
+        found = cache.match(prompt, now, touch=False, known=known)
         cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
         return cached, found.source
 
-    def lookup(self, tokens: np.ndarray, plan: CachePlan, now: float | None = None) -> CacheOutcome:
-        """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules."""
+    def lookup(
+        self,
+        tokens: np.ndarray,
+        plan: CachePlan,
+        now: float | None = None,
+        *,
+        known: tuple[np.ndarray, int] | None = None,
+    ) -> CacheOutcome:
+        """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules (``known``: see
+        :meth:`RadixCache.match`)."""
         self._release(now)
         prompt = np.asarray(tokens)[: plan.prompt_len]
-        found = self.cache.match(prompt, now)
+        found = self.cache.match(prompt, now, known=known)
         blocked = self.cache._blocked
         exact = [length for length, _, _ in found.exact_entries]
         cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
@@ -409,13 +449,13 @@ class CacheSimulator:
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
-        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now)
+        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known)
         if self._keep_all is not None and not blocked and not self.cache._pruned:
             # perf: while nothing was ever removed from the cache, the cache that keeps everything holds
             # the same runs and exact entries: when nothing expired was met, it reads what was read
             unexpired, expired_source = cached, None
         else:
-            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now)
+            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now, known)
         lost = None
         if unevicted is not None and unevicted > cached:
             lost = evicted_source

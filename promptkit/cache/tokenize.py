@@ -227,6 +227,10 @@ class RequestTokenizer:
         self.hits = 0
         self.misses = 0
         self.resumed = 0
+        #: After :meth:`tokenize`: ``(tokens, k)`` when the result's first ``k`` tokens were copied from
+        #: ``tokens`` (an earlier result's array, which it resumed from), else None. A caller comparing
+        #: the two arrays can skip those ``k`` tokens.
+        self.shared_prefix: tuple[np.ndarray, int] | None = None
         if snapshots < 0:
             raise ValueError(f"snapshots must be >= 0, got {snapshots}")
         self.snapshots = snapshots
@@ -354,6 +358,7 @@ class RequestTokenizer:
         >>> rt.tokenize(second) == rt.tokenize_naive(second), rt.cache_info()["resumed"]
         (True, 1)
         """
+        self.shared_prefix = None
         resume = self._find_resume(request) if self._incremental else None
         # perf: a model that renders the prompt and the completion in one go (render_split) is not asked
         # for the prompt twice
@@ -381,9 +386,11 @@ class RequestTokenizer:
             n_tail = len(prompt_tail)
         q = snap.message_piece(start)
         self.resumed += 1
-        return self._run(
+        result = self._run(
             request, snap.pieces[j:q] + tail, q - j + n_tail, (snap, start, j, t), j, snap.pieces[:j]
         )
+        self.shared_prefix = (snap.tokens, snap.cut_tokens[t])
+        return result
 
     def _find_resume(self, request: Mapping[str, Any]) -> tuple[_Snapshot, int, int, int] | None:
         """The snapshot sharing the most leading messages with ``request`` and where to resume in it:
@@ -401,10 +408,14 @@ class RequestTokenizer:
             # perf: a snapshot that cannot share more than the best one is skipped unread; messages are
             # compared by identity first (the loaders intern a session's repeated messages), and a
             # snapshot of another conversation is told apart by its second message before any slicing
-            if m <= best_lcp or (old[0] is not first and old[0] != first):
+            if m <= best_lcp:
                 continue
             if m > 1 and old[1] is not messages[1] and old[1] != messages[1]:
+                if best_lcp >= 1 or (old[0] is not first and old[0] != first):
+                    continue  # shares at most the first message: no better than the best
                 lcp = 1
+            elif old[0] is not first and old[0] != first:
+                continue
             elif (old[m - 1] is messages[m - 1] or old[m - 1] == messages[m - 1]) and old[:m] == messages[:m]:
                 lcp = m
             else:
