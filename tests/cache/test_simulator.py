@@ -281,3 +281,64 @@ def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None
     sim.store(tokens, plan, now=900.0, source="a#1")
     out = sim.lookup(other, plan, now=901.0)
     assert (out.prefix_tokens, out.cached_tokens, out.write_tokens, out.diverged) == (50, 40, 40, True)
+
+
+@given(
+    prev=st.lists(st.integers(0, 3), max_size=30),
+    tail=st.lists(st.integers(0, 3), max_size=10),
+    cut=st.integers(0, 30),
+    ttl=st.one_of(st.none(), st.floats(0.0, 20.0)),
+    now=st.floats(0.0, 40.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_known_shared_prefix_changes_no_outcome(
+    prev: list[int], tail: list[int], cut: int, ttl: float | None, now: float
+) -> None:
+    """``known=(array, k)`` (the prompt's first k tokens are a copy of the array's) skips comparing them
+    in a stored run that is that array's memory, and changes no outcome; a hint about another array is
+    ignored."""
+    stored = np.array(prev, dtype=np.int64)
+    stored.flags.writeable = False
+    k = min(cut, len(prev))
+    prompt = np.concatenate((stored[:k], np.array(tail, dtype=np.int64)))
+    model = DeepSeekCache(unit=1, ttl=ttl)
+    plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
+    outcomes = []
+    for known in (None, (stored, k), (stored.copy(), k)):
+        sim = CacheSimulator(model, share_tokens=True)
+        sim.store(stored, CachePlan(len(prev), (CacheEntry(len(prev), ttl),)), now=0.0, source="a")
+        outcomes.append(sim.lookup(prompt, plan, now=now, known=known))
+    assert outcomes[1] == outcomes[0] == outcomes[2]
+    if ttl is None or now <= ttl:  # the stored run is alive: the prompt reads what it shares with it
+        assert outcomes[0].prefix_tokens == _lcp(prev, prompt.tolist())
+
+
+@given(
+    calls=st.lists(
+        st.tuples(st.lists(st.integers(0, 3), max_size=12), st.floats(0.0, 5.0), st.booleans()),
+        max_size=12,
+    ),
+    capacity=st.one_of(st.none(), st.integers(0, 20)),
+)
+@settings(max_examples=300, deadline=None)
+def test_what_nothing_expired_would_have_read_equals_the_keep_everything_cache(
+    calls: list[tuple[list[int], float, bool]], capacity: int | None
+) -> None:
+    """``unexpired_cached_tokens`` is what a cache that keeps everything reads (the simulator skips
+    reading that cache when the lookup met nothing expired and nothing was ever removed)."""
+    model = AnthropicCache(min_tokens=1, ttl=3.0, capacity=capacity)
+    sim = CacheSimulator(model)
+    keep_all = RadixCache()
+    now = 0.0
+    for k, (tokens, gap, exact) in enumerate(calls):
+        now += gap
+        prompt = np.array(tokens, dtype=np.int64)
+        n = len(tokens)
+        entries = (CacheEntry(n, 3.0, exact),) if n else ()
+        plan = CachePlan(n, entries, (n,) if exact and n else None, (n,) if exact and n else None)
+        found = keep_all.match(prompt, now, touch=False)
+        expected = model.cached_tokens(plan, found.prefix_tokens, [m for m, _, _ in found.exact_entries])
+        out = sim.step(prompt, plan, now, f"c{k}")
+        assert out.unexpired_cached_tokens == expected
+        for entry in entries:
+            keep_all.insert(prompt[: entry.length], now, ttl=None, source=f"c{k}", exact=entry.exact)
