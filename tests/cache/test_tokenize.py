@@ -516,3 +516,22 @@ def test_a_growing_session_resumes_and_a_new_session_reuses_the_shared_head() ->
     assert_same(rt.tokenize(other), rt.tokenize_naive(other))
     assert rt.cache_info()["resumed"] == 2
     assert rt.cache_info()["misses"] == misses + 1  # only "user\ntask B" was new text
+
+
+def test_shared_prefix_names_the_tokens_copied_from_the_request_resumed_from() -> None:
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be terse. " * 20}]
+    results = []
+    for k in range(5):
+        messages = [*messages, {"role": "user" if k % 2 else "assistant", "content": f"turn {k} " * (k + 1)}]
+        results.append(rt.tokenize({"messages": messages}, completion={"role": "assistant", "content": "ok"}))
+        shared = rt.shared_prefix
+        if k == 0:
+            assert shared is None  # nothing to resume from
+            continue
+        array, count = shared
+        assert array is results[-2].tokens  # the previous request's own array
+        assert 0 < count <= min(len(array), len(results[-1].tokens))
+        assert (results[-1].tokens[:count] == array[:count]).all()
+    rt.tokenize({"messages": [{"role": "user", "content": "another conversation"}]})
+    assert rt.shared_prefix is None
