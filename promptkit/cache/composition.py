@@ -179,7 +179,7 @@ class CompositionRows:
     True
     """
 
-    __slots__ = ("_codes", "_last", "_messages", "_names", "_requests", "_starts", "_ends", "_heads", "_bad")
+    __slots__ = ("_bad", "_codes", "_ends", "_heads", "_last", "_messages", "_names", "_requests", "_starts")
 
     def __init__(self) -> None:
         self._names: list[str | None] = [None]  # code 0 is null
@@ -187,7 +187,7 @@ class CompositionRows:
         self._last: dict[str, tuple[list[Any], np.ndarray]] = {}  # session -> messages, role codes
         # per request: session code, index, position, message count, header_len, prompt_len, shifted,
         # and the slot and key codes of its template and generation spans (-1: none, an error if used)
-        self._requests: list[tuple[int, int, int, int, int, int, int]] = []
+        self._requests: list[tuple[int, ...]] = []
         self._starts: list[int] = []  # every request's message starts, then ends, one after the other
         self._ends: list[int] = []
         # slot, key and role codes of each message, one array per request each

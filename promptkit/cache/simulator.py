@@ -450,6 +450,8 @@ class CacheSimulator:
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known)
+        unexpired: int | None
+        expired_source: str | None
         if self._keep_all is not None and not blocked and not self.cache._pruned:
             # perf: while nothing was ever removed from the cache, the cache that keeps everything holds
             # the same runs and exact entries: when nothing expired was met, it reads what was read
