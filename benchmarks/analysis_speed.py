@@ -13,7 +13,9 @@ given) it measures, side by side:
 - **plots**: :func:`promptkit.cache.plots.save_plots` on the analysis result (PNG files);
 
 and prints analysis / lower bound, naive / analysis and plots / analysis. It also checks that the
-analysis' token counts equal the naive ones for every request.
+analysis' token counts equal the naive ones for every request. Analysis, naive pass and lower bound all
+run with the cyclic garbage collector paused (``analyze_requests`` pauses it itself) after a full
+collection, so that a collection of the loaded corpus lands in none of them.
 
     python benchmarks/analysis_speed.py [--provider openai --tokenizer cl100k_base] [--corpus DIR]
                                         [--sessions 20] [--calls 130] [--view consecutive]
@@ -22,6 +24,7 @@ analysis' token counts equal the naive ones for every request.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import tempfile
 import time
@@ -33,6 +36,7 @@ from corpus import write_corpus
 
 from promptkit.cache.engine import analyze_requests
 from promptkit.cache.plots import save_plots
+from promptkit.cache.runtime import gc_paused
 from promptkit.cache.tokenize import RequestTokenizer
 from promptkit.formats import read_logs as load_requests
 from promptkit.providers.registry import get_provider
@@ -67,29 +71,36 @@ def main(argv: list[str] | None = None) -> None:
         t_load = time.perf_counter() - t0
         records = list(loaded.records)
 
+        gc.collect()
         t0 = time.perf_counter()
         result = analyze_requests(
             loaded, provider=args.provider, tokenizer=args.tokenizer, render=args.render, view=args.view
         )
         t_analysis = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
-        finals: dict[str, object] = {}
-        for r in records:
-            finals[r.session] = r
-        final_tokens = 0
-        for r in finals.values():  # a fresh tokenizer each: render once, encode every segment once
-            final_tokens += len(RequestTokenizer(render_name, tok_name).tokenize(r.request).tokens)  # type: ignore[attr-defined]
-        t_lower = time.perf_counter() - t0
+        # every phase runs with the cyclic GC paused, as analyze_requests does: a full collection of the
+        # loaded corpus (hundreds of ms) must not land in one phase's time and not in another's
+        gc.collect()
+        with gc_paused():
+            t0 = time.perf_counter()
+            finals: dict[str, object] = {}
+            for r in records:
+                finals[r.session] = r
+            final_tokens = 0
+            for r in finals.values():  # a fresh tokenizer each: render once, encode every segment once
+                final_tokens += len(RequestTokenizer(render_name, tok_name).tokenize(r.request).tokens)  # type: ignore[attr-defined]
+            t_lower = time.perf_counter() - t0
 
         t_naive = float("nan")
         if not args.no_naive:
             naive_rt = RequestTokenizer(render_name, tok_name)
             counts = []
-            t0 = time.perf_counter()
-            for r in records:
-                counts.append(naive_rt.tokenize_naive(r.request, completion=r.completion).prompt_len)
-            t_naive = time.perf_counter() - t0
+            gc.collect()
+            with gc_paused():
+                t0 = time.perf_counter()
+                for r in records:
+                    counts.append(naive_rt.tokenize_naive(r.request, completion=r.completion).prompt_len)
+                t_naive = time.perf_counter() - t0
             if counts != result.requests["prompt_tokens"].to_list():
                 sys.exit("analysis and naive tokenization disagree on prompt_tokens")
 

@@ -97,6 +97,9 @@ def _known_equal(edge: np.ndarray, pos: int, known: tuple[np.ndarray, int] | Non
     if known is None or pos >= known[1]:
         return 0
     array = known[0]
+    owner = array if array.base is None else array.base
+    if edge.base is not owner and edge is not array:  # not a view of the same memory: nothing known
+        return 0
     if (
         array.dtype != edge.dtype
         or edge.strides != array.strides
