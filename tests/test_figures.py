@@ -562,3 +562,77 @@ def test_the_tour_prose_states_what_its_examples_compute(
     assert f"watches the hit ratio fall from {before} to {after}" in _page(
         "concepts", "anchors-and-placement.md"
     )
+
+
+# ----------------------------------------------------------------------------------------------------
+# Figures the pages take from the code's own constants and price tables.
+
+
+def test_the_constants_the_pages_state() -> None:
+    from promptkit.assembly.registry import DEFAULT_BUILD_TIMEOUT, SLOW_STEP_SECONDS
+    from promptkit.cache.models import anthropic_min_cacheable_tokens
+    from promptkit.cache.report import resolve_prices
+    from promptkit.whatif import suggestions
+
+    contributors = _page("how-to", "contributors.md")
+    assert f"## The default timeout: {DEFAULT_BUILD_TIMEOUT:.0f} seconds" in contributors
+    assert f"`DEFAULT_BUILD_TIMEOUT` = {DEFAULT_BUILD_TIMEOUT} seconds" in contributors
+    assert f"`SLOW_STEP_SECONDS` ({SLOW_STEP_SECONDS} s," in contributors
+    # Anthropic's minimum cacheable length, per model as the cache-models page lists them
+    m = anthropic_min_cacheable_tokens
+    assert (
+        f"{m('claude-sonnet-4-5')} tokens for Sonnet 4.5 and Opus 4.1, {m('claude-3-haiku')} for Haiku 3.x and "
+        f"Sonnet 4.6, {m('claude-opus-4-5')} for Opus 4.5/4.6 and Haiku 4.5 (unknown models: {m('claude-next')})"
+        in _page("concepts", "cache-models.md")
+    )
+    assert m("claude-opus-4-1") == m("claude-sonnet-4-5") and m("claude-3-5-haiku") == m("claude-sonnet-4-6")
+    assert m("claude-opus-4-6") == m("claude-haiku-4-5") == m("claude-opus-4-5")
+    # what-if: the 1-hour write price and the greedy chain's threshold
+    sonnet = resolve_prices(None)["claude-sonnet-4-5"]
+    assert sonnet.cache_write_1h is not None
+    page = _flat(WHAT_IF)
+    assert f"write price ({sonnet.cache_write_1h / sonnet.cache_miss:.0f} × input;" in page
+    assert f"each kept only if it adds at least {suggestions._MIN_GAIN:.0%} to the chain's saving" in page
+
+
+def test_the_token_estimate_against_cl100k_on_the_real_logs() -> None:
+    """guide/assembly.md: estimate_tokens is 0.90 to 0.93 of cl100k_base; the 0.93 is the real agent
+    logs (English and code; the 0.90 is measured on Chinese documents the repository does not hold)."""
+    from promptkit.assembly.tokens import estimate_tokens
+    from promptkit.cache import get_tokenizer
+    from promptkit.formats import read_logs
+
+    cl100k = get_tokenizer("cl100k_base")
+    texts = {
+        m["content"]
+        for r in read_logs(ROOT / "fixtures" / "real-logs" / "deepseek").records
+        for m in r.request["messages"]
+        if isinstance(m.get("content"), str)
+    }
+    ratio = sum(estimate_tokens(t) for t in texts) / sum(len(cl100k.encode(t)) for t in texts)
+    assert f"0.90 to {ratio:.2f} of `cl100k_base` on English, code and Chinese" in _page(
+        "guide", "assembly.md"
+    )
+
+
+def test_the_quiet_headline_the_cli_reference_shows(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from promptkit import cli
+
+    monkeypatch.chdir(ROOT)
+    out, err = io.StringIO(), io.StringIO()
+    argv = [
+        "analyze",
+        "fixtures/real-logs/deepseek",
+        "--quiet",
+        "--no-plots",
+        "--no-html",
+        "--out",
+        str(tmp_path),
+    ]
+    assert cli.main(argv, stdout=out, stderr=err) == 0, err.getvalue()
+    (headline,) = out.getvalue().splitlines()
+    assert f"e.g. `{headline}`" in _page("reference", "cli.md")
