@@ -416,8 +416,13 @@ def test_the_real_log_hit_ratios_the_pages_state(consecutive: pl.DataFrame) -> N
         pvlib["predicted_cached_tokens"].sum() / pvlib["prompt_tokens"].sum()
         - pvlib["reported_cached_tokens"].sum() / pvlib["reported_prompt_tokens"].sum()
     )
-    assert f"the prediction is {above * 100:.1f} points above the report" in _page(
-        "tutorials", "your-own-logs.md"
+    # ... because on some of its calls DeepSeek served an older entry than the previous prompt + answer
+    pvlib = pvlib.sort("index")
+    through = (pvlib["reported_prompt_tokens"] + pvlib["reported_completion_tokens"]) // 64 * 64
+    older = int((pvlib["reported_cached_tokens"][1:] != through[:-1]).sum())
+    assert (
+        f"the prediction is {above * 100:.1f} points above the report: DeepSeek's cache is best effort, and on "
+        f"{older} of its calls it served an older entry" in _page("tutorials", "your-own-logs.md")
     )
 
 

@@ -318,6 +318,15 @@ def test_notebook_02_figures_the_notebooks_guide_states(executed: dict[str, Any]
         f"normalization {ratio['after, not normalized', v32]:.1%} against {ratio['after, not normalized', v3]:.1%} "
         "under V3" in guide
     )
+    # the session's size, as the guide's table and the notebook's introduction state it
+    source = re.sub(
+        r"\s*\n#?\s*", " ", (NOTEBOOKS / "02-measure-cache-hit-rate.py").read_text(encoding="utf-8")
+    )
+    turns, requests = max(data["after"]["turn"]) + 1, len(data["after"]["turn"])
+    assert f"{turns} turns, {requests} requests" in guide
+    assert f"a {turns}-turn group chat ({requests} requests: tool loops call the model twice)" in source
+    heads = sorted(set(rows["static_head_tokens"]))
+    assert len(heads) == 2 and f"The static head grows by {heads[1] - heads[0]} tokens mid-session" in source
     # the notebook's printed summary, as the guide copies it
     printed = _cell_output(nb, "FIGURES = {")
     real = [line for line in printed.splitlines() if line.startswith("real DeepSeek log")]
