@@ -458,21 +458,24 @@ def main(argv: Sequence[str] | None = None) -> None:
                 )
             )
         )
-    compared = [
-        next(r for r in rows if r["tokenizer"] == COMPARED_TOKENIZER and r["policy"] == c.label)
-        for c in COMPARED
-        if any(r["tokenizer"] == COMPARED_TOKENIZER for r in rows)
-    ]
-    if compared:
-        pairs = []
-        for r in compared:
-            mine = next(
-                x
-                for x in rows
-                if (x["provider"], x["tokenizer"], x["budget"], x["policy"])
-                == ("deepseek", None, r["budget"], r["policy"])
-            )
-            pairs.append(f"{mine['hit_ratio']:.4f} against {r['hit_ratio']:.4f} {r['policy']}")
+
+    def find(tokenizer: str | None, policy: str) -> dict[str, Any] | None:
+        return next(
+            (
+                r
+                for r in rows
+                if (r["provider"], r["tokenizer"], r["budget"], r["policy"])
+                == ("deepseek", tokenizer, COMPARED_BUDGET, policy)
+            ),
+            None,
+        )
+
+    pairs = []
+    for config in COMPARED:
+        mine, other = find(None, config.label), find(COMPARED_TOKENIZER, config.label)
+        if own is None and mine is not None and other is not None:
+            pairs.append(f"{mine['hit_ratio']:.4f} against {other['hit_ratio']:.4f} {config.label}")
+    if pairs:
         print(
             f"\nDeepSeek's tokenizer against {COMPARED_TOKENIZER}: {', '.join(pairs)}, at {COMPARED_BUDGET:,} tokens"
         )
