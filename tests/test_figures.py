@@ -160,7 +160,8 @@ def benchmarks() -> dict[str, Any]:
     trim_work = trim_policies.tasks()
     whatif_work = whatif_tradeoffs.tasks()
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        # the most expensive first in each list; interleaved so that the two workers finish together
+        # the trimming replays (the largest budgets first), then the what-if replays (most expensive first):
+        # the cheap ones last, so that the two workers finish together
         trim_futures = [pool.submit(trim_policies.measure, t) for t in trim_work]
         whatif_futures = [pool.submit(whatif_tradeoffs.call, w) for w in whatif_work]
         trim_rows = [row for f in trim_futures for row in f.result()]
