@@ -726,7 +726,11 @@ def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any,
     prompt = int(result.requests["prompt_tokens"].sum())
     if prompt:
         expected = float(result.requests["expected_cached_tokens"].sum()) / prompt
-        line += f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; calibration p(stale) = {cal.stale_probability:.3f})"
+        learnt = ", learnt per session from its usage" if cal.learns else ""
+        line += (
+            f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; "
+            f"calibration p(stale) = {cal.stale_probability:.3f}{learnt})"
+        )
     return result, line
 
 
