@@ -305,6 +305,7 @@ def composition_grid(
         paint_spans(codes, x0[k] + spans["index"].to_numpy() - first, y0[k], spans["start"].to_numpy(),
                     spans["tokens"].to_numpy(), spans.select(slot_code(slots)).to_series().to_numpy(), step)  # fmt: skip
     k = marks.select(pl.col("session").replace_strict(panel_of, return_dtype=pl.Int64)).to_series().to_numpy()
+    k = k.astype(np.int64)  # an empty frame's column may come back as floats
     mark_x = x0[k] + marks["index"].to_numpy() - first
     mark_y = y0[k] * step + marks["prefix_tokens"].to_numpy()
     return CompositionGrid(

@@ -309,7 +309,9 @@ def test_save_plots_writes_one_png_per_kind_of_plot(tmp_path: Path) -> None:
 
 def test_save_plots_limits_the_composition_panels_and_says_so(tmp_path: Path) -> None:
     rows = [dict(r, session=f"s{k}") for k in range(5) for r in ROWS if r["session"] == "a"]
-    comp = pl.concat([COMPOSITION.filter(pl.col("session") == "a").with_columns(session=pl.lit(f"s{k}")) for k in range(5)])
+    comp = pl.concat(
+        [COMPOSITION.filter(pl.col("session") == "a").with_columns(session=pl.lit(f"s{k}")) for k in range(5)]
+    )
     written = plots.save_plots(_result(rows, comp), tmp_path / "all")
     assert written.skipped == {}
     # five sessions: 3 panels a row, 2 rows
@@ -433,3 +435,35 @@ def test_hit_ratio_legend_names_reported_only_when_the_log_has_usage() -> None:
     with_usage = frame.with_columns(reported_prompt_tokens=pl.lit(100), reported_cached_tokens=pl.lit(50))
     labels = [t.get_text() for t in plot_hit_ratio(with_usage).axes[0].get_legend().get_texts()]
     assert labels == ["s", "predicted", "reported"]
+
+
+def test_composition_grid_figure_is_one_image_with_a_panel_per_session() -> None:
+    fig = plots.plot_composition_grid(_result())
+    (ax,) = fig.axes
+    assert len(ax.images) == 1 and not ax.patches
+    assert [t.get_text() for t in ax.texts] == ["a", "b"]
+    assert "2 sessions" in fig.get_suptitle()
+    # the image is the grid's raster: slot codes, masked outside the prompts
+    from promptkit.cache.plot_data import composition_grid
+
+    grid = composition_grid(_requests(ROWS), COMPOSITION)
+    data = ax.images[0].get_array()
+    assert np.ma.getdata(data).tolist() == grid.codes.tolist()
+    assert (np.ma.getmaskarray(data) == (grid.codes < 0)).all()
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == ["current", "history", "identity", "first divergent token"]  # top of the stack first
+    marks = next(c for c in ax.collections if isinstance(c, PathCollection))
+    assert marks.get_offsets().tolist() == np.column_stack(grid.marks).tolist()
+
+
+def test_composition_grid_figure_limits_and_checks_sessions() -> None:
+    fig = plots.plot_composition_grid(_result(), max_sessions=1)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["a"]
+    assert "the first 1 of 2 sessions" in fig.get_suptitle()
+    only_b = plots.plot_composition_grid(_result(), sessions=["b"])
+    assert [t.get_text() for t in only_b.axes[0].texts] == ["b"]
+    with pytest.raises(ValueError, match="'zz'"):
+        plots.plot_composition_grid(_result(), sessions=["zz"])
+    with pytest.raises(ValueError, match="max_sessions"):
+        plots.plot_composition_grid(_result(), max_sessions=0)
