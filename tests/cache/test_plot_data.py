@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from promptkit.cache import plot_data
 from promptkit.errors import ReportInputError
