@@ -437,9 +437,11 @@ def test_progress_shows_the_tables_phase_and_names_skipped_plots(
     code, _, text = run(["analyze", str(_log(tmp_path)), "--out", str(tmp_path / "o")], stderr=err)
     assert code == 0, text
     assert calls[0]["progress"] is True
-    assert "tables: " in text
+    # every phase after the analysis shows a line, in order
+    shown = [text.find(f"{name}: ") for name in ("tables", "html", "plots")]
+    assert -1 not in shown and shown == sorted(shown), text
     quiet = run(["analyze", str(_log(tmp_path)), "--no-progress", "--out", str(tmp_path / "q")])[2]
-    assert "tables: " not in quiet
+    assert not any(f"{name}: " in quiet for name in ("tables", "html", "plots"))
 
 
 def test_every_library_error_is_one_line_and_exit_1(

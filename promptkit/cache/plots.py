@@ -643,11 +643,13 @@ def save_plots(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), desc="plots", unit="fig", delay=0.5)
+        bar = tqdm(total=len(jobs), desc="plots", unit="file")
     # perf: with an analysis' records alive, the cyclic collector would re-scan that whole heap while
     # the drawing allocates; nothing drawn here holds a reference cycle
     with gc_paused():
         for name, draw in jobs:
+            if bar is not None:
+                bar.set_postfix_str(f"{name}.png", refresh=False)
             written[name] = draw(out / f"{name}.png")
             if bar is not None:
                 bar.update(1)
