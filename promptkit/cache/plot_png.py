@@ -37,7 +37,7 @@ from promptkit.cache.plot_data import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from PIL import Image as PILImage, ImageFont
+    from PIL import ImageFont
 
 __all__ = [
     "HIT_RATIO_SIZE",
@@ -182,13 +182,6 @@ class _Canvas:
         if len(points) >= 3:
             self.draw.polygon([(self.px(x), self.px(y)) for x, y in points], fill=fill)
 
-    def paste(self, image: PILImage.Image, box: tuple[float, float, float, float]) -> None:
-        """Paste ``image`` stretched (nearest pixel) over ``box`` (points)."""
-        from PIL import Image
-
-        x0, y0, x1, y1 = (round(self.px(v)) for v in box)
-        self.image.paste(image.resize((x1 - x0, y1 - y0), Image.Resampling.NEAREST), (x0, y0))
-
     def save(self, path: Path) -> Path:
         from PIL import Image
 
@@ -298,6 +291,8 @@ def write_hit_ratio_png(requests: pl.DataFrame, path: str | Path, *, dpi: int = 
         ),
     ).sort("session", "index", maintain_order=True)
     sessions = requests["session"].cast(pl.String).unique(maintain_order=True).to_list()
+    # a request with an empty prompt has no ratio: its turn is left out (a gap in matplotlib's line)
+    frame = frame.filter(pl.col("hit_ratio").is_not_null() & pl.col("hit_ratio").is_not_nan())
     has_reported = bool(frame["reported"].is_not_null().any())
     many = len(sessions) > MANY_SESSIONS
     show_legend = (not many and len(sessions) <= LEGEND_SESSIONS) or many
@@ -377,7 +372,9 @@ def write_predicted_vs_reported_png(requests: pl.DataFrame, path: str | Path, *,
     over-predictions. Both axes share one scale. ``requests`` needs ``session``,
     ``predicted_cached_tokens`` and ``reported_cached_tokens`` with at least one reported value.
     """
-    pairs = requests.filter(pl.col("reported_cached_tokens").is_not_null()).select(
+    pairs = requests.filter(
+        pl.col("reported_cached_tokens").is_not_null() & pl.col("predicted_cached_tokens").is_not_null()
+    ).select(
         pl.col("session").cast(pl.String),
         pl.col("reported_cached_tokens").cast(pl.Float64).alias("x"),
         pl.col("predicted_cached_tokens").cast(pl.Float64).alias("y"),
@@ -403,7 +400,12 @@ def write_predicted_vs_reported_png(requests: pl.DataFrame, path: str | Path, *,
     if show_legend:
         entries: list[tuple[str, str, Any]] = [("patch", str(s), _rgb(colors[s], 0.8)) for s in sessions]
         entries.append(("dashed", "y = x", _GREY))
-        _legend(canvas, box[2] + 12, box[1], [(k, _shorten(canvas, t, 8.5, legend_width - 36), c) for k, t, c in entries])
+        _legend(
+            canvas,
+            box[2] + 12,
+            box[1],
+            [(k, _shorten(canvas, t, 8.5, legend_width - 36), c) for k, t, c in entries],
+        )
     _title(canvas, "Predicted vs reported cached tokens")
     canvas.text((box[0] + box[2]) / 2, box[3] + 34, "reported cached tokens", 9.5, anchor="md")
     canvas.vertical_text(12, (box[1] + box[3]) / 2, "predicted cached tokens", 9.5)
@@ -435,13 +437,28 @@ def write_composition_png(grid: CompositionGrid, path: str | Path, *, title: str
     axes = _Axes(canvas, box, (-0.5, columns_total - 0.5), (0, rows_total * grid.step))
     colors = slot_colors(grid.slots)
     palette = np.array([_rgb(colors[s]) for s in grid.slots] + [_PANEL, (255, 255, 255)], dtype=np.uint8)
-    index = grid.codes.copy()
-    inside = np.zeros(index.shape, dtype=bool)
-    for x0, y0 in grid.origins:
-        inside[y0 : y0 + grid.panel_rows, x0 : x0 + grid.turns] = True
-    index[(index < 0) & inside] = len(grid.slots)
-    index[(index < 0) & ~inside] = len(grid.slots) + 1
-    canvas.paste(Image.fromarray(palette[index[::-1]], "RGB"), box)
+    code = grid.codes[::-1]  # image rows run top to bottom
+    index = np.where(code >= 0, code, len(grid.slots) + 1)  # white between panels
+    for x0, y0 in grid.origins:  # the panels' background where no prompt reaches
+        rows = slice(rows_total - y0 - grid.panel_rows, rows_total - y0)
+        panel = index[rows, x0 : x0 + grid.turns]
+        panel[code[rows, x0 : x0 + grid.turns] < 0] = len(grid.slots)
+    # nearest-pixel scaling of the raster onto the axes box, and the divergence ticks, in numpy
+    x0p, y0p, x1p, y1p = (round(canvas.px(v)) for v in box)
+    width_px, height_px = x1p - x0p, y1p - y0p
+    rows_at = ((np.arange(height_px) + 0.5) * rows_total / height_px).astype(np.int64)
+    columns_at = ((np.arange(width_px) + 0.5) * columns_total / width_px).astype(np.int64)
+    pixels = palette[index[rows_at][:, columns_at]]
+    mark_x, mark_y = grid.marks
+    if len(mark_x):
+        half = max(1, round(canvas.px(max(1.2, (box[2] - box[0]) / columns_total * 0.6))))
+        thick = max(1, round(canvas.px(0.8)))
+        cx = np.round((mark_x + 0.5) / columns_total * width_px).astype(np.int64)
+        cy = np.round(height_px - mark_y / (rows_total * grid.step) * height_px).astype(np.int64)
+        for dy in range(-(thick // 2), thick - thick // 2):
+            for dx in range(-half, half + 1):
+                pixels[np.clip(cy + dy, 0, height_px - 1), np.clip(cx + dx, 0, width_px - 1)] = 0
+    canvas.image.paste(Image.fromarray(pixels, "RGB"), (x0p, y0p))
     turn_ticks = [t for t in nice_ticks(grid.first, grid.first + grid.turns - 1, 3) if t == int(t)]
     token_ticks = nice_ticks(0, grid.ceiling, 3)
     gap_x, gap_y = grid.gaps
@@ -451,12 +468,6 @@ def write_composition_png(grid: CompositionGrid, path: str | Path, *, title: str
         x_right, y_bottom = axes.xy(x0 + grid.turns - 0.5, y0 * grid.step)
         canvas.rectangle((x_left, y_top, x_right, y_bottom), outline=_FRAME, width=0.6)
         canvas.text(x_left, y_top - 2, _shorten(canvas, session, 8, name_width), 8, anchor="ld")
-    mark_x, mark_y = grid.marks
-    if len(mark_x):
-        half = max(1.2, (box[2] - box[0]) / columns_total * 0.6)
-        for x, y in zip(mark_x.tolist(), mark_y.tolist(), strict=True):
-            cx, cy = axes.xy(x, y)
-            canvas.line([(cx - half, cy), (cx + half, cy)], (0, 0, 0), 0.8)
     for col in range(min(ncols, len(grid.sessions))):  # turn labels under the lowest panel of each column
         x0, y0 = grid.origins[col + (len(grid.sessions) - 1 - col) // ncols * ncols]
         _, y_bottom = axes.xy(0, y0 * grid.step)

@@ -110,3 +110,12 @@ def test_composition_png_is_the_grid_with_its_panels(tmp_path: Path) -> None:
         found = {slot for slot, c in colors.items() if (half.reshape(-1, 3) == _rgb(c)).all(axis=1).any()}
         assert found == ({"system", "user"} if name == "a" else {"tool"}), name
     assert (panels.reshape(-1, 3) == [0, 0, 0]).all(axis=1).any()  # the divergence ticks
+
+
+def test_hit_ratio_png_leaves_out_turns_without_a_ratio(tmp_path: Path) -> None:
+    frame = _requests(2).with_columns(
+        hit_ratio=pl.when(pl.col("index") == 3).then(None).otherwise(pl.col("hit_ratio"))
+    )
+    image = Image.open(plot_png.write_hit_ratio_png(frame, tmp_path / "h.png"))
+    for color in plot_data.session_colors(["s00", "s01"]).values():
+        assert _has_color(image, _rgb(color))
