@@ -641,11 +641,13 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             from promptkit.cache.html import write_html
 
             target = args.html if args.html is not None else out / "report.html"
-            written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
+            with phase("html", enabled=progress, file=stderr):
+                written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
         if not args.no_plots:
             from promptkit.cache.plots import save_plots
 
-            plots = save_plots(result, out, progress=progress)
+            with phase("plots", enabled=progress, file=stderr):
+                plots = save_plots(result, out)
             written += list(plots.values())
             for note in getattr(plots, "notes", ()):
                 info(f"promptkit: plot skipped: {note}")
