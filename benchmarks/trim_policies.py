@@ -8,10 +8,11 @@ block that changes every turn, the current message and this turn's tool loop). T
 :func:`promptkit.cache.analyze_requests` (consecutive view, with timestamps: a turn every 40 seconds,
 a call every 5) under three providers' rules:
 
-- DeepSeek: ``deepseek_request`` bodies, the DeepSeek-V3 render and the DeepSeek tokenizer (the
+- DeepSeek: ``deepseek_request`` bodies, the DeepSeek-V3.2 render and the DeepSeek tokenizer (the
   ``--deepseek-tokenizer cl100k_base`` option counts with cl100k_base instead: faster, and within 0.002
-  of the hit ratio here); each entry covers the call's answer, which is passed as its completion;
-- OpenAI: ``openai_request`` bodies, cl100k_base with ChatML (o200k_base is not available offline);
+  of the hit ratio here; the default run compares the two in :data:`COMPARED`); each entry covers the
+  call's answer, which is passed as its completion;
+- OpenAI: ``openai_request`` bodies, o200k_base with ChatML;
 - Anthropic: ``anthropic_request`` bodies with their automatic breakpoints (placed at the cut points of
   the trim result), cl100k_base with ChatML (Anthropic publishes no tokenizer), claude-sonnet-4-5. Each
   top-level system block is analyzed as its own system message (see :func:`split_system`); the
@@ -32,7 +33,9 @@ counted here).
     python benchmarks/trim_policies.py [--turns 240] [--budgets 4000,8000,16000]
         [--low-water 0.4,0.5,0.6,0.7,0.8] [--jobs 2] [--deepseek-tokenizer deepseek|cl100k_base]
 
-About 200 s of CPU with the defaults (two worker processes: under two minutes on two idle cores).
+About 190 s of CPU with the defaults, measured on a shared 2-core machine (two worker processes). The
+figures themselves are deterministic: tests/test_figures.py recomputes them with :func:`tasks` and
+:func:`measure` and compares them with docs/how-to/trimming.md (:func:`markdown` prints its tables).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing
 import random
 import resource
 import sys
@@ -64,6 +68,7 @@ IDENTS = "cache token prefix render split segment message request offset tokeniz
 TURN_SECONDS = 40.0
 CALL_SECONDS = 5.0
 MODELS = {"deepseek": "deepseek-chat", "openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5"}
+NAMES = {"deepseek": "DeepSeek", "openai": "OpenAI", "anthropic": "Anthropic"}
 
 
 def english(rng: random.Random, n: int) -> str:
@@ -215,8 +220,10 @@ def split_system(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def analyze(
-    provider: str, calls: Sequence[tuple[TrimResult, Message, float]], deepseek_tokenizer: str
+    provider: str, calls: Sequence[tuple[TrimResult, Message, float]], tokenizer: str | None = None
 ) -> Any:
+    """The calls as ``provider``'s request bodies, analyzed under its rules (``tokenizer``: None for the
+    provider's own)."""
     from promptkit.cache import analyze_requests, records_from_requests
     from promptkit.providers import anthropic_request
     from promptkit.providers.record import request_record
@@ -232,22 +239,53 @@ def analyze(
     records = records_from_requests(
         items, session=provider, timestamps=[ts for _, _, ts in calls], completions=completions
     )
-    tokenizer = deepseek_tokenizer if provider == "deepseek" else None
     return analyze_requests(records, provider=provider, tokenizer=tokenizer)
 
 
-def measure(task: tuple[int, Config, tuple[str, ...], int, int, str]) -> list[dict[str, Any]]:
+#: The defaults: what docs/how-to/trimming.md shows.
+TURNS = 240
+SEED = 7
+BUDGETS: tuple[int, ...] = (4000, 8000, 16000)
+LOW_WATERS: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)
+SUMMARY_LOW_WATER = 0.5
+#: The two configurations, at the middle budget, in which DeepSeek is also analyzed with this tokenizer.
+COMPARED_TOKENIZER = "cl100k_base"
+COMPARED_BUDGET = 8000
+COMPARED = (Config("chunked", 0.5), Config("sliding", None))
+
+#: An analysis of a replay: the provider's rules, and the tokenizer (None: the provider's own).
+Analysis = tuple[str, str | None]
+Task = tuple[int, Config, tuple[Analysis, ...], int, int]
+
+
+def configurations(
+    low_waters: Sequence[float] = LOW_WATERS, summary_low_water: float = SUMMARY_LOW_WATER
+) -> list[Config]:
+    """The table's rows: sliding, chunked at each low-water mark, chunked with a summary."""
+    return [
+        Config("sliding", None),
+        *(Config("chunked", float(w)) for w in low_waters),
+        Config("chunked+summary", summary_low_water),
+    ]
+
+
+def measure(task: Task) -> list[dict[str, Any]]:
     """The rows of one configuration: replay once, then analyze and price under each provider's rules."""
     import polars as pl
 
     from promptkit.cache.report import request_costs
 
-    budget, config, providers, turns, seed, deepseek_tokenizer = task
+    budget, config, analyses, turns, seed = task
     head, conversation = build_conversation(turns, seed)
     calls, cuts = replay(head, conversation, budget, config)
+    count = _counter()
+    summary_tokens = max(
+        (count(r.messages[r.summary_at].content or "") for r, _, _ in calls if r.summary_at is not None),
+        default=0,
+    )
     rows = []
-    for provider in providers:
-        result = analyze(provider, calls, deepseek_tokenizer)
+    for provider, tokenizer in analyses:
+        result = analyze(provider, calls, tokenizer)
         frame = result.requests.with_columns(pl.lit(None, dtype=pl.Int64).alias("completion_tokens"))
         costs = request_costs(frame, provider=provider)
         prompt = int(frame["prompt_tokens"].sum())
@@ -255,6 +293,7 @@ def measure(task: tuple[int, Config, tuple[str, ...], int, int, str]) -> list[di
         rows.append(
             {
                 "provider": provider,
+                "tokenizer": tokenizer,
                 "budget": budget,
                 "policy": config.label,
                 "hit_ratio": cached / prompt,
@@ -263,9 +302,101 @@ def measure(task: tuple[int, Config, tuple[str, ...], int, int, str]) -> list[di
                 "mean_prompt": prompt / len(calls),
                 "cuts": cuts,
                 "calls": len(calls),
+                "summary_tokens": summary_tokens,
             }
         )
     return rows
+
+
+def tasks(
+    *,
+    turns: int = TURNS,
+    seed: int = SEED,
+    budgets: Sequence[int] = BUDGETS,
+    configs: Sequence[Config] | None = None,
+    providers: Sequence[str] = tuple(MODELS),
+    deepseek_tokenizer: str | None = None,
+    compared_tokenizer: str | None = COMPARED_TOKENIZER,
+) -> list[Task]:
+    """One task per (budget, configuration), the largest budgets first (so that two workers finish
+    together). DeepSeek is analyzed with ``deepseek_tokenizer`` (None: its own); with
+    ``compared_tokenizer``, also with that one in the :data:`COMPARED` configurations at
+    :data:`COMPARED_BUDGET` (the replay is shared)."""
+    configs = configurations() if configs is None else configs
+    out = []
+    for b in sorted(budgets, reverse=True):
+        for c in configs:
+            analyses: list[Analysis] = [
+                (p, deepseek_tokenizer if p == "deepseek" else None) for p in providers
+            ]
+            if compared_tokenizer and "deepseek" in providers and b == COMPARED_BUDGET and c in COMPARED:
+                analyses.append(("deepseek", compared_tokenizer))
+            out.append((b, c, tuple(analyses), turns, seed))
+    return out
+
+
+def run(work: Sequence[Task], *, jobs: int = 2) -> list[dict[str, Any]]:
+    """Every task's rows, in ``jobs`` worker processes (spawned: safe from a process that already runs
+    polars' thread pool)."""
+    if jobs > 1:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            return [row for rows in pool.map(measure, work) for row in rows]
+    return [row for task in work for row in measure(task)]
+
+
+def provider_heading(provider: str) -> str:
+    """The line above a provider's table: its rules, prices, tokenizer and render (from its profile)."""
+    from promptkit.cache.render import get_render_model
+    from promptkit.providers.registry import get_provider
+
+    profile = get_provider(provider)
+    render = get_render_model(profile.render).name
+    return (
+        f"**{NAMES[provider]}'s rules ({MODELS[provider]} prices; {profile.tokenizer} tokenizer, {render} "
+        "render)**: hit ratio, prompt $ per 1,000 turns, mean prompt tokens, cuts"
+    )
+
+
+def markdown(
+    rows: Sequence[dict[str, Any]],
+    provider: str,
+    *,
+    budgets: Sequence[int] = BUDGETS,
+    configs: Sequence[Config] | None = None,
+    tokenizer: str | None = None,
+) -> list[str]:
+    """A provider's table as docs/how-to/trimming.md shows it: the heading, the table, the line of
+    costs without any cache."""
+    configs = configurations() if configs is None else configs
+
+    def row(budget: int, label: str) -> dict[str, Any]:
+        return next(
+            r
+            for r in rows
+            if (r["provider"], r["tokenizer"], r["budget"], r["policy"])
+            == (provider, tokenizer, budget, label)
+        )
+
+    lines = [
+        provider_heading(provider),
+        "",
+        "| policy | " + " | ".join(f"{b:,}: hit | $/1k | prompt | cuts" for b in budgets) + " |",
+        "|" + "---|" * (1 + 4 * len(budgets)),
+    ]
+    for config in configs:
+        cells = []
+        for b in budgets:
+            r = row(b, config.label)
+            cells.append(
+                f"{r['hit_ratio']:.3f} | {r['cost_1k_turns']:.2f} | {r['mean_prompt']:,.0f} | {r['cuts']}"
+            )
+        lines.append(f"| {config.label} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Without any cache (sliding): "
+        + "; ".join(f"{b:,}: ${row(b, 'sliding')['no_cache_1k_turns']:.2f}" for b in budgets),
+    ]
+    return lines
 
 
 def _cpu_seconds() -> float:
@@ -277,81 +408,80 @@ def _cpu_seconds() -> float:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--turns", type=int, default=240)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--budgets", default="4000,8000,16000")
-    parser.add_argument("--low-water", default="0.4,0.5,0.6,0.7,0.8")
-    parser.add_argument("--summary-low-water", type=float, default=0.5)
-    parser.add_argument("--providers", default="deepseek,openai,anthropic")
+    parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--low-water", default=",".join(map(str, LOW_WATERS)))
+    parser.add_argument("--summary-low-water", type=float, default=SUMMARY_LOW_WATER)
+    parser.add_argument("--providers", default=",".join(MODELS))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--deepseek-tokenizer", default="deepseek", choices=["deepseek", "cl100k_base"])
     args = parser.parse_args(argv)
     if args.turns < 1:
         sys.exit("--turns must be at least 1")
     budgets = [int(b) for b in args.budgets.split(",")]
-    configs = [
-        Config("sliding", None),
-        *(Config("chunked", float(w)) for w in args.low_water.split(",")),
-        Config("chunked+summary", args.summary_low_water),
-    ]
+    configs = configurations([float(w) for w in args.low_water.split(",")], args.summary_low_water)
     providers = tuple(args.providers.split(","))
     unknown = sorted(set(providers) - set(MODELS))
     if unknown:
         sys.exit(f"--providers: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
-    # the largest budgets first, so that the two workers finish together
-    tasks = [
-        (b, c, providers, args.turns, args.seed, args.deepseek_tokenizer)
-        for b in sorted(budgets, reverse=True)
-        for c in configs
-    ]
+    own = None if args.deepseek_tokenizer == "deepseek" else args.deepseek_tokenizer
+    work = tasks(
+        turns=args.turns,
+        seed=args.seed,
+        budgets=budgets,
+        configs=configs,
+        providers=providers,
+        deepseek_tokenizer=own,
+        compared_tokenizer=None if own else COMPARED_TOKENIZER,
+    )
     started = time.perf_counter()
     cpu_started = _cpu_seconds()
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            rows = [row for rows in pool.map(measure, tasks) for row in rows]
-    else:
-        rows = [row for task in tasks for row in measure(task)]
+    rows = run(work, jobs=args.jobs)
     elapsed = time.perf_counter() - started
     cpu = _cpu_seconds() - cpu_started
     calls = rows[0]["calls"]
     print(
         f"{args.turns} turns ({calls} model calls), seed {args.seed}; budgets counted with cl100k_base; "
-        f"DeepSeek analyzed with the {args.deepseek_tokenizer} tokenizer, OpenAI and Anthropic with cl100k_base"
+        f"DeepSeek analyzed with the {args.deepseek_tokenizer} tokenizer"
     )
     for provider in providers:
+        print()
         print(
-            f"\n{provider} ({MODELS[provider]}): hit ratio | prompt $ per 1,000 turns | mean prompt tokens | cuts"
+            "\n".join(
+                markdown(
+                    rows,
+                    provider,
+                    budgets=budgets,
+                    configs=configs,
+                    tokenizer=own if provider == "deepseek" else None,
+                )
+            )
         )
-        header = "| policy | " + " | ".join(f"{b:,}: hit | $/1k | prompt | cuts" for b in budgets) + " |"
-        print(header)
-        print("|" + "---|" * (1 + 4 * len(budgets)))
-        for config in configs:
-            cells = []
-            for b in budgets:
-                row = next(
-                    r
-                    for r in rows
-                    if (r["provider"], r["budget"], r["policy"]) == (provider, b, config.label)
-                )
-                cells.append(
-                    f"{row['hit_ratio']:.3f} | {row['cost_1k_turns']:.2f} | {row['mean_prompt']:,.0f} | {row['cuts']}"
-                )
-            print(f"| {config.label} | " + " | ".join(cells) + " |")
-        nocache = [
-            next(
-                r for r in rows if (r["provider"], r["budget"]) == (provider, b) and r["policy"] == "sliding"
-            )
-            for b in budgets
-        ]
+
+    def find(tokenizer: str | None, policy: str) -> dict[str, Any] | None:
+        return next(
+            (
+                r
+                for r in rows
+                if (r["provider"], r["tokenizer"], r["budget"], r["policy"])
+                == ("deepseek", tokenizer, COMPARED_BUDGET, policy)
+            ),
+            None,
+        )
+
+    pairs = []
+    for config in COMPARED:
+        mine, other = find(None, config.label), find(COMPARED_TOKENIZER, config.label)
+        if own is None and mine is not None and other is not None:
+            pairs.append(f"{mine['hit_ratio']:.4f} against {other['hit_ratio']:.4f} {config.label}")
+    if pairs:
         print(
-            "without any cache, sliding: "
-            + ", ".join(
-                f"{b:,}: ${r['no_cache_1k_turns']:.2f}" for b, r in zip(budgets, nocache, strict=True)
-            )
+            f"\nDeepSeek's tokenizer against {COMPARED_TOKENIZER}: {', '.join(pairs)}, at {COMPARED_BUDGET:,} tokens"
         )
     print(
-        f"\n{len(tasks)} replays, {len(rows)} analyses: {elapsed:.0f} s wall with {args.jobs} job(s), "
-        f"{cpu:.0f} s CPU"
+        f"\n{len(work)} replays, {len(rows)} analyses: {elapsed:.0f} s wall with {args.jobs} job(s), "
+        f"{cpu:.0f} s CPU (this machine)"
     )
 
 

@@ -641,11 +641,13 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             from promptkit.cache.html import write_html
 
             target = args.html if args.html is not None else out / "report.html"
-            written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
+            with phase("html", enabled=progress, file=stderr):
+                written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
         if not args.no_plots:
             from promptkit.cache.plots import save_plots
 
-            plots = save_plots(result, out, progress=progress)
+            with phase("plots", enabled=progress, file=stderr):
+                plots = save_plots(result, out)
             written += list(plots.values())
             for note in getattr(plots, "notes", ()):
                 info(f"promptkit: plot skipped: {note}")
@@ -726,7 +728,11 @@ def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any,
     prompt = int(result.requests["prompt_tokens"].sum())
     if prompt:
         expected = float(result.requests["expected_cached_tokens"].sum()) / prompt
-        line += f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; calibration p(stale) = {cal.stale_probability:.3f})"
+        learnt = ", learnt per session from its usage" if cal.learns else ""
+        line += (
+            f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; "
+            f"calibration p(stale) = {cal.stale_probability:.3f}{learnt})"
+        )
     return result, line
 
 

@@ -165,8 +165,7 @@ def test_analyze_prints_tables_and_writes_files(tmp_path: Path, calls: list[dict
         "problems.csv",
         "hit_ratio.png",
         "predicted_vs_reported.png",
-        "composition-s1.png",
-        "composition-s2.png",
+        "composition.png",
     } <= files
     expected = _fake_result([log]).requests
     assert pl.read_parquet(out_dir / "requests.parquet").equals(expected)
@@ -360,7 +359,7 @@ def test_end_to_end_with_the_real_engine(tmp_path: Path) -> None:
     assert "4 requests in 1 sessions" in out and "provider: deepseek" in out
     assert "Load problems: 1" in out and f"{log}:3:" in out
     assert "deepseek-chat" in out  # the cost table priced the log's model
-    for name in ("hit_ratio.png", "predicted_vs_reported.png", "composition-demo.png"):
+    for name in ("hit_ratio.png", "predicted_vs_reported.png", "composition.png"):
         assert (out_dir / name).read_bytes()[:4] == b"\x89PNG"
 
 
@@ -438,9 +437,11 @@ def test_progress_shows_the_tables_phase_and_names_skipped_plots(
     code, _, text = run(["analyze", str(_log(tmp_path)), "--out", str(tmp_path / "o")], stderr=err)
     assert code == 0, text
     assert calls[0]["progress"] is True
-    assert "tables: " in text
+    # every phase after the analysis shows a line, in order
+    shown = [text.find(f"{name}: ") for name in ("tables", "html", "plots")]
+    assert -1 not in shown and shown == sorted(shown), text
     quiet = run(["analyze", str(_log(tmp_path)), "--no-progress", "--out", str(tmp_path / "q")])[2]
-    assert "tables: " not in quiet
+    assert not any(f"{name}: " in quiet for name in ("tables", "html", "plots"))
 
 
 def test_every_library_error_is_one_line_and_exit_1(

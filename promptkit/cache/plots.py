@@ -4,10 +4,9 @@ Every function returns a :class:`matplotlib.figure.Figure` built without pyplot 
 safe under the Agg backend and in threads) and never calls ``show()``: display it in a notebook by
 leaving it as a cell's value, or save it with ``fig.savefig("hit.png")``. Pass ``ax=`` to draw into
 an axes of your own figure instead. matplotlib is imported only when a function runs.
+:func:`save_plots` writes the report's PNG files without matplotlib (Pillow, :mod:`promptkit.cache.plot_png`).
 
->>> import attrs
-import attrs
-import polars as pl
+>>> import polars as pl
 >>> requests = pl.DataFrame({"session": ["a", "a"], "index": [0, 1], "prompt_tokens": [100, 300],
 ...                          "predicted_cached_tokens": [0, 64], "hit_ratio": [0.0, 0.2133]})
 >>> fig = plot_hit_ratio(requests)
@@ -17,7 +16,6 @@ import polars as pl
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -26,8 +24,29 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import attrs
 import polars as pl
 
-from promptkit.cache.report import ReportInputError
+from promptkit.cache.plot_data import (
+    SLOT_ORDER,
+    composition_frames,
+    composition_grid,
+    nice_ticks,
+    ordered_slots,
+    paint_spans,
+    session_colors,
+    slot_code,
+    slot_colors,
+    tokens_label,
+)
+from promptkit.cache.plot_png import (
+    GRID_MARGINS,
+    LEGEND_SESSIONS,
+    MANY_SESSIONS,
+    grid_png_size,
+    write_composition_png,
+    write_hit_ratio_png,
+    write_predicted_vs_reported_png,
+)
 from promptkit.cache.report.metrics import need_columns, requests_of
+from promptkit.cache.runtime import gc_paused
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -36,42 +55,23 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
 
 __all__ = [
+    "GRID_SESSIONS",
     "SLOT_ORDER",
     "SavedPlots",
     "plot_composition",
+    "plot_composition_grid",
     "plot_hit_ratio",
     "plot_predicted_vs_reported",
     "save_plots",
     "slot_colors",
 ]
 
-#: Slots in prompt order (tool definitions, header, frame roles and anchors, then message roles of
-#: logs without a layout); the composition plot stacks and colours slots in this order.
-SLOT_ORDER: Final[tuple[str, ...]] = (
-    "tools",
-    "header",
-    "persona",
-    "identity",
-    "knowledge",
-    "context",
-    "history",
-    "turn-context",
-    "volatile",
-    "focus",
-    "turn-hint",
-    "directive",
-    "current",
-    "system",
-    "user",
-    "assistant",
-    "tool",
-    "template",
-    "generation",
-)
 #: Sessions beyond this many are drawn but left out of the legend.
-_LEGEND_SESSIONS: Final[int] = 10
+_LEGEND_SESSIONS: Final[int] = LEGEND_SESSIONS
 #: Beyond this many sessions the hit-ratio plot shows per-turn quantiles instead of one line per session.
-_MANY_SESSIONS: Final[int] = 40
+_MANY_SESSIONS: Final[int] = MANY_SESSIONS
+#: Sessions :func:`plot_composition_grid` and :func:`save_plots` draw by default (one panel each).
+GRID_SESSIONS: Final[int] = 20
 
 
 def _enable_notebook_display() -> None:
@@ -110,40 +110,6 @@ def _integer_x(axes: Axes) -> None:
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
-def _session_colors(sessions: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10" if len(sessions) <= 10 else "tab20"]
-    return {s: cmap(i % cmap.N) for i, s in enumerate(sessions)}
-
-
-def slot_colors(slots: Sequence[str]) -> dict[str, tuple[float, float, float, float]]:
-    """A stable colour per slot: known slots keep their colour across figures, others follow.
-
-    >>> colors = slot_colors(["history", "current"])
-    >>> colors["history"] == slot_colors(["current", "history", "extra"])["history"]
-    True
-    """
-    from matplotlib import colormaps
-
-    known = colormaps["tab20"]
-    extra = colormaps["Set3"]
-    colors: dict[str, tuple[float, float, float, float]] = {}
-    unknown = 0
-    for slot in slots:
-        if slot in SLOT_ORDER:
-            colors[slot] = known(SLOT_ORDER.index(slot) % known.N)
-        else:
-            colors[slot] = extra(unknown % extra.N)
-            unknown += 1
-    return colors
-
-
-def _ordered_slots(slots: Sequence[str]) -> list[str]:
-    known = [s for s in SLOT_ORDER if s in slots]
-    return known + [s for s in dict.fromkeys(slots) if s not in SLOT_ORDER]
-
-
 def plot_hit_ratio(
     result: AnalysisResult | pl.DataFrame,
     *,
@@ -176,7 +142,7 @@ def plot_hit_ratio(
     if len(present) > _MANY_SESSIONS:
         _hit_ratio_band(frame.filter(pl.col("session").is_in(present)), axes, len(present), has_reported)
         return figure
-    colors = _session_colors(present)
+    colors = session_colors(present)
     show_legend = len(present) <= _LEGEND_SESSIONS
     for session in present:
         rows = frame.filter(pl.col("session") == session).sort("index")
@@ -271,8 +237,39 @@ def _hit_ratio_band(frame: pl.DataFrame, axes: Axes, sessions: int, has_reported
     axes.legend(loc="best", fontsize="small")
 
 
+def _draw_composition_image(
+    axes: Axes, spans: pl.DataFrame, slots: Sequence[str], colors: Mapping[str, Any], step: int
+) -> None:
+    """Draw one session's composition as one image (``spans``: its non-empty spans)."""
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+
+    index = spans["index"].to_numpy()
+    first, last = int(index.min()), int(index.max())
+    rows = -(-int((spans["start"] + spans["tokens"]).max()) // step)  # type: ignore[arg-type]
+    image = np.full((rows, last - first + 1), -1, dtype=np.int64)
+    code = spans.select(slot_code(slots))
+    paint_spans(image, index - first, np.zeros_like(index), spans["start"].to_numpy(), spans["tokens"].to_numpy(),
+                 code.to_series().to_numpy(), step)  # fmt: skip
+    axes.imshow(
+        np.ma.masked_less(image, 0),
+        cmap=ListedColormap([colors[slot] for slot in slots]),
+        vmin=-0.5,
+        vmax=len(slots) - 0.5,
+        origin="lower",
+        aspect="auto",
+        interpolation="nearest",
+        extent=(first - 0.5, last + 0.5, 0, rows * step),
+    )
+
+
+def _diverged(requests: pl.DataFrame, session: str | None) -> pl.DataFrame:
+    reqs = requests.filter(pl.col("session") == session) if session is not None else requests.clear()
+    return reqs.filter(pl.col("prefix_tokens") < pl.col("prompt_tokens")).sort("index")
+
+
 def plot_composition(
-    result: AnalysisResult,
+    result: AnalysisResult | pl.DataFrame,
     *,
     session: str | None = None,
     composition: pl.DataFrame | None = None,
@@ -287,67 +284,24 @@ def plot_composition(
     column is empty. Prompts longer than :data:`_COMPOSITION_ROWS` tokens are drawn in bins of several
     tokens. A black tick marks the first divergent token (``prefix_tokens``) of every request whose
     prompt was not wholly shared. ``session`` defaults to the first session. ``result`` may be an
-    AnalysisResult or a requests frame with ``composition=`` given.
+    AnalysisResult or a requests frame with ``composition=`` given. :func:`plot_composition_grid`
+    draws every session side by side.
     """
-    import numpy as np
-
-    requests = requests_of(result)
-    comp = composition if composition is not None else getattr(result, "composition", None)
-    if not isinstance(comp, pl.DataFrame):
-        raise ReportInputError(
-            "plot_composition needs a composition frame (result.composition or composition=)"
-        )
-    need_columns(comp, ("session", "index", "slot", "start", "tokens"), "plot_composition")
-    need_columns(requests, ("session", "index", "prompt_tokens", "prefix_tokens"), "plot_composition")
-    comp = comp.with_columns(pl.col("session").cast(pl.String))
-    requests = requests.with_columns(pl.col("session").cast(pl.String))
-    sessions = requests["session"].unique(maintain_order=True).to_list()
+    requests, comp, sessions = composition_frames(result, composition, "plot_composition")
     if session is None:
-        if not sessions:
-            sessions = comp["session"].unique(maintain_order=True).to_list()
         session = sessions[0] if sessions else None
     elif session not in sessions and session not in set(comp["session"].to_list()):
         raise ValueError(f"plot_composition: unknown session {session!r}")
     figure, axes = _new_axes(ax, (10, 5))
     spans = comp.filter(pl.col("session") == session) if session is not None else comp.clear()
     spans = spans.filter(pl.col("tokens") > 0).sort("index", "start")
-    slots = _ordered_slots(spans["slot"].cast(pl.String).to_list())
+    slots = ordered_slots(spans["slot"].cast(pl.String).to_list())
     colors = slot_colors(slots)
     if spans.height:
-        from matplotlib.colors import ListedColormap
-
-        code = {slot: k for k, slot in enumerate(slots)}
-        index = spans["index"].to_numpy()
-        start = spans["start"].to_numpy()
-        end = start + spans["tokens"].to_numpy()
-        slot_code = np.array([code[x] for x in spans["slot"].cast(pl.String).to_list()], dtype=np.int64)
-        first, last = int(index.min()), int(index.max())
-        top = int(end.max())
+        top = int((spans["start"] + spans["tokens"]).max())  # type: ignore[arg-type]
         step = max(1, -(-top // _COMPOSITION_ROWS))  # tokens per pixel row
-        rows = -(-top // step)
-        y = np.arange(rows, dtype=np.int64) * step  # first token of each pixel row
-        image = np.full((rows, last - first + 1), -1, dtype=np.int64)
-        # for every (request, row): the last span of that request starting at or before the row's token
-        order_key = index * (top + 1) + start
-        probe = (np.arange(first, last + 1)[None, :] * (top + 1)) + y[:, None]
-        k = np.searchsorted(order_key, probe.ravel(), side="right").reshape(probe.shape) - 1
-        valid = k >= 0
-        kk = np.where(valid, k, 0)
-        inside = valid & (index[kk] == np.arange(first, last + 1)[None, :]) & (y[:, None] < end[kk])
-        image[inside] = slot_code[kk[inside]]
-        cmap = ListedColormap([colors[slot] for slot in slots])
-        axes.imshow(
-            np.ma.masked_less(image, 0),
-            cmap=cmap,
-            vmin=-0.5,
-            vmax=len(slots) - 0.5,
-            origin="lower",
-            aspect="auto",
-            interpolation="nearest",
-            extent=(first - 0.5, last + 0.5, 0, rows * step),
-        )
-    reqs = requests.filter(pl.col("session") == session) if session is not None else requests.clear()
-    diverged = reqs.filter(pl.col("prefix_tokens") < pl.col("prompt_tokens")).sort("index")
+        _draw_composition_image(axes, spans, slots, colors, step)
+    diverged = _diverged(requests, session)
     if diverged.height:
         axes.scatter(
             diverged["index"].to_numpy(),
@@ -374,6 +328,138 @@ def plot_composition(
             handles=handles[::-1], loc="upper left", fontsize="small", ncols=2 if len(slots) > 8 else 1
         )
     return figure
+
+
+def plot_composition_grid(
+    result: AnalysisResult | pl.DataFrame,
+    *,
+    sessions: Sequence[str] | None = None,
+    composition: pl.DataFrame | None = None,
+    max_sessions: int = GRID_SESSIONS,
+) -> Figure:
+    """The prompt composition of many sessions in one figure: one small panel per session.
+
+    Each panel is what :func:`plot_composition` draws for its session — turns left to right, token
+    positions bottom to top, each pixel coloured by the slot that holds that token, and a black tick at
+    the first divergent token of every request whose prompt was not wholly shared — titled with the
+    session name. All panels share one scale (turn and token position), labelled along the bottom and
+    the left edge, and one legend names the slots. The panels are one image in one axes
+    (:func:`~promptkit.cache.plot_data.composition_grid`), so the cost grows with sessions × turns ×
+    pixel rows, not with spans; ``axes.images[0]`` holds the slot code of every pixel (masked outside
+    the prompts). ``sessions`` picks the panels (default: every session, in order of appearance); at
+    most ``max_sessions`` are drawn, and the title then says how many of how many. ``composition.png``
+    of :func:`save_plots` is this figure, drawn with Pillow.
+
+    >>> import polars as pl
+    >>> requests = pl.DataFrame({"session": ["a", "a", "b"], "index": [0, 1, 0], "prompt_tokens": [10, 30, 20],
+    ...                          "prefix_tokens": [0, 10, 0]})
+    >>> comp = pl.DataFrame({"session": ["a", "a", "a", "b"], "index": [0, 1, 1, 0],
+    ...                      "slot": ["system", "system", "user", "system"], "start": [0, 0, 10, 0],
+    ...                      "tokens": [10, 10, 20, 20]})
+    >>> fig = plot_composition_grid(requests, composition=comp)
+    >>> [t.get_text() for t in fig.axes[0].texts], len(fig.axes[0].images)
+    (['a', 'b'], 1)
+    """
+    import numpy as np
+
+    requests, comp, present = composition_frames(result, composition, "plot_composition_grid")
+    shown = _grid_sessions(present, set(comp["session"].to_list()), sessions, max_sessions)
+    grid = composition_grid(requests, comp, shown)
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+
+    _enable_notebook_display()
+    width, height = (size / 100 for size in grid_png_size(grid))
+    left, right, bottom, top = GRID_MARGINS
+    figure = Figure(figsize=(width, height))
+    axes = figure.add_axes(
+        (left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height)
+    )
+    rows_total, columns_total = grid.codes.shape
+    step, panel_rows, turns = grid.step, grid.panel_rows, grid.turns
+    boxes = [
+        [(x0 - 0.5, y0 * step), (x0 + turns - 0.5, y0 * step), (x0 + turns - 0.5, (y0 + panel_rows) * step),
+         (x0 - 0.5, (y0 + panel_rows) * step)]
+        for x0, y0 in grid.origins
+    ]  # fmt: skip
+    axes.add_collection(
+        PolyCollection(boxes, facecolors="#f6f6f6", edgecolors="#9a9a9a", linewidths=0.6, zorder=0)
+    )
+    colors = slot_colors(grid.slots)
+    if grid.slots:
+        axes.imshow(
+            np.ma.masked_less(grid.codes, 0),
+            cmap=ListedColormap([colors[slot] for slot in grid.slots]),
+            vmin=-0.5,
+            vmax=len(grid.slots) - 0.5,
+            origin="lower",
+            aspect="auto",
+            interpolation="nearest",
+            extent=(-0.5, columns_total - 0.5, 0, rows_total * step),
+            zorder=1,
+        )
+    mark_x, mark_y = grid.marks
+    if len(mark_x):
+        axes.scatter(mark_x, mark_y, marker="_", s=9, linewidths=0.8, color="black", zorder=3,
+                     label="first divergent token")  # fmt: skip
+    for session, (x0, y0) in zip(grid.sessions, grid.origins, strict=True):
+        axes.text(x0 - 0.5, (y0 + panel_rows) * step, session, fontsize="small", va="bottom", ha="left",
+                  clip_on=True)  # fmt: skip
+    gap_x, gap_y = grid.gaps
+    nrows, ncols = grid.shape
+    turn_ticks = [t for t in nice_ticks(grid.first, grid.first + turns - 1, 3) if t == int(t)]
+    token_ticks = nice_ticks(0, grid.ceiling, 3)
+    axes.set_xticks(
+        [c * (turns + gap_x) + t - grid.first for c in range(ncols) for t in turn_ticks],
+        [f"{t:g}" for _ in range(ncols) for t in turn_ticks],
+    )
+    axes.set_yticks(
+        [r * (panel_rows + gap_y) * step + v for r in range(nrows) for v in token_ticks],
+        [tokens_label(v) for _ in range(nrows) for v in token_ticks],
+    )
+    axes.tick_params(labelsize="x-small", length=2, pad=1.5)
+    axes.spines[:].set_visible(False)
+    axes.set_xlim(-0.5, columns_total - 0.5)
+    axes.set_ylim(0, rows_total * step)
+    axes.set_xlabel("turn (request index)")
+    axes.set_ylabel("token position")
+    figure.suptitle(_grid_title(len(shown), len(present)), y=1 - 0.08 / height, va="top")
+    if grid.slots or len(mark_x):
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        handles: list[Any] = [Patch(facecolor=colors[slot], label=slot) for slot in grid.slots][::-1]
+        if len(mark_x):
+            handles.append(Line2D([], [], color="black", marker="_", linestyle="", markersize=8,
+                                  label="first divergent token"))  # fmt: skip
+        figure.legend(handles=handles, loc="upper left", bbox_to_anchor=(1 - (right - 0.1) / width, 1 - top / height),
+                      fontsize="small", frameon=False)  # fmt: skip
+    return figure
+
+
+def _grid_sessions(
+    present: list[str], known: set[str], sessions: Sequence[str] | None, max_sessions: int
+) -> list[str]:
+    """The sessions a composition grid shows: ``sessions`` (checked) or all, at most ``max_sessions``."""
+    if max_sessions < 1:
+        raise ValueError(f"plot_composition_grid: max_sessions must be at least 1, got {max_sessions}")
+    if sessions is not None:
+        unknown = [s for s in sessions if s not in known and s not in present]
+        if unknown:
+            raise ValueError(f"plot_composition_grid: unknown session(s) {', '.join(map(repr, unknown))}")
+        present = list(dict.fromkeys(sessions))
+    return present[:max_sessions]
+
+
+def _grid_title(shown: int, present: int) -> str:
+    if present > shown:
+        return f"Prompt composition per turn — the first {shown} of {present} sessions"
+    return (
+        f"Prompt composition per turn — {shown} session{'s' if shown != 1 else ''}"
+        if shown
+        else "Prompt composition"
+    )
 
 
 def plot_predicted_vs_reported(
@@ -407,7 +493,7 @@ def plot_predicted_vs_reported(
         axes.set_axis_off()
         return figure
     sessions = pairs["session"].unique(maintain_order=True).to_list()
-    colors = _session_colors(sessions)
+    colors = session_colors(sessions)
     show_legend = len(sessions) <= _LEGEND_SESSIONS
     if kind == "scatter" and not show_legend:  # one collection, coloured per point
         axes.scatter(
@@ -463,10 +549,6 @@ def plot_predicted_vs_reported(
     return figure
 
 
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "session"
-
-
 @attrs.frozen(slots=True)
 class SavedPlots(Mapping[str, Path]):
     """The files :func:`save_plots` wrote (a mapping name -> path) and the plots it skipped.
@@ -497,53 +579,61 @@ def save_plots(
     result: AnalysisResult,
     out_dir: str | Path,
     *,
-    max_sessions: int = 12,
-    dpi: int = 110,
+    max_sessions: int = GRID_SESSIONS,
+    dpi: int = 100,
     progress: bool = False,
 ) -> SavedPlots:
     """Write every plot that has something to show as PNG into ``out_dir`` (created if needed).
 
-    Files: ``hit_ratio.png``, ``predicted_vs_reported.png`` (only when the log has reported usage) and
-    ``composition-<session>.png`` for the first ``max_sessions`` sessions (when the result has a
-    composition frame). Returns a :class:`SavedPlots`: name -> path, plus ``skipped`` (name -> reason)
-    for every plot left out. ``progress`` shows a progress bar (tqdm) while drawing.
+    Files: ``hit_ratio.png`` (what :func:`plot_hit_ratio` shows), ``predicted_vs_reported.png`` (the
+    scatter of :func:`plot_predicted_vs_reported`; only when the log has reported usage) and
+    ``composition.png`` (:func:`plot_composition_grid`: one panel per session, the first
+    ``max_sessions``; only when the result has a composition frame). They are drawn straight to pixels
+    with Pillow (:mod:`promptkit.cache.plot_png`; matplotlib is not imported), one file per kind of
+    plot, so the time grows with sessions, turns and pixels, not with spans or files. Returns a
+    :class:`SavedPlots`: name -> path, plus ``skipped`` (name -> reason) for every plot, or part of one,
+    left out. ``progress`` shows a progress bar (tqdm) while drawing.
 
     >>> import tempfile, polars as pl
     >>> from types import SimpleNamespace
     >>> frame = pl.DataFrame({"session": ["a"], "index": [0], "hit_ratio": [0.5], "predicted_cached_tokens": [5]})
     >>> saved = save_plots(SimpleNamespace(requests=frame), tempfile.mkdtemp())
-    >>> list(saved), saved.notes
-    (['hit_ratio'], ('predicted_vs_reported: no reported usage in the input',))
+    >>> list(saved)
+    ['hit_ratio']
+    >>> for note in saved.notes:
+    ...     print(note)
+    predicted_vs_reported: no reported usage in the input
+    composition: the result has no composition frame
     """
     out = Path(out_dir)
     requests = requests_of(result)
     written: dict[str, Path] = {}
     skipped: dict[str, str] = {}
-    jobs: list[tuple[str, Callable[[], Figure]]] = []
+    jobs: list[tuple[str, Callable[[Path], Path]]] = []
     if requests.height:
-        jobs.append(("hit_ratio", lambda: plot_hit_ratio(result)))
+        need_columns(requests, ("session", "index", "hit_ratio"), "save_plots")
+        jobs.append(("hit_ratio", lambda path: write_hit_ratio_png(requests, path, dpi=dpi)))
     else:
         skipped["hit_ratio"] = "no analyzed request"
     has_usage = "reported_cached_tokens" in requests.columns and bool(
         requests["reported_cached_tokens"].is_not_null().any()
     )
     if has_usage:
-        jobs.append(("predicted_vs_reported", lambda: plot_predicted_vs_reported(result)))
+        jobs.append(
+            ("predicted_vs_reported", lambda path: write_predicted_vs_reported_png(requests, path, dpi=dpi))
+        )
     else:
         skipped["predicted_vs_reported"] = "no reported usage in the input"
     composition = getattr(result, "composition", None)
     if isinstance(composition, pl.DataFrame) and composition.height:
-        sessions = requests["session"].cast(pl.String).unique(maintain_order=True).to_list()
-        used: set[str] = set()
-        for session in sessions[:max_sessions]:
-            name = f"composition-{_safe_name(session)}"
-            while name in used:
-                name += "_"
-            used.add(name)
-            jobs.append((name, lambda session=session: plot_composition(result, session=session)))  # type: ignore[misc]
-        if len(sessions) > max_sessions:
+        reqs, comp, present = composition_frames(result, composition, "save_plots")
+        shown = _grid_sessions(present, set(), None, max_sessions)
+        title = _grid_title(len(shown), len(present))
+        jobs.append(("composition", lambda path: write_composition_png(
+            composition_grid(reqs, comp, shown), path, title=title, dpi=dpi)))  # fmt: skip
+        if len(present) > len(shown):
             skipped["composition"] = (
-                f"drawn for the first {max_sessions} of {len(sessions)} sessions (max_sessions={max_sessions})"
+                f"drawn for the first {len(shown)} of {len(present)} sessions (max_sessions={max_sessions})"
             )
     elif requests.height:
         skipped["composition"] = "the result has no composition frame"
@@ -553,13 +643,16 @@ def save_plots(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), desc="plots", unit="fig", delay=0.5)
-    for name, draw in jobs:
-        path = out / f"{name}.png"
-        draw().savefig(path, dpi=dpi)
-        written[name] = path
-        if bar is not None:
-            bar.update(1)
+        bar = tqdm(total=len(jobs), desc="plots", unit="file")
+    # perf: with an analysis' records alive, the cyclic collector would re-scan that whole heap while
+    # the drawing allocates; nothing drawn here holds a reference cycle
+    with gc_paused():
+        for name, draw in jobs:
+            if bar is not None:
+                bar.set_postfix_str(f"{name}.png", refresh=False)
+            written[name] = draw(out / f"{name}.png")
+            if bar is not None:
+                bar.update(1)
     if bar is not None:
         bar.close()
     return SavedPlots(written, skipped)

@@ -139,9 +139,10 @@ def test_no_usage_is_an_error() -> None:
 
 
 def test_save_load_round_trip_and_errors(tmp_path: Path) -> None:
-    cal = Calibration("deepseek", 0.2, "gap_seconds", 10.0, 0.5, {"runs": 3})
+    cal = Calibration("deepseek", 0.2, "gap_seconds", 10.0, 0.5, {"runs": 3}, run_counts=[(3, 4), (0, 9)])
     path = cal.save(tmp_path / "cal.json")
     assert load_calibration(path) == cal
+    assert load_calibration(path).run_counts == ((3, 4), (0, 9))
     (tmp_path / "bad.json").write_text(json.dumps({"provider": "x", "stale_probability": 1.5}))
     with pytest.raises(CalibrationError, match=r"bad\.json: calibration stale_probability"):
         load_calibration(tmp_path / "bad.json")
@@ -165,3 +166,71 @@ def test_apply_adds_the_column_and_a_note() -> None:
     applied = apply_calibration(result, Calibration("exact", 0.1))
     assert applied.requests["expected_cached_tokens"].to_list() == [0.0]
     assert any("p(stale) = 0.100" in n for n in applied.notes)
+
+
+def _two_kinds_of_run(seed: int) -> pl.DataFrame:
+    """Eight runs: half whose calls miss the newest write 60% of the time, half that never do."""
+    records = _sessions(8, 24, lambda rng: rng.uniform(2, 6), seed=seed)
+    stale_runs = {f"run{s}" for s in range(0, 8, 2)}
+    rng = random.Random(seed + 1)
+    by_run: list[RequestRecord] = []
+    for s in sorted({r.session for r in records}):
+        p = 0.6 if s in stale_runs else 0.0
+        by_run += _synthetic([r for r in records if r.session == s], lambda gap, p=p: p, rng.randrange(10**6))
+    return analyze_requests(by_run, provider="exact", **TINY).requests
+
+
+def test_each_run_s_rate_is_learnt_from_its_own_earlier_usage() -> None:
+    frame = _two_kinds_of_run(seed=21)
+    runs = {s: frame.filter(pl.col("session") == s) for s in frame["session"].unique().sort()}
+    table = leave_one_run_out(runs).filter(pl.col("run") != "(all)")
+    learnt = table["error_pp"].abs().mean()
+    prior = table["prior_error_pp"].abs().mean()
+    assert learnt < prior / 2  # the forecast follows each run; the population rate cannot
+    fit = fit_calibration(frame)
+    assert fit.learns and len(fit.run_counts) == 8
+    assert {s > 0 for s, _ in fit.run_counts} == {True, False}
+
+
+def test_the_forecast_never_uses_the_reported_figure_of_the_call_it_predicts() -> None:
+    frame = _two_kinds_of_run(seed=23).filter(pl.col("session") == "run0")
+    cal = fit_calibration(_two_kinds_of_run(seed=24))
+    base = expected_cached(frame, cal)["expected_cached_tokens"].to_list()
+    for n in (3, 10, 17):
+        changed = frame.with_columns(
+            pl.when(pl.col("index") == n)
+            .then(pl.col("predicted_cached_tokens"))
+            .otherwise(pl.col("reported_cached_tokens"))
+            .alias("reported_cached_tokens")
+        )
+        after = expected_cached(changed, cal)["expected_cached_tokens"].to_list()
+        assert after[: n + 1] == base[: n + 1]  # call n and before: unchanged
+
+
+def test_learn_false_ignores_every_reported_figure() -> None:
+    frame = _two_kinds_of_run(seed=25)
+    cal = fit_calibration(frame)
+    blind = expected_cached(frame, cal, learn=False)
+    no_usage = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("reported_cached_tokens"))
+    assert blind.equals(expected_cached(no_usage, cal))
+    assert not blind.equals(expected_cached(frame, cal))
+
+
+def test_a_version_1_file_is_the_fixed_rate_model(tmp_path: Path) -> None:
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({"format": 1, "provider": "deepseek", "stale_probability": 0.3}))
+    cal = load_calibration(path)
+    assert not cal.learns and cal.run_counts == ()
+    frame = pl.DataFrame(
+        {"session": ["s"] * 3, "index": [0, 1, 2], "predicted_cached_tokens": [0, 100, 200],
+         "reported_cached_tokens": [0, 0, 0]}
+    )  # fmt: skip
+    # fixed rate: the reported stale outcome teaches it nothing, p stays 0.3
+    assert expected_cached(frame, cal)["expected_cached_tokens"].to_list() == pytest.approx(
+        [0.0, 70.0, 140.0]
+    )
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"provider": "x", "stale_probability": 0.3, "run_counts": [[1, -2]]})
+    )
+    with pytest.raises(CalibrationError, match=r"bad\.json: calibration run_counts"):
+        load_calibration(tmp_path / "bad.json")

@@ -369,3 +369,43 @@ def test_anthropic_below_minimum() -> None:
     records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=1.0)]
     causes = explain_causes(analyze_requests(records, cache_model=AnthropicCache(min_tokens=4096), **TINY))
     only(causes, 1, "below_minimum")
+
+
+def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
+    """The definition: each pattern in order, each match kept unless it overlaps one kept before."""
+    from promptkit.cache.causes import _VOLATILE
+
+    taken: list[tuple[int, int, str]] = []
+    for kind, pattern in _VOLATILE:
+        for m in pattern.finditer(text):
+            s, e = m.span()
+            if e > s and not any(s < te and ts < e for ts, te, _ in taken):
+                taken.append((s, e, kind))
+    return sorted(taken)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "2026-12-03",
+                "T",
+                " ",
+                "09:45",
+                ":00",
+                "Z",
+                "1767225600",
+                "7",
+                "ab",
+                "deadbeef0123",
+                "/",
+                "-",
+                "x",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_volatile_spans_keep_the_first_pattern_that_matches_each_span(text: str) -> None:
+    assert volatile_spans(text) == _volatile_spans_by_scan(text)

@@ -286,15 +286,64 @@ def test_predicted_vs_reported_without_usage_says_so() -> None:
     assert texts == ["no reported usage in the input"]
 
 
-def test_save_plots_writes_pngs(tmp_path: Path) -> None:
+def _png(path: Path) -> Any:
+    from PIL import Image
+
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return Image.open(path).convert("RGB")
+
+
+def test_save_plots_writes_one_png_per_kind_of_plot(tmp_path: Path) -> None:
     written = plots.save_plots(_result(), tmp_path / "out")
-    assert set(written) == {"hit_ratio", "predicted_vs_reported", "composition-a", "composition-b"}
+    assert set(written) == {"hit_ratio", "predicted_vs_reported", "composition"}
     assert written.skipped == {}
-    for path in written.values():
-        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    limited = plots.save_plots(_result(), tmp_path / "one", max_sessions=1)
-    assert [n for n in limited if n.startswith("composition")] == ["composition-a"]
-    assert "first 1 of 2 sessions" in limited.skipped["composition"]
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"{name}.png" for name in written}
+    # inches × dpi, as a matplotlib figure of that size would be
+    assert _png(written["hit_ratio"]).size == (900, 450)
+    assert _png(written["predicted_vs_reported"]).size == (750, 600)
+    # two sessions: one row of two panels
+    assert _png(written["composition"]).size == (1300, round((0.55 + 0.5 + 1.7) * 100))
+    half = plots.save_plots(_result(), tmp_path / "half", dpi=50)
+    assert _png(half["hit_ratio"]).size == (450, 225)
+
+
+def test_save_plots_limits_the_composition_panels_and_says_so(tmp_path: Path) -> None:
+    rows = [dict(r, session=f"s{k}") for k in range(5) for r in ROWS if r["session"] == "a"]
+    comp = pl.concat(
+        [COMPOSITION.filter(pl.col("session") == "a").with_columns(session=pl.lit(f"s{k}")) for k in range(5)]
+    )
+    written = plots.save_plots(_result(rows, comp), tmp_path / "all")
+    assert written.skipped == {}
+    # five sessions: 3 panels a row, 2 rows
+    assert _png(written["composition"]).size[1] == round((0.55 + 0.5 + 2 * 1.7) * 100)
+    limited = plots.save_plots(_result(rows, comp), tmp_path / "two", max_sessions=2)
+    assert "first 2 of 5 sessions" in limited.skipped["composition"]
+    assert _png(limited["composition"]).size[1] == round((0.55 + 0.5 + 1.7) * 100)
+
+
+def test_composition_png_shows_exactly_the_slots_present(tmp_path: Path) -> None:
+    image = np.asarray(_png(plots.save_plots(_result(), tmp_path)["composition"]))
+    panels = image[50 : image.shape[0] - 55, 75 : image.shape[1] - 175]  # inside the margins: no text
+    colors = {tuple(c) for c in panels.reshape(-1, 3).tolist()}
+    for slot, rgba in plots.slot_colors(list(plots.SLOT_ORDER)).items():
+        rgb = tuple(round(255 * c) for c in rgba[:3])
+        assert (rgb in colors) == (slot in {"identity", "history", "current"}), slot
+
+
+def test_save_plots_draws_without_matplotlib(tmp_path: Path) -> None:
+    code = (
+        "import sys, polars as pl\n"
+        "from types import SimpleNamespace\n"
+        "from promptkit.cache.plots import save_plots\n"
+        "r = SimpleNamespace(requests=pl.DataFrame({'session': ['a', 'a'], 'index': [0, 1], 'hit_ratio': [0.0, 0.5],\n"
+        "    'prompt_tokens': [4, 6], 'prefix_tokens': [0, 4], 'predicted_cached_tokens': [0, 3],\n"
+        "    'reported_cached_tokens': [0, 4]}),\n"
+        "    composition=pl.DataFrame({'session': ['a'], 'index': [0], 'slot': ['system'], 'start': [0], 'tokens': [4]}))\n"
+        f"saved = save_plots(r, {str(tmp_path)!r})\n"
+        "assert sorted(saved) == ['composition', 'hit_ratio', 'predicted_vs_reported'], sorted(saved)\n"
+        "assert not [m for m in sys.modules if m.startswith('matplotlib')], 'matplotlib imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_save_plots_skips_plots_with_nothing_to_show(tmp_path: Path) -> None:
@@ -326,15 +375,6 @@ def test_hit_ratio_aggregates_many_sessions_into_quantiles() -> None:
     (band,) = [c for c in ax.collections if c.get_label() == "10–90 % of sessions"]
     low, high = band.get_paths()[0].vertices[:, 1].min(), band.get_paths()[0].vertices[:, 1].max()
     assert 0.0 <= low < high <= 1.0
-
-
-def test_save_plots_makes_session_names_safe_and_distinct(tmp_path: Path) -> None:
-    rows = [dict(r, session="x/y" if r["session"] == "a" else "x:y") for r in ROWS]
-    comp = COMPOSITION.with_columns(pl.col("session").replace({"a": "x/y", "b": "x:y"}))
-    written = plots.save_plots(_result(rows, comp), tmp_path)
-    names = sorted(n for n in written if n.startswith("composition"))
-    assert len(names) == 2 and all("/" not in n and ":" not in n for n in names)
-    assert all(p.parent == tmp_path for p in written.values())
 
 
 def test_plots_never_touch_pyplot_and_import_matplotlib_lazily() -> None:
@@ -395,3 +435,35 @@ def test_hit_ratio_legend_names_reported_only_when_the_log_has_usage() -> None:
     with_usage = frame.with_columns(reported_prompt_tokens=pl.lit(100), reported_cached_tokens=pl.lit(50))
     labels = [t.get_text() for t in plot_hit_ratio(with_usage).axes[0].get_legend().get_texts()]
     assert labels == ["s", "predicted", "reported"]
+
+
+def test_composition_grid_figure_is_one_image_with_a_panel_per_session() -> None:
+    fig = plots.plot_composition_grid(_result())
+    (ax,) = fig.axes
+    assert len(ax.images) == 1 and not ax.patches
+    assert [t.get_text() for t in ax.texts] == ["a", "b"]
+    assert "2 sessions" in fig.get_suptitle()
+    # the image is the grid's raster: slot codes, masked outside the prompts
+    from promptkit.cache.plot_data import composition_grid
+
+    grid = composition_grid(_requests(ROWS), COMPOSITION)
+    data = ax.images[0].get_array()
+    assert np.ma.getdata(data).tolist() == grid.codes.tolist()
+    assert (np.ma.getmaskarray(data) == (grid.codes < 0)).all()
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == ["current", "history", "identity", "first divergent token"]  # top of the stack first
+    marks = next(c for c in ax.collections if isinstance(c, PathCollection))
+    assert marks.get_offsets().tolist() == np.column_stack(grid.marks).tolist()
+
+
+def test_composition_grid_figure_limits_and_checks_sessions() -> None:
+    fig = plots.plot_composition_grid(_result(), max_sessions=1)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["a"]
+    assert "the first 1 of 2 sessions" in fig.get_suptitle()
+    only_b = plots.plot_composition_grid(_result(), sessions=["b"])
+    assert [t.get_text() for t in only_b.axes[0].texts] == ["b"]
+    with pytest.raises(ValueError, match="'zz'"):
+        plots.plot_composition_grid(_result(), sessions=["zz"])
+    with pytest.raises(ValueError, match="max_sessions"):
+        plots.plot_composition_grid(_result(), max_sessions=0)
