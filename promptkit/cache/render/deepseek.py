@@ -378,7 +378,7 @@ class DeepSeekV32Render:
 
         >>> r = DeepSeekV32Render()
         >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
-        >>> r.render(request)[-3:] == r.render_from(request, 1)
+        >>> r.render(request)[-2:] == r.render_from(request, 1)
         True
         """
         return self.render_split(request, start, completion)[0]
