@@ -91,19 +91,12 @@ def test_streaming_is_for_the_consecutive_view() -> None:
 def test_a_big_message_stays_under_1gb(tmp_path: Path, provider: str, megabytes: int) -> None:
     script = textwrap.dedent(
         """
-        import json, random, resource, sys
+        import resource, sys
+        from pathlib import Path
+        from benchmarks.memory import write_big_message
         from promptkit.cache.engine import analyze
-        rng = random.Random(3)
-        words = ["alpha", "beta", "gamma", "delta", "value", "x=1;", "return", "\\n", "    ", "函数"]
-        size = int(sys.argv[3]) * 1_000_000
-        text = " ".join(rng.choice(words) for _ in range(size // 5))[:size]
-        record = {"session": "big", "timestamp": 1.0,
-                  "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}}
-        path = sys.argv[1]
-        with open(path, "w") as f:
-            f.write(json.dumps(record) + "\\n")
-        del text, record
-        result = analyze(path, provider=sys.argv[2], stream=True)
+        write_big_message(Path(sys.argv[1]), megabytes=int(sys.argv[3]))
+        result = analyze(sys.argv[1], provider=sys.argv[2], stream=True)
         print(result.requests["prompt_tokens"][0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
@@ -128,7 +121,6 @@ def test_streamed_analysis_of_a_generated_log_equals_the_loaded_one(
     # surrogate (mended, noted) and a broken line (a load problem); tiny chunks so that the streamed
     # path merges many chunks into blocks and sorts the blocks back into record order
     from benchmarks.memory import write_log
-
     from promptkit.cache import engine
 
     log = tmp_path / "calls.jsonl"

@@ -439,6 +439,9 @@ def test_only_known_pre_tokenizers_are_encoded_in_chunks(tmp_path: Path) -> None
     assert not getattr(_CharTokenizer(), "cuttable", False)
     assert TiktokenTokenizer("cl100k_base").cuttable and TiktokenTokenizer("o200k_base").cuttable
     gpt2_like = tiktoken.Encoding(
-        "gpt2-like", pat_str=r"\S+|\s+", mergeable_ranks={bytes([b]): b for b in range(256)}, special_tokens={}
+        "gpt2-like",
+        pat_str=r"\S+|\s+",
+        mergeable_ranks={bytes([b]): b for b in range(256)},
+        special_tokens={},
     )
     assert not TiktokenTokenizer(gpt2_like).cuttable
