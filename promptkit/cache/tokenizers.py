@@ -333,7 +333,7 @@ class TiktokenTokenizer:
         [15339]
     """
 
-    __slots__ = ("encoding", "name")
+    __slots__ = ("cuttable", "encoding", "name")
 
     def __init__(self, encoding: tiktoken.Encoding | str = "cl100k_base") -> None:
         if isinstance(encoding, str):
@@ -343,6 +343,10 @@ class TiktokenTokenizer:
             name = encoding.name.removesuffix("_offline")
         self.encoding: tiktoken.Encoding = encoding
         self.name: str = name
+        pattern = getattr(encoding, "_pat_str", None)
+        #: whether the encoding's pre-tokenizer splits at every :func:`text_chunks` cut (cl100k_base,
+        #: o200k_base), so that :func:`encode_ids` may encode a long text in chunks
+        self.cuttable: bool = pattern in _CL100K_PATTERNS or pattern == _O200K_PAT_STR
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r})"
@@ -350,13 +354,6 @@ class TiktokenTokenizer:
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` as ordinary text (``encode_ordinary``)."""
         return self.encoding.encode_ordinary(text)
-
-    @property
-    def cuttable(self) -> bool:
-        """Whether the encoding's pre-tokenizer splits at every :func:`text_chunks` cut (cl100k_base,
-        o200k_base), so that :func:`encode_ids` may encode a long text in chunks."""
-        pattern = getattr(self.encoding, "_pat_str", None)
-        return pattern in _CL100K_PATTERNS or pattern == _O200K_PAT_STR
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
         """Token ids of ``text`` and the character offset where each token starts.
@@ -611,7 +608,10 @@ def encode_ids(
     import numpy as np
 
     parts: Iterator[tuple[int, str]] | list[tuple[int, str]]
-    parts = text_chunks(text, chunk) if getattr(tokenizer, "cuttable", False) else [(0, text)]
+    if len(text) > chunk and getattr(tokenizer, "cuttable", False):
+        parts = text_chunks(text, chunk)
+    else:
+        parts = [(0, text)]
     id_arrays: list[np.ndarray] = []
     offset_arrays: list[np.ndarray] = []
     for start, part in parts:
