@@ -11,6 +11,12 @@ each one's time and peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``):
   identical messages shared across a session's records).
 
     python benchmarks/memory.py [--requests 1000000] [--calls 10] [--provider exact] [--modes stream,load]
+
+``--big-message MB`` instead writes one request holding a single message of ``MB`` megabytes (words,
+newlines, indentation and CJK) and prints the time and peak RSS of its streamed analysis with each of
+``--providers`` (default ``openai,deepseek``: tiktoken's cl100k_base and DeepSeek's HF tokenizer):
+
+    python benchmarks/memory.py --big-message 50
 """
 
 from __future__ import annotations
@@ -36,6 +42,24 @@ elapsed = time.perf_counter() - t
 print(r.requests.height, r.problems.height, f"{elapsed:.1f}", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
       f"{r.hit_ratio:.6f}")
 """
+
+
+_BIG_WORDS = ["alpha", "beta", "gamma", "delta", "value", "x=1;", "return", "\n", "    ", "函数"]
+
+
+def write_big_message(path: Path, *, megabytes: int, seed: int = 3) -> int:
+    """Write one request whose only message holds ``megabytes`` MB of text; returns its characters."""
+    rng = random.Random(seed)
+    size = megabytes * 1_000_000
+    text = " ".join(rng.choice(_BIG_WORDS) for _ in range(size // 5))[:size]
+    record = {
+        "session": "big",
+        "timestamp": 1.0,
+        "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]},
+    }
+    with path.open("w", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+    return len(text)
 
 
 def write_log(path: Path, *, requests: int, calls: int, seed: int = 11) -> int:
@@ -82,21 +106,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--provider", default="exact")
     parser.add_argument("--modes", default="stream,load")
+    parser.add_argument("--big-message", type=int, default=None, metavar="MB")
+    parser.add_argument("--providers", default="openai,deepseek")
     args = parser.parse_args(argv)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "calls.jsonl"
+        if args.big_message is not None:
+            chars = write_big_message(log, megabytes=args.big_message)
+            print(f"one message of {chars:,} characters ({log.stat().st_size / 1e6:,.0f} MB of JSON)")
+            for provider in args.providers.split(","):
+                done = subprocess.run(
+                    [sys.executable, "-c", _RUN, str(log), provider, "stream"],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    check=True,
+                )
+                _, _, elapsed, peak_kb, _ = done.stdout.split()
+                print(f"{provider:>9}: {elapsed} s, peak RSS {int(peak_kb) / 1024:,.0f} MB")
+            return
         t = time.perf_counter()
         size = write_log(log, requests=args.requests, calls=args.calls)
         print(
             f"generated {args.requests:,} requests in sessions of {args.calls}: {size / 1e6:,.0f} MB "
             f"in {time.perf_counter() - t:.0f} s"
         )
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
-            ),
-        }
         for mode in args.modes.split(","):
             done = subprocess.run(
                 [sys.executable, "-c", _RUN, str(log), args.provider, mode],

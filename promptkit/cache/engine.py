@@ -113,6 +113,12 @@ _EXCERPT_SOURCES: Final[int] = 512
 #: prompts, tools) while memory stays flat over millions of requests.
 STREAM_CACHE_TOKENS: Final[int] = 1_000_000
 
+#: Records per chunk of a streamed analysis: few polars frames, little memory.
+_STREAM_BATCH: Final[int] = 512
+
+#: Chunks of a streamed analysis merged into one block of contiguous frames (see :func:`_merged`).
+_MERGE_EVERY: Final[int] = 16
+
 #: Requests between two collections of the young generation in :func:`_run`.
 _COLLECT_EVERY: Final[int] = 256
 
@@ -561,6 +567,26 @@ class _Partial:
     mended: list[tuple[int, str]]
 
 
+def _merged(parts: Sequence[_Partial]) -> _Partial:
+    """One partial holding ``parts`` (frames joined into contiguous columns): a streamed analysis keeps
+    a few large blocks instead of thousands of small frames, whose per-frame overhead would grow with
+    the requests."""
+    import polars as pl
+
+    thinking: dict[str, int] = {}
+    for p in parts:
+        for name, pos in p.thinking.items():
+            thinking[name] = min(pos, thinking.get(name, pos))
+    return _Partial(
+        pl.concat([p.requests for p in parts], rechunk=True),
+        pl.concat([p.composition for p in parts], rechunk=True),
+        [q for p in parts for q in p.problems],
+        sum(p.writes_nothing for p in parts),
+        thinking,
+        [m for p in parts for m in p.mended],
+    )
+
+
 #: One tokenized request of phase 1 of a parallel simulated view: (tokens or the error, mended).
 _Tokenized = tuple["TokenizedRequest | str", bool]
 
@@ -884,6 +910,30 @@ def _run(
     return _Partial(requests, composition, problems, writes_nothing, thinking, mended)
 
 
+def _take_frames(partials: Sequence[_Partial], name: str) -> list[pl.DataFrame]:
+    """The ``name`` frames of ``partials``, which let go of them (an empty frame is left behind)."""
+    frames = [getattr(p, name) for p in partials]
+    for p, frame in zip(partials, frames, strict=True):
+        setattr(p, name, frame.clear())
+    return frames
+
+
+def _by_position(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """``frames`` joined and stably sorted by ``_pos``, built one column at a time while the joined
+    column is let go (``frames`` is emptied): the peak is the frames plus one column, not twice them."""
+    import numpy as np
+    import polars as pl
+
+    joined = pl.concat(frames)
+    frames.clear()
+    order = pl.Series(np.argsort(joined["_pos"].to_numpy(), kind="stable"))
+    columns: list[pl.Series] = []
+    for name in joined.columns:
+        columns.append(joined[name].gather(order))
+        joined = joined.drop(name)
+    return pl.DataFrame(columns)
+
+
 def _finish(
     ctx: _Context, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
 ) -> AnalysisResult:
@@ -899,13 +949,14 @@ def _finish(
         and (model.ttl is not None or model.delay > 0 or model.name == "anthropic")
     ):
         notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
+    # memory: each partial's frames are handed over and released column by column as they are sorted
     requests = (
-        pl.concat([p.requests for p in partials]).sort("_pos")
+        _by_position(_take_frames(partials, "requests"))
         if partials
         else pl.DataFrame(schema={**req_schema, "_pos": pl.Int64, "_seq": pl.Int64})
     )
     composition = (
-        pl.concat([p.composition for p in partials]).sort("_pos", maintain_order=True)
+        _by_position(_take_frames(partials, "composition"))
         if partials
         else composition_frame_empty(comp_schema)
     )
@@ -1201,8 +1252,8 @@ def _analyze_stream(
     }
     partials: dict[str | ProviderProfile, list[_Partial]] = {key: [] for key in specs}
     counts: dict[str | ProviderProfile, int] = dict.fromkeys(specs, 0)
+    fresh: dict[str | ProviderProfile, int] = dict.fromkeys(specs, 0)  # partials not merged yet
     defaulted: set[str] = set()
-    batch_size = 512  # records per chunk: few polars frames, little memory
 
     order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
 
@@ -1216,7 +1267,7 @@ def _analyze_stream(
                 key = group_of(name)
                 pending.setdefault(key, []).append((pos, record))
             for key in list(pending):
-                if len(pending[key]) >= batch_size:
+                if len(pending[key]) >= _STREAM_BATCH:
                     order.append(key)
                     yield specs[key], pending.pop(key)
         for key, rest in pending.items():
@@ -1236,7 +1287,12 @@ def _analyze_stream(
             results = executor.map(_analyze_chunk, batches())
         for part in results:
             key = order.popleft()
-            partials[key].append(part)
+            group = partials[key]
+            group.append(part)
+            fresh[key] += 1
+            if fresh[key] >= _MERGE_EVERY:  # memory: a few large blocks, not many small frames
+                group[-fresh[key] :] = [_merged(group[-fresh[key] :])]
+                fresh[key] = 0
             counts[key] += part.requests.height + len(part.problems)
             if bar is not None:
                 bar.update(part.requests.height + len(part.problems))

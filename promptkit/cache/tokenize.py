@@ -45,7 +45,13 @@ from promptkit.cache.render import (
     RenderModel,
     get_render_model,
 )
-from promptkit.cache.tokenizers import Tokenizer, encode_with_offsets, get_tokenizer, vocab_size
+from promptkit.cache.tokenizers import (
+    Tokenizer,
+    encode_ids,
+    encode_with_offsets,
+    get_tokenizer,
+    vocab_size,
+)
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
 
@@ -307,11 +313,8 @@ class RequestTokenizer:
             self.hits += 1
             return seg
         self.misses += 1
-        if need_offsets:
-            ids, offsets = encode_with_offsets(self.tokenizer, text)
-            seg = _Segment(np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int32))
-        else:
-            seg = _Segment(np.asarray(self.tokenizer.encode(text), dtype=np.int32), None)
+        # memory: a long text is encoded in chunks straight into int32 arrays (tokenizers.encode_ids)
+        seg = _Segment(*encode_ids(self.tokenizer, text, offsets=need_offsets))
         old = self._cache.pop(key, None)
         if old is not None:
             self._cached_tokens -= len(old.ids)

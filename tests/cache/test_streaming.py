@@ -84,27 +84,25 @@ def test_streaming_is_for_the_consecutive_view() -> None:
         analyze(LOGS, view="simulated", stream=True)
 
 
-def test_a_50mb_message_stays_under_1gb(tmp_path: Path) -> None:
+# DeepSeek's tokenizer (HF tokenizers) runs at about 1 MB of text a second here, so its message is
+# 10 MB: encoded whole it took 146 bytes a character (7.3 GB for 50 MB; 1.5 GB for this one), and
+# encoded in chunks it stays far below 1 GB. benchmarks/memory.py --big-message measures 50 MB with both.
+@pytest.mark.parametrize(("provider", "megabytes"), [("openai", 50), ("deepseek", 10)])
+def test_a_big_message_stays_under_1gb(tmp_path: Path, provider: str, megabytes: int) -> None:
     script = textwrap.dedent(
         """
-        import json, random, resource, sys
+        import resource, sys
+        from pathlib import Path
+        from benchmarks.memory import write_big_message
         from promptkit.cache.engine import analyze
-        rng = random.Random(3)
-        words = ["alpha", "beta", "gamma", "delta", "value", "x=1;", "return", "\\n", "    ", "函数"]
-        text = " ".join(rng.choice(words) for _ in range(9_000_000))[:50_000_000]
-        record = {"session": "big", "timestamp": 1.0,
-                  "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}}
-        path = sys.argv[1]
-        with open(path, "w") as f:
-            f.write(json.dumps(record) + "\\n")
-        del text, record
-        result = analyze(path, provider="openai", stream=True)
+        write_big_message(Path(sys.argv[1]), megabytes=int(sys.argv[3]))
+        result = analyze(sys.argv[1], provider=sys.argv[2], stream=True)
         print(result.requests["prompt_tokens"][0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """
     )
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "big.jsonl")],
+        [sys.executable, "-c", script, str(tmp_path / "big.jsonl"), provider, str(megabytes)],
         capture_output=True,
         text=True,
         env=env,
@@ -112,5 +110,38 @@ def test_a_50mb_message_stays_under_1gb(tmp_path: Path) -> None:
         check=True,
     )
     tokens, peak_kb = map(int, done.stdout.split())
-    assert tokens > 10_000_000  # the whole message was tokenized
+    assert tokens > megabytes * 200_000  # the whole message was tokenized (4 to 5 characters a token)
     assert peak_kb < 1024 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
+
+
+def test_streamed_analysis_of_a_generated_log_equals_the_loaded_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the benchmark's log (sessions interleaved, four open at a time), plus a request with a lone
+    # surrogate (mended, noted) and a broken line (a load problem); tiny chunks so that the streamed
+    # path merges many chunks into blocks and sorts the blocks back into record order
+    from benchmarks.memory import write_log
+    from promptkit.cache import engine
+
+    log = tmp_path / "calls.jsonl"
+    write_log(log, requests=240, calls=7, seed=5)
+    lines = log.read_text().splitlines()
+    odd = json.loads(lines[100])
+    odd["request"]["messages"][-1]["content"] += " \ud800"
+    lines[100] = json.dumps(odd)
+    lines.insert(50, '{"session": "broken", "request": ')
+    log.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(engine, "_STREAM_BATCH", 5)
+    monkeypatch.setattr(engine, "_MERGE_EVERY", 3)
+    for provider in ("exact", None):
+        loaded = analyze(log, provider=provider)
+        streamed = analyze(log, provider=provider, stream=True)
+        assert_frame_equal(loaded.requests, streamed.requests)
+        assert_frame_equal(loaded.composition, streamed.composition)
+        assert_frame_equal(loaded.problems, streamed.problems)
+        assert loaded.notes == streamed.notes
+        assert loaded.hit_ratio == streamed.hit_ratio
+        assert streamed.requests.height == 240 and streamed.problems.height == 1
+        assert any("surrogate" in note for note in streamed.notes)
+        # record order: by file line, as loaded
+        assert streamed.requests["line"].is_sorted()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import json
 import os
 import subprocess
 import sys
@@ -346,3 +347,101 @@ def test_hf_tokenizer_from_object_and_bad_files(tmp_path: Path) -> None:
     bad.write_text("{oops", encoding="utf-8")
     with pytest.raises(ValueError, match="line 1"):
         HFTokenizer(bad)
+
+
+# -- long texts encoded in chunks (encode_ids, text_chunks)
+
+CUTTABLE = ["deepseek", "cl100k_base", "o200k_base"]
+# pieces that stress the cut points: whitespace runs of every kind next to a cut, digits after letters,
+# punctuation and symbols, CJK (DeepSeek isolates it), kana, emoji with modifiers, combining marks
+cut_pieces = st.sampled_from(
+    [" ", "  ", "   ", "\n", "\n\n", " \n", "\r\n", "\t", " \t ", "\u00a0", "\u3000", "\u2003", "\u180e",
+     "\u200b", "\x1c", "123", "4567", "x1", "a 1", "1 a", "中文", "函数 ", "ひらがな", "カタカナ", "😀",
+     "👍🏽", "e\u0301", "'s", "'LL", "...", "--", "/", "__init__", ":", "=", "(", ")", "\\", "$", "₤",
+     "٣", "Ⅻ", "Ωmega", "ß"]
+)  # fmt: skip
+cut_text = st.lists(st.one_of(st.text(chars, max_size=5), cut_pieces), max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("name", CUTTABLE)
+@settings(max_examples=250, deadline=None)
+@given(text=cut_text, size=st.integers(min_value=1, max_value=8))
+def test_a_text_encoded_in_chunks_has_the_tokens_of_the_whole(name: str, text: str, size: int) -> None:
+    tok = get_tokenizer(name)
+    assert getattr(tok, "cuttable", False)
+    chunks = list(tk.text_chunks(text, size))
+    assert "".join(c for _, c in chunks) == text
+    assert [start for start, _ in chunks] == [sum(len(c) for _, c in chunks[:k]) for k in range(len(chunks))]
+    ids, offsets = tk.encode_ids(tok, text, offsets=True, chunk=size)
+    whole_ids, whole_offsets = encode_with_offsets(tok, text)
+    assert ids.tolist() == whole_ids == tok.encode(text)
+    assert offsets is not None and offsets.tolist() == whole_offsets
+    assert tk.encode_ids(tok, text, chunk=size)[0].tolist() == whole_ids
+
+
+@pytest.mark.parametrize("name", CUTTABLE)
+def test_every_bmp_character_before_or_after_a_cut_keeps_the_tokens(name: str) -> None:
+    # the space rule cuts after any non-whitespace character: try each one of the BMP there, and
+    # right after the space (where the rule says nothing about it); all 1.1M code points were checked
+    # the same way once (see the comment above tokenizers._CUT)
+    tok = get_tokenizer(name)
+    pairs = []
+    for cp in range(0x10000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        ch = chr(cp)
+        if not ch.isspace():
+            pairs.append(("a" + ch, " b"))
+        pairs.append(("a", " " + ch + "b"))
+    for left, right in pairs:
+        assert [(0, left), (len(left), right)] == list(tk.text_chunks(left + right, len(left)))
+    encode = tok.encode
+    if isinstance(tok, HFTokenizer):
+        hf = tok._tok
+        texts = [left + right for left, right in pairs]
+        whole = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+        lefts = [e.ids for e in hf.encode_batch([left for left, _ in pairs], add_special_tokens=False)]
+        rights = [e.ids for e in hf.encode_batch([right for _, right in pairs], add_special_tokens=False)]
+    else:
+        whole = [encode(left + right) for left, right in pairs]
+        lefts = [encode(left) for left, _ in pairs]
+        rights = [encode(right) for _, right in pairs]
+    bad = [pair for pair, w, a, b in zip(pairs, whole, lefts, rights, strict=True) if list(w) != [*a, *b]]
+    assert bad == []
+
+
+def test_digits_after_letters_and_punctuation_are_cut_points() -> None:
+    text = "id=12345;x9 y"
+    assert list(tk.text_chunks(text, 1)) == [(0, "id="), (3, "12345;x"), (10, "9"), (11, " y")]
+    for name in CUTTABLE:
+        tok = get_tokenizer(name)
+        assert tk.encode_ids(tok, text, chunk=1)[0].tolist() == tok.encode(text)
+
+
+def test_only_known_pre_tokenizers_are_encoded_in_chunks(tmp_path: Path) -> None:
+    assert get_tokenizer("deepseek").cuttable  # type: ignore[attr-defined]
+    spec = json.loads(_deepseek_json().read_text(encoding="utf-8"))
+    spec["pre_tokenizer"]["pretokenizers"][2]["pattern"]["Regex"] = r"\w+|\s+"  # not the proven pattern
+    other = tmp_path / "tokenizer.json"
+    other.write_text(json.dumps(spec), encoding="utf-8")
+    calls: list[str] = []
+
+    class Spy(HFTokenizer):
+        def encode(self, text: str) -> list[int]:
+            calls.append(text)
+            return super().encode(text)
+
+    spied = Spy(other)
+    assert spied.cuttable is False
+    text = "alpha beta gamma 123 delta"
+    assert tk.encode_ids(spied, text, chunk=2)[0].tolist() == spied._tok.encode(text).ids
+    assert calls == [text]  # one call: the whole text
+    assert not getattr(_CharTokenizer(), "cuttable", False)
+    assert TiktokenTokenizer("cl100k_base").cuttable and TiktokenTokenizer("o200k_base").cuttable
+    gpt2_like = tiktoken.Encoding(
+        "gpt2-like",
+        pat_str=r"\S+|\s+",
+        mergeable_ranks={bytes([b]): b for b in range(256)},
+        special_tokens={},
+    )
+    assert not TiktokenTokenizer(gpt2_like).cuttable
