@@ -663,3 +663,60 @@ def test_the_quiet_headline_the_cli_reference_shows(
     assert cli.main(argv, stdout=out, stderr=err) == 0, err.getvalue()
     (headline,) = out.getvalue().splitlines()
     assert f"e.g. `{headline}`" in _page("reference", "cli.md")
+
+
+def test_the_ci_gate_page_shows_what_check_and_lint_print() -> None:
+    import io
+
+    from promptkit import cli
+
+    page = (ROOT / "docs" / "how-to" / "ci-gate.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n\$ promptkit (check [^\n]+)\n(.*?)```", page, re.S)
+    assert block is not None
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(block.group(1).split(), stdout=out, stderr=err)
+    assert code == 1  # the page says the command fails the run
+    assert out.getvalue() == block.group(2)
+    lint_cmd = re.search(r"`promptkit lint (\S+) --provider (\S+)`", page)
+    assert lint_cmd is not None
+    from promptkit.cache.causes_report import lint
+
+    table = lint(analyze(ROOT / lint_cmd.group(1), provider=lint_cmd.group(2)))
+    assert table.height == 1
+    row = table.row(0, named=True)
+    said = re.search(
+        r"shows the (\w+) at character (\d+) of message (\d+), changing on (\d+) of (\d+) transitions", page
+    )
+    assert said is not None
+    assert (row["kind"], row["offset"], row["message"], row["changes"], row["transitions"]) == (
+        said.group(1),
+        int(said.group(2)),
+        int(said.group(3)),
+        int(said.group(4)),
+        int(said.group(5)),
+    )
+
+
+def test_the_analysis_guide_s_idle_times_are_what_the_trajectories_give(real: pl.DataFrame) -> None:
+    """The seconds between an answer and the next request (the next call's ``created`` minus the
+    agent's receipt time of the answer), for later calls where the newest entry was found (reported >=
+    predicted) and where it was not."""
+    import json
+
+    gaps: dict[bool, list[float]] = {True: [], False: []}
+    for path in sorted((ROOT / "fixtures" / "real-logs" / "deepseek").glob("*.traj.json")):
+        answers = [
+            m
+            for m in json.loads(path.read_text(encoding="utf-8"))["messages"]
+            if m.get("role") == "assistant"
+        ]
+        session = real.filter(pl.col("session") == path.name.removesuffix(".traj.json")).sort("index")
+        for row in session.filter(pl.col("index") > 0).iter_rows(named=True):
+            n = row["index"]
+            gap = answers[n]["extra"]["response"]["created"] - answers[n - 1]["extra"]["timestamp"]
+            gaps[row["reported_cached_tokens"] >= row["predicted_cached_tokens"]].append(gap)
+    found, missed = gaps[True], gaps[False]
+    assert (
+        f"({min(found):.2f}–{max(found):.2f} s between answer and next request when the entry was found,\n"
+        f"  {min(missed):.2f}–{max(missed):.2f} s when it was not)"
+    ) in ANALYSIS_GUIDE
