@@ -720,3 +720,31 @@ def test_the_analysis_guide_s_idle_times_are_what_the_trajectories_give(real: pl
         f"({min(found):.2f}–{max(found):.2f} s between answer and next request when the entry was found,\n"
         f"  {min(missed):.2f}–{max(missed):.2f} s when it was not)"
     ) in ANALYSIS_GUIDE
+
+
+def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> None:
+    """The corpus of benchmarks/corpus.py (default arguments), as the performance and cluster pages
+    describe it: files, size, requests and the prompt tokens each provider counts."""
+    from benchmarks.corpus import write_corpus
+    from promptkit.cache.engine import analyze_requests
+    from promptkit.formats import read_logs
+
+    files = write_corpus(tmp_path / "corpus")
+    size = sum(f.stat().st_size for f in files)
+    loaded = read_logs([tmp_path / "corpus"])
+    cl100k = analyze_requests(loaded, provider="openai", tokenizer="cl100k_base").requests
+    deepseek = analyze_requests(loaded, provider="deepseek").requests
+    performance = (ROOT / "docs" / "concepts" / "performance.md").read_text(encoding="utf-8")
+    cluster = (ROOT / "docs" / "how-to" / "cluster.md").read_text(encoding="utf-8")
+    n = cl100k.height
+    assert cl100k["session"].n_unique() == len(files) == 20
+    assert f"{size / 1e6:.0f} MB of promptkit JSONL" in performance
+    assert f"the same {n:,}-request corpus" in performance
+    assert (
+        f"| phase ({n:,} requests) | chatml + cl100k_base ({cl100k['prompt_tokens'].sum() / 1e6:.1f}M tokens) |"
+        in performance
+    )
+    assert f"DeepSeek-V3.2 + tokenizer ({deepseek['prompt_tokens'].sum() / 1e6:.1f}M tokens) |" in performance
+    mean = f"{cl100k['prompt_tokens'].mean():,.0f}"  # benchmarks/scaling.py's default: openai, cl100k_base
+    assert f"({n:,} requests of {mean} prompt tokens on average.)" in cluster
+    assert f"average {mean} prompt tokens per request" in cluster
