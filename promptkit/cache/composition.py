@@ -10,8 +10,9 @@ Example::
     >>> from promptkit.cache.tokenize import RequestTokenizer
     >>> rt = RequestTokenizer("chatml", "cl100k_base")
     >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
-    >>> part = composition_part("s", 0, body, rt.tokenize(body))
-    >>> frame = composition_frame([part])
+    >>> rows = CompositionRows()
+    >>> rows.add("s", 0, body, rt.tokenize(body))
+    >>> frame = rows.frame()
     >>> frame["slot"].to_list(), frame["tokens"].sum() == rt.tokenize(body).prompt_len
     (['system', 'user', 'generation'], True)
 """
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from promptkit.cache.tokenize import TokenizedRequest
 
-__all__ = ["COMPOSITION_COLUMNS", "CompositionRows", "composition_frame", "composition_part"]
+__all__ = ["COMPOSITION_COLUMNS", "CompositionRows"]
 
 #: Columns of the composition frame, in order.
 COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
@@ -44,127 +45,13 @@ COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
 _STRING_COLUMNS: Final[frozenset[str]] = frozenset({"session", "slot", "key", "role"})
 
 
-def composition_part(
-    session: str,
-    index: int,
-    body: Mapping[str, Any],
-    tok: TokenizedRequest,
-    *,
-    layout: Sequence[Any] | None = None,
-    shifted: bool = False,
-    opaque: tuple[int, str] | None = None,
-) -> dict[str, np.ndarray]:
-    """The composition rows of one request, as column arrays (see :func:`composition_frame`).
-
-    Spans: the header (``tools`` when the body has tools, else ``header``) when it has tokens; each
-    message with tokens (its layout ``slot`` and ``key``, else its role), sorted by start; a
-    ``template`` span for every gap between them; the trailing ``generation`` prompt. ``shifted``: the
-    body's first message was prepended (an Anthropic top-level system), so message indices shift by one.
-    ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.cache.opaque`), the
-    first ``tokens`` of the header: it becomes its own ``opaque-head`` span with that key.
-
-    >>> from promptkit.cache.tokenize import TokenizedRequest
-    >>> tok = TokenizedRequest(tokens=list(range(10)), message_starts=(2, 6), header_len=2, prompt_len=10,
-    ...                        message_ends=(5, 8))
-    >>> part = composition_part("s", 0, {"messages": [{"role": "user"}, {"role": "assistant"}]}, tok)
-    >>> list(part["slot"]), part["start"].tolist(), part["tokens"].tolist()
-    (['header', 'user', 'template', 'assistant', 'generation'], [0, 2, 5, 6, 8], [2, 3, 1, 2, 2])
-    """
-    messages = body["messages"]
-    n = len(tok.message_starts)
-    all_codes, all_start, all_size, message_of = _spans(tok, shifted, opaque)
-    roles = [msg["role"] for msg in messages]  # strings: the render model checked them
-    if layout is not None:
-        slots = [entry.slot for entry in layout]
-        keys: list[str | None] = [entry.key for entry in layout]
-    else:
-        slots = roles
-        keys = [None] * n
-    header_slot = "tools" if body.get("tools") else "header"
-    opaque_key = opaque[1] if opaque is not None else None
-    slot_of = np.array([*slots[:n], header_slot, "template", "generation", "opaque-head"], dtype=object)
-    key_of = np.array([*keys[:n], None, None, None, opaque_key], dtype=object)
-    role_of = np.array([*roles[:n], None, None, None, None], dtype=object)
-    rows = all_codes.shape[0]
-    return {
-        "session": np.full(rows, session, dtype=object),
-        "index": np.full(rows, index, dtype=np.int64),
-        "slot": slot_of[all_codes],
-        "key": key_of[all_codes],
-        "start": all_start,
-        "tokens": all_size,
-        "message": message_of,
-        "role": role_of[all_codes],
-    }
-
-
-def _spans(
-    tok: TokenizedRequest, shifted: bool, opaque: tuple[int, str] | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The spans of one request in token order, as int64 arrays: (code, start, size, message). Code
-    ``i < n``: message ``i``; ``n``: the header; ``n + 1``: a template gap; ``n + 2``: the generation
-    prompt; ``n + 3``: the opaque head. ``message`` is the span's message index (-1 for none)."""
-    n = len(tok.message_starts)
-    st = np.asarray(tok.message_starts, dtype=np.int64)
-    if tok.message_ends is not None:
-        en = np.asarray(tok.message_ends, dtype=np.int64)
-    else:  # each message ends where the next one in token order starts
-        by_start = np.lexsort((np.arange(n), st))
-        nxt = np.empty(n, dtype=np.int64)
-        nxt[by_start[:-1]] = st[by_start[1:]]
-        if n:
-            nxt[by_start[-1]] = tok.prompt_len
-        en = nxt
-    keep = np.flatnonzero(en > st)
-    order = keep[np.lexsort((keep, st[keep]))]
-    header_len = int(tok.header_len)
-    codes = order  # code i < n: message i; n: header; n + 1: template; n + 2: generation
-    s = st[order]
-    e = en[order]
-    if header_len > 0:  # the header span comes first (it starts at 0, before every message)
-        codes = np.concatenate(([n], codes))
-        s = np.concatenate(([0], s))
-        e = np.concatenate(([header_len], e))
-    covered = np.maximum.accumulate(np.concatenate(([header_len], e)))
-    before = covered[:-1]
-    gap = np.flatnonzero(s > before)
-    if gap.shape[0]:
-        m = s.shape[0]
-        rank = np.concatenate((2 * np.arange(m) + 1, 2 * gap))
-        arrange = np.argsort(rank, kind="stable")
-        all_codes = np.concatenate((codes, np.full(gap.shape[0], n + 1)))[arrange]
-        all_start = np.concatenate((s, before[gap]))[arrange]
-        all_size = np.concatenate((e - s, s[gap] - before[gap]))[arrange]
-    else:  # perf: no gap (the usual case): the spans are the messages' own
-        all_codes, all_start, all_size = codes, s, e - s
-    final = int(covered[-1])
-    if final < tok.prompt_len:
-        all_codes = np.append(all_codes, n + 2)
-        all_start = np.append(all_start, final)
-        all_size = np.append(all_size, tok.prompt_len - final)
-    if opaque is not None and opaque[0] > 0 and all_codes.shape[0] and all_codes[0] == n:
-        # the header span [0, header_len) starts with the opaque head: split it in two (code n + 3)
-        size = min(opaque[0], int(all_size[0]))
-        rest = int(all_size[0]) - size
-        if rest > 0:
-            all_codes = np.concatenate(([n + 3], all_codes))
-            all_start = np.concatenate(([0, size], all_start[1:]))
-            all_size = np.concatenate(([size, rest], all_size[1:]))
-        else:
-            all_codes = np.concatenate(([n + 3], all_codes[1:]))
-    message = all_codes - (1 if shifted else 0)
-    message_of = np.where((all_codes < n) & (message >= 0), message, -1)
-    return (
-        all_codes.astype(np.int64, copy=False),
-        all_start.astype(np.int64, copy=False),
-        all_size.astype(np.int64, copy=False),
-        message_of.astype(np.int64, copy=False),
-    )
-
-
 class CompositionRows:
-    """The composition rows of many requests: what :func:`composition_part` and
-    :func:`composition_frame` give, built for the engine's hot path. :meth:`add` only records each
+    """The composition rows of many requests, built for the engine's hot path.
+
+    A request's spans, in token order: the header (``tools`` when the body has tools, else ``header``)
+    when it has tokens, split off an ``opaque-head`` span first when the log omits one; each message
+    with tokens (its layout ``slot`` and ``key``, else its role), sorted by start, after a ``template``
+    span where it starts past what came before; the trailing ``generation`` prompt. :meth:`add` only records each
     request's message offsets and string codes (its messages' roles are read only for the messages the
     session's previous request did not have: the lists are compared in C, by identity first, as the
     loaders intern a session's repeated messages); :meth:`frame` computes every request's spans at once
@@ -175,8 +62,9 @@ class CompositionRows:
     >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
     >>> rows = CompositionRows()
     >>> rows.add("s", 0, body, rt.tokenize(body))
-    >>> rows.frame().equals(composition_frame([composition_part("s", 0, body, rt.tokenize(body))]))
-    True
+    >>> frame = rows.frame()
+    >>> frame["slot"].to_list(), frame["start"].to_list(), frame["message"].to_list()
+    (['system', 'user', 'generation'], [0, 8, 14], [0, 1, None])
     """
 
     __slots__ = ("_bad", "_codes", "_ends", "_heads", "_last", "_messages", "_names", "_requests", "_starts")
@@ -235,13 +123,17 @@ class CompositionRows:
         opaque: tuple[int, str] | None = None,
         position: int = 0,
     ) -> None:
-        """Add one request's rows (the arguments of :func:`composition_part`); ``position`` fills the
-        ``_position`` column of :meth:`frame` (``position=True``)."""
+        """Add the rows of request ``index`` of ``session``: ``body`` tokenized as ``tok``; ``layout``,
+        one entry per message, names the slots and keys (else the roles do); ``shifted``: the body's
+        first message was prepended (an Anthropic top-level system), so message indices shift by one;
+        ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.cache.opaque`),
+        the first ``tokens`` of the header. ``position`` fills the ``_position`` column of
+        :meth:`frame` (``position=True``)."""
         r = len(self._requests)
         n = len(tok.message_starts)
         code = self._code
         roles = self._role_codes(session, body["messages"])[:n]
-        # a row's slot and key: entry `code` of these tables (composition_part's), where code i < n is
+        # a row's slot and key: entry `code` of these tables, where code i < n is
         # message i, then come the header, template, generation and opaque-head spans
         header = code("tools" if body.get("tools") else "header")
         spans = [header, code("template"), code("generation"), code("opaque-head")]
@@ -301,7 +193,7 @@ class CompositionRows:
                 self._heads.append((r, start, size, slots[which], keys[which]))
 
     def frame(self, schema: Mapping[str, Any] | None = None, *, position: bool = False) -> pl.DataFrame:
-        """The rows added so far as a frame with :data:`COMPOSITION_COLUMNS` (as :func:`composition_frame`),
+        """The rows added so far as a frame with :data:`COMPOSITION_COLUMNS` (``message`` null for the header, gaps and generation prompt),
         and a ``_position`` column after them when ``position``."""
         import polars as pl
 
@@ -330,7 +222,7 @@ class CompositionRows:
     def _columns(self) -> dict[str, np.ndarray]:
         """Every row's columns (strings as codes), requests in the order added; in each request the
         header span(s), then each message with tokens in token order, preceded by a ``template`` span
-        where it starts past what came before, then the ``generation`` span (see :func:`composition_part`)."""
+        where it starts past what came before, then the ``generation`` span."""
         i64 = np.int64
         req = np.array(self._requests, dtype=i64).reshape(-1, 11)
         n_req = req.shape[0]
@@ -406,36 +298,3 @@ class CompositionRows:
             out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
             out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]
         return out
-
-
-def composition_frame(
-    parts: Sequence[Mapping[str, np.ndarray]], schema: Mapping[str, Any] | None = None
-) -> pl.DataFrame:
-    """Join :func:`composition_part` outputs into one frame with :data:`COMPOSITION_COLUMNS`
-    (``message`` is null for the header, gaps and generation prompt).
-
-    >>> composition_frame([]).columns == list(COMPOSITION_COLUMNS)
-    True
-    """
-    import polars as pl
-
-    s, i = pl.String, pl.Int64
-    dtypes = (
-        dict(schema)
-        if schema is not None
-        else dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
-    )
-    columns: dict[str, pl.Series] = {}
-    for name in COMPOSITION_COLUMNS:
-        if parts:
-            values = np.concatenate([p[name] for p in parts])
-        else:
-            values = np.zeros(0, dtype=object if dtypes[name] == s else np.int64)
-        if values.dtype == object:
-            columns[name] = pl.Series(name, values.tolist(), dtype=dtypes[name])
-        else:
-            series = pl.Series(name, values, dtype=dtypes[name])
-            if name == "message":
-                series = pl.select(pl.when(series >= 0).then(series)).to_series().alias(name)
-            columns[name] = series
-    return pl.DataFrame(columns)

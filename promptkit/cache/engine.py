@@ -1036,9 +1036,9 @@ def _finish(
 def composition_frame_empty(schema: Mapping[str, Any]) -> pl.DataFrame:
     import polars as pl
 
-    from promptkit.cache.composition import composition_frame
+    from promptkit.cache.composition import CompositionRows
 
-    return composition_frame([], schema).with_columns(pl.lit(None, dtype=pl.Int64).alias("_pos"))
+    return CompositionRows().frame(schema).with_columns(pl.lit(None, dtype=pl.Int64).alias("_pos"))
 
 
 def _session_chunks(

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.cache.composition import CompositionRows, composition_frame, composition_part
+from promptkit.cache.composition import CompositionRows
 from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 from promptkit.layout import LayoutEntry
+from tests.cache.composition_reference import composition_frame, composition_part
 
 ROLES = ("system", "user", "assistant", "tool")
 MESSAGES = [{"role": role, "content": f"{role} {k}"} for k in range(3) for role in ROLES]
