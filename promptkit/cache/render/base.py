@@ -16,6 +16,7 @@ __all__ = [
     "IncrementalRenderModel",
     "RenderModel",
     "RenderedPiece",
+    "SplitRender",
     "content_text",
     "message_text",
     "message_tool_calls",
@@ -90,6 +91,34 @@ class IncrementalRenderModel(RenderModel, Protocol):
     def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
         """Everything besides ``messages[:start]`` that the pieces before message ``start`` depend on."""
         ...
+
+
+class SplitRender:
+    """The ``render`` and ``render_from`` of a model that implements ``render_split(request, start,
+    completion)`` (see :class:`IncrementalRenderModel`): both are its first element, so a model writes
+    its pieces once."""
+
+    __slots__ = ()
+
+    def render_split(
+        self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
+    ) -> tuple[list[RenderedPiece], int]:
+        """``render_from(request, start, completion=completion)`` and how many of its pieces are the
+        prompt's (``render_from(request, start)``)."""
+        raise NotImplementedError
+
+    def render(
+        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """Pieces of ``request`` ending with its generation prompt, or with ``completion``."""
+        return self.render_split(request, 0, completion)[0]
+
+    def render_from(
+        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
+    ) -> list[RenderedPiece]:
+        """The pieces of message ``start`` and after (the header too when ``start`` is 0), then the
+        generation prompt or ``completion``."""
+        return self.render_split(request, start, completion)[0]
 
 
 def rendered_text(pieces: Sequence[RenderedPiece]) -> str:

@@ -10,6 +10,7 @@ import attrs
 
 from promptkit.cache.render.base import (
     RenderedPiece,
+    SplitRender,
     content_text,
     message_text,
     message_tool_calls,
@@ -50,7 +51,7 @@ def _chatml_tool_calls_text(calls: list[tuple[str, str, str]]) -> str:
 
 
 @attrs.frozen(slots=True)
-class ChatMLRender:
+class ChatMLRender(SplitRender):
     """ChatML, the message framing of OpenAI-compatible chat APIs.
 
     Each message is ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` (``{role} name={name}`` when the
@@ -68,25 +69,6 @@ class ChatMLRender:
     name: str = "chatml"
     special_tokens: tuple[str, ...] = CHATML_SPECIAL_TOKENS
 
-    def render(
-        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        """Pieces of ``request`` ending with the generation prompt, or with ``completion``."""
-        return self.render_from(request, 0, completion=completion)
-
-    def render_from(
-        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        """The pieces of message ``start`` and after (the tools block too when ``start`` is 0), then the
-        generation prompt or ``completion`` (see :class:`IncrementalRenderModel`).
-
-        >>> r = ChatMLRender()
-        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}]}
-        >>> r.render(request)[4:] == r.render_from(request, 1)
-        True
-        """
-        return self.render_split(request, start, completion)[0]
-
     def render_split(
         self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
     ) -> tuple[list[RenderedPiece], int]:
@@ -98,6 +80,9 @@ class ChatMLRender:
         >>> pieces, n = r.render_split(request, 0, {"role": "assistant", "content": "yo"})
         >>> pieces[:n] == r.render(request), [p.text for p in pieces[n:]]
         (True, ['yo', '<|im_end|>'])
+        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}]}
+        >>> r.render(request)[4:] == r.render_from(request, 1)
+        True
         """
         messages = request_messages(request, start)
         P = RenderedPiece

@@ -13,6 +13,7 @@ import attrs
 
 from promptkit.cache.render.base import (
     RenderedPiece,
+    SplitRender,
     content_text,
     message_text,
     message_tool_calls,
@@ -335,7 +336,7 @@ def _dsml_arguments(args: str) -> list[tuple[str, str, str]]:
 
 
 @attrs.frozen(slots=True)
-class DeepSeekV32Render:
+class DeepSeekV32Render(SplitRender):
     """DeepSeek-V3.2's encoding (``encoding/encoding_dsv32.py`` of deepseek-ai/DeepSeek-V3.2), in Python.
 
     This is what DeepSeek's API renders today: on the shared real mini-swe-agent logs its token count
@@ -364,25 +365,6 @@ class DeepSeekV32Render:
     name: str = "deepseek-v3.2"
     special_tokens: tuple[str, ...] = DEEPSEEK_V32_SPECIAL_TOKENS
 
-    def render(
-        self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        """Pieces of ``request`` (ending with its generation prompt), or with ``completion``."""
-        return self.render_from(request, 0, completion=completion)
-
-    def render_from(
-        self, request: Mapping[str, Any], start: int, *, completion: Mapping[str, Any] | None = None
-    ) -> list[RenderedPiece]:
-        """The pieces of message ``start`` and after (the header too when ``start`` is 0), then
-        ``completion`` (see :class:`IncrementalRenderModel`).
-
-        >>> r = DeepSeekV32Render()
-        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
-        >>> r.render(request)[-2:] == r.render_from(request, 1)
-        True
-        """
-        return self.render_split(request, start, completion)[0]
-
     def render_split(
         self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
     ) -> tuple[list[RenderedPiece], int]:
@@ -395,6 +377,9 @@ class DeepSeekV32Render:
         >>> pieces, n = r.render_split(request, 0, {"role": "assistant", "content": "yo"})
         >>> pieces[:n] == r.render(request), [p.text for p in pieces[n:]]
         (True, ['yo', '<｜end▁of▁sentence｜>'])
+        >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+        >>> r.render(request)[-2:] == r.render_from(request, 1)
+        True
         """
         messages: list[Mapping[str, Any]] = list(request_messages(request, start))
         tools = request_tools(request)
