@@ -2,19 +2,9 @@
 generation prompt, in token order.
 
 The engine's ``composition`` frame has one row per span of every request, so its size grows with
-requests × messages; this module builds each request's rows as a few numpy arrays (no Python loop over
-the messages beyond reading their slot and role) and joins them once at the end.
-
-Example::
-
-    >>> from promptkit.cache.tokenize import RequestTokenizer
-    >>> rt = RequestTokenizer("chatml", "cl100k_base")
-    >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
-    >>> rows = CompositionRows()
-    >>> rows.add("s", 0, body, rt.tokenize(body))
-    >>> frame = rows.frame()
-    >>> frame["slot"].to_list(), frame["tokens"].sum() == rt.tokenize(body).prompt_len
-    (['system', 'user', 'generation'], True)
+requests × messages; :class:`CompositionRows` records each request's message offsets as it comes and
+computes every request's spans at once with numpy (no Python loop over the messages beyond reading
+their slot and role). Its example shows the rows of one request.
 """
 
 from __future__ import annotations
