@@ -25,6 +25,7 @@ __all__ = [
     "HttpCaptureError",
     "LayoutFormatError",
     "LogFileError",
+    "LoneSurrogateError",
     "MarkupError",
     "MediaFormatError",
     "MessageFormatError",
@@ -172,6 +173,11 @@ class ProxyConfigError(PromptkitError, ValueError):
 
 class RenderError(PromptkitError, ValueError):
     """A request cannot be rendered; the message says which message and field."""
+
+
+class LoneSurrogateError(RenderError):
+    """A rendered text holds a lone UTF-16 surrogate (a ``\\ud800`` escape in a JSON log), which no
+    tokenizer encodes as such; raised by a ``RequestTokenizer(..., reject_surrogates=True)``."""
 
 
 class TokenizerNotAvailableError(PromptkitError, LookupError):

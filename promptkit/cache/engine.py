@@ -39,7 +39,7 @@ from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.cache.runtime import gc_paused, phase
-from promptkit.errors import RecordFormatError, UsageError
+from promptkit.errors import LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
@@ -380,14 +380,18 @@ class _SurrogateMemo:
     messages start with that list (compared in C, by identity first: the loaders intern the messages a
     session's records repeat, :func:`~promptkit.formats.discovery.intern_messages`) scans only the
     messages after it. Other messages are remembered by identity (the memo holds them: an id is not
-    reused while its object lives). Both are emptied when ``size`` entries are held."""
+    reused while its object lives). Both are emptied when ``size`` entries are held.
 
-    __slots__ = ("_clean", "_fields", "_seen", "size")
+    ``dirty`` holds the sessions whose text held a lone surrogate: their later requests are scanned
+    before tokenizing (the others are not: the tokenizer finds one in the texts it encodes)."""
+
+    __slots__ = ("_clean", "_fields", "_seen", "dirty", "size")
 
     def __init__(self, size: int = 8192) -> None:
         self._seen: dict[int, tuple[Any, bool]] = {}
         self._clean: dict[str | None, list[Any]] = {}
         self._fields: dict[str, Any] = {}  # a body field -> its last value found clean
+        self.dirty: set[str | None] = set()
         self.size = size
 
     def message(self, value: Any) -> bool:
@@ -439,10 +443,19 @@ def _tokenize_or_mend(
     memo: _SurrogateMemo | None = None,
 ) -> TokenizedRequest:
     """Tokenize a prepared request. Lone UTF-16 surrogates (JSON logs can hold ``\\ud800`` escapes;
-    DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) are replaced by U+FFFD first, the
-    same way for every tokenizer, and the request's id goes to ``mended`` for the note."""
+    DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) in the text the request renders
+    to are replaced by U+FFFD, the same way for every tokenizer, and the request's id goes to
+    ``mended`` for the note.
+
+    perf: ``rt`` rejects a text with one (``reject_surrogates``) as it encodes it, so a clean request is
+    not scanned; once a session had one, its requests are scanned (and mended) before tokenizing."""
     body, completion = prepared.body, record.completion
     memo = memo if memo is not None else _SurrogateMemo()
+    if record.session not in memo.dirty:
+        try:
+            return rt.tokenize(body, completion=completion)
+        except LoneSurrogateError:
+            memo.dirty.add(record.session)
     if memo.body(body, record.session) or (completion is not None and memo.message(completion)):
         mended.append(_source_id(record))
         body = _without_surrogates(body)
@@ -519,10 +532,13 @@ class _Context:
         self.profile, tok_spec, render_spec, self.model = _resolve(
             spec.provider, spec.tokenizer, spec.render, spec.cache_model
         )
+        # lone surrogates are found in the texts the tokenizer encodes (_tokenize_or_mend mends them)
         if spec.cache_tokens is None:
-            self.rt = RequestTokenizer(render_spec, tok_spec)
+            self.rt = RequestTokenizer(render_spec, tok_spec, reject_surrogates=True)
         else:
-            self.rt = RequestTokenizer(render_spec, tok_spec, cache_tokens=spec.cache_tokens)
+            self.rt = RequestTokenizer(
+                render_spec, tok_spec, cache_tokens=spec.cache_tokens, reject_surrogates=True
+            )
         self.thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
 
     def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
@@ -537,7 +553,7 @@ class _Context:
         if name is None:
             return self.rt, None
         if name not in self.thinking:
-            self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer)
+            self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
         return self.thinking[name], name
 
 
@@ -926,6 +942,8 @@ def _by_position(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
     joined = pl.concat(frames)
     frames.clear()
+    if joined["_pos"].is_sorted():  # perf: one chunk in record order (the consecutive view): nothing to do
+        return joined
     order = pl.Series(np.argsort(joined["_pos"].to_numpy(), kind="stable"))
     columns: list[pl.Series] = []
     for name in joined.columns:

@@ -188,6 +188,15 @@ def paint_spans(image: Any, column: Any, row0: Any, start: Any, tokens: Any, cod
     image[row0[keep][owner] + low[owner] + offset, column[keep][owner]] = code[keep][owner]
 
 
+def _codes(values: pl.Series, names: Sequence[str]) -> Any:
+    """The position of each of ``values`` (strings, each one of ``names``) in ``names``, as an int64
+    numpy array (perf: a cast to an Enum of ``names``, whose physical codes are those positions)."""
+    import numpy as np
+
+    enum = pl.Enum(list(dict.fromkeys(names)))
+    return values.cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
+
+
 def slot_code(slots: Sequence[str]) -> pl.Expr:
     """The position of each span's slot in ``slots`` (the colour order), as an Int64 expression."""
     return (
@@ -274,10 +283,16 @@ def composition_grid(
 
     requests, comp, present = composition_frames(requests, composition, "composition_grid")
     shown = list(dict.fromkeys(sessions)) if sessions is not None else present
-    spans = comp.filter((pl.col("tokens") > 0) & pl.col("session").is_in(shown))
-    marks = requests.filter(
-        pl.col("session").is_in(shown) & (pl.col("prefix_tokens") < pl.col("prompt_tokens"))
-    ).select("session", "index", "prefix_tokens")
+    # perf: only the columns drawn, and the session test only when some sessions are left out
+    every = set(shown) >= set(present) | set(comp["session"].unique().to_list())
+    spans = comp.select("session", "index", "slot", "start", "tokens").filter(
+        (pl.col("tokens") > 0) if every else (pl.col("tokens") > 0) & pl.col("session").is_in(shown)
+    )
+    marks = requests.select("session", "index", "prefix_tokens", "prompt_tokens").filter(
+        (pl.col("prefix_tokens") < pl.col("prompt_tokens"))
+        if every
+        else pl.col("session").is_in(shown) & (pl.col("prefix_tokens") < pl.col("prompt_tokens"))
+    )
     slots = ordered_slots(spans["slot"].cast(pl.String).unique(maintain_order=True).to_list())
     ceiling = int(spans.select((pl.col("start") + pl.col("tokens")).max()).item() or 1) if spans.height else 1
     step = max(1, -(-ceiling // rows))  # tokens per pixel row, the same in every panel
@@ -293,19 +308,13 @@ def composition_grid(
         ((k % ncols) * (turns + gap_x), (nrows - 1 - k // ncols) * (panel_rows + gap_y))
         for k in range(len(shown))
     )
-    panel_of = {session: k for k, session in enumerate(shown)}
     x0 = np.array([x for x, _ in origins] or [0], dtype=np.int64)
     y0 = np.array([y for _, y in origins] or [0], dtype=np.int64)
     if spans.height:
-        k = (
-            spans.select(pl.col("session").replace_strict(panel_of, return_dtype=pl.Int64))
-            .to_series()
-            .to_numpy()
-        )
+        k = _codes(spans["session"], shown)
         paint_spans(codes, x0[k] + spans["index"].to_numpy() - first, y0[k], spans["start"].to_numpy(),
-                    spans["tokens"].to_numpy(), spans.select(slot_code(slots)).to_series().to_numpy(), step)  # fmt: skip
-    k = marks.select(pl.col("session").replace_strict(panel_of, return_dtype=pl.Int64)).to_series().to_numpy()
-    k = k.astype(np.int64)  # an empty frame's column may come back as floats
+                    spans["tokens"].to_numpy(), _codes(spans["slot"], slots), step)  # fmt: skip
+    k = _codes(marks["session"], shown)
     mark_x = x0[k] + marks["index"].to_numpy() - first
     mark_y = y0[k] * step + marks["prefix_tokens"].to_numpy()
     return CompositionGrid(

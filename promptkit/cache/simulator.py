@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache"]
 
 _INF = math.inf
+_NO_TOKENS = np.zeros(0, np.int64)  # the root's edge (read-only: shared by every cache)
+_NO_TOKENS.flags.writeable = False
 
 
 class _Node:
@@ -100,10 +102,12 @@ def _known_equal(edge: np.ndarray, pos: int, known: tuple[np.ndarray, int] | Non
     owner = array if array.base is None else array.base
     if edge.base is not owner and edge is not array:  # not a view of the same memory: nothing known
         return 0
+    # the edge starts at the array's element ``pos`` (perf: two one-element views overlap only there,
+    # a cheaper test than reading both data pointers)
     if (
         array.dtype != edge.dtype
         or edge.strides != array.strides
-        or edge.__array_interface__["data"][0] != array.__array_interface__["data"][0] + pos * array.itemsize
+        or not np.may_share_memory(edge[:1], array[pos : pos + 1])
     ):
         return 0
     return min(known[1] - pos, m, int(array.shape[0]) - pos)
@@ -126,7 +130,7 @@ class RadixCache:
             raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
         self.capacity = capacity
         self.share_tokens = share_tokens
-        self._root = _Node(np.zeros(0, np.int64), None, 0)
+        self._root = _Node(_NO_TOKENS, None, 0)
         self._root.expires = _INF
         self._tokens = 0
         self._clock = itertools.count(1)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -50,10 +51,14 @@ from promptkit.cache.tokenizers import (
     encode_ids,
     encode_with_offsets,
     get_tokenizer,
+    is_cut,
     vocab_size,
 )
+from promptkit.errors import LoneSurrogateError
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _int_tuple(value: Iterable[int]) -> tuple[int, ...]:
@@ -170,6 +175,47 @@ class _Segment:
     offsets: np.ndarray | None  # int32 char offset where each token starts, when computed
 
 
+class _TokenBuffer:
+    """perf: memory: a growing int64 array whose read-only views are the tokens of a chain of requests
+    (a session's requests, each extending the previous one): a request that resumes from an earlier
+    one's first ``pos`` tokens is ``buffer[:pos]`` followed by its new tokens, written once after
+    what the buffer holds, instead of a copy of the whole prefix (see :meth:`extend`).
+
+    The buffer's own array is read-only, so no view handed out can be made writable; it is written
+    through a private view. What was written is never changed: a request whose new tokens differ from
+    those already written past its ``pos`` gets a new buffer."""
+
+    __slots__ = ("_data", "_write", "used")
+
+    def __init__(self, capacity: int) -> None:
+        self._data = np.empty(capacity, dtype=np.int64)
+        self._write = self._data[:]
+        self._data.flags.writeable = False
+        self.used = 0  # tokens written (and possibly handed out): never rewritten
+
+    @staticmethod
+    def extend(
+        buffer: _TokenBuffer | None, pos: int, tail: np.ndarray
+    ) -> tuple[np.ndarray, _TokenBuffer, bool]:
+        """``buffer[:pos]`` followed by ``tail`` (no buffer: ``tail``) as a read-only view of a buffer:
+        ``buffer`` itself when ``tail`` equals what it holds past ``pos`` and fits, else a new one.
+        Returns (tokens, their buffer, whether it is ``buffer``)."""
+        n = pos + int(tail.shape[0])
+        if buffer is not None and n <= buffer._data.shape[0]:
+            k = min(buffer.used, n) - pos  # tokens of ``tail`` the buffer holds already
+            if k <= 0 or np.array_equal(buffer._data[pos : pos + k], tail[:k]):
+                if n > buffer.used:
+                    buffer._write[buffer.used : n] = tail[buffer.used - pos :]
+                    buffer.used = n
+                return buffer._data[:n], buffer, True
+        new = _TokenBuffer(n + n // 2 + 1024)
+        if pos:
+            new._write[:pos] = buffer._data[:pos]  # type: ignore[union-attr]
+        new._write[pos:n] = tail
+        new.used = n
+        return new._data[:n], new, False
+
+
 @attrs.define(slots=True, eq=False)
 class _Snapshot:
     """What resuming after a request's first messages needs: its rendering, where every special piece
@@ -187,6 +233,7 @@ class _Snapshot:
     first_message_piece: int
     first_message_pos: int | None
     tokens: np.ndarray
+    buffer: _TokenBuffer  # the buffer ``tokens`` is a view of
 
     def message_piece(self, start: int) -> int:
         """Index of the first piece of message ``start`` (past the messages when ``start`` is their count)."""
@@ -202,7 +249,11 @@ class RequestTokenizer:
     :func:`get_tokenizer`). Special pieces whose token is not in the vocabulary (ChatML's
     ``<|im_start|>`` with cl100k_base) get *reserved ids* just above the vocabulary, in the order of
     the render model's ``special_tokens``: they are exact cut points and never collide with a real
-    token. ``cache_tokens`` bounds the segment cache (token ids stored, LRU).
+    token. ``cache_tokens`` bounds the segment cache (token ids stored, LRU). With
+    ``reject_surrogates=True`` a rendered text holding a lone UTF-16 surrogate raises
+    :class:`~promptkit.errors.LoneSurrogateError` instead of reaching the tokenizer (tiktoken would
+    replace it quietly, DeepSeek's tokenizer rejects it): the analysis engine then replaces it, the same
+    way for every tokenizer, and says so.
 
     The completion (``completion=``) is tokenized separately from the prompt, as a provider does (the
     prompt is tokenized, then the model generates tokens): ``tokens[:prompt_len]`` is always the
@@ -216,6 +267,7 @@ class RequestTokenizer:
         *,
         cache_tokens: int = 32_000_000,
         snapshots: int = 64,
+        reject_surrogates: bool = False,
     ) -> None:
         self.render_model: RenderModel = get_render_model(render_model)
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
@@ -225,6 +277,8 @@ class RequestTokenizer:
         self._cache: OrderedDict[str | bytes, _Segment] = OrderedDict()
         self._cached_tokens = 0
         self._special: dict[str, int] = {}
+        self._id_arrays: dict[tuple[int, ...], np.ndarray] = {}
+        self.reject_surrogates = reject_surrogates
         n = vocab_size(self.tokenizer)
         self._reserved_base = n if n is not None else 1 << 30
         self._reserved: dict[str, int] = {}
@@ -233,15 +287,20 @@ class RequestTokenizer:
         self.hits = 0
         self.misses = 0
         self.resumed = 0
-        #: After :meth:`tokenize`: ``(tokens, k)`` when the result's first ``k`` tokens were copied from
-        #: ``tokens`` (an earlier result's array, which it resumed from), else None. A caller comparing
-        #: the two arrays can skip those ``k`` tokens.
+        #: After :meth:`tokenize`: ``(tokens, k)`` when the result's first ``k`` tokens are known to equal
+        #: those of ``tokens`` (an earlier result's array, which it resumed from), else None. A caller
+        #: comparing the two arrays can skip those ``k`` tokens.
         self.shared_prefix: tuple[np.ndarray, int] | None = None
         if snapshots < 0:
             raise ValueError(f"snapshots must be >= 0, got {snapshots}")
         self.snapshots = snapshots
         self._snapshots: list[_Snapshot] = []
         self._incremental = isinstance(self.render_model, IncrementalRenderModel)
+        # perf: a tokenizer whose pre-tokenizer always splits at tokenizers.is_cut points encodes the
+        # text pieces on either side of one as separate segments: a text is then encoded once wherever
+        # it recurs (an answer as the completion, then as the next request's message after its role
+        # header), and the owners of the tokens are known without offsets
+        self._cut_pieces = bool(getattr(self.tokenizer, "cuttable", False))
 
     def __repr__(self) -> str:
         return f"RequestTokenizer({self.render_model.name!r}, {self.tokenizer.name!r})"
@@ -298,6 +357,17 @@ class RequestTokenizer:
             )
         return pieces, len(prompt)
 
+    def _ids_array(self, ids: list[int]) -> np.ndarray:
+        """perf: ``ids`` (special ids between two text segments, a few recurring sequences) as a
+        read-only int64 array, made once per sequence."""
+        key = tuple(ids)
+        array = self._id_arrays.get(key)
+        if array is None:
+            array = _readonly(np.array(ids, dtype=np.int64))
+            if len(self._id_arrays) < 4096:
+                self._id_arrays[key] = array
+        return array
+
     # -- the segment cache --------------------------------------------------------------------------
 
     def _segment(self, text: str, need_offsets: bool) -> _Segment:
@@ -313,6 +383,13 @@ class RequestTokenizer:
             self.hits += 1
             return seg
         self.misses += 1
+        if self.reject_surrogates and not text.isascii():
+            found = _SURROGATE.search(text)
+            if found is not None:
+                raise LoneSurrogateError(
+                    f"a rendered text holds the lone UTF-16 surrogate U+{ord(found.group()):04X} at "
+                    f"character {found.start()}: {text[max(0, found.start() - 20) : found.start()]!r}"
+                )
         # memory: a long text is encoded in chunks straight into int32 arrays (tokenizers.encode_ids)
         seg = _Segment(*encode_ids(self.tokenizer, text, offsets=need_offsets))
         old = self._cache.pop(key, None)
@@ -392,7 +469,6 @@ class RequestTokenizer:
         result = self._run(
             request, snap.pieces[j:q] + tail, q - j + n_tail, (snap, start, j, t), j, snap.pieces[:j]
         )
-        self.shared_prefix = (snap.tokens, snap.cut_tokens[t])
         return result
 
     def _find_resume(self, request: Mapping[str, Any]) -> tuple[_Snapshot, int, int, int] | None:
@@ -466,7 +542,6 @@ class RequestTokenizer:
         if resume is not None:
             snap, start, j, t = resume
             pos = snap.cut_tokens[t]
-            chunks.append(snap.tokens[:pos])
             cut_pieces = snap.cut_pieces[:t]
             cut_tokens = snap.cut_tokens[:t]
             # messages come in order (IncrementalRenderModel): those before m0 were done before piece j
@@ -479,6 +554,7 @@ class RequestTokenizer:
                 first_message_piece = snap.first_message_piece
         pending: list[int] = []  # special ids not yet in chunks
         special_ids = self._special
+        cut = self._cut_pieces
         prompt_len = -1
         last_message_piece = -1
         run: list[RenderedPiece] = []  # text pieces of the current segment
@@ -493,10 +569,15 @@ class RequestTokenizer:
             count = 0
             offsets: np.ndarray | None = None
             if text:
-                seg = self._segment(text, need_offsets=multi)
+                try:
+                    seg = self._segment(text, need_offsets=multi)
+                except LoneSurrogateError as exc:  # name the message the text comes from
+                    owner = next((p.message_index for p in run if _SURROGATE.search(p.text)), None)
+                    where = "the completion or the template" if owner is None else f"messages[{owner}]"
+                    raise LoneSurrogateError(f"{where}: {exc}") from None
                 count = len(seg.ids)
                 if pending:
-                    chunks.append(np.array(pending, dtype=np.int64))
+                    chunks.append(self._ids_array(pending))
                     pending.clear()
                 chunks.append(seg.ids)
                 offsets = seg.offsets
@@ -538,7 +619,8 @@ class RequestTokenizer:
                 flush()
                 prompt_len = pos
             if piece.special:
-                flush()
+                if run:
+                    flush()
                 cut_pieces.append(g)
                 cut_tokens.append(pos)
                 sid = special_ids.get(piece.text)
@@ -551,6 +633,8 @@ class RequestTokenizer:
                         first_message_pos = pos
                 pos += 1
             else:
+                if run and cut and piece.text and run[-1].text and is_cut(run[-1].text, piece.text):
+                    flush()
                 if run and not multi and mi != run[0].message_index:
                     multi = True
                 run.append(piece)
@@ -558,9 +642,19 @@ class RequestTokenizer:
         if prompt_len < 0:
             prompt_len = pos
         if pending:
-            chunks.append(np.array(pending, dtype=np.int64))
-        tokens = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
-        result = _finish(tokens, list(starts), list(ends), first_message_pos, prompt_len)
+            chunks.append(self._ids_array(pending))
+        tail = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
+        # perf: the tokens before ``pos`` are the snapshot's: the result is a view of its buffer, extended
+        # by the new tokens (a new buffer when they differ from what the buffer holds past ``pos``)
+        head_len = resume[0].cut_tokens[resume[3]] if resume is not None else 0
+        tokens, buffer, same = _TokenBuffer.extend(
+            resume[0].buffer if resume is not None else None, head_len, tail
+        )
+        if resume is not None:
+            # the first tokens equal the snapshot's: all it holds when they are the same memory
+            known = min(len(tokens), len(resume[0].tokens)) if same else head_len
+            self.shared_prefix = (resume[0].tokens, known)
+        result = _finish(tokens, starts, ends, first_message_pos, prompt_len)
         if self._incremental and self.snapshots > 0:
             if resume is not None:
                 last_message_piece = max(last_message_piece, resume[0].message_piece(resume[1]) - 1)
@@ -578,6 +672,7 @@ class RequestTokenizer:
                     first_message_piece=first_message_piece,
                     first_message_pos=first_message_pos,
                     tokens=result.tokens,
+                    buffer=buffer,
                 ),
                 resume[0] if resume is not None else None,
             )
@@ -662,6 +757,7 @@ def _finish(
         fixed = starts  # type: ignore[assignment]
     else:  # a message with no piece at all starts where the next message (by index) starts
         fixed = [0] * n
+        ends = list(ends)  # the caller's list stays as it was (a snapshot keeps it raw)
         nxt = prompt_len
         for i in range(n - 1, -1, -1):
             s = starts[i]

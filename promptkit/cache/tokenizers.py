@@ -67,6 +67,7 @@ __all__ = [
     "encode_ids",
     "encode_with_offsets",
     "get_tokenizer",
+    "is_cut",
     "text_chunks",
     "vocab_size",
 ]
@@ -102,8 +103,9 @@ class Tokenizer(Protocol):
 #: Characters per chunk when :func:`encode_ids` encodes a long text in chunks.
 ENCODE_CHUNK_CHARS: Final[int] = 1 << 16
 
-# A cut point: before a space that follows a non-whitespace character, or before an ASCII digit that
-# follows an ASCII letter or punctuation character. Python's ``\s`` (``str.isspace``) holds every
+# A cut point: before a space that follows a non-whitespace character, before an ASCII digit that
+# follows an ASCII letter or punctuation character, or before a non-whitespace character other than
+# ``/`` that follows a line break (``\n`` or ``\r``). Python's ``\s`` (``str.isspace``) holds every
 # Unicode White_Space character (what ``\s`` means to Oniguruma and fancy-regex), so "non-whitespace"
 # here is non-whitespace to the tokenizer too.
 #
@@ -115,13 +117,34 @@ ENCODE_CHUNK_CHARS: Final[int] = 1 << 16
 #   so one ends right before the space and the next starts at it;
 # - an ASCII digit is only ever in a ``\p{N}{1,3}`` pre-token (DeepSeek isolates those first); after a
 #   non-digit, one starts at it;
+# - a line break occurs in a pre-token only inside a whitespace run (``\s*[\r\n]+`` and the like)
+#   or at the end of a punctuation run (`` ?[^\s\p{L}\p{N}]+[\r\n]*``; o200k_base's ``[\r\n/]*``
+#   also takes a ``/`` after it, hence the exception): no pre-token holds a line break and a
+#   non-whitespace character after it, so one ends right after the line break;
 # - every pattern is free of look-behind, ``^`` and ``\b``, so the text after the cut is split the same
 #   way on its own; the only look-ahead / end anchors (``\s+(?!\S)``, ``\s++$``) end a whitespace
-#   run, and the character before a cut is never whitespace, so the text before the cut is split the
-#   same way on its own;
+#   run. Before a space or digit cut the character is not whitespace; before a line-break cut, the
+#   whitespace run that ends with the line break is one pre-token either way: followed by a
+#   non-whitespace character, ``\s*[\r\n]+`` (``\s*[\r\n]`` in the older cl100k pattern) takes all of
+#   it, and at the end of the text so does ``\s*[\r\n]+`` or ``\s++$``, each tried before
+#   ``\s+(?!\S)``. So the text before the cut is split the same way on its own;
 # - BPE then merges within one pre-token only (no normalizer, byte-level encoding per pre-token).
 # tests/cache/test_tokenizers.py checks the identity with a property test and every code point.
-_CUT = re.compile(r"(?<=\S) |(?<=[A-Za-z!-/:-@\[-`{-~])[0-9]")
+_CUT = re.compile(r"(?<=\S) |(?<=[A-Za-z!-/:-@\[-`{-~])[0-9]|(?<=[\r\n])[^\s/]")
+
+
+def is_cut(left: str, right: str) -> bool:
+    """Whether the end of ``left`` followed by the start of ``right`` (both non-empty) is a cut point:
+    a tokenizer whose ``cuttable`` attribute is true encodes ``left + right`` as the tokens of
+    ``left`` followed by those of ``right``.
+
+    Example::
+
+        >>> is_cut("assistant\\n", "Sure."), is_cut("x", "y"), is_cut("f(x)", " + 1")
+        (True, False, True)
+    """
+    return _CUT.match(left[-1] + right[0], 1) is not None
+
 
 # tiktoken pre-tokenizer patterns the argument above holds for: cl100k_base (tiktoken >= 0.7 and
 # before), o200k_base (see _O200K_PAT_STR)

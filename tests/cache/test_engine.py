@@ -603,3 +603,37 @@ def test_the_result_reads_well_in_a_notebook() -> None:
     text = repr(result)
     assert text.startswith("<AnalysisResult 2 requests in 1 session(s), predicted hit ratio ")
     assert f"{result.hit_ratio:.1%}" in text and "view='consecutive'" in text
+
+
+@pytest.mark.parametrize("provider", ["deepseek", "openai"])
+def test_lone_surrogates_are_mended_where_they_are_rendered(provider: str) -> None:
+    # session "a" gets a lone surrogate in its second request and keeps it; its third answer holds one
+    # too; session "b" holds one only in a field no render reads
+    from promptkit.layout import RequestRecord
+
+    def log(fix: bool) -> list[RequestRecord]:
+        def text(s: str) -> str:
+            return s.replace("\ud83d", "\ufffd").replace("\udc00", "\ufffd") if fix else s
+
+        system = {"role": "system", "content": "You are careful. " * 10}
+        broken = {"role": "user", "content": text("look: \ud83d here")}
+        records = []
+        messages: list[dict[str, Any]] = [system, {"role": "user", "content": "start"}]
+        for k in range(4):
+            if k == 1:
+                messages = [*messages, broken]
+            answer = {"role": "assistant", "content": text(f"answer {k}" + ("\udc00" if k == 2 else ""))}
+            records.append(
+                RequestRecord({"model": "m", "messages": messages}, "a", index=k, completion=answer)
+            )
+            messages = [*messages, answer, {"role": "user", "content": f"next {k}"}]
+        body = {"model": "m", "messages": [system], "metadata": {"note": "\ud800"}}
+        return [*records, RequestRecord(body, "b", index=0)]
+
+    result = analyze_requests(log(fix=False), provider=provider)
+    note = next(n for n in result.notes if "U+FFFD" in n)
+    assert note.startswith("3 request(s)") and "a#1" in note  # a#1, a#2, a#3; not a#0, not b
+    # the counts are those of the same log with U+FFFD written in
+    expected = analyze_requests(log(fix=True), provider=provider)
+    cols = ["prompt_tokens", "completion_tokens", "predicted_cached_tokens"]
+    assert result.requests.select(cols).equals(expected.requests.select(cols))

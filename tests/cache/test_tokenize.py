@@ -22,6 +22,7 @@ from promptkit.cache.render import (
 )
 from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 from promptkit.cache.tokenizers import encode_with_offsets, get_tokenizer
+from promptkit.errors import LoneSurrogateError
 from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -242,15 +243,18 @@ def test_chatml_markers_get_reserved_ids_outside_cl100k() -> None:
 
 
 class CountingTokenizer:
-    """Wraps a tokenizer and counts the characters it is asked to encode."""
+    """Wraps a tokenizer and counts the characters it is asked to encode (and the texts)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = inner.name
+        self.cuttable = getattr(inner, "cuttable", False)
         self.chars = 0
+        self.texts: list[str] = []
 
     def encode(self, text: str) -> list[int]:
         self.chars += len(text)
+        self.texts.append(text)
         return list(self.inner.encode(text))
 
     def encode_with_offsets(self, text: str) -> tuple[list[int], list[int]]:
@@ -419,6 +423,7 @@ def test_a_session_of_edited_requests_tokenizes_as_naive(
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
     history = [list(base)]
     current = list(base)
+    results: list[tuple[TokenizedRequest, TokenizedRequest]] = []
     for step in steps:
         if step == "extend":
             current = current + more[:2]
@@ -443,7 +448,12 @@ def test_a_session_of_edited_requests_tokenizes_as_naive(
                 with pytest.raises(RenderError):
                     rt.tokenize(request, completion=c)
                 continue
-            assert_same(rt.tokenize(request, completion=c), expected)
+            got = rt.tokenize(request, completion=c)
+            assert_same(got, expected)
+            results.append((got, expected))
+    # the tokens of a request are views of a buffer later requests extend: none of them changed since
+    for got, expected in results:
+        assert_same(got, expected)
 
 
 @pytest.mark.parametrize("render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking"])
@@ -478,9 +488,17 @@ def test_render_from_continues_the_rendering_at_each_message(
         st.none(),
         st.builds(lambda c: {"role": "assistant", "content": c}, st.sampled_from(["", "done", "<think> x"])),
         st.just(
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
-            ]}
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": '{"command": "ls"}'},
+                    }
+                ],
+            }
         ),
     ),
 )
@@ -535,3 +553,54 @@ def test_shared_prefix_names_the_tokens_copied_from_the_request_resumed_from() -
         assert (results[-1].tokens[:count] == array[:count]).all()
     rt.tokenize({"messages": [{"role": "user", "content": "another conversation"}]})
     assert rt.shared_prefix is None
+
+
+def test_a_session_s_tokens_share_one_buffer_that_no_one_can_write() -> None:
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be terse. " * 20}]
+    results = []
+    for k in range(6):
+        messages = [*messages, {"role": "user", "content": f"question {k}"}]
+        answer = {"role": "assistant", "content": f"answer {k}"}
+        results.append(rt.tokenize({"messages": messages}, completion=answer))
+        messages = [*messages, answer]
+        array, count = rt.shared_prefix or (None, 0)
+        if k:  # the new tokens were written after the previous request's, in the same memory
+            assert array is results[-2].tokens and count == len(array)
+            assert np.shares_memory(results[-1].tokens, results[-2].tokens)
+    with pytest.raises(ValueError):
+        results[0].tokens.flags.writeable = True
+    with pytest.raises(ValueError):
+        results[-1].tokens[0] = 1
+    # a request that forks from an early one, with other text, gets tokens of its own
+    fork = {"messages": [*messages[:2], {"role": "assistant", "content": "something else entirely"}]}
+    forked = rt.tokenize(fork)
+    assert_same(forked, rt.tokenize_naive(fork))
+    for k, got in enumerate(results):  # and every earlier result is as it was
+        request = {"messages": messages[: 2 * k + 2]}
+        answer = {"role": "assistant", "content": f"answer {k}"}
+        assert_same(got, rt.tokenize_naive(request, completion=answer))
+
+
+def test_an_answer_is_encoded_once_as_completion_and_again_never() -> None:
+    tok = CountingTokenizer(get_tokenizer("cl100k_base"))
+    rt = RequestTokenizer("chatml", tok)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Go."}]
+    for k in range(4):
+        answer = {"role": "assistant", "content": f"Step {k}: looking at the files now."}
+        rt.tokenize({"messages": messages}, completion=answer)
+        messages = [*messages, answer, {"role": "user", "content": f"Output {k}."}]
+    texts = [t for t in tok.texts if "looking at the files" in t]
+    # each answer body is encoded once, as the completion; its message's role header is a text of its own
+    assert texts == [f"Step {k}: looking at the files now." for k in range(4)]
+    assert_same(rt.tokenize({"messages": messages}), rt.tokenize_naive({"messages": messages}))
+
+
+def test_a_lone_surrogate_is_rejected_on_request() -> None:
+    request = {"messages": [{"role": "user", "content": "broken \ud83d emoji"}]}
+    assert len(RequestTokenizer("chatml", "cl100k_base").tokenize(request)) > 0  # tiktoken's own way
+    rt = RequestTokenizer("chatml", "cl100k_base", reject_surrogates=True)
+    with pytest.raises(LoneSurrogateError, match=r"messages\[0\]: .* U\+D83D at character 7: 'broken '"):
+        rt.tokenize(request)
+    clean = {"messages": [{"role": "user", "content": "fine"}]}
+    assert_same(rt.tokenize(clean), rt.tokenize_naive(clean))

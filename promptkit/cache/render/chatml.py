@@ -43,9 +43,14 @@ def chatml_tools_text(tools: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# perf: json.dumps builds a new encoder on every call made with a non-default argument; this one is
+# the encoder ``json.dumps(..., ensure_ascii=False)`` builds, made once
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _chatml_tool_calls_text(calls: list[tuple[str, str, str]]) -> str:
     return "".join(
-        f"\n<tool_call>\n{json.dumps({'name': name, 'arguments': args}, ensure_ascii=False)}\n</tool_call>"
+        f"\n<tool_call>\n{_ENCODE({'name': name, 'arguments': args})}\n</tool_call>"
         for _, name, args in calls
     )
 
@@ -99,7 +104,15 @@ class ChatMLRender(SplitRender):
             body = message_text(m, i)
             if role == "assistant":
                 body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"))
-            out += [P(IM_START, True, i), P(head + body, False, i), P(IM_END, True, i), P("\n", False, i)]
+            # the role header and the body are two pieces: the body is then a text of its own, the
+            # same as the completion it was (see RequestTokenizer's cut pieces)
+            out += [
+                P(IM_START, True, i),
+                P(head, False, i),
+                P(body, False, i),
+                P(IM_END, True, i),
+                P("\n", False, i),
+            ]
         out += [P(IM_START, True, None), P("assistant\n", False, None)]
         n_prompt = len(out)
         if completion is not None:
