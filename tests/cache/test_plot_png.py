@@ -110,6 +110,15 @@ def test_composition_png_is_the_grid_with_its_panels(tmp_path: Path) -> None:
         found = {slot for slot, c in colors.items() if (half.reshape(-1, 3) == _rgb(c)).all(axis=1).any()}
         assert found == ({"system", "user"} if name == "a" else {"tool"}), name
     assert (panels.reshape(-1, 3) == [0, 0, 0]).all(axis=1).any()  # the divergence ticks
+    # one palette index per pixel; the text is ink on white, smoothed by shades between the two
+    assert image.mode == "P"
+    ink = np.array(plot_png._INK)
+    margin = pixels[: round(top * 100)].reshape(-1, 3).astype(int)  # the title's band
+    shades = margin[(margin != 255).any(axis=1)]
+    assert (shades == ink).all(axis=1).any()
+    share = (255 - shades[:, 0]) / (255 - ink[0])  # how much ink each shade holds
+    blend = np.round(255 + (ink - 255) * share[:, None])
+    assert np.abs(shades - blend).max() <= 1  # grey shades of the ink, not other colours
 
 
 def test_hit_ratio_png_leaves_out_turns_without_a_ratio(tmp_path: Path) -> None:
