@@ -123,8 +123,11 @@ class _Canvas:
     ) -> None:
         self.draw.text((self.px(x), self.px(y)), text, font=self.font(size_pt), anchor=anchor, fill=fill)
 
-    def vertical_text(self, x: float, y: float, text: str, size_pt: float = 10) -> None:
-        """``text`` rotated a quarter turn (read bottom to top), centred on (x, y)."""
+    def vertical_label(
+        self, x: float, y: float, text: str, size_pt: float = 10
+    ) -> tuple[Any, tuple[int, int]]:
+        """The coverage mask ("L") of ``text`` rotated a quarter turn (read bottom to top) and the
+        top-left pixel that centres it on (x, y)."""
         from PIL import Image, ImageDraw
 
         font = self.font(size_pt)
@@ -132,10 +135,14 @@ class _Canvas:
         label = Image.new("L", (int(right - left) + 2, int(bottom - top) + 2), 0)
         ImageDraw.Draw(label).text((1 - left, 1 - top), text, font=font, fill=255)
         label = label.rotate(90, expand=True)
-        ink = Image.new("RGB", label.size, _INK)
-        self.image.paste(
-            ink, (round(self.px(x) - label.width / 2), round(self.px(y) - label.height / 2)), label
-        )
+        return label, (round(self.px(x) - label.width / 2), round(self.px(y) - label.height / 2))
+
+    def vertical_text(self, x: float, y: float, text: str, size_pt: float = 10) -> None:
+        """``text`` rotated a quarter turn (read bottom to top), centred on (x, y)."""
+        from PIL import Image
+
+        label, at = self.vertical_label(x, y, text, size_pt)
+        self.image.paste(Image.new("RGB", label.size, _INK), at, label)
 
     def line(self, points: Sequence[tuple[float, float]], fill: Any, width: float = 1.0) -> None:
         if len(points) >= 2:
@@ -248,16 +255,8 @@ class _PaletteCanvas(_Canvas):
         self._ink_draw.text((self.px(x), self.px(y)), text, font=self.font(size_pt), anchor=anchor, fill=255)
 
     def vertical_text(self, x: float, y: float, text: str, size_pt: float = 10) -> None:
-        from PIL import Image, ImageDraw
-
-        font = self.font(size_pt)
-        left, top, right, bottom = font.getbbox(text)
-        label = Image.new("L", (int(right - left) + 2, int(bottom - top) + 2), 0)
-        ImageDraw.Draw(label).text((1 - left, 1 - top), text, font=font, fill=255)
-        label = label.rotate(90, expand=True)
-        self._ink.paste(
-            255, (round(self.px(x) - label.width / 2), round(self.px(y) - label.height / 2)), label
-        )
+        label, at = self.vertical_label(x, y, text, size_pt)
+        self._ink.paste(255, at, label)
 
     def line(self, points: Sequence[tuple[float, float]], fill: Any, width: float = 1.0) -> None:
         super().line(points, self.color(fill), width)
