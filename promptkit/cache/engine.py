@@ -533,12 +533,8 @@ class _Context:
             spec.provider, spec.tokenizer, spec.render, spec.cache_model
         )
         # lone surrogates are found in the texts the tokenizer encodes (_tokenize_or_mend mends them)
-        if spec.cache_tokens is None:
-            self.rt = RequestTokenizer(render_spec, tok_spec, reject_surrogates=True)
-        else:
-            self.rt = RequestTokenizer(
-                render_spec, tok_spec, cache_tokens=spec.cache_tokens, reject_surrogates=True
-            )
+        bound = {} if spec.cache_tokens is None else {"cache_tokens": spec.cache_tokens}
+        self.rt = RequestTokenizer(render_spec, tok_spec, reject_surrogates=True, **bound)
         self.thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
 
     def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:

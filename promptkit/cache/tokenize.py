@@ -418,6 +418,7 @@ class RequestTokenizer:
     def clear_cache(self) -> None:
         """Forget every cached segment and every snapshot."""
         self._cache.clear()
+        self._id_arrays.clear()
         self._snapshots.clear()
         self._cached_tokens = 0
 
@@ -537,11 +538,12 @@ class RequestTokenizer:
         cut_pieces: list[int] = []
         cut_tokens: list[int] = []
         pos = 0  # tokens so far
+        head_len = 0  # tokens taken from the snapshot resumed from
         first_message_pos: int | None = None
         first_message_piece = -1
         if resume is not None:
             snap, start, j, t = resume
-            pos = snap.cut_tokens[t]
+            pos = head_len = snap.cut_tokens[t]
             cut_pieces = snap.cut_pieces[:t]
             cut_tokens = snap.cut_tokens[:t]
             # messages come in order (IncrementalRenderModel): those before m0 were done before piece j
@@ -646,7 +648,6 @@ class RequestTokenizer:
         tail = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
         # perf: the tokens before ``pos`` are the snapshot's: the result is a view of its buffer, extended
         # by the new tokens (a new buffer when they differ from what the buffer holds past ``pos``)
-        head_len = resume[0].cut_tokens[resume[3]] if resume is not None else 0
         tokens, buffer, same = _TokenBuffer.extend(
             resume[0].buffer if resume is not None else None, head_len, tail
         )

@@ -512,3 +512,16 @@ def test_get_render_model() -> None:
     with pytest.raises(TypeError):
         get_render_model(3)  # type: ignore[arg-type]
     assert "chatml" in KNOWN_RENDER_MODELS
+
+
+def test_a_split_render_without_render_split_cannot_be_made() -> None:
+    import attrs
+
+    from promptkit.cache.render.base import SplitRender
+
+    @attrs.frozen(slots=True)
+    class Unfinished(SplitRender):
+        name: str = "unfinished"
+
+    with pytest.raises(TypeError, match="render_split"):
+        Unfinished()  # type: ignore[abstract]

@@ -3,6 +3,7 @@ render model shares (messages, content parts, tool calls, tool definitions)."""
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -93,19 +94,19 @@ class IncrementalRenderModel(RenderModel, Protocol):
         ...
 
 
-class SplitRender:
+class SplitRender(abc.ABC):
     """The ``render`` and ``render_from`` of a model that implements ``render_split(request, start,
     completion)`` (see :class:`IncrementalRenderModel`): both are its first element, so a model writes
-    its pieces once."""
+    its pieces once. A subclass that does not implement ``render_split`` cannot be instantiated."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def render_split(
         self, request: Mapping[str, Any], start: int, completion: Mapping[str, Any] | None = None
     ) -> tuple[list[RenderedPiece], int]:
         """``render_from(request, start, completion=completion)`` and how many of its pieces are the
         prompt's (``render_from(request, start)``)."""
-        raise NotImplementedError
 
     def render(
         self, request: Mapping[str, Any], *, completion: Mapping[str, Any] | None = None
