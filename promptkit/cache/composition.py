@@ -9,8 +9,8 @@ their slot and role). Its example shows the rows of one request.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -67,10 +67,10 @@ class CompositionRows:
         # per request: session code, index, position, message count, header_len, prompt_len, shifted,
         # and the slot and key codes of its template and generation spans (-1: none, an error if used)
         self._requests: list[tuple[int, ...]] = []
-        # every request's message starts, then ends, one after the other (perf: machine integers, read
-        # by numpy without a conversion)
-        self._starts = array("q")
-        self._ends = array("q")
+        # every request's message starts and ends, one tuple per request (perf: a list append per
+        # request; numpy reads them all at once in _columns)
+        self._starts: list[Sequence[int]] = []
+        self._ends: list[Sequence[int]] = []
         # slot, key and role codes of each message, one array per request each
         self._messages: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
         # (request, start, size, slot, key) of each header span
@@ -148,9 +148,9 @@ class CompositionRows:
             self._messages[1].append(np.array(keys[:n], dtype=np.int64))
             self._messages[2].append(roles)
             slots, keys = slots[n:], keys[n:]
-        self._starts.extend(tok.message_starts)
+        self._starts.append(tok.message_starts)
         if tok.message_ends is not None:
-            self._ends.extend(tok.message_ends)
+            self._ends.append(tok.message_ends)
         else:  # each message ends where the next one in token order starts
             st = np.asarray(tok.message_starts, dtype=np.int64)
             by_start = np.lexsort((np.arange(n), st))
@@ -158,7 +158,7 @@ class CompositionRows:
             nxt[by_start[:-1]] = st[by_start[1:]]
             if n:
                 nxt[by_start[-1]] = tok.prompt_len
-            self._ends.extend(nxt.tolist())
+            self._ends.append(nxt.tolist())
         header_len = int(tok.header_len)
         self._requests.append(
             (
@@ -224,8 +224,9 @@ class CompositionRows:
         rid = np.repeat(np.arange(n_req, dtype=i64), count)
         first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(i64)
         msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
-        st = np.frombuffer(self._starts, dtype=i64) if self._starts else np.zeros(0, i64)
-        en = np.frombuffer(self._ends, dtype=i64) if self._ends else np.zeros(0, i64)
+        total_messages = int(count.sum())
+        st = np.fromiter(chain.from_iterable(self._starts), i64, count=total_messages)
+        en = np.fromiter(chain.from_iterable(self._ends), i64, count=total_messages)
         codes = [np.concatenate(c) if c else np.zeros(0, i64) for c in self._messages]
         # the messages with tokens, by request, then start, then index
         kept = np.flatnonzero(en > st)

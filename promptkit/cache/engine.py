@@ -25,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import re
@@ -118,9 +117,6 @@ _STREAM_BATCH: Final[int] = 512
 
 #: Chunks of a streamed analysis merged into one block of contiguous frames (see :func:`_merged`).
 _MERGE_EVERY: Final[int] = 16
-
-#: Requests between two collections of the young generation in :func:`_run`.
-_COLLECT_EVERY: Final[int] = 256
 
 #: Columns of :attr:`AnalysisResult.problems`.
 PROBLEM_COLUMNS: Final[tuple[str, ...]] = ("file", "line", "reason")
@@ -725,7 +721,7 @@ def _run(
     import polars as pl
 
     from promptkit.cache.composition import CompositionRows
-    from promptkit.cache.simulator import CacheSimulator
+    from promptkit.cache.simulator import CacheSimulator, consecutive_outcome
 
     model, view, timed = ctx.model, ctx.spec.view, ctx.spec.timed
     writes_nothing = 0  # requests whose plan stores no cache entry
@@ -754,12 +750,7 @@ def _run(
         from tqdm.auto import tqdm
 
         bar = tqdm(order, total=len(order), desc=f"analyze ({view})", unit="req", delay=0.5)
-    for n, j in enumerate(bar):
-        if n % _COLLECT_EVERY == _COLLECT_EVERY - 1:
-            # perf: memory: the young generation only (the cyclic GC is paused during an analysis; the
-            # throw-away radix caches of the consecutive view are cycles that reference counting
-            # cannot free, and would otherwise hold every request's tokens until the end)
-            gc.collect(0)
+    for j in bar:
         pos, record = items[j]
         if pretokenized is not None:
             prepared = _prepare(record)
@@ -783,16 +774,13 @@ def _run(
         prev = None
         if global_sim is not None:
             outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
-        else:
-            sim = CacheSimulator(model, share_tokens=True)  # perf: a throw-away cache, no copies
+        else:  # a cache holding only what the session's previous request stored
             prev = previous.get(record.session)
-            if prev is not None:
-                sim.store(prev[0], prev[1], prev[2], prev[3])
-            # perf: the prompt's first tokens were copied from the previous request's (the tokenizer
-            # resumed from it): the lookup compares from there on only
+            # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from
+            # it): the lookup compares from there on only
             shared = rt.shared_prefix if pretokenized is None else None
             known = shared if shared is not None and prev is not None and shared[0] is prev[0] else None
-            outcome = sim.lookup(tok.tokens, plan, now, known=known)
+            outcome = consecutive_outcome(model, prev, tok.tokens, plan, now, known=known)
             previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
 
         prompt_len = plan.prompt_len

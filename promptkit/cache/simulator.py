@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from promptkit.cache.models import CacheModel, CachePlan
+from promptkit.cache.models import CacheEntry, CacheModel, CachePlan
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.tokenize import TokenizedRequest
     from promptkit.layout import LayoutEntry
 
-__all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache"]
+__all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache", "consecutive_outcome"]
 
 _INF = math.inf
 _NO_TOKENS = np.zeros(0, np.int64)  # the root's edge (read-only: shared by every cache)
@@ -161,6 +161,14 @@ class RadixCache:
     def _alive(node: _Node, now: float | None) -> bool:
         return now is None or node.expires >= now
 
+    def clear(self) -> None:
+        """Drop every stored run. perf: memory: the nodes' links to their parents are cut, so the
+        dropped nodes are freed by reference counting, with no cyclic collection."""
+        for node in list(self._nodes()):
+            node.children = {}
+            node.parent = None
+        self._tokens = 0
+
     # -- matching -------------------------------------------------------------------------------
 
     def match(
@@ -188,7 +196,8 @@ class RadixCache:
         while pos < n:
             child = node.children.get(int(tokens[pos]))
             if child is None or not self._alive(child, now):
-                blocked = child is not None
+                # an expired run stops the match here; an expired exact entry met before still counts
+                blocked = blocked or child is not None
                 diverged = any(self._alive(c, now) for c in node.children.values())
                 break
             edge = child.edge
@@ -365,6 +374,12 @@ class _Pending:
     source: str | None = attrs.field(eq=False)
 
 
+def _keeps_all(model: CacheModel) -> bool:
+    """Whether a simulator of ``model`` keeps a shadow cache of everything stored (to tell an expiry or
+    an eviction apart from "never stored")."""
+    return model.ttl is not None or model.capacity is not None or model.name == "anthropic"
+
+
 class CacheSimulator:
     """One cache model applied over a :class:`RadixCache`, call after call, in time order.
 
@@ -389,11 +404,7 @@ class CacheSimulator:
         self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
         # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
         # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
-        self._keep_all = (
-            RadixCache(share_tokens=share_tokens)
-            if (model.ttl is not None or model.capacity is not None or model.name == "anthropic")
-            else None
-        )
+        self._keep_all = RadixCache(share_tokens=share_tokens) if _keeps_all(model) else None
         self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
@@ -508,3 +519,150 @@ class CacheSimulator:
     ) -> CachePlan:
         """The model's plan for a tokenized request (a shortcut)."""
         return self.model.plan(tokenized, request, layout)
+
+
+def _match_one(
+    stored: np.ndarray,
+    depths: Sequence[int],
+    expires: Sequence[float],
+    marks: Sequence[tuple[float, str | None, float | None] | None],
+    source: str | None,
+    prompt: np.ndarray,
+    now: float | None,
+    shared: int,
+) -> tuple[CacheLookup, bool]:
+    """What :meth:`RadixCache.match` finds in a cache whose runs are prefixes of one array ``stored``:
+    a path of nodes ending at ``depths`` (ascending), each alive while ``now <= expires[j]`` and with
+    the exact entry ``marks[j]`` (expiry, source, ttl) or None; ``shared`` is how many leading tokens
+    ``prompt`` and ``stored`` share. Returns the lookup and whether the match was blocked by expired
+    content."""
+    n = int(prompt.shape[0])
+    pos = 0
+    start = 0
+    diverged = blocked = False
+    found_source: str | None = None
+    exact: list[tuple[int, str | None, float | None]] = []
+    for depth, alive_until, mark in zip(depths, expires, marks, strict=True):
+        if start >= n:
+            break
+        if shared <= start:  # the prompt's next token is not the run's: the run continues, unread
+            diverged = now is None or alive_until >= now
+            break
+        if now is not None and alive_until < now:
+            blocked = True
+            break
+        pos = min(shared, depth, n)
+        found_source = source
+        if pos < depth:
+            diverged = pos < min(depth, n)
+            break
+        if mark is not None:
+            if now is None or mark[0] >= now:
+                exact.append((depth, mark[1], mark[2]))
+            else:
+                blocked = True
+        start = depth
+    return CacheLookup(pos, found_source, diverged, tuple(exact)), blocked
+
+
+def consecutive_outcome(
+    model: CacheModel,
+    stored: tuple[np.ndarray, CachePlan, float | None, str | None] | None,
+    tokens: np.ndarray,
+    plan: CachePlan,
+    now: float | None = None,
+    *,
+    known: tuple[np.ndarray, int] | None = None,
+) -> CacheOutcome:
+    """The outcome of a call against a cache that holds only what one earlier call stored (``stored``:
+    its tokens, plan, time and source; None: an empty cache), as the consecutive view asks.
+
+    Equal to ``CacheSimulator(model)``, then ``store(*stored)``, then ``lookup(tokens, plan, now,
+    known=known)``. perf: the stored runs are prefixes of one array, so the match is one comparison of
+    two arrays and a walk over the plan's entries, with no tree; a model with a delay, a capacity or
+    exact-entry reads goes through a throw-away simulator, cleared after (no reference cycles are
+    left for the cyclic garbage collector).
+
+    >>> import numpy as np
+    >>> from promptkit.cache.models import get_cache_model, CachePlan, CacheEntry
+    >>> model = get_cache_model("deepseek")
+    >>> stored = (np.arange(200), CachePlan(130, (CacheEntry(200),)), 0.0, "s#0")
+    >>> consecutive_outcome(model, stored, np.arange(300), CachePlan(300), 5.0).cached_tokens
+    192
+    """
+    if (
+        stored is None
+        or model.delay > 0
+        or model.capacity is not None
+        or plan.lookup_points is not None
+        or stored[1].lookup_points is not None
+    ):
+        sim = CacheSimulator(model, share_tokens=True)
+        if stored is not None:
+            sim.store(*stored)
+        try:
+            return sim.lookup(tokens, plan, now, known=known)
+        finally:
+            for cache in (sim.cache, sim._keep_all, sim._keep_ttl):
+                if cache is not None:
+                    cache.clear()
+    array, stored_plan, stored_at, source = stored
+    array = np.asarray(array)
+    # the runs of the path: one per distinct entry length, each alive as long as the longest entry
+    # that covers it, marked by the exact entries that end there (as RadixCache.insert leaves them,
+    # inserting the longest entry first)
+    by_length: dict[int, list[CacheEntry]] = {}
+    for entry in sorted(stored_plan.entries, key=lambda e: -e.length):
+        depth = min(entry.length, int(array.shape[0]))  # RadixCache.insert stores tokens[:length]
+        if depth > 0:
+            by_length.setdefault(depth, []).append(entry)
+    depths = sorted(by_length)
+    expires: list[float] = []
+    marks: list[tuple[float, str | None, float | None] | None] = []
+    alive_until = -_INF
+    for depth in reversed(depths):
+        entries = by_length[depth]
+        mark: tuple[float, str | None, float | None] | None = None
+        for entry in entries:
+            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
+            alive_until = max(alive_until, until)
+            if entry.exact:
+                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
+        expires.append(alive_until)
+        marks.append(mark)
+    expires.reverse()
+    marks.reverse()
+    prompt = np.asarray(tokens)[: plan.prompt_len]
+    reach = min(int(prompt.shape[0]), depths[-1]) if depths else 0
+    skip = 0
+    if known is not None and known[0] is array:
+        skip = min(known[1], reach)
+    shared = skip + _shared(array[skip:reach], prompt[skip:reach])
+    found, blocked = _match_one(array, depths, expires, marks, source, prompt, now, shared)
+    exact = [length for length, _, _ in found.exact_entries]
+    cached = model.cached_tokens(plan, found.prefix_tokens, exact)
+    write = model.write_tokens(plan, cached)
+    unexpired: int | None = None
+    expired_source: str | None = None
+    if _keeps_all(model):
+        if not blocked:
+            unexpired = cached
+        else:  # the shadow cache stores the same runs with no TTL: nothing in it expires
+            everything, _ = _match_one(array, depths, [_INF] * len(depths),
+                                       [None if m is None else (_INF, m[1], None) for m in marks],
+                                       source, prompt, None, shared)  # fmt: skip
+            unexpired = model.cached_tokens(
+                plan, everything.prefix_tokens, [n for n, _, _ in everything.exact_entries]
+            )
+            expired_source = everything.source
+    lost = expired_source if unexpired is not None and unexpired > cached else None
+    return CacheOutcome(
+        found.prefix_tokens,
+        cached,
+        write,
+        found.source if cached > 0 else None,
+        found.diverged,
+        unexpired,
+        None,
+        lost,
+    )

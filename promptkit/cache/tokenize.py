@@ -203,7 +203,8 @@ class _TokenBuffer:
         n = pos + int(tail.shape[0])
         if buffer is not None and n <= buffer._data.shape[0]:
             k = min(buffer.used, n) - pos  # tokens of ``tail`` the buffer holds already
-            if k <= 0 or np.array_equal(buffer._data[pos : pos + k], tail[:k]):
+            # perf: the bytes compared (both int64), cheaper than np.array_equal on short runs
+            if k <= 0 or buffer._data[pos : pos + k].tobytes() == tail[:k].tobytes():
                 if n > buffer.used:
                     buffer._write[buffer.used : n] = tail[buffer.used - pos :]
                     buffer.used = n
@@ -770,8 +771,10 @@ def _finish(
                 nxt = s
     header_len = prompt_len if first_message_pos is None else first_message_pos
     # every offset is a Python int (token counts and positions), the tokens an int64 array
+    if tokens.dtype != np.int64 or tokens.flags.writeable:
+        tokens = _readonly(np.asarray(tokens, dtype=np.int64))
     return TokenizedRequest._trusted(
-        _readonly(np.asarray(tokens, dtype=np.int64)),
+        tokens,
         tuple(fixed),
         int(header_len),
         int(prompt_len),

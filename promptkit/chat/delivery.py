@@ -46,7 +46,9 @@ def _ids(value: Sequence[str] | None) -> tuple[str, ...] | None:
     ids = tuple(value)
     for i, mid in enumerate(ids):
         if not isinstance(mid, str) or not mid:
-            raise PlatformMessageError(f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}")
+            raise PlatformMessageError(
+                f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}"
+            )
     return ids
 
 
@@ -71,8 +73,7 @@ def _check_sent_pieces(instance: DeliveryFailed, attribute: attrs.Attribute[Any]
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise PlatformMessageError(
-            "DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); "
-            f"got {value!r}"
+            f"DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); got {value!r}"
         )
 
 

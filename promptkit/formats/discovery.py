@@ -67,7 +67,8 @@ def find_log_files(
                     passed[f.suffix or f.name] += 1
             if not found:
                 raise LogFileError(
-                    p, f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)"
+                    p,
+                    f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)",
                 )
             files.extend(found)
         elif p.exists():
@@ -81,7 +82,9 @@ def _infer(record: RequestRecord) -> RequestRecord:
     from promptkit.providers.registry import infer_record_provider
 
     provider = infer_record_provider(record)
-    return record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
+    return (
+        record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
+    )
 
 
 def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> RequestRecord:
@@ -201,7 +204,9 @@ def read_logs(
     called before each file is read (for progress displays).
     """
     if format is not None and not isinstance(format, str | LogFormat):
-        raise UsageError(f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}")
+        raise UsageError(
+            f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}"
+        )
     if on_file is not None and not callable(on_file):
         raise UsageError(f"read_logs: on_file: expected a callable or None, got {type(on_file).__name__}")
     fmt = get_format(format) if isinstance(format, str) else format

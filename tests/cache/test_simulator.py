@@ -102,7 +102,9 @@ def test_expire_at_exactly_the_ttl_keeps_the_run() -> None:
 
 @given(
     runs=st.lists(
-        st.tuples(st.lists(st.integers(0, 3), min_size=1, max_size=5), st.integers(0, 20), st.integers(0, 10)),
+        st.tuples(
+            st.lists(st.integers(0, 3), min_size=1, max_size=5), st.integers(0, 20), st.integers(0, 10)
+        ),
         min_size=1,
         max_size=6,
     ),
@@ -342,3 +344,74 @@ def test_what_nothing_expired_would_have_read_equals_the_keep_everything_cache(
         assert out.unexpired_cached_tokens == expected
         for entry in entries:
             keep_all.insert(prompt[: entry.length], now, ttl=None, source=f"c{k}", exact=entry.exact)
+
+
+@given(
+    prev=st.lists(st.integers(0, 3), max_size=24),
+    tail=st.one_of(st.just([]), st.lists(st.integers(0, 3), max_size=10)),
+    cut=st.floats(0.0, 1.0),
+    entries=st.lists(
+        st.tuples(st.integers(0, 30), st.one_of(st.none(), st.floats(0.0, 20.0)), st.booleans()), max_size=4
+    ),
+    name=st.sampled_from(["exact", "deepseek", "openai", "anthropic", "vllm"]),
+    ttl=st.one_of(st.none(), st.floats(0.0, 20.0)),
+    stored_at=st.one_of(st.none(), st.floats(0.0, 5.0)),
+    now=st.one_of(st.none(), st.floats(0.0, 40.0)),
+    hinted=st.booleans(),
+    stored=st.booleans(),
+)
+@settings(max_examples=600, deadline=None)
+@example(  # an expired exact entry met before the prompt runs past the stored tokens
+    prev=[1, 2, 3], tail=[4], cut=1.0, entries=[(3, None, False), (2, 1.0, True)], name="anthropic",
+    ttl=1.0, stored_at=0.0, now=5.0, hinted=False, stored=True,
+)  # fmt: skip
+@example(  # the prompt leaves the stored tokens where an expired run begins: no divergence from it
+    prev=[1, 2, 3, 0], tail=[2], cut=0.5, entries=[(2, None, False), (4, 1.0, False)], name="deepseek",
+    ttl=None, stored_at=0.0, now=5.0, hinted=True, stored=True,
+)  # fmt: skip
+def test_consecutive_outcome_equals_a_simulator_holding_one_call(
+    prev: list[int],
+    tail: list[int],
+    cut: float,
+    entries: list[tuple[int, float | None, bool]],
+    name: str,
+    ttl: float | None,
+    stored_at: float | None,
+    now: float | None,
+    hinted: bool,
+    stored: bool,
+) -> None:
+    """The consecutive view's shortcut (no tree: the stored runs are prefixes of one array) gives the
+    simulator's outcome for every model, entry mix, expiry and ``known`` hint."""
+    from promptkit.cache.models import get_cache_model
+    from promptkit.cache.simulator import consecutive_outcome
+
+    array = np.array(prev, dtype=np.int64)
+    array.flags.writeable = False
+    k = round(cut * len(prev))  # the prompt shares its first k tokens with the stored call's
+    prompt = np.concatenate((array[:k], np.array(tail, dtype=np.int64)))
+    overrides: dict[str, object] = {"ttl": ttl} if name != "vllm" else {}
+    if name in ("openai", "anthropic"):
+        overrides["min_tokens"] = 1
+    model = get_cache_model(name, **overrides)
+    stored_plan = CachePlan(len(prev), tuple(CacheEntry(n, t, x) for n, t, x in entries))
+    plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
+    call = (array, stored_plan, stored_at, "a#0") if stored else None
+    known = (array, k) if hinted else None
+    sim = CacheSimulator(model, share_tokens=True)
+    if call is not None:
+        sim.store(*call)
+    assert consecutive_outcome(model, call, prompt, plan, now, known=known) == sim.lookup(
+        prompt, plan, now, known=known
+    )
+
+
+def test_an_expired_exact_entry_counts_as_expired_when_the_prompt_runs_past_the_stored_tokens() -> None:
+    """The exact entry at 2 expired while the run it lies on lives on: what nothing expired would have
+    read is that entry, also when the prompt continues past everything stored."""
+    model = AnthropicCache(min_tokens=1, ttl=300.0)
+    sim = CacheSimulator(model)
+    sim.store(arr(1, 2, 3, 4), CachePlan(4, (CacheEntry(4, 100.0), CacheEntry(2, 1.0, True))), 0.0, "a#0")
+    out = sim.lookup(arr(1, 2, 3, 4, 9), CachePlan(5, (CacheEntry(5, 300.0, True),), (2,)), now=5.0)
+    assert (out.prefix_tokens, out.cached_tokens) == (4, 0)
+    assert (out.unexpired_cached_tokens, out.lost_source) == (2, "a#0")

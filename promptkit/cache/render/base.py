@@ -134,16 +134,16 @@ def rendered_text(pieces: Sequence[RenderedPiece]) -> str:
 def request_messages(request: Mapping[str, Any], start: int = 0) -> Sequence[Mapping[str, Any]]:
     """``request["messages"]``, checked from index ``start`` on (the ones before were checked when the
     request that shares them was rendered)."""
-    if not isinstance(request, Mapping):
+    if type(request) is not dict and not isinstance(request, Mapping):
         raise RenderError(
             f"request must be a mapping (a chat-completions body), got {type(request).__name__}"
         )
     messages = request.get("messages")
-    if not isinstance(messages, Sequence) or isinstance(messages, str):
+    if type(messages) is not list and (not isinstance(messages, Sequence) or isinstance(messages, str)):
         raise RenderError(f"request['messages'] must be a list, got {type(messages).__name__}")
     for i in range(start, len(messages)):
         m = messages[i]
-        if not isinstance(m, Mapping):
+        if type(m) is not dict and not isinstance(m, Mapping):
             raise RenderError(f"messages[{i}] must be an object, got {type(m).__name__}")
         if not isinstance(m.get("role"), str):
             raise RenderError(f"messages[{i}]: field 'role' must be a string, got {m.get('role')!r}")
@@ -188,17 +188,21 @@ def message_tool_calls(message: Mapping[str, Any], where: str) -> list[tuple[str
     raw = message.get("tool_calls")
     if raw is None:
         return []
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
+    if type(raw) is not list and (not isinstance(raw, Sequence) or isinstance(raw, str)):
         raise RenderError(f"{where}: field 'tool_calls' must be a list, got {type(raw).__name__}")
     calls = []
     for k, call in enumerate(raw):
-        at = f"{where}.tool_calls[{k}]"
-        if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
-            raise RenderError(f"{at}: must be an object with a 'function' object")
-        fn = call["function"]
+        # perf: plain dicts (what JSON gives) pass on a type test, without the ABC check
+        fn = call.get("function") if type(call) is dict else None
+        if type(fn) is not dict:
+            if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+                raise RenderError(f"{where}.tool_calls[{k}]: must be an object with a 'function' object")
+            fn = call["function"]
         name = fn.get("name")
         if not isinstance(name, str):
-            raise RenderError(f"{at}.function: field 'name' must be a string, got {name!r}")
+            raise RenderError(
+                f"{where}.tool_calls[{k}].function: field 'name' must be a string, got {name!r}"
+            )
         args = fn.get("arguments", "")
         if not isinstance(args, str):
             args = json.dumps(args, ensure_ascii=False)
@@ -211,9 +215,9 @@ def request_tools(request: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     tools = request.get("tools")
     if tools is None:
         return []
-    if not isinstance(tools, Sequence) or isinstance(tools, str):
+    if type(tools) is not list and (not isinstance(tools, Sequence) or isinstance(tools, str)):
         raise RenderError(f"request['tools'] must be a list, got {type(tools).__name__}")
     for k, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
+        if type(tool) is not dict and not isinstance(tool, Mapping):
             raise RenderError(f"request['tools'][{k}] must be an object, got {type(tool).__name__}")
     return list(tools)

@@ -43,14 +43,14 @@ def chatml_tools_text(tools: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-# perf: json.dumps builds a new encoder on every call made with a non-default argument; this one is
-# the encoder ``json.dumps(..., ensure_ascii=False)`` builds, made once
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+# perf: what ``json.dumps({"name": name, "arguments": args}, ensure_ascii=False)`` writes for two
+# strings, without building an encoder per call: the strings quoted as that encoder quotes them
+_QUOTE = json.encoder.encode_basestring
 
 
 def _chatml_tool_calls_text(calls: list[tuple[str, str, str]]) -> str:
     return "".join(
-        f"\n<tool_call>\n{_ENCODE({'name': name, 'arguments': args})}\n</tool_call>"
+        f'\n<tool_call>\n{{"name": {_QUOTE(name)}, "arguments": {_QUOTE(args)}}}\n</tool_call>'
         for _, name, args in calls
     )
 
