@@ -181,20 +181,63 @@ def paint_spans(image: Any, column: Any, row0: Any, start: Any, tokens: Any, cod
 
     low = -(-start // step)
     count = -(-(start + tokens) // step) - low
-    keep = count > 0
-    low, count = low[keep], count[keep]
-    owner = np.repeat(np.arange(count.size), count)
-    offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    image[row0[keep][owner] + low[owner] + offset, column[keep][owner]] = code[keep][owner]
+    keep = np.flatnonzero(count > 0)
+    count = count[keep]
+    # perf: each span's first pixel as one flat index, repeated once per pixel it paints
+    width = image.shape[1]
+    first = np.repeat(((row0 + low) * width + column)[keep], count)
+    values = np.repeat(code[keep], count)
+    offset = np.arange(first.shape[0]) - np.repeat(np.cumsum(count) - count, count)
+    at = first + offset * width
+    if image.flags.c_contiguous:
+        image.reshape(-1)[at] = values
+    else:
+        image[at // width, at % width] = values
 
 
-def _codes(values: pl.Series, names: Sequence[str]) -> Any:
+def _codes(values: pl.Series, names: Sequence[str], *, by_runs: bool = False) -> Any:
     """The position of each of ``values`` (strings, each one of ``names``) in ``names``, as an int64
-    numpy array (perf: a cast to an Enum of ``names``, whose physical codes are those positions)."""
+    numpy array. perf: cast to an Enum of ``names``, whose physical codes are those positions; with
+    ``by_runs``, for a column of long runs (a session's rows come together), read run by run."""
     import numpy as np
 
+    values = values.cast(pl.String)
+    if by_runs:
+        runs = values.rle()
+        if runs.len() * 8 <= values.len():
+            position = {name: k for k, name in enumerate(names)}
+            run_values = runs.struct.field("value").to_list()
+            missing = next((v for v in run_values if v not in position), None)
+            if missing is not None:
+                raise ValueError(f"{missing!r} is not one of {list(names)!r}")
+            codes = np.array([position[v] for v in run_values], dtype=np.int64)
+            return np.repeat(codes, runs.struct.field("len").to_numpy())
     enum = pl.Enum(list(dict.fromkeys(names)))
-    return values.cast(pl.String).cast(enum).to_physical().to_numpy().astype(np.int64)
+    return values.cast(enum).to_physical().to_numpy().astype(np.int64)
+
+
+def _slot_codes(values: pl.Series) -> tuple[Any, list[str]]:
+    """The slots of ``values`` in :func:`ordered_slots` order, and each value's position in them.
+    perf: one cast to an Enum of :data:`SLOT_ORDER` when every slot is a known one."""
+    import numpy as np
+
+    values = values.cast(pl.String)
+    known = values.cast(pl.Enum(SLOT_ORDER), strict=False)
+    if known.null_count() == values.null_count() == 0:
+        present = np.flatnonzero(np.bincount(known.to_physical().to_numpy(), minlength=len(SLOT_ORDER)))
+        position = np.full(len(SLOT_ORDER), -1, dtype=np.int64)
+        position[present] = np.arange(present.shape[0])
+        return position[known.to_physical().to_numpy()], [SLOT_ORDER[k] for k in present]
+    slots = ordered_slots(values.unique(maintain_order=True).to_list())
+    return _codes(values, slots), slots
+
+
+def _distinct_sessions(values: pl.Series) -> list[Any]:
+    """The distinct values of a session column (perf: of its runs, when they are long)."""
+    runs = values.rle()
+    if runs.len() * 8 <= values.len():
+        return runs.struct.field("value").unique().to_list()
+    return values.unique().to_list()
 
 
 def slot_code(slots: Sequence[str]) -> pl.Expr:
@@ -234,7 +277,7 @@ def composition_frames(
 class CompositionGrid:
     """The composition of several sessions as one raster of slot codes, one panel per session.
 
-    ``codes`` (numpy int64, ``rows_total × columns_total``, row 0 at the bottom) holds the position in
+    ``codes`` (numpy int16, ``rows_total × columns_total``, row 0 at the bottom) holds the position in
     ``slots`` of the slot at each pixel, ``-1`` outside the prompts and between panels. Panel ``k``
     (session ``sessions[k]``) is ``panel_rows`` rows by ``turns`` columns with its bottom-left pixel at
     ``origins[k]`` (column, row); its column ``j`` is the request with ``index == first + j`` and its
@@ -284,7 +327,7 @@ def composition_grid(
     requests, comp, present = composition_frames(requests, composition, "composition_grid")
     shown = list(dict.fromkeys(sessions)) if sessions is not None else present
     # perf: only the columns drawn, and the session test only when some sessions are left out
-    every = set(shown) >= set(present) | set(comp["session"].unique().to_list())
+    every = set(shown) >= set(present) | set(_distinct_sessions(comp["session"]))
     spans = comp.select("session", "index", "slot", "start", "tokens").filter(
         (pl.col("tokens") > 0) if every else (pl.col("tokens") > 0) & pl.col("session").is_in(shown)
     )
@@ -293,7 +336,7 @@ def composition_grid(
         if every
         else pl.col("session").is_in(shown) & (pl.col("prefix_tokens") < pl.col("prompt_tokens"))
     )
-    slots = ordered_slots(spans["slot"].cast(pl.String).unique(maintain_order=True).to_list())
+    slot_codes, slots = _slot_codes(spans["slot"])
     ceiling = int(spans.select((pl.col("start") + pl.col("tokens")).max()).item() or 1) if spans.height else 1
     step = max(1, -(-ceiling // rows))  # tokens per pixel row, the same in every panel
     panel_rows = -(-ceiling // step)
@@ -303,7 +346,7 @@ def composition_grid(
     nrows, ncols = grid_shape(max(1, len(shown)))
     gap_x = max(1, round(turns * 0.06))  # blank columns between panels
     gap_y = max(1, round(panel_rows * 0.22))  # blank rows between panels (room for the session's name)
-    codes = np.full((nrows * (panel_rows + gap_y), ncols * (turns + gap_x) - gap_x), -1, dtype=np.int64)
+    codes = np.full((nrows * (panel_rows + gap_y), ncols * (turns + gap_x) - gap_x), -1, dtype=np.int16)
     origins = tuple(
         ((k % ncols) * (turns + gap_x), (nrows - 1 - k // ncols) * (panel_rows + gap_y))
         for k in range(len(shown))
@@ -311,9 +354,9 @@ def composition_grid(
     x0 = np.array([x for x, _ in origins] or [0], dtype=np.int64)
     y0 = np.array([y for _, y in origins] or [0], dtype=np.int64)
     if spans.height:
-        k = _codes(spans["session"], shown)
+        k = _codes(spans["session"], shown, by_runs=True)
         paint_spans(codes, x0[k] + spans["index"].to_numpy() - first, y0[k], spans["start"].to_numpy(),
-                    spans["tokens"].to_numpy(), _codes(spans["slot"], slots), step)  # fmt: skip
+                    spans["tokens"].to_numpy(), slot_codes, step)  # fmt: skip
     k = _codes(marks["session"], shown)
     mark_x = x0[k] + marks["index"].to_numpy() - first
     mark_y = y0[k] * step + marks["prefix_tokens"].to_numpy()

@@ -151,3 +151,21 @@ def test_composition_grid_takes_a_subset_and_validates_its_input() -> None:
         plot_data.composition_grid(requests, comp.drop("start"))
     empty = plot_data.composition_grid(requests.clear(), comp.clear())
     assert empty.sessions == () and (empty.codes == -1).all()
+
+
+@pytest.mark.parametrize("extra_slot", [None, "mystery"])
+def test_composition_grid_reads_sessions_by_runs_or_by_value_alike(extra_slot: str | None) -> None:
+    """A composition frame whose sessions come in long runs (as the engine writes it) and the same rows
+    shuffled paint the same raster; a slot outside SLOT_ORDER comes after the known ones."""
+    turn = [("system", 20), ("user", 7), ("assistant", 9)] + ([(extra_slot, 4)] if extra_slot else [])
+    sessions = {name: [turn[: 1 + k % len(turn)] for k in range(12)] for name in ("a", "b", "c")}
+    requests, comp = _frames(sessions)
+    by_runs = plot_data.composition_grid(requests, comp, rows=20)
+    shuffled = plot_data.composition_grid(requests, comp.sample(fraction=1.0, shuffle=True, seed=3), rows=20)
+    assert (
+        by_runs.slots
+        == shuffled.slots
+        == ("system", "user", "assistant") + ((extra_slot,) if extra_slot else ())
+    )
+    assert by_runs.codes.tolist() == shuffled.codes.tolist()
+    assert sorted(np.unique(by_runs.codes).tolist()) == list(range(-1, len(by_runs.slots)))

@@ -525,3 +525,16 @@ def test_a_split_render_without_render_split_cannot_be_made() -> None:
 
     with pytest.raises(TypeError, match="render_split"):
         Unfinished()  # type: ignore[abstract]
+
+
+@given(name=st.text(), arguments=st.text())
+@settings(max_examples=300, deadline=None)
+def test_chatml_tool_call_lines_are_json_dumps_of_name_and_arguments(name: str, arguments: str) -> None:
+    """The tool-call line quotes the two strings itself (no encoder per call), exactly as
+    ``json.dumps(..., ensure_ascii=False)`` writes the object, for any text (controls, quotes,
+    surrogates, line separators)."""
+    from promptkit.cache.render.chatml import _chatml_tool_calls_text
+
+    expected = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+    line = _chatml_tool_calls_text([("function", name, arguments)] * 2)
+    assert line == f"\n<tool_call>\n{expected}\n</tool_call>" * 2
