@@ -90,8 +90,8 @@ def _infer(record: RequestRecord) -> RequestRecord:
 def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> RequestRecord:
     """``record`` with each message equal to the one at the same place in ``previous`` (the session's
     previous record) replaced by that very object, and likewise a completion equal to the message that
-    follows it: a log that repeats the whole conversation on every line then holds each message once
-    per session. Equality decides, so nothing the analysis sees changes; the record's request dict is
+    follows it and tool definitions equal to the previous record's: a log that repeats the whole
+    conversation on every line then holds each message once per session. Equality decides, so nothing the analysis sees changes; the record's request dict is
     updated in place (the loader's own, freshly parsed).
 
     >>> from promptkit.formats import records_from_requests
@@ -116,6 +116,11 @@ def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> Re
         else:
             shared.append(message)
     record.request["messages"] = shared
+    tools = record.request.get("tools")
+    if tools is not None:  # the tool definitions, usually the same on every call: held once too
+        old_tools = previous.request.get("tools")
+        if old_tools is not tools and old_tools == tools:
+            record.request["tools"] = old_tools
     return record
 
 

@@ -128,3 +128,16 @@ def test_a_request_longer_than_the_context_window_is_noted() -> None:
         "longer than the largest context window of deepseek (131,072 tokens" in n for n in result.notes
     )
     assert not any("context window" in n for n in analyze_requests([BODY]).notes)
+
+
+def test_a_session_holds_each_repeated_message_and_tool_list_once(tmp_path: Path) -> None:
+    """The loader replaces a message (or tool list) equal to the session's previous record's by that
+    very object; a changed one stays the record's own."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    first = {"messages": [{"role": "user", "content": "hi"}], "tools": tools}
+    second = {"messages": [*first["messages"], {"role": "user", "content": "more"}], "tools": tools}
+    third = {"messages": second["messages"], "tools": [*tools, {"type": "function", "function": {"name": "g"}}]}
+    (tmp_path / "s.jsonl").write_bytes(_lines(*({"request": b, "session": "s"} for b in (first, second, third))))
+    a, b, c = (r.request for r in read_logs(tmp_path).records)
+    assert b["messages"][0] is a["messages"][0] and c["messages"][1] is b["messages"][1]
+    assert b["tools"] is a["tools"] and c["tools"] is not b["tools"] and c["tools"][1]["function"]["name"] == "g"
