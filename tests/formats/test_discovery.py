@@ -136,8 +136,15 @@ def test_a_session_holds_each_repeated_message_and_tool_list_once(tmp_path: Path
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     first = {"messages": [{"role": "user", "content": "hi"}], "tools": tools}
     second = {"messages": [*first["messages"], {"role": "user", "content": "more"}], "tools": tools}
-    third = {"messages": second["messages"], "tools": [*tools, {"type": "function", "function": {"name": "g"}}]}
-    (tmp_path / "s.jsonl").write_bytes(_lines(*({"request": b, "session": "s"} for b in (first, second, third))))
+    third = {
+        "messages": second["messages"],
+        "tools": [*tools, {"type": "function", "function": {"name": "g"}}],
+    }
+    (tmp_path / "s.jsonl").write_bytes(
+        _lines(*({"request": b, "session": "s"} for b in (first, second, third)))
+    )
     a, b, c = (r.request for r in read_logs(tmp_path).records)
     assert b["messages"][0] is a["messages"][0] and c["messages"][1] is b["messages"][1]
-    assert b["tools"] is a["tools"] and c["tools"] is not b["tools"] and c["tools"][1]["function"]["name"] == "g"
+    assert (
+        b["tools"] is a["tools"] and c["tools"] is not b["tools"] and c["tools"][1]["function"]["name"] == "g"
+    )
