@@ -34,7 +34,7 @@ import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import numpy as np
@@ -144,15 +144,13 @@ class TokenizedRequest:
         """perf: an instance from values already in their converted form (a read-only int64 array,
         tuples of Python ints of the same length), without running the converters again."""
         self = object.__new__(cls)
-        for name, value in (
-            ("tokens", tokens),
-            ("message_starts", message_starts),
-            ("header_len", header_len),
-            ("prompt_len", prompt_len),
-            ("message_ends", message_ends),
-            ("_by_token", None),
-        ):
-            object.__setattr__(self, name, value)
+        setters = _TRUSTED_SETTERS
+        setters[0](self, tokens)
+        setters[1](self, message_starts)
+        setters[2](self, header_len)
+        setters[3](self, prompt_len)
+        setters[4](self, message_ends)
+        setters[5](self, None)
         return self
 
     def __len__(self) -> int:
@@ -169,10 +167,30 @@ class TokenizedRequest:
         return order_index[k]
 
 
+#: perf: the slot setters of TokenizedRequest's fields, in _trusted's order (a frozen class refuses
+#: setattr; its slots' own descriptors write directly)
+_TRUSTED_SETTERS: Final = tuple(
+    getattr(TokenizedRequest, name).__set__
+    for name in ("tokens", "message_starts", "header_len", "prompt_len", "message_ends", "_by_token")
+)
+
+
 @attrs.frozen(slots=True)
 class _Segment:
     ids: np.ndarray  # int32
     offsets: np.ndarray | None  # int32 char offset where each token starts, when computed
+
+
+#: Texts up to this many characters key the segment cache themselves; longer ones by their digest.
+_SHORT_KEY: Final[int] = 64
+
+
+def _same_tokens(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two int64 arrays of the same length hold the same tokens (perf: a short run's bytes
+    compared, cheaper than np.array_equal; a long one without copying it)."""
+    if a.shape[0] <= 4096:
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a, b))
 
 
 class _TokenBuffer:
@@ -203,8 +221,7 @@ class _TokenBuffer:
         n = pos + int(tail.shape[0])
         if buffer is not None and n <= buffer._data.shape[0]:
             k = min(buffer.used, n) - pos  # tokens of ``tail`` the buffer holds already
-            # perf: the bytes compared (both int64), cheaper than np.array_equal on short runs
-            if k <= 0 or buffer._data[pos : pos + k].tobytes() == tail[:k].tobytes():
+            if k <= 0 or _same_tokens(buffer._data[pos : pos + k], tail[:k]):
                 if n > buffer.used:
                     buffer._write[buffer.used : n] = tail[buffer.used - pos :]
                     buffer.used = n
@@ -375,7 +392,7 @@ class RequestTokenizer:
         # short texts (separators, role headers) are their own key; longer ones are keyed by a digest
         key: str | bytes = (
             text
-            if len(text) <= 64
+            if len(text) <= _SHORT_KEY
             else hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         )
         seg = self._cache.get(key)
@@ -483,7 +500,12 @@ class RequestTokenizer:
         best_lcp = 0
         n = len(messages)
         first = messages[0]
-        for snap in reversed(self._snapshots):
+        # perf: the latest snapshot, when the request extends all of it (a conversation's next call),
+        # is taken without reading the others (which snapshot is resumed from changes no token)
+        latest = self._snapshots[-1].messages if self._snapshots else None
+        if latest is not None and 1 < len(latest) <= n and latest == messages[: len(latest)]:
+            best, best_lcp = self._snapshots[-1], len(latest)
+        for snap in reversed(self._snapshots if best is None else ()):
             old = snap.messages
             m = min(len(old), n)
             # perf: a snapshot that cannot share more than the best one is skipped unread; messages are
@@ -563,6 +585,8 @@ class RequestTokenizer:
         run: list[RenderedPiece] = []  # text pieces of the current segment
         multi = False  # does the run hold pieces of more than one owner?
 
+        cache = self._cache
+
         def flush() -> None:
             nonlocal pos, first_message_pos, multi
             if not run:
@@ -572,12 +596,19 @@ class RequestTokenizer:
             count = 0
             offsets: np.ndarray | None = None
             if text:
-                try:
-                    seg = self._segment(text, need_offsets=multi)
-                except LoneSurrogateError as exc:  # name the message the text comes from
-                    owner = next((p.message_index for p in run if _SURROGATE.search(p.text)), None)
-                    where = "the completion or the template" if owner is None else f"messages[{owner}]"
-                    raise LoneSurrogateError(f"{where}: {exc}") from None
+                # perf: a short text recurs (separators, role headers): it is its own key, looked up
+                # here without the call; the rest goes through _segment
+                seg = cache.get(text) if len(text) <= _SHORT_KEY and not multi else None
+                if seg is not None:
+                    cache.move_to_end(text)
+                    self.hits += 1
+                else:
+                    try:
+                        seg = self._segment(text, need_offsets=multi)
+                    except LoneSurrogateError as exc:  # name the message the text comes from
+                        owner = next((p.message_index for p in run if _SURROGATE.search(p.text)), None)
+                        where = "the completion or the template" if owner is None else f"messages[{owner}]"
+                        raise LoneSurrogateError(f"{where}: {exc}") from None
                 count = len(seg.ids)
                 if pending:
                     chunks.append(self._ids_array(pending))
@@ -585,8 +616,17 @@ class RequestTokenizer:
                 chunks.append(seg.ids)
                 offsets = seg.offsets
             if not multi:  # one owner: the whole run is its
-                spans = [(first.message_index, pos, pos + count)]
-            elif offsets is None:  # several owners but no text: all at this position
+                mi = first.message_index
+                if mi is not None:
+                    if starts[mi] is None:
+                        starts[mi] = pos
+                    ends[mi] = pos + count
+                    if first_message_pos is None:
+                        first_message_pos = pos
+                pos += count
+                run.clear()
+                return
+            if offsets is None:  # several owners but no text: all at this position
                 spans = [(p.message_index, pos, pos) for p in run]
             else:  # several owners: a token belongs to the piece under its first character
                 spans = []
