@@ -92,8 +92,8 @@ class ChatMLRender(SplitRender):
         messages = request_messages(request, start)
         P = RenderedPiece
         out: list[RenderedPiece] = []
-        tools = request_tools(request)
-        if tools and start == 0:
+        tools = request_tools(request) if start == 0 else None  # perf: only the header renders them
+        if tools:
             out += [P(IM_START, True, None), P("system\n" + chatml_tools_text(tools), False, None)]
             out += [P(IM_END, True, None), P("\n", False, None)]
         for i in range(start, len(messages)):
@@ -128,5 +128,10 @@ class ChatMLRender(SplitRender):
         return out, n_prompt
 
     def prefix_context(self, request: Mapping[str, Any], start: int) -> Any:
-        """The tool definitions: the only thing besides the messages that the pieces depend on."""
-        return request_tools(request)
+        """The tool definitions: the only thing besides the messages that the pieces depend on.
+
+        perf: as the request holds them, unchecked and uncopied (the loaders hold a session's equal
+        tool lists once, so two requests' compare by identity): a request whose pieces are rendered
+        from message 0 has its tools checked then, and a request resumed from another has the same
+        tools as that one, whose rendering checked them. No tools and an empty list are one context."""
+        return request.get("tools") or None
