@@ -65,16 +65,22 @@ def _compression(path: Path) -> str | None:
     return None
 
 
+#: Bytes a log file is read by (perf: a log line often holds a whole conversation, 100 kB and more; a
+#: line longer than the buffer is read piece by piece, so the default 8 kB buffer reads it in many)
+READ_BUFFER: Final[int] = 1 << 20
+
+
 def _open_binary(path: Path, compression: str | None) -> IO[bytes]:
     if compression == "gzip":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return io.BufferedReader(gzip.GzipFile(path, "rb"), READ_BUFFER)
     if compression == "zstd":
         try:
             import zstandard
         except ImportError:  # pragma: no cover - zstandard is a dependency
             raise LogFileError(path, "zstd-compressed, and the zstandard package is not installed") from None
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True))
-    return path.open("rb")
+        reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
+        return io.BufferedReader(reader, READ_BUFFER)
+    return path.open("rb", buffering=READ_BUFFER)
 
 
 @attrs.define(slots=True)
