@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -95,6 +96,18 @@ def _font(pixels: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.truetype(path, pixels) if path else ImageFont.load_default(pixels)
 
 
+@functools.lru_cache(maxsize=16)
+def _disc(radius: float) -> tuple[Any, Any]:
+    """Offsets (columns, rows; each a 1 × n array) of the pixels of a disc of ``radius`` pixels around
+    a pixel: those whose centre lies within the radius of its centre."""
+    import numpy as np
+
+    reach = math.ceil(radius)
+    dx, dy = np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1))
+    inside = dx * dx + dy * dy <= radius * radius
+    return dx[inside][None, :], dy[inside][None, :]
+
+
 class _Canvas:
     """A white image measured in points (1/72 inch) at ``dpi``, drawn ``scale`` times larger and
     scaled down when saved (smooth lines and text)."""
@@ -108,6 +121,7 @@ class _Canvas:
         self.draw = ImageDraw.Draw(self.image)
         self.width_pt = width_in * 72
         self.height_pt = height_in * 72
+        self._dots: list[tuple[Any, Any, Any]] = []  # (xs, ys, fill) of the discs to stamp when saved
 
     def px(self, value: float) -> float:
         return value * self.k
@@ -168,25 +182,35 @@ class _Canvas:
                 at = end
 
     def dots(self, points: Iterable[tuple[float, float]], fill: Any, radius: float) -> None:
-        """A filled disc of ``radius`` points at each point. perf: every disc's pixels in one
-        ``point`` call (the pixels whose centre lies within the radius), not one ellipse per point."""
+        """A filled disc of ``radius`` points at each point, drawn over everything else when the
+        canvas is saved. perf: every disc of every call is stamped into the pixels at once with numpy
+        (a disc of the pixels whose centre lies within the radius of the pixel nearest the point),
+        not drawn one shape at a time."""
         import numpy as np
 
-        centres = np.asarray(list(points), dtype=np.float64).reshape(-1, 2) * self.k
-        if not centres.shape[0]:
+        centres = np.rint(np.asarray(list(points), dtype=np.float64).reshape(-1, 2) * self.k).astype(np.int64)
+        if centres.shape[0]:
+            dx, dy = _disc(self.px(radius))
+            self._dots.append(((centres[:, :1] + dx).ravel(), (centres[:, 1:] + dy).ravel(), fill))
+
+    def _stamp_dots(self) -> None:
+        """Stamp the pending :meth:`dots` into the image, in the order they were asked for."""
+        if not self._dots:
             return
-        r = self.px(radius)
-        reach = int(np.ceil(r)) + 1
-        dx, dy = np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1))
-        # the disc around pixel (0, 0) for a centre at (0.5, 0.5) offsets, pixel centres at +0.5
-        base = np.floor(centres).astype(np.int64)
-        frac = centres - base
-        cx = dx.ravel()[None, :] + 0.5 - frac[:, :1]
-        cy = dy.ravel()[None, :] + 0.5 - frac[:, 1:]
-        inside = cx * cx + cy * cy <= r * r
-        xs = (base[:, :1] + dx.ravel()[None, :])[inside]
-        ys = (base[:, 1:] + dy.ravel()[None, :])[inside]
-        self.draw.point(np.column_stack((xs, ys)).ravel().tolist(), fill=fill)
+        import numpy as np
+        from PIL import Image, ImageDraw
+
+        pixels = np.array(self.image)
+        height, width = pixels.shape[:2]
+        flat = pixels.reshape(height * width, -1)  # a view: one row per pixel, one index per disc pixel
+        for xs, ys, fill in self._dots:
+            at = ys * width + xs
+            if xs.min() < 0 or ys.min() < 0 or xs.max() >= width or ys.max() >= height:
+                at = at[(xs >= 0) & (xs < width) & (ys >= 0) & (ys < height)]
+            flat[at] = fill
+        self._dots.clear()
+        self.image = Image.fromarray(pixels, self.image.mode)
+        self.draw = ImageDraw.Draw(self.image)
 
     def crosses(
         self, points: Iterable[tuple[float, float]], fill: Any, radius: float, width: float = 1.0
@@ -207,6 +231,7 @@ class _Canvas:
     def save(self, path: Path) -> Path:
         from PIL import Image
 
+        self._stamp_dots()
         image = self.image
         if image.size != self.size:
             factor = image.size[0] // self.size[0]
@@ -243,6 +268,7 @@ class _PaletteCanvas(_Canvas):
         self.draw = ImageDraw.Draw(self.image)
         self._ink = Image.new("L", self.size, 0)  # text coverage
         self._ink_draw = ImageDraw.Draw(self._ink)
+        self._dots: list[tuple[Any, Any, Any]] = []
 
     def color(self, rgb: Any) -> int:
         """The palette index of ``rgb`` (added on first use)."""
@@ -299,6 +325,7 @@ class _PaletteCanvas(_Canvas):
         import numpy as np
         from PIL import Image
 
+        self._stamp_dots()
         pixels = np.array(self.image)
         coverage = np.asarray(self._ink)
         level = (coverage.astype(np.uint16) * self.RAMP + 127) // 255  # 0: no ink, RAMP: all ink

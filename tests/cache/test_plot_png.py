@@ -128,3 +128,22 @@ def test_hit_ratio_png_leaves_out_turns_without_a_ratio(tmp_path: Path) -> None:
     image = Image.open(plot_png.write_hit_ratio_png(frame, tmp_path / "h.png"))
     for color in plot_data.session_colors(["s00", "s01"]).values():
         assert _has_color(image, _rgb(color))
+
+
+@pytest.mark.parametrize("palette", [False, True])
+def test_dots_are_discs_stamped_over_what_was_drawn(tmp_path: Path, palette: bool) -> None:
+    """A dot covers the pixels within its radius of its centre, over a line drawn after it; a dot past
+    the canvas' edge is cut, not an error."""
+    red, blue = (200, 30, 30), (30, 30, 200)
+    canvas: Any = (
+        plot_png._PaletteCanvas(1.0, 1.0, 72, [red, blue])
+        if palette
+        else plot_png._Canvas(1.0, 1.0, 72, scale=1)
+    )
+    canvas.dots([(20.0, 20.0), (71.5, 0.0)], red, 3.0)
+    canvas.line([(0.0, 20.0), (72.0, 20.0)], blue, 1.0)
+    image = np.asarray(Image.open(canvas.save(tmp_path / "dots.png")).convert("RGB")).astype(int)
+    assert image[20, 20].tolist() == list(red)  # the dot's centre, over the line
+    assert image[20, 23].tolist() == list(red) and image[20, 24].tolist() == list(blue)  # radius 3
+    assert image[16, 20].tolist() == [255, 255, 255]
+    assert image[0, 71].tolist() == list(red)  # the corner dot, cut at the edges

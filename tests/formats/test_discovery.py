@@ -148,4 +148,3 @@ def test_a_session_holds_each_repeated_message_and_tool_list_once(tmp_path: Path
     assert (
         b["tools"] is a["tools"] and c["tools"] is not b["tools"] and c["tools"][1]["function"]["name"] == "g"
     )
-
