@@ -767,13 +767,14 @@ def _run(
             problems.append((pos, LoadProblem(record.file, record.line, result[0])))
             continue
         tok = result[0]
+        source_id = _source_id(record)
         plan = model.plan(tok, prepared.body, prepared.layout)
         if not plan.entries:
             writes_nothing += 1
         now = record.timestamp if timed else None
         prev = None
         if global_sim is not None:
-            outcome = global_sim.step(tok.tokens, plan, now, _source_id(record))
+            outcome = global_sim.step(tok.tokens, plan, now, source_id)
         else:  # a cache holding only what the session's previous request stored
             prev = previous.get(record.session)
             # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from
@@ -781,7 +782,7 @@ def _run(
             shared = rt.shared_prefix if pretokenized is None else None
             known = shared if shared is not None and prev is not None and shared[0] is prev[0] else None
             outcome = consecutive_outcome(model, prev, tok.tokens, plan, now, known=known)
-            previous[record.session] = (np.asarray(tok.tokens), plan, now, _source_id(record))
+            previous[record.session] = (np.asarray(tok.tokens), plan, now, source_id)
 
         prompt_len = plan.prompt_len
         # -- causes facts (promptkit.cache.causes): model switch, expiry / eviction, class of change
@@ -805,7 +806,7 @@ def _run(
             if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
             else None
         )
-        facts[_source_id(record)] = (
+        facts[source_id] = (
             prepared.body,
             model_name,
             now,
@@ -828,15 +829,15 @@ def _run(
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
                 d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
         if global_sim is not None:
-            bodies[_source_id(record)] = prepared.body["messages"]
-            recent_tokens[_source_id(record)] = tok.tokens
+            bodies[source_id] = prepared.body["messages"]
+            recent_tokens[source_id] = tok.tokens
             if len(recent_tokens) > _EXCERPT_SOURCES:
                 recent_tokens.popitem(last=False)
         else:  # perf: memory: a session's requests need only their predecessor's messages and facts
             if prev is not None:
                 bodies.pop(prev[3], None)
                 facts.pop(prev[3], None)
-            bodies[_source_id(record)] = prepared.body["messages"]
+            bodies[source_id] = prepared.body["messages"]
         usage = record.usage
         change_class = change_detail = None
         if switched is not None:

@@ -179,7 +179,10 @@ def content_text(value: Any, where: str) -> str | None:
 
 
 def message_text(message: Mapping[str, Any], i: int) -> str:
-    text = content_text(message.get("content"), f"messages[{i}].content")
+    value = message.get("content")
+    if type(value) is str:  # perf: the usual content, without building the error's location
+        return value
+    text = content_text(value, f"messages[{i}].content")
     return "" if text is None else text
 
 

@@ -102,7 +102,7 @@ class ChatMLRender(SplitRender):
             name = m.get("name")
             head = f"{role} name={name}\n" if isinstance(name, str) and name else f"{role}\n"
             body = message_text(m, i)
-            if role == "assistant":
+            if role == "assistant" and m.get("tool_calls") is not None:
                 body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"))
             # the role header and the body are two pieces: the body is then a text of its own, the
             # same as the completion it was (see RequestTokenizer's cut pieces)
@@ -121,7 +121,8 @@ class ChatMLRender(SplitRender):
                     f"completion must be an assistant message object, got {type(completion).__name__}"
                 )
             text = content_text(completion.get("content"), "completion.content") or ""
-            text += _chatml_tool_calls_text(message_tool_calls(completion, "completion"))
+            if completion.get("tool_calls") is not None:
+                text += _chatml_tool_calls_text(message_tool_calls(completion, "completion"))
             if text:
                 out.append(P(text, False, None))
             out.append(P(IM_END, True, None))
