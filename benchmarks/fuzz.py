@@ -34,12 +34,7 @@ def _load(name: str, path: pathlib.Path) -> types.ModuleType:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--examples",
-        type=int,
-        default=None,
-        help="examples per property (default: the fuzz profile's 10,000)",
-    )
+    parser.add_argument("--examples", type=int, default=None, help="examples per property (default: the fuzz profile's 10,000)")
     parser.add_argument("--only", default="", help="run only the properties whose name contains this")
     args = parser.parse_args()
 
@@ -56,16 +51,9 @@ def main() -> int:
     for fmt in fuzz.FORMAT_NAMES:
         runs.append((f"loader:{fmt}", f"loader:{fmt}", fuzz.test_format_loader_fuzz, {"fmt": fmt}))
     for grammar in sorted(fuzz.GRAMMARS):
+        runs.append((f"grammar:{grammar}", f"grammar:{grammar}", fuzz.test_grammar_fuzz, {"grammar": grammar}))
         runs.append(
-            (f"grammar:{grammar}", f"grammar:{grammar}", fuzz.test_grammar_fuzz, {"grammar": grammar})
-        )
-        runs.append(
-            (
-                f"grammar-types:{grammar}",
-                "",
-                fuzz.test_grammar_functions_take_only_strings,
-                {"grammar": grammar},
-            )
+            (f"grammar-types:{grammar}", "", fuzz.test_grammar_functions_take_only_strings, {"grammar": grammar})
         )
     runs = [r for r in runs if args.only in r[0]]
 

@@ -95,11 +95,9 @@ def main(argv: list[str] | None = None) -> None:
                     rows.append((view, label, elapsed))
                 if view == "consecutive":
                     prompt_tokens = int(base.requests["prompt_tokens"].sum())
-                    new_tokens = int(
-                        base.requests.group_by("session")
-                        .agg(__import__("polars").col("prompt_tokens").max())["prompt_tokens"]
-                        .sum()
-                    )
+                    new_tokens = int(base.requests.group_by("session").agg(
+                        __import__("polars").col("prompt_tokens").max()
+                    )["prompt_tokens"].sum())
                     per_core = (prompt_tokens / base_time, new_tokens / base_time)
         finally:
             for cluster, client in clusters.values():
@@ -109,10 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         firsts = {v: t for v, label, t in rows if label == "local, jobs=1"}
         for view, label, elapsed in rows:
             print(f"{view:<12} {label:<16} {elapsed:>8.1f} {firsts[view] / elapsed:>8.2f}x")
-        print(
-            f"\nconsecutive, jobs=1: {per_core[0]:,.0f} prompt tokens/s per core; "
-            f"{per_core[1]:,.0f} new tokens/s per core (each session's final prompt counted once)"
-        )
+        print(f"\nconsecutive, jobs=1: {per_core[0]:,.0f} prompt tokens/s per core; "
+              f"{per_core[1]:,.0f} new tokens/s per core (each session's final prompt counted once)")
 
         items = list(enumerate(loaded.records))
         spec = _Spec(args.provider, args.tokenizer, None, None, "simulated", True)

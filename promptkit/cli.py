@@ -437,25 +437,16 @@ def _add_whatif_command(commands: Any) -> None:
     whatif.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
     what = whatif.add_mutually_exclusive_group(required=True)
     what.add_argument(
-        "--transform",
-        action="append",
-        metavar="SPEC",
-        help="a transform to apply (repeatable, applied in order)",
+        "--transform", action="append", metavar="SPEC", help="a transform to apply (repeatable, applied in order)"
     )
     what.add_argument("--suggest", action="store_true", help="derive, replay and rank candidate transforms")
     whatif.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    whatif.add_argument(
-        "--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)"
-    )
-    whatif.add_argument(
-        "--provider", metavar="NAME", help="provider whose rules apply (default: each session's)"
-    )
+    whatif.add_argument("--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)")
+    whatif.add_argument("--provider", metavar="NAME", help="provider whose rules apply (default: each session's)")
     whatif.add_argument("--format", metavar="NAME", help="read every file as this log format")
     whatif.add_argument("--view", choices=("consecutive", "simulated"), default="consecutive")
     whatif.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
-    whatif.add_argument(
-        "--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins"
-    )
+    whatif.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
     whatif.set_defaults(handler=_run_whatif)
 
 

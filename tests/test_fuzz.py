@@ -116,22 +116,8 @@ KEYS = (
     "cache_creation_input_tokens extra created info config model_name type text log entries postData "
     "mimeType headers status status_code body method startedDateTime id index delta"
 ).split()
-WORDS = (
-    "system",
-    "user",
-    "assistant",
-    "tool",
-    "POST",
-    "https://api.deepseek.com/chat/completions",
-    "deepseek-chat",
-    "gpt-4o",
-    "claude-sonnet-4",
-    "2026-01-02T03:04:05Z",
-    "",
-    "\ud800",
-    "𝒜",
-    "\x00",
-)
+WORDS = ("system", "user", "assistant", "tool", "POST", "https://api.deepseek.com/chat/completions",
+         "deepseek-chat", "gpt-4o", "claude-sonnet-4", "2026-01-02T03:04:05Z", "", "\ud800", "𝒜", "\x00")
 
 scalars = (
     st.none()
@@ -143,10 +129,8 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), inner, max_size=5)
-    ),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), inner, max_size=5),
     max_leaves=10,
 )
 
@@ -208,13 +192,8 @@ HOSTILE = st.sampled_from(
 
 @st.composite
 def line_text(draw: st.DrawFn, line_seeds: tuple[Any, ...]) -> str:
-    kind = draw(
-        st.sampled_from(
-            ["seed", "seed", "json", "text", "blank", "hostile"]
-            if line_seeds
-            else ["json", "json", "text", "blank", "hostile"]
-        )
-    )
+    kind = draw(st.sampled_from(["seed", "seed", "json", "text", "blank", "hostile"] if line_seeds
+                                else ["json", "json", "text", "blank", "hostile"]))
     if kind == "seed":
         text = _dumps(draw, draw(mutated(draw(st.sampled_from(line_seeds)))))
     elif kind == "json":
@@ -241,13 +220,8 @@ def log_file(draw: st.DrawFn, fmt: str) -> tuple[str, bytes]:
             lines = draw(st.lists(line_text(line_seeds), min_size=0, max_size=6))
             text = draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["", "\n"]))
         else:
-            kind = draw(
-                st.sampled_from(
-                    ["seed", "seed", "json", "truncated", "hostile"]
-                    if doc_seeds
-                    else ["json", "truncated", "hostile"]
-                )
-            )
+            kind = draw(st.sampled_from(["seed", "seed", "json", "truncated", "hostile"] if doc_seeds
+                                        else ["json", "truncated", "hostile"]))
             if kind == "seed":
                 text = _dumps(draw, draw(mutated(draw(st.sampled_from(doc_seeds)))))
             elif kind == "json":
@@ -297,7 +271,10 @@ def check_loader(fmt: str | None, name: str, raw: bytes, where: str) -> None:
             text = Source.open(path).text()
         except PromptkitError:  # not text: the reader's problems say so
             return
-        lines = {i: line.removesuffix("\r") for i, line in enumerate(text.split("\n"), 1)}
+        lines = {
+            i: line.removesuffix("\r")
+            for i, line in enumerate(text.split("\n"), 1)
+        }
         covered = {r.line for r in result.records} | {p.line for p in result.problems}
         whole_file = None in {p.line for p in result.problems}
         for lineno, line in lines.items():
@@ -306,9 +283,7 @@ def check_loader(fmt: str | None, name: str, raw: bytes, where: str) -> None:
             if result.formats == {"promptkit": 1}:  # one call per line: a record or a problem
                 assert lineno in covered, f"line {lineno} is neither a record nor a problem: {line[:200]!r}"
             elif result.records and not _is_json(line):  # it read the lines: a skipped one is a problem
-                assert lineno in {p.line for p in result.problems}, (
-                    f"line {lineno} is not JSON, and no problem says so"
-                )
+                assert lineno in {p.line for p in result.problems}, f"line {lineno} is not JSON, and no problem says so"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -342,52 +317,10 @@ def test_every_format_has_a_seed_or_is_fuzzed_from_scratch() -> None:
 # --- grammars -----------------------------------------------------------------------------------------
 
 GRAMMAR_TOKENS = st.sampled_from(
-    [
-        "[",
-        "]",
-        "|",
-        " | ref:",
-        "ref:",
-        "[图片",
-        "[文件",
-        "[音频",
-        "[视频",
-        ": ",
-        "\n",
-        " ",
-        "[CQ:",
-        "CQ:at",
-        ",",
-        "=",
-        "qq=",
-        "&#91;",
-        "&#93;",
-        "&#44;",
-        "&amp;",
-        "&",
-        "<at",
-        "<at self",
-        " self",
-        ' id="',
-        '"',
-        '">',
-        ">",
-        "</at>",
-        "<forward",
-        "</forward>",
-        "<image",
-        "/>",
-        "<",
-        "＜",
-        "\ud800",
-        "𝒜",
-        "ｚ",
-        "a",
-        "1",
-        "[小明(42)]: ",
-        "\r",
-        "\u2028",
-    ]
+    ["[", "]", "|", " | ref:", "ref:", "[图片", "[文件", "[音频", "[视频", ": ", "\n", " ", "[CQ:", "CQ:at",
+     ",", "=", "qq=", "&#91;", "&#93;", "&#44;", "&amp;", "&", "<at", "<at self", " self", ' id="', '"',
+     '">', ">", "</at>", "<forward", "</forward>", "<image", "/>", "<", "＜", "\ud800", "𝒜", "ｚ", "a", "1",
+     "[小明(42)]: ", "\r", "\u2028"]
 )
 grammar_text = st.text(max_size=60) | st.lists(GRAMMAR_TOKENS | st.text(max_size=3), max_size=30).map("".join)
 

@@ -62,11 +62,7 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("analyze_requests(records=int)", lambda: analyze_requests(42), "records"),
     ("analyze_requests(provider=int)", lambda: analyze_requests([BODY], provider=3), "provider"),
     ("analyze_requests(cache_model=int)", lambda: analyze_requests([BODY], cache_model=3), "cache_model"),
-    (
-        "analyze_requests(cache_model=unknown)",
-        lambda: analyze_requests([BODY], cache_model="lru"),
-        "cache_model",
-    ),
+    ("analyze_requests(cache_model=unknown)", lambda: analyze_requests([BODY], cache_model="lru"), "cache_model"),
     ("analyze_requests(tokenizer=int)", lambda: analyze_requests([BODY], tokenizer=3), "tokenizer"),
     ("analyze_requests(tokenizer=unknown)", lambda: analyze_requests([BODY], tokenizer="gpt9"), "tokenizer"),
     ("analyze_requests(render=int)", lambda: analyze_requests([BODY], render=3), "render"),

@@ -267,9 +267,7 @@ class _LoopWatch:
                     "build that does not await); %s",
                     key,
                     time.monotonic() - start,
-                    "it will be absent this turn"
-                    if self.enforced
-                    else "no build_timeout: the turn waits for it",
+                    "it will be absent this turn" if self.enforced else "no build_timeout: the turn waits for it",
                 )
 
 
@@ -434,9 +432,7 @@ def _absent(contributor: Contributor, reason: str, detail: str) -> BuildResult:
     logger.warning(
         "prompt contributor %r (%s): %s; absent this turn", contributor.key, contributor.anchor.value, detail
     )
-    return BuildResult(
-        contributor, absent=AbsentContributor(contributor.key, contributor.anchor, reason, detail)
-    )
+    return BuildResult(contributor, absent=AbsentContributor(contributor.key, contributor.anchor, reason, detail))
 
 
 def _raised(contributor: Contributor, exc: BaseException) -> BuildResult:
@@ -469,8 +465,7 @@ async def build_contributors(
     """
     _check_timeout(build_timeout)
     watch = _LoopWatch(
-        build_timeout if build_timeout is not None else DEFAULT_BUILD_TIMEOUT,
-        enforced=build_timeout is not None,
+        build_timeout if build_timeout is not None else DEFAULT_BUILD_TIMEOUT, enforced=build_timeout is not None
     )
     try:
         return list(await asyncio.gather(*(_build_one(c, view, build_timeout, watch) for c in contributors)))

@@ -46,9 +46,7 @@ def _ids(value: Sequence[str] | None) -> tuple[str, ...] | None:
     ids = tuple(value)
     for i, mid in enumerate(ids):
         if not isinstance(mid, str) or not mid:
-            raise PlatformMessageError(
-                f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}"
-            )
+            raise PlatformMessageError(f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}")
     return ids
 
 
@@ -73,7 +71,8 @@ def _check_sent_pieces(instance: DeliveryFailed, attribute: attrs.Attribute[Any]
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise PlatformMessageError(
-            f"DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); got {value!r}"
+            "DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); "
+            f"got {value!r}"
         )
 
 

@@ -159,9 +159,7 @@ def prepare_llm_messages(messages: Sequence[Message]) -> list[Message]:
 
     def flush() -> None:
         if pending_images:
-            out.append(
-                Message(role="user", content=tool_images_note(pending_ids), images=tuple(pending_images))
-            )
+            out.append(Message(role="user", content=tool_images_note(pending_ids), images=tuple(pending_images)))
             pending_images.clear()
             pending_ids.clear()
 

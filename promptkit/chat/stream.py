@@ -151,9 +151,7 @@ class StreamChunkMessage:
         if not self.turn_id:
             raise StreamError("StreamChunkMessage.turn_id: a non-empty turn id is required")
         if self.tool_call_progress is not None and not self.tool_call_progress.call_id:
-            raise StreamError(
-                "StreamChunkMessage.tool_call_progress.call_id: the agent's call id is required"
-            )
+            raise StreamError("StreamChunkMessage.tool_call_progress.call_id: the agent's call id is required")
 
     @classmethod
     def from_chunk(
@@ -306,9 +304,7 @@ class StreamAccumulator:
             if isinstance(body, ToolCall):
                 segments.append(ContentSegment("tool_call", tool_call=body))
             else:
-                segments.append(
-                    ContentSegment("text" if kind == "text" else "reasoning_text", text="".join(body))
-                )
+                segments.append(ContentSegment("text" if kind == "text" else "reasoning_text", text="".join(body)))
         return Message(
             role="assistant",
             content=_joined(segments, "text"),

@@ -67,8 +67,7 @@ def find_log_files(
                     passed[f.suffix or f.name] += 1
             if not found:
                 raise LogFileError(
-                    p,
-                    f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)",
+                    p, f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)"
                 )
             files.extend(found)
         elif p.exists():
@@ -82,17 +81,15 @@ def _infer(record: RequestRecord) -> RequestRecord:
     from promptkit.providers.registry import infer_record_provider
 
     provider = infer_record_provider(record)
-    return (
-        record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
-    )
+    return record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
 
 
 def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> RequestRecord:
     """``record`` with each message equal to the one at the same place in ``previous`` (the session's
     previous record) replaced by that very object, and likewise a completion equal to the message that
-    follows it and tool definitions equal to the previous record's: a log that repeats the whole
-    conversation on every line then holds each message once per session. Equality decides, so nothing the analysis sees changes; the record's request dict is
-    updated in place (the loader's own, freshly parsed).
+    follows it and a tool list equal to the previous record's: a log that repeats the whole conversation
+    on every line then holds each message once per session. Equality decides, so nothing the analysis
+    sees changes; the record's request dict is updated in place (the loader's own, freshly parsed).
 
     >>> from promptkit.formats import records_from_requests
     >>> a, b = records_from_requests([{"messages": [{"role": "user", "content": "hi"}]},
@@ -209,9 +206,7 @@ def read_logs(
     called before each file is read (for progress displays).
     """
     if format is not None and not isinstance(format, str | LogFormat):
-        raise UsageError(
-            f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}"
-        )
+        raise UsageError(f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}")
     if on_file is not None and not callable(on_file):
         raise UsageError(f"read_logs: on_file: expected a callable or None, got {type(on_file).__name__}")
     fmt = get_format(format) if isinstance(format, str) else format

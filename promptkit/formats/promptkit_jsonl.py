@@ -178,13 +178,9 @@ def read(source: Source) -> Iterator[Item]:
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             sub: list[LoadProblem] = []
-            record = record_from_json(
-                item, file=source.file, line=None, default_session=session, problems=sub
-            )
+            record = record_from_json(item, file=source.file, line=None, default_session=session, problems=sub)
             for p in sub:
-                yield LoadProblem(
-                    p.file, p.line, f"item {i}: {p.reason}" if isinstance(data, list) else p.reason
-                )
+                yield LoadProblem(p.file, p.line, f"item {i}: {p.reason}" if isinstance(data, list) else p.reason)
             if record is not None:
                 yield record
         return
@@ -196,9 +192,7 @@ def read(source: Source) -> Iterator[Item]:
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
-        record = record_from_json(
-            obj, file=source.file, line=lineno, default_session=session, problems=problems
-        )
+        record = record_from_json(obj, file=source.file, line=lineno, default_session=session, problems=problems)
         yield from problems
         problems.clear()
         if record is not None:

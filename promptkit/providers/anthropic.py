@@ -208,11 +208,7 @@ def _cut_points(points: Any, prepared: PreparedInput, where: str) -> list[int]:
 
 def _ends_in_tool_loop(prepared: PreparedInput) -> bool:
     layout = prepared.frame_layout()
-    return (
-        bool(layout)
-        and len(layout) > prepared.head_length()
-        and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
-    )
+    return bool(layout) and len(layout) > prepared.head_length() and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
 
 
 def anthropic_request(

@@ -137,9 +137,7 @@ def deepseek_request(
     )
     if args.think is not None:
         if "thinking" in extra:
-            raise RequestBuildError(
-                f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)"
-            )
+            raise RequestBuildError(f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)")
         extra = {**extra, "thinking": {"type": "enabled" if args.think else "disabled"}}
     prepared = prepare_input(args.prompt_or_messages, where=where)
     normalized = normalize_system_placement(prepared.messages) if normalize else list(prepared.messages)

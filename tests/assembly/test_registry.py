@@ -548,12 +548,7 @@ def _js_code_units(s: str) -> list[int]:
 
 @given(turns())
 @example(([user("now")], {"ｚ": ("turn-context", "Z"), "𝒜": ("turn-context", "A")}))  # U+FF5A vs U+1D49C
-@example(
-    (
-        [system("p"), user("u")],
-        {"ｚ": ("context", ["z1", "z2"]), "𝒜": ("context", "A"), "a": ("context", "a")},
-    )
-)
+@example(([system("p"), user("u")], {"ｚ": ("context", ["z1", "z2"]), "𝒜": ("context", "A"), "a": ("context", "a")}))
 @settings(max_examples=150, deadline=None)
 def test_assemble_properties(case: tuple[list[Message], dict[str, tuple[str, object]]]) -> None:
     messages, contributors = case

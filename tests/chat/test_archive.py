@@ -104,16 +104,7 @@ def test_forwards_are_kept_without_their_expansion() -> None:
     assert rec is not None and rec.metadata is not None
     assert rec.content == "[1]: 看 [A]: 在吗"
     assert rec.metadata["forwards"] == [
-        {
-            "id": "f1",
-            "facts": {
-                "count": 2,
-                "participants": ["A(1)", "B(2)"],
-                "unlisted": 3,
-                "text": "聊天记录",
-                "cutOff": True,
-            },
-        },
+        {"id": "f1", "facts": {"count": 2, "participants": ["A(1)", "B(2)"], "unlisted": 3, "text": "聊天记录", "cutOff": True}},
         {"id": "f2"},
     ]
     assert ArchivedForward.of(q.forwards[0]) == ArchivedForward("f1", facts)  # type: ignore[index]
@@ -125,10 +116,7 @@ def test_archived_attachment_address_never_comes_from_inline_data_or_a_local_pat
     assert archive_address(MessageAttachment("image", data="file:///tmp/a.png")) is None
     assert archive_address(MessageAttachment("image", data="/tmp/a.png")) is None
     assert archive_address(MessageAttachment("image", data="https://x/a.png")) == "https://x/a.png"
-    assert (
-        archive_address(MessageAttachment("image", data="/tmp/a.png", ref="data:/img/a.png"))
-        == "data:/img/a.png"
-    )
+    assert archive_address(MessageAttachment("image", data="/tmp/a.png", ref="data:/img/a.png")) == "data:/img/a.png"
     assert ArchivedAttachment.of(MessageAttachment("file", data="/tmp/x", name="x.txt")).to_dict() == {
         "kind": "file", "name": "x.txt",
     }  # fmt: skip
@@ -158,11 +146,7 @@ def test_host_notice_archive_record() -> None:
 
 def test_delegation_is_a_notice_and_idle_is_not_archived() -> None:
     task = archive_record(IncomingMessage("去查天气", "s", "onebot", source="wf", trigger_type="proactive"))
-    assert task is not None and (task.role, task.kind, task.name) == (
-        "notice",
-        "cross-session-delegation",
-        None,
-    )
+    assert task is not None and (task.role, task.kind, task.name) == ("notice", "cross-session-delegation", None)
     assert archive_record(IncomingMessage("", "s", "onebot", source="idle", trigger_type="idle")) is None
 
 
@@ -214,9 +198,7 @@ def test_outbound_records_follow_markup_free_attachments_and_skip_archive() -> N
 
 
 def test_her_reply_text_is_not_recorded_but_her_attachments_are() -> None:
-    msg = OutgoingMessage(
-        "好的", "s", source="agent", attachments=[MessageAttachment("image", url="http://x/p.png")]
-    )
+    msg = OutgoingMessage("好的", "s", source="agent", attachments=[MessageAttachment("image", url="http://x/p.png")])
     recs = outbound_records(msg)
     assert [(r.role, r.kind) for r in recs] == [("assistant", WellKnownKinds.OUTBOUND_IMAGE.value)]
 

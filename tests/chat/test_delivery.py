@@ -99,9 +99,7 @@ def test_await_delivery_rejects_a_bad_timeout() -> None:
 
 def test_failure_metadata_uses_the_registered_keys() -> None:
     meta = delivery_failure_metadata(
-        DeliveryFailed("超时", unconfirmed=True, sent_pieces=1),
-        call_id="c1",
-        unconfirmed_items=["文件 a.html"],
+        DeliveryFailed("超时", unconfirmed=True, sent_pieces=1), call_id="c1", unconfirmed_items=["文件 a.html"]
     )
     assert meta == {"callId": "c1", "error": "超时", "sentPieces": 1, "unconfirmed": ["文件 a.html"]}
     assert delivery_failure_metadata(DeliveryFailed("x")) == {"error": "x"}

@@ -9,18 +9,7 @@ import pytest
 
 import promptkit.chat as schema
 
-MODULES = [
-    "message",
-    "attachments",
-    "identity",
-    "mentions",
-    "platform",
-    "history",
-    "delivery",
-    "request",
-    "stream",
-    "archive",
-]
+MODULES = ["message", "attachments", "identity", "mentions", "platform", "history", "delivery", "request", "stream", "archive"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -38,10 +38,7 @@ def test_model_progress_has_no_call_id_and_platform_progress_must() -> None:
         ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "f", 1, call_id="x"))
     with pytest.raises(StreamError, match=r"StreamChunkMessage\.tool_call_progress\.call_id"):
         StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1))
-    assert (
-        StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1, "call_7")).turn_id
-        == "t1"
-    )
+    assert StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1, "call_7")).turn_id == "t1"
 
 
 def test_stream_piece_needs_a_turn_id() -> None:
@@ -112,21 +109,11 @@ def test_no_chunk_after_done() -> None:
 
 def test_empty_stream_is_an_empty_assistant_message() -> None:
     m = accumulate_stream([])
-    assert (m.role, m.content, m.reasoning_content, m.segments, m.tool_calls) == (
-        "assistant",
-        None,
-        None,
-        None,
-        None,
-    )
+    assert (m.role, m.content, m.reasoning_content, m.segments, m.tool_calls) == ("assistant", None, None, None, None)
 
 
 def test_with_segment_mirrors_repairs_stale_mirrors_and_leaves_good_ones() -> None:
-    segs = [
-        ContentSegment("reasoning_text", text="r"),
-        ContentSegment("text", text="a"),
-        ContentSegment("text", text="b"),
-    ]
+    segs = [ContentSegment("reasoning_text", text="r"), ContentSegment("text", text="a"), ContentSegment("text", text="b")]
     stale = Message(role="assistant", content="old", reasoning_content=None, segments=segs)
     fixed = with_segment_mirrors(stale)
     assert (fixed.content, fixed.reasoning_content) == ("ab", "r")
@@ -142,16 +129,9 @@ _chunks = st.lists(
         st.builds(ChatStreamChunk, reasoning_delta=st.text(max_size=4)),
         st.builds(
             ChatStreamChunk,
-            tool_calls=st.lists(
-                st.builds(ToolCall, st.sampled_from(["a", "b"]), st.just("f")), min_size=1, max_size=2
-            ),
+            tool_calls=st.lists(st.builds(ToolCall, st.sampled_from(["a", "b"]), st.just("f")), min_size=1, max_size=2),
         ),
-        st.builds(
-            ChatStreamChunk,
-            tool_call_progress=st.builds(
-                ToolCallProgress, st.integers(0, 3), st.just("f"), st.integers(0, 9)
-            ),
-        ),
+        st.builds(ChatStreamChunk, tool_call_progress=st.builds(ToolCallProgress, st.integers(0, 3), st.just("f"), st.integers(0, 9))),
     ),
     max_size=12,
 )

@@ -87,12 +87,7 @@ def test_iso_timestamps_and_numeric_strings(tmp_path: Path) -> None:
     result = load_log(write_jsonl(tmp_path / "t.jsonl", lines))
     expected = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
     # the session is put in time order (ties keep load order), and a note says so
-    assert [(r.timestamp, r.line) for r in result.records] == [
-        (17.25, 4),
-        (expected, 1),
-        (expected, 2),
-        (expected, 3),
-    ]
+    assert [(r.timestamp, r.line) for r in result.records] == [(17.25, 4), (expected, 1), (expected, 2), (expected, 3)]
     assert [r.index for r in result.records] == [0, 1, 2, 3]
     assert any("not in time order" in n for n in result.notes)
 

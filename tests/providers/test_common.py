@@ -64,20 +64,12 @@ def test_provenance_of_every_prepared_message(conv: tuple[list[Message], list[En
         zip(prepared.messages, prepared.sources, prepared.inserted, strict=True)
     ):
         assert prepared.layout[j] is layout[src]
-        if (
-            ins
-        ):  # the user message carrying the images of a tool run; its source is the run's first with images
+        if ins:  # the user message carrying the images of a tool run; its source is the run's first with images
             origin = next(k for k in range(j) if prepared.sources[k] == src and not prepared.inserted[k])
             assert all(prepared.messages[k].role == "tool" for k in range(origin, j))
             assert msgs[src].role == "tool" and msgs[src].images
-            assert not any(
-                msgs[k].images for k in range(src) if all(msgs[i].role == "tool" for i in range(k, src))
-            )
-            assert (
-                m.role == "user"
-                and m.images is not None
-                and m.images[: len(msgs[src].images)] == msgs[src].images
-            )
+            assert not any(msgs[k].images for k in range(src) if all(msgs[i].role == "tool" for i in range(k, src)))
+            assert m.role == "user" and m.images is not None and m.images[: len(msgs[src].images)] == msgs[src].images
         else:
             assert m.content == prepare_llm_messages([msgs[src]])[0].content
 
@@ -92,15 +84,14 @@ def test_head_length() -> None:
     assert prepare_input([], where="t").head_length() == 0
 
 
+
 # ---------------------------------------------------------------- ChatModelRequest accepted everywhere
 
 _REQ_MSGS = [Message(role="system", content="p"), Message(role="user", content="hi")]
 _TOOL = {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}}
 
 
-@pytest.mark.parametrize(
-    "builder", ["openai_request", "deepseek_request", "ollama_request", "anthropic_request"]
-)
+@pytest.mark.parametrize("builder", ["openai_request", "deepseek_request", "ollama_request", "anthropic_request"])
 def test_every_builder_takes_a_chat_model_request_like_its_own_arguments(builder: str) -> None:
     import promptkit.providers as providers
 
@@ -109,9 +100,7 @@ def test_every_builder_takes_a_chat_model_request_like_its_own_arguments(builder
     assert build(req, model="m") == build(_REQ_MSGS, model="m", tools=[_TOOL], temperature=0.5, max_tokens=99)
 
 
-@pytest.mark.parametrize(
-    "builder", ["openai_request", "deepseek_request", "ollama_request", "anthropic_request"]
-)
+@pytest.mark.parametrize("builder", ["openai_request", "deepseek_request", "ollama_request", "anthropic_request"])
 @pytest.mark.parametrize("field", ["tools", "temperature", "max_tokens"])
 def test_a_parameter_given_twice_is_an_error_naming_it(builder: str, field: str) -> None:
     import promptkit.providers as providers

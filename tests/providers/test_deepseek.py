@@ -73,9 +73,7 @@ def test_an_archived_directive_kind_in_the_history_becomes_user(kind: str) -> No
     # An archived host notice / delegation kept in the history has the kind but no injector: it is
     # history, and kept as system it would be hoisted in front of the whole history.
     archived = Message(role="notice", content="任务 t1 完成", kind=kind)
-    msgs = prepare_llm_messages(
-        [Message(role="user", content="q"), archived, Message(role="user", content="next")]
-    )
+    msgs = prepare_llm_messages([Message(role="user", content="q"), archived, Message(role="user", content="next")])
     out = normalize_system_placement(msgs)
     assert out[1].role == "user"
     assert out[1].content == msgs[1].content  # already says what it is: "[宿主通知] ..." / "[系统通知] ..."
