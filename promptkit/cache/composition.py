@@ -72,7 +72,11 @@ class CompositionRows:
         self._starts: list[Sequence[int]] = []
         self._ends: list[Sequence[int]] = []
         # slot, key and role codes of each message, one array per request each
-        self._messages: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
+        self._messages: tuple[list[np.ndarray], list[np.ndarray | None], list[np.ndarray | None]] = (
+            [],
+            [],
+            [],
+        )
         # (request, start, size, slot, key) of each header span
         self._heads: list[tuple[int, int, int, int, int]] = []
         self._bad: list[tuple[int, int]] = []  # (request, first message) whose slot lies past the table
@@ -132,9 +136,10 @@ class CompositionRows:
         spans = [header, code("template"), code("generation"), code("opaque-head")]
         span_keys = [0, 0, 0, code(opaque[1] if opaque is not None else None)]
         if layout is None:
+            # the roles are the slots and there are no keys: marked, and made in _columns (perf)
             self._messages[0].append(roles)
-            self._messages[1].append(np.zeros(n, np.int64))
-            self._messages[2].append(roles)
+            self._messages[1].append(None)
+            self._messages[2].append(None)
             slots, keys = spans, span_keys
         else:
             slots = [code(entry.slot) for entry in layout[:n]] + spans
@@ -212,12 +217,29 @@ class CompositionRows:
             out.append(series)
         return pl.DataFrame(out)
 
+    def _message_codes(self) -> list[np.ndarray]:
+        """The slot, key and role codes of every message, requests in the order added. A request
+        without a layout (marked None) has its roles as slots and no keys."""
+        slots, keys, roles = self._messages
+        if not slots:
+            return [np.zeros(0, np.int64)] * 3
+        slot = np.concatenate(slots)
+        if all(k is None for k in keys):  # perf: no request has a layout
+            return [slot, np.zeros(slot.shape[0], np.int64), slot]
+        key = np.concatenate(
+            [np.zeros(s.shape[0], np.int64) if k is None else k for s, k in zip(slots, keys, strict=True)]
+        )
+        role = np.concatenate([s if r is None else r for s, r in zip(slots, roles, strict=True)])
+        return [slot, key, role]
+
     def _columns(self) -> dict[str, np.ndarray]:
         """Every row's columns (strings as codes), requests in the order added; in each request the
         header span(s), then each message with tokens in token order, preceded by a ``template`` span
         where it starts past what came before, then the ``generation`` span."""
         i64 = np.int64
-        req = np.array(self._requests, dtype=i64).reshape(-1, 11)
+        req = np.fromiter(chain.from_iterable(self._requests), i64, count=11 * len(self._requests)).reshape(
+            -1, 11
+        )
         n_req = req.shape[0]
         session, index, pos, count, header_len, prompt_len, shifted = req.T[:7]
         template_slot, template_key, generation_slot, generation_key = req.T[7:]
@@ -227,7 +249,7 @@ class CompositionRows:
         total_messages = int(count.sum())
         st = np.fromiter(chain.from_iterable(self._starts), i64, count=total_messages)
         en = np.fromiter(chain.from_iterable(self._ends), i64, count=total_messages)
-        codes = [np.concatenate(c) if c else np.zeros(0, i64) for c in self._messages]
+        codes = self._message_codes()
         # the messages with tokens, by request, then start, then index
         kept = np.flatnonzero(en > st)
         every = kept.shape[0] == st.shape[0]  # perf: every message has tokens (the usual case)
@@ -258,7 +280,7 @@ class CompositionRows:
             np.maximum.at(final, r, e)
         generation = final < prompt_len
         # row counts per request: header spans, messages, gaps, generation
-        heads = np.array(self._heads, dtype=i64).reshape(-1, 5)
+        heads = np.fromiter(chain.from_iterable(self._heads), i64, count=5 * len(self._heads)).reshape(-1, 5)
         n_heads = np.bincount(heads[:, 0], minlength=n_req) if heads.shape[0] else np.zeros(n_req, i64)
         n_msgs = np.bincount(r, minlength=n_req) if k else np.zeros(n_req, i64)
         n_gaps = np.bincount(r, weights=gap, minlength=n_req).astype(i64) if k else np.zeros(n_req, i64)

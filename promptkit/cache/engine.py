@@ -537,14 +537,14 @@ class _Context:
         """The request tokenizer for ``record`` and the thinking render's name when it is one: the
         provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
         ``thinking: {"type": "enabled"}``) unless a render model was given."""
-        from promptkit.cache.tokenize import RequestTokenizer
-
         if self.spec.render is not None or self.profile.thinking_render is None:
             return self.rt, None
         name = self.profile.thinking_render(record.request)
         if name is None:
             return self.rt, None
         if name not in self.thinking:
+            from promptkit.cache.tokenize import RequestTokenizer  # perf: imported once a render is made
+
             self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
         return self.thinking[name], name
 
