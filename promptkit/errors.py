@@ -13,8 +13,10 @@ The command-line tool prints a ``PromptkitError`` as one line and exits with cod
 from __future__ import annotations
 
 import os
+import re
 
 __all__ = [
+    "LONE_SURROGATE",
     "AttachmentRefError",
     "CacheGateError",
     "CalibrationError",
@@ -173,6 +175,11 @@ class ProxyConfigError(PromptkitError, ValueError):
 
 class RenderError(PromptkitError, ValueError):
     """A request cannot be rendered; the message says which message and field."""
+
+
+#: A lone UTF-16 surrogate (a ``\ud800`` escape in a JSON log): what :class:`LoneSurrogateError` is
+#: about, and what the analysis engine replaces by U+FFFD.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class LoneSurrogateError(RenderError):

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -38,7 +37,7 @@ from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.cache.runtime import gc_paused, phase
-from promptkit.errors import LoneSurrogateError, RecordFormatError, UsageError
+from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
@@ -337,14 +336,11 @@ def _resolve(
     )
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _without_surrogates(value: Any) -> Any:
     """``value`` with every lone UTF-16 surrogate in its strings replaced by U+FFFD (JSON logs can hold
     ``\\ud800`` escapes; no tokenizer encodes them)."""
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, Mapping):
         return {k: _without_surrogates(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -354,7 +350,7 @@ def _without_surrogates(value: Any) -> Any:
 
 def _has_surrogates(value: Any) -> bool:
     if isinstance(value, str):  # perf: an ASCII string (most) holds none; isascii() is a C scan
-        return not value.isascii() and _SURROGATE.search(value) is not None
+        return not value.isascii() and LONE_SURROGATE.search(value) is not None
     if isinstance(value, Mapping):
         return any(_has_surrogates(v) for v in value.values())
     if isinstance(value, list | tuple):

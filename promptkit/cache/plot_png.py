@@ -112,12 +112,20 @@ class _Canvas:
     """A white image measured in points (1/72 inch) at ``dpi``, drawn ``scale`` times larger and
     scaled down when saved (smooth lines and text)."""
 
-    def __init__(self, width_in: float, height_in: float, dpi: int, scale: int = 2) -> None:
+    def __init__(
+        self,
+        width_in: float,
+        height_in: float,
+        dpi: int,
+        scale: int = 2,
+        mode: str = "RGB",
+        white: Any = "white",
+    ) -> None:
         from PIL import Image, ImageDraw
 
         self.size = (round(width_in * dpi), round(height_in * dpi))
         self.k = dpi / 72 * scale  # canvas pixels per point
-        self.image = Image.new("RGB", (self.size[0] * scale, self.size[1] * scale), "white")
+        self.image = Image.new(mode, (self.size[0] * scale, self.size[1] * scale), white)
         self.draw = ImageDraw.Draw(self.image)
         self.width_pt = width_in * 72
         self.height_pt = height_in * 72
@@ -257,18 +265,12 @@ class _PaletteCanvas(_Canvas):
     ) -> None:
         from PIL import Image, ImageDraw
 
-        self.size = (round(width_in * dpi), round(height_in * dpi))
-        self.k = dpi / 72
-        self.width_pt = width_in * 72
-        self.height_pt = height_in * 72
+        super().__init__(width_in, height_in, dpi, scale=1, mode="P", white=0)
         self._colors: list[tuple[int, ...]] = [(255, 255, 255)]  # index 0: the background
         for color in colors:
             self.color(color)
-        self.image = Image.new("P", self.size, 0)
-        self.draw = ImageDraw.Draw(self.image)
         self._ink = Image.new("L", self.size, 0)  # text coverage
         self._ink_draw = ImageDraw.Draw(self._ink)
-        self._dots: list[tuple[Any, Any, Any]] = []
 
     def color(self, rgb: Any) -> int:
         """The palette index of ``rgb`` (added on first use)."""

@@ -492,6 +492,13 @@ class CacheSimulator:
             lost,
         )
 
+    def clear(self) -> None:
+        """Drop everything stored, written or pending (see :meth:`RadixCache.clear`)."""
+        for cache in (self.cache, self._keep_all, self._keep_ttl):
+            if cache is not None:
+                cache.clear()
+        self._pending.clear()
+
     def store(
         self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
     ) -> None:
@@ -522,7 +529,6 @@ class CacheSimulator:
 
 
 def _match_one(
-    stored: np.ndarray,
     depths: Sequence[int],
     expires: Sequence[float],
     marks: Sequence[tuple[float, str | None, float | None] | None],
@@ -531,8 +537,8 @@ def _match_one(
     now: float | None,
     shared: int,
 ) -> tuple[CacheLookup, bool]:
-    """What :meth:`RadixCache.match` finds in a cache whose runs are prefixes of one array ``stored``:
-    a path of nodes ending at ``depths`` (ascending), each alive while ``now <= expires[j]`` and with
+    """What :meth:`RadixCache.match` finds in a cache whose runs are prefixes of one array: a path of
+    nodes ending at ``depths`` (ascending), each alive while ``now <= expires[j]`` and with
     the exact entry ``marks[j]`` (expiry, source, ttl) or None; ``shared`` is how many leading tokens
     ``prompt`` and ``stored`` share. Returns the lookup and whether the match was blocked by expired
     content."""
@@ -603,9 +609,7 @@ def consecutive_outcome(
         try:
             return sim.lookup(tokens, plan, now, known=known)
         finally:
-            for cache in (sim.cache, sim._keep_all, sim._keep_ttl):
-                if cache is not None:
-                    cache.clear()
+            sim.clear()
     array, stored_plan, stored_at, source = stored
     array = np.asarray(array)
     # the runs of the path: one per distinct entry length, each alive as long as the longest entry
@@ -638,7 +642,7 @@ def consecutive_outcome(
     if known is not None and known[0] is array:
         skip = min(known[1], reach)
     shared = skip + _shared(array[skip:reach], prompt[skip:reach])
-    found, blocked = _match_one(array, depths, expires, marks, source, prompt, now, shared)
+    found, blocked = _match_one(depths, expires, marks, source, prompt, now, shared)
     exact = [length for length, _, _ in found.exact_entries]
     cached = model.cached_tokens(plan, found.prefix_tokens, exact)
     write = model.write_tokens(plan, cached)
@@ -648,7 +652,7 @@ def consecutive_outcome(
         if not blocked:
             unexpired = cached
         else:  # the shadow cache stores the same runs with no TTL: nothing in it expires
-            everything, _ = _match_one(array, depths, [_INF] * len(depths),
+            everything, _ = _match_one(depths, [_INF] * len(depths),
                                        [None if m is None else (_INF, m[1], None) for m in marks],
                                        source, prompt, None, shared)  # fmt: skip
             unexpired = model.cached_tokens(

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -54,11 +53,9 @@ from promptkit.cache.tokenizers import (
     is_cut,
     vocab_size,
 )
-from promptkit.errors import LoneSurrogateError
+from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _int_tuple(value: Iterable[int]) -> tuple[int, ...]:
@@ -402,7 +399,7 @@ class RequestTokenizer:
             return seg
         self.misses += 1
         if self.reject_surrogates and not text.isascii():
-            found = _SURROGATE.search(text)
+            found = LONE_SURROGATE.search(text)
             if found is not None:
                 raise LoneSurrogateError(
                     f"a rendered text holds the lone UTF-16 surrogate U+{ord(found.group()):04X} at "
@@ -606,7 +603,7 @@ class RequestTokenizer:
                     try:
                         seg = self._segment(text, need_offsets=multi)
                     except LoneSurrogateError as exc:  # name the message the text comes from
-                        owner = next((p.message_index for p in run if _SURROGATE.search(p.text)), None)
+                        owner = next((p.message_index for p in run if LONE_SURROGATE.search(p.text)), None)
                         where = "the completion or the template" if owner is None else f"messages[{owner}]"
                         raise LoneSurrogateError(f"{where}: {exc}") from None
                 count = len(seg.ids)

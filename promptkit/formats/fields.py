@@ -39,7 +39,18 @@ __all__ = [
 CHAT_ROLES: Final[tuple[str, ...]] = ("system", "user", "assistant", "tool")
 
 
+def _plain_message(message: object) -> bool:
+    """perf: whether ``message`` is a plain dict with a string role and string, list or no content (what
+    :func:`check_message` accepts, told on type tests alone)."""
+    if type(message) is not dict or type(message.get("role")) is not str:
+        return False
+    content = message.get("content")
+    return content is None or type(content) is str or type(content) is list
+
+
 def check_message(message: object, where: str) -> Mapping[str, Any]:
+    if _plain_message(message):
+        return message  # type: ignore[return-value]
     if not isinstance(message, Mapping):
         raise RecordFormatError(f"{where}: expected an object, got {type_name(message)}")
     role = message.get("role")
@@ -63,13 +74,8 @@ def check_request(body: object, where: str = "request") -> Mapping[str, Any]:
     if not isinstance(messages, list):
         raise RecordFormatError(f"{where}.messages: expected a list, got {type_name(messages)}")
     for i, message in enumerate(messages):
-        # perf: a plain dict with a string role and string or list content (the usual message) passes
-        # on type tests; anything else gets the full check and its error
-        if type(message) is dict and type(message.get("role")) is str:
-            content = message.get("content")
-            if content is None or type(content) is str or type(content) is list:
-                continue
-        check_message(message, f"{where}.messages[{i}]")
+        if not _plain_message(message):  # perf: the usual message needs no location for an error
+            check_message(message, f"{where}.messages[{i}]")
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise RecordFormatError(f"{where}.tools: expected a list, got {type_name(tools)}")
