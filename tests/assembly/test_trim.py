@@ -212,6 +212,19 @@ def test_chunked_is_the_default_and_a_cut_goes_down_to_the_low_water_mark() -> N
     assert before is not None and before.chunks_dropped >= 2  # the 20 turns overflowed more than once
 
 
+def test_over_a_large_head_the_growing_chunk_goes_unit_by_unit_and_the_newest_units_stay() -> None:
+    # the head (67 tokens) is over low_water * budget (50): dropping whole chunks cannot reach the mark,
+    # and the chunk still being filled (4 units of 12, under the step of 50) is not closed, so it loses
+    # only as many of its oldest units as the budget needs
+    msgs = [system("persona " * 8), *[user(f"u{i} " + "w " * 3) for i in range(4)], user("now")]
+    assert [message_tokens(m, len) for m in msgs] == [67, 12, 12, 12, 12, 6]
+    r = trim_to_budget(msgs, 100, count=len, low_water=0.5)
+    assert r.fits and r.tokens_after == 97
+    assert [u.at for u in r.dropped] == [(1,), (2,)]
+    assert r.chunks_dropped == 0  # no whole chunk went: the growing one was cut, not dropped
+    assert [m.content for m in r.messages[1:3]] == ["u2 w w w ", "u3 w w w "]
+
+
 def test_each_chunk_is_summarized_once_at_the_cut_that_drops_it() -> None:
     calls: list[tuple[Message, ...]] = []
 

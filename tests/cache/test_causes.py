@@ -224,6 +224,66 @@ def test_reported_surplus_comes_off_the_first_causes() -> None:
     assert lost(causes, 0) == {"cold_start": prompt - 32}
 
 
+EDITED = {
+    "messages": [sys(LONG.replace("careful", "helpful")), user("hello"), bot("hi"), user("more text here")]
+}
+
+
+@pytest.mark.parametrize(
+    ("surplus", "expected"),
+    [
+        (0, {"system_changed": 113, "new_tokens": 19}),
+        (20, {"system_changed": 93, "new_tokens": 19}),  # all of it off the change, which comes first
+        (113, {"new_tokens": 19}),
+        (120, {"new_tokens": 12}),  # past the change: off the tokens that follow it
+    ],
+)
+def test_reported_surplus_comes_off_the_causes_in_prompt_order(
+    surplus: int, expected: dict[str, int]
+) -> None:
+    # predicted: 11 tokens cached (the system marker and "You are a "), then the edited system prompt
+    # up to what the cache held (system_changed), then the appended turn (new_tokens)
+    predicted = explain([rec(BASE, 0), rec(EDITED, 1)])
+    assert lost(predicted, 1) == {"system_changed": 113, "new_tokens": 19}
+    prompt, cached = predicted["prompt_tokens"][1], 11
+    causes = explain([rec(BASE, 0), rec(EDITED, 1, usage=Usage(prompt, 1, cached + surplus))])
+    assert lost(causes, 1) == expected
+    assert causes["uncached_tokens"][1] == prompt - cached - surplus
+
+
+def test_reported_surplus_takes_a_provider_cause_before_the_new_tokens() -> None:
+    # an expired entry (ttl_expiry, right after the cached point) and the appended turn (new_tokens)
+    def run(reported_cached: int) -> dict[str, int]:
+        records = [rec(BASE, 0, t=0.0), rec(EDITED, 1, t=100.0, usage=Usage(143, 1, reported_cached))]
+        return lost(explain(records, provider=None, cache_model=ExactCache(ttl=10)), 1)
+
+    assert run(0) == {"ttl_expiry": 11, "new_tokens": 132}
+    assert run(5) == {"ttl_expiry": 6, "new_tokens": 132}
+    assert run(20) == {"new_tokens": 123}
+
+
+def test_a_later_request_that_shares_no_token_with_the_cache_is_a_cold_start() -> None:
+    # the second request of the session starts with a user marker where the cache holds a system one:
+    # not one token is shared, so nothing of this prefix was ever cached (cold start, not new tokens)
+    other = {"messages": [user("something else")]}
+    causes = explain([rec(BASE, 0), rec(other, 1)])
+    only(causes, 1, "cold_start")
+    assert causes["change_class"][1] is None
+
+
+def test_compaction_is_a_shrink_below_nine_tenths_of_the_characters() -> None:
+    # same number of messages, one rewritten: 30% fewer characters is a compaction, not an edit
+    old = {"messages": [user("a" * 100)]}
+    assert find_change(old, {"messages": [user("b" * 70)]}, 0).cls == "compaction"
+    # the boundary: exactly nine tenths is an edit, one character less a compaction
+    assert find_change(old, {"messages": [user("b" * 90)]}, 0).cls == "message_edited"
+    assert find_change(old, {"messages": [user("b" * 89)]}, 0).cls == "compaction"
+    # through the whole analysis too
+    a = {"messages": [sys(LONG), user("question " * 20)]}
+    b = {"messages": [sys(LONG), user("summary " * 12)]}
+    only(explain([rec(a, 0), rec(b, 1)]), 1, "compaction")
+
+
 def test_provider_diagnostics_are_ingested() -> None:
     b = {"messages": [sys(LONG.replace("careful", "helpful")), user("hello")]}
     meta = {"diagnostics": {"cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 90}}}

@@ -322,3 +322,92 @@ def test_every_call_extends_the_one_before_in_a_long_tool_loop(tmp_path: Path) -
         ]
         assert [m["role"] for m in grown[-2:]] == ["assistant", "tool"]
         assert grown[-2]["tool_calls"][0]["id"] == grown[-1]["tool_call_id"]
+
+
+def _with_writes(event: dict[str, Any], five_minutes: int, one_hour: int) -> dict[str, Any]:
+    usage = event["message"]["usage"]
+    usage["cache_creation_input_tokens"] = five_minutes + one_hour
+    usage["cache_creation"] = {
+        "ephemeral_5m_input_tokens": five_minutes,
+        "ephemeral_1h_input_tokens": one_hour,
+    }
+    return event
+
+
+@pytest.mark.parametrize(
+    ("writes", "ttl"),
+    [
+        ([(0, 100), (10, 0)], "1h"),  # most written tokens were 1-hour writes
+        ([(50, 50)], None),  # exactly half: not most
+        ([(30, 20), (0, 10)], None),  # exactly half over the session
+        ([(30, 20), (0, 11)], "1h"),  # one token past half
+        ([(100, 0)], None),
+    ],
+)
+def test_the_breakpoint_is_1_hour_when_most_of_the_sessions_writes_were(
+    tmp_path: Path, writes: list[tuple[int, int]], ttl: str | None
+) -> None:
+    events = [_event("user", "u0", None, "start")]
+    for i, (five, hour) in enumerate(writes):
+        events.append(_with_writes(_event("assistant", f"a{i}", events[-1]["uuid"], "ok"), five, hour))
+        events.append(_event("user", f"u{i + 1}", f"a{i}", f"next {i}"))
+    records = read_logs(write_events(tmp_path / "s1.jsonl", events)).records
+    assert len(records) == len(writes)
+    expected = {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+    assert [r.request["messages"][-1]["cache_control"] for r in records] == [expected] * len(writes)
+
+
+def test_a_parallel_tool_result_written_after_the_next_call_is_not_in_its_request(tmp_path: Path) -> None:
+    # one call with two parallel tool_use lines; each result hangs off its own tool_use line. The next
+    # call follows the second result, and the first result is written only after that call's line:
+    # Claude Code had not sent it, so the call's request holds the second result only
+    use = [
+        _event("assistant", "a1", "u0", [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}]),
+        _event("assistant", "a2", "a1", [{"type": "tool_use", "id": "t2", "name": "Read", "input": {}}]),
+    ]
+    use[1]["message"]["id"] = use[0]["message"]["id"]
+    result = [
+        _event("user", "r1", "a1", [{"type": "tool_result", "tool_use_id": "t1", "content": "one"}]),
+        _event("user", "r2", "a2", [{"type": "tool_result", "tool_use_id": "t2", "content": "two"}]),
+    ]
+    later = _event("assistant", "b1", "r2", [{"type": "text", "text": "next"}])
+    events = [_event("user", "u0", None, "start"), *use, result[1], later, result[0]]
+    records = read_logs(write_events(tmp_path / "s1.jsonl", events)).records
+    assert [r.line for r in records] == [2, 5]
+    messages = records[1].request["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in messages] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "t2"),
+    ]
+    # written before the call's line, the same result is part of its request
+    events = [_event("user", "u0", None, "start"), *use, result[0], result[1], later]
+    records = read_logs(write_events(tmp_path / "s2.jsonl", events)).records
+    assert [m.get("tool_call_id") for m in records[1].request["messages"]] == [None, None, "t1", "t2"]
+
+
+def test_a_compact_boundary_with_a_parent_still_starts_a_new_context(tmp_path: Path) -> None:
+    # some Claude Code versions chain the boundary to the last event before it (parentUuid not null):
+    # the conversation before it is still not part of the requests after it
+    boundary = {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "c1",
+        "parentUuid": "a1",
+        "sessionId": "s1",
+        "logicalParentUuid": "a1",
+        "timestamp": "2026-02-12T16:01:00Z",
+    }
+    events = [
+        _event("user", "u1", None, "first question"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "first answer"}]),
+        boundary,
+        _event("user", "u2", "c1", "Summary: ...", isCompactSummary=True),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "ok"}]),
+    ]
+    result = read_logs(write_events(tmp_path / "s1.jsonl", events))
+    assert result.problems == ()
+    assert [[m["content"] for m in r.request["messages"]] for r in result.records] == [
+        ["first question"],
+        ["Summary: ..."],
+    ]
