@@ -86,7 +86,7 @@ class ChatMLRender(SplitRender):
         >>> pieces[:n] == r.render(request), [p.text for p in pieces[n:]]
         (True, ['yo', '<|im_end|>'])
         >>> request = {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "yo"}]}
-        >>> r.render(request)[4:] == r.render_from(request, 1)
+        >>> r.render(request)[5:] == r.render_from(request, 1)  # the first message is five pieces
         True
         """
         messages = request_messages(request, start)
