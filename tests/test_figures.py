@@ -56,9 +56,15 @@ def test_bundled_default_figures() -> None:
     shown = _bold(README)
     assert f"{before.hit_ratio:.1%}" in shown
     assert f"{after.hit_ratio:.1%}" in shown
-    turns = before.requests.filter(pl.col("index") == 0).height  # one session
-    assert turns == 1
-    assert f"{before.requests.height} calls" in README
+    assert before.requests["session"].n_unique() == 1  # one conversation
+    # a turn is a user message answered: the calls whose request ends with a user message (the others
+    # continue a tool loop, ending with the tool's result)
+    from promptkit.formats import read_logs
+
+    records = read_logs(ROOT / "promptkit" / "data" / "default-session.jsonl").records
+    turns = sum(1 for r in records if r.request["messages"][-1]["role"] == "user")
+    assert 0 < turns < len(records) == before.requests.height
+    assert f"{turns} turns and {before.requests.height} calls" in README
 
 
 def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
@@ -747,4 +753,5 @@ def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> N
     assert f"DeepSeek-V3.2 + tokenizer ({deepseek['prompt_tokens'].sum() / 1e6:.1f}M tokens) |" in performance
     mean = f"{cl100k['prompt_tokens'].mean():,.0f}"  # benchmarks/scaling.py's default: openai, cl100k_base
     assert f"({n:,} requests of {mean} prompt tokens on average.)" in cluster
+    assert f"`benchmarks/corpus.py`'s corpus ({len(files)} sessions, {n:,} requests," in _flat(cluster)
     assert f"average {mean} prompt tokens per request" in cluster

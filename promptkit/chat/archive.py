@@ -243,8 +243,8 @@ def archive_record(
     when set; ``turnId`` / ``turnEntry`` when given (``turn_entry`` needs ``turn_id``). The metadata is
     None when it would be empty.
 
-    >>> from promptkit.chat.platform import HostNotice
-    >>> n = IncomingMessage("任务 t1 完成", "s", "webui", source="bg:t1",
+    >>> from promptkit.chat.platform import HostNotice, self_initiated_actor
+    >>> n = IncomingMessage("任务 t1 完成", "s", "webui", source="bg:t1", actor=self_initiated_actor("webui"),
     ...                     host_notice=HostNotice("background-task", id="t1", untrusted="<u>x</u>", facts={"code": 0}))
     >>> rec = archive_record(n)
     >>> rec.role, rec.kind, rec.content

@@ -365,9 +365,10 @@ class IncomingMessage:
       ``from_turn`` (:class:`FromTurn`), ``host_notice`` (:class:`HostNotice`).
 
     The contract's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
-    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``, and one that carries
-    ``from_turn`` is on that turn's platform; a message with ``from_turn`` sets no ``actor``; there are no
-    more descriptions than attachments.
+    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``; one that carries
+    ``from_turn`` is on that turn's platform, and one that continues no call carries
+    ``actor=self_initiated_actor(platform)`` (no subject: never a real user's identity, never none); a
+    message with ``from_turn`` sets no ``actor``; there are no more descriptions than attachments.
     """
 
     content: str
@@ -422,6 +423,15 @@ class IncomingMessage:
                     "from_turn",
                     f"a host notice continuing a call is on that turn's platform: from_turn.platform is "
                     f"{self.from_turn.platform!r}, platform is {self.platform!r}",
+                )
+            if self.from_turn is None and self.actor != Actor(self.platform, ""):
+                # the actor is the authorization identity: a notice nobody's call started acts for
+                # no one (selfInitiatedActor), never for a real user, and never without an identity
+                got = "none" if self.actor is None else repr(self.actor)
+                fail(
+                    "actor",
+                    "a host notice that continues no call (no from_turn) carries "
+                    f"actor=self_initiated_actor({self.platform!r}); got {got}",
                 )
         if self.from_turn is not None and self.actor is not None:
             fail("actor", "a message carrying from_turn does not set actor (its identity is the turn's)")
@@ -757,6 +767,7 @@ def host_notice_message(incoming: IncomingMessage) -> Message:
     ``host_notice``.
 
     >>> notice = IncomingMessage("后台任务 t1 已完成。", "s", "webui", source="bg:t1",
+    ...                          actor=self_initiated_actor("webui"),  # a notice that continues no call
     ...                          host_notice=HostNotice("background-task", id="t1", untrusted="<untrusted>ok</untrusted>"))
     >>> print(host_notice_message(notice).content)
     [宿主通知] 后台任务 t1 已完成。

@@ -290,7 +290,10 @@ def test_never_emits_a_role_outside_the_four(msgs: list[Message]) -> None:
 @given(message_lists)
 def test_content_always_serializes_as_utf8_json(msgs: list[Message]) -> None:
     for m in prepare_llm_messages(msgs):
-        json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False).encode("utf-8")
+        if isinstance(m.content, str):  # no lone surrogate left: UTF-8 can encode every character
+            assert not any(0xD800 <= ord(c) <= 0xDFFF for c in m.content), repr(m.content)
+        data = json.dumps({"role": m.role, "content": m.content}, ensure_ascii=False).encode("utf-8")
+        assert json.loads(data.decode("utf-8")) == {"role": m.role, "content": m.content}
 
 
 @settings(max_examples=150, deadline=None)

@@ -80,7 +80,10 @@ def test_incoming_is_frozen_hashable_and_stores_sequences_as_tuples() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         m.content = "x"  # type: ignore[misc]
     notice = incoming(
-        source="tools", host_notice=HostNotice("background-task", facts={"exit": 0}), text={"k": 1}
+        source="tools",
+        actor=self_initiated_actor("onebot"),
+        host_notice=HostNotice("background-task", facts={"exit": 0}),
+        text={"k": 1},
     )
     assert isinstance(hash(notice), int)
 
@@ -573,15 +576,36 @@ def test_host_notice_from_turn_is_on_the_same_platform() -> None:
                         from_turn=FromTurn("webui", []))  # fmt: skip
 
 
+def test_a_host_notice_that_continues_no_call_acts_for_no_one() -> None:
+    """宿主通知的身份:「不延续某次调用的通知(如插件自己发起的通知),actor用selfInitiatedActor(platform)。
+    延续某次工具调用的通知(如 plugin-tools 执行器的后台任务结束通知)不设actor,改带fromTurn」;
+    and「actor 是授权身份，不可被 LLM 自由指定」: a real user's identity, or none, is rejected."""
+    alone = self_initiated_actor("onebot")
+    ok = incoming("done", source="plugin", actor=alone, host_notice=HostNotice("k"))
+    assert ok.actor == Actor("onebot", "")
+    with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor: .*self_initiated_actor\('onebot'\); got none"):
+        incoming("done", source="plugin", host_notice=HostNotice("k"))
+    with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor: .*got Actor\(platform='onebot', user_id='42'\)"):
+        incoming("done", source="plugin", actor=Actor("onebot", "42"), host_notice=HostNotice("k"))
+    with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor"):  # another platform's
+        incoming("done", source="plugin", actor=self_initiated_actor("webui"), host_notice=HostNotice("k"))
+    # one that continues a call carries from_turn and no actor (the turn's identity)
+    turn = FromTurn("onebot", [Actor("onebot", "42")], user_id="42")
+    assert incoming("done", source="bg", from_turn=turn, host_notice=HostNotice("k")).actor is None
+    # a message that is no host notice may act for a real user (a scheduler's snapshot)
+    assert incoming("remind", source="scheduler", actor=Actor("onebot", "42")).actor == Actor("onebot", "42")
+
+
 def test_host_notice_for_the_model_is_prefix_content_then_untrusted() -> None:
-    n = incoming("后台任务 t1 已完成", source="bg:t1",
+    n = incoming("后台任务 t1 已完成", source="bg:t1", actor=self_initiated_actor("onebot"),
                  host_notice=HostNotice("background-task", id="t1", untrusted="<untrusted>远端说明</untrusted>",
                                         facts={"code": 0}, reply_to="m1"))  # fmt: skip
     m = host_notice_message(n)
     assert m.role == "system" and m.kind == "host-notice" and m.injector == "host-notice"
     assert m.content == "[宿主通知] 后台任务 t1 已完成\n<untrusted>远端说明</untrusted>"
     assert "code" not in (m.content or "") and "m1" not in (m.content or "")
-    bare = host_notice_message(incoming("只有宿主行", source="x", host_notice=HostNotice("k")))
+    alone = self_initiated_actor("onebot")
+    bare = host_notice_message(incoming("只有宿主行", source="x", actor=alone, host_notice=HostNotice("k")))
     assert bare.content == "[宿主通知] 只有宿主行"
     with pytest.raises(PlatformMessageError, match="host_notice"):
         host_notice_message(incoming("x"))
@@ -591,7 +615,7 @@ def test_host_notice_message_survives_prepare_and_deepseek_unchanged() -> None:
     from promptkit.chat.egress import prepare_llm_messages
     from promptkit.providers import normalize_system_placement
 
-    n = incoming("done", source="bg", host_notice=HostNotice("k", untrusted="u"))
+    n = incoming("done", source="bg", actor=self_initiated_actor("onebot"), host_notice=HostNotice("k", untrusted="u"))
     block = host_notice_message(n)
     msgs = [Message(role="user", content="q"), block]
     out = normalize_system_placement(prepare_llm_messages(msgs))
