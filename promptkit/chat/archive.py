@@ -166,7 +166,11 @@ class TurnRecord:
         >>> TurnRecord("silent", source="cron").to_dict()
         {'outcome': 'silent', 'source': 'cron'}
         """
-        return {"outcome": self.outcome} if self.source is None else {"outcome": self.outcome, "source": self.source}
+        return (
+            {"outcome": self.outcome}
+            if self.source is None
+            else {"outcome": self.outcome, "source": self.source}
+        )
 
 
 def turn_marker(turn_id: str, record: TurnRecord, *, timestamp: float | None = None) -> Message:
@@ -256,9 +260,13 @@ def archive_record(
         return None
     if turn_entry is not None:
         if turn_entry not in TURN_ENTRIES:
-            raise PlatformMessageError(f"archive_record: turn_entry must be one of {', '.join(TURN_ENTRIES)}; got {turn_entry!r}")
+            raise PlatformMessageError(
+                f"archive_record: turn_entry must be one of {', '.join(TURN_ENTRIES)}; got {turn_entry!r}"
+            )
         if turn_id is None:
-            raise PlatformMessageError("archive_record: turn_entry is written with turn_id; turn_id is missing")
+            raise PlatformMessageError(
+                "archive_record: turn_entry is written with turn_id; turn_id is missing"
+            )
     notice = incoming.host_notice
     who = speaker_of(incoming) if speaker is _UNSET else speaker
     if notice is not None:

@@ -745,7 +745,9 @@ def self_initiated_actor(platform: str) -> Actor:
     Actor(platform='onebot', user_id='')
     """
     if not isinstance(platform, str) or not platform:
-        raise PlatformMessageError(f"self_initiated_actor: platform must be a non-empty string; got {platform!r}")
+        raise PlatformMessageError(
+            f"self_initiated_actor: platform must be a non-empty string; got {platform!r}"
+        )
     return Actor(platform, "")
 
 

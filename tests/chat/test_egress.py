@@ -111,7 +111,11 @@ def test_prefix_is_never_stacked() -> None:
 
 @pytest.mark.parametrize(
     ("role", "kind", "content"),
-    [("notice", None, "[系统通知]abc"), ("system", DELEGATION, "[跨会话委派]去查"), ("user", HOST_NOTICE, "[宿主通知]")],
+    [
+        ("notice", None, "[系统通知]abc"),
+        ("system", DELEGATION, "[跨会话委派]去查"),
+        ("user", HOST_NOTICE, "[宿主通知]"),
+    ],
 )
 def test_content_that_already_starts_with_the_prefix_gets_no_second_one(
     role: str, kind: str | None, content: str
@@ -317,7 +321,11 @@ def test_input_untouched_and_unchanged_messages_are_the_same_object(msgs: list[M
 @given(message_lists)
 def test_nothing_is_dropped_and_prefixed_content_ends_with_the_original(msgs: list[Message]) -> None:
     out = prepare_llm_messages(msgs)
-    generated = [o for o in out if o.role == "user" and o.content is not None and o.content.startswith("[以下图片是工具调用 ")]
+    generated = [
+        o
+        for o in out
+        if o.role == "user" and o.content is not None and o.content.startswith("[以下图片是工具调用 ")
+    ]
     # one carrier per run of consecutive tool results that has images, holding all of them in order
     runs: list[list[Message]] = []
     in_run = False
@@ -330,7 +338,10 @@ def test_nothing_is_dropped_and_prefixed_content_ends_with_the_original(msgs: li
         else:
             in_run = False
     expected = [
-        (tool_images_note([m.tool_call_id for m in run if m.images]), tuple(i for m in run for i in m.images or ()))
+        (
+            tool_images_note([m.tool_call_id for m in run if m.images]),
+            tuple(i for m in run for i in m.images or ()),
+        )
         for run in runs
         if any(m.images for m in run)
     ]

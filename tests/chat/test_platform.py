@@ -583,9 +583,13 @@ def test_a_host_notice_that_continues_no_call_acts_for_no_one() -> None:
     alone = self_initiated_actor("onebot")
     ok = incoming("done", source="plugin", actor=alone, host_notice=HostNotice("k"))
     assert ok.actor == Actor("onebot", "")
-    with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor: .*self_initiated_actor\('onebot'\); got none"):
+    with pytest.raises(
+        PlatformMessageError, match=r"IncomingMessage\.actor: .*self_initiated_actor\('onebot'\); got none"
+    ):
         incoming("done", source="plugin", host_notice=HostNotice("k"))
-    with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor: .*got Actor\(platform='onebot', user_id='42'\)"):
+    with pytest.raises(
+        PlatformMessageError, match=r"IncomingMessage\.actor: .*got Actor\(platform='onebot', user_id='42'\)"
+    ):
         incoming("done", source="plugin", actor=Actor("onebot", "42"), host_notice=HostNotice("k"))
     with pytest.raises(PlatformMessageError, match=r"IncomingMessage\.actor"):  # another platform's
         incoming("done", source="plugin", actor=self_initiated_actor("webui"), host_notice=HostNotice("k"))
@@ -615,7 +619,9 @@ def test_host_notice_message_survives_prepare_and_deepseek_unchanged() -> None:
     from promptkit.chat.egress import prepare_llm_messages
     from promptkit.providers import normalize_system_placement
 
-    n = incoming("done", source="bg", actor=self_initiated_actor("onebot"), host_notice=HostNotice("k", untrusted="u"))
+    n = incoming(
+        "done", source="bg", actor=self_initiated_actor("onebot"), host_notice=HostNotice("k", untrusted="u")
+    )
     block = host_notice_message(n)
     msgs = [Message(role="user", content="q"), block]
     out = normalize_system_placement(prepare_llm_messages(msgs))
