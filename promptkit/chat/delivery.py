@@ -4,7 +4,8 @@ An adapter that takes an :class:`~promptkit.chat.OutgoingMessage` answers, in pr
 that always resolves: :class:`DeliveryOk` (the platform accepted it, with the message ids it gave) or
 :class:`DeliveryFailed` (a reason for people; ``unconfirmed`` when part of it may have arrived;
 ``sent_pieces`` when a piecewise send stopped halfway). No receipt means "not confirmed", never "sent".
-The sender waits with :func:`await_delivery`, at most :data:`DELIVERY_WAIT_MS`.
+The sender waits with :func:`await_delivery`, at most :data:`DELIVERY_WAIT_MS` and never past the turn's
+abort.
 
 >>> receipt = DeliveryFailed("timeout", unconfirmed=True, sent_pieces=2)
 >>> receipt.ok, receipt.may_resend
@@ -46,7 +47,9 @@ def _ids(value: Sequence[str] | None) -> tuple[str, ...] | None:
     ids = tuple(value)
     for i, mid in enumerate(ids):
         if not isinstance(mid, str) or not mid:
-            raise PlatformMessageError(f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}")
+            raise PlatformMessageError(
+                f"DeliveryOk.message_ids[{i}]: must be a non-empty string; got {mid!r}"
+            )
     return ids
 
 
@@ -71,8 +74,7 @@ def _check_sent_pieces(instance: DeliveryFailed, attribute: attrs.Attribute[Any]
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise PlatformMessageError(
-            "DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); "
-            f"got {value!r}"
+            f"DeliveryFailed.sent_pieces: a positive int (left out when nothing was sent); got {value!r}"
         )
 
 
@@ -117,27 +119,54 @@ DeliveryReceipt = DeliveryOk | DeliveryFailed
 
 
 async def await_delivery(
-    delivery: Awaitable[DeliveryReceipt] | None, *, timeout_ms: int = DELIVERY_WAIT_MS
+    delivery: Awaitable[DeliveryReceipt] | None,
+    signal: asyncio.Event | None = None,
+    *,
+    timeout_ms: int = DELIVERY_WAIT_MS,
 ) -> DeliveryReceipt | None:
-    """The receipt, or None when there is none or it does not come within ``timeout_ms``.
+    """The receipt, or None when there is none, the turn is aborted, or it does not come within
+    ``timeout_ms``.
 
-    None means "not confirmed", not "not sent": tell the model the result is unconfirmed and not to
-    resend. The awaited delivery is shielded, so giving up the wait never cancels the adapter's send;
-    cancelling the waiting task (the turn aborted) propagates as usual.
+    ``signal`` is the turn's abort signal (the reference's ``awaitDelivery(delivery, signal)``): once it
+    is set the wait ends with None instead of raising. None means "not confirmed", not "not sent": tell
+    the model the result is unconfirmed and not to resend. The adapter's send is never cancelled by
+    giving up the wait (timeout or abort) or by cancelling the waiting task: it runs on as a task of its
+    own.
 
     >>> async def sent() -> DeliveryReceipt:
     ...     return DeliveryOk(message_ids=["42"])
     >>> asyncio.run(await_delivery(sent())), asyncio.run(await_delivery(None))
     (DeliveryOk(message_ids=('42',)), None)
+    >>> async def aborted_turn() -> DeliveryReceipt | None:
+    ...     abort = asyncio.Event()
+    ...     never: asyncio.Future[DeliveryReceipt] = asyncio.get_running_loop().create_future()
+    ...     asyncio.get_running_loop().call_later(0.01, abort.set)  # the user stops the turn
+    ...     return await await_delivery(never, abort)
+    >>> print(asyncio.run(aborted_turn()))
+    None
     """
     if delivery is None:
         return None
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms < 0:
         raise ValueError(f"await_delivery: timeout_ms must be a non-negative int; got {timeout_ms!r}")
-    try:
-        return await asyncio.wait_for(asyncio.shield(delivery), timeout=timeout_ms / 1000)
-    except TimeoutError:
+    if signal is not None and not isinstance(signal, asyncio.Event):
+        raise ValueError(f"await_delivery: signal must be an asyncio.Event; got {type(signal).__name__}")
+    receipt = asyncio.ensure_future(delivery)
+    if signal is not None and signal.is_set():
         return None
+    waiting: set[asyncio.Future[Any]] = {receipt}
+    aborted = None if signal is None else asyncio.ensure_future(signal.wait())
+    if aborted is not None:
+        waiting.add(aborted)
+    try:
+        # asyncio.wait cancels none of them, on timeout or when this task is cancelled
+        await asyncio.wait(waiting, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if aborted is not None:
+            aborted.cancel()
+    if (signal is not None and signal.is_set()) or not receipt.done() or receipt.cancelled():
+        return None  # aborted (even if the receipt came in the same moment), timed out, or withdrawn
+    return receipt.result()
 
 
 def delivery_failure_metadata(

@@ -87,6 +87,64 @@ def test_a_receipt_that_does_not_come_is_unconfirmed_and_the_send_is_not_cancell
     assert result is None and not cancelled
 
 
+def test_an_aborted_turn_stops_the_wait_with_none_and_the_send_goes_on() -> None:
+    """「发起方用 awaitDelivery(delivery, signal) 等回执:回合中止或等满 DELIVERY_WAIT_MS(90 秒)时返回
+    undefined,只表示未确认,不表示没发出(适配器的发送不随之取消)」: the turn's abort ends the wait with None
+    (no CancelledError), and the adapter's send is not cancelled."""
+
+    async def scenario() -> tuple[DeliveryReceipt | None, bool, DeliveryReceipt]:
+        loop = asyncio.get_running_loop()
+        abort = asyncio.Event()
+        pending: asyncio.Future[DeliveryReceipt] = loop.create_future()
+        loop.call_soon(abort.set)  # the turn is aborted first ...
+        loop.call_later(0.05, pending.set_result, DeliveryOk(message_ids=["late"]))  # ... the receipt later
+        result = await await_delivery(pending, abort)
+        cancelled = pending.cancelled()
+        return result, cancelled, await pending
+
+    result, cancelled, receipt = asyncio.run(scenario())
+    assert result is None and not cancelled
+    assert receipt == DeliveryOk(message_ids=["late"])  # the send went on and was accepted
+
+
+def test_an_abort_signal_already_set_and_one_never_set() -> None:
+    async def scenario() -> tuple[DeliveryReceipt | None, DeliveryReceipt | None]:
+        done = asyncio.Event()
+        done.set()
+
+        async def adapter() -> DeliveryReceipt:
+            return DeliveryOk()
+
+        before = await await_delivery(adapter(), done)
+        quiet = asyncio.Event()  # a turn that is not aborted: the receipt comes back as usual
+        return before, await await_delivery(adapter(), quiet)
+
+    assert asyncio.run(scenario()) == (None, DeliveryOk())
+
+
+def test_cancelling_the_waiting_task_does_not_cancel_the_send() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        pending: asyncio.Future[DeliveryReceipt] = asyncio.get_running_loop().create_future()
+        waiter = asyncio.ensure_future(await_delivery(pending, asyncio.Event()))
+        await asyncio.sleep(0)
+        waiter.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        return waiter.cancelled(), pending.cancelled()
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_await_delivery_rejects_a_signal_that_is_no_event() -> None:
+    async def adapter() -> DeliveryReceipt:
+        return DeliveryOk()
+
+    coro = adapter()
+    with pytest.raises(ValueError, match="signal"):
+        asyncio.run(await_delivery(coro, True))  # type: ignore[arg-type]
+    coro.close()
+
+
 def test_await_delivery_rejects_a_bad_timeout() -> None:
     async def adapter() -> DeliveryReceipt:
         return DeliveryOk()
@@ -99,7 +157,9 @@ def test_await_delivery_rejects_a_bad_timeout() -> None:
 
 def test_failure_metadata_uses_the_registered_keys() -> None:
     meta = delivery_failure_metadata(
-        DeliveryFailed("超时", unconfirmed=True, sent_pieces=1), call_id="c1", unconfirmed_items=["文件 a.html"]
+        DeliveryFailed("超时", unconfirmed=True, sent_pieces=1),
+        call_id="c1",
+        unconfirmed_items=["文件 a.html"],
     )
     assert meta == {"callId": "c1", "error": "超时", "sentPieces": 1, "unconfirmed": ["文件 a.html"]}
     assert delivery_failure_metadata(DeliveryFailed("x")) == {"error": "x"}
