@@ -22,7 +22,8 @@ Grammar (what :func:`parse_attachment_refs` reads)::
 The parser does not consume escapes, so :func:`format_attachment_ref` sanitizes the description on
 write (line breaks -> a space, ``|`` -> ``丨``, ``]`` -> ``］``). The reference is written as it is:
 a ``]`` in it makes the parser stop at that ``]`` (it returns the ref cut there), and a line break in
-it makes the parser skip the whole placeholder. :func:`build_attachment_ref_matcher` is unaffected:
+it makes the parser skip the whole placeholder. The parser trims the description and the reference it
+returns, as the reference implementation does. :func:`build_attachment_ref_matcher` is unaffected:
 it matches the ref as a literal.
 """
 
@@ -171,6 +172,14 @@ def format_attachment_ref(ref: AttachmentRef) -> str:
 _DELIMITER = re.compile(r"[\]\n]")
 
 
+def _found(kind: AttachmentRefKind, ref: str, desc: str | None) -> AttachmentRef | None:
+    """A matched placeholder as the reference returns it: ``ref`` and ``desc`` trimmed (``ref.trim()``,
+    ``desc?.trim()``), a blank ``desc`` None; a ``ref`` that is blank once trimmed is no reference."""
+    ref = ref.strip()
+    desc = None if desc is None else desc.strip()
+    return AttachmentRef(kind, ref, desc or None) if ref else None
+
+
 def _match_segment(text: str, begin: int, end: int) -> AttachmentRef | None:
     """The leftmost placeholder that ends at the ``]`` at ``end`` and starts at or after ``begin``.
 
@@ -185,7 +194,7 @@ def _match_segment(text: str, begin: int, end: int) -> AttachmentRef | None:
         if kind is not None:
             after = pos + 1 + _KIND_LEN
             if text.startswith(_SEPARATOR, after, end) and after + len(_SEPARATOR) < end:
-                return AttachmentRef(kind, text[after + len(_SEPARATOR) : end])
+                return _found(kind, text[after + len(_SEPARATOR) : end], None)
             if text.startswith(": ", after, end):
                 lo = after + 2
                 if pipe < lo:
@@ -198,10 +207,7 @@ def _match_segment(text: str, begin: int, end: int) -> AttachmentRef | None:
                     and text.startswith(_SEPARATOR, pipe - 1, end)
                     and pipe + len(_SEPARATOR) - 1 < end
                 ):
-                    desc = text[lo : pipe - 1]
-                    return AttachmentRef(
-                        kind, text[pipe + len(_SEPARATOR) - 1 : end], desc if desc.strip() else None
-                    )
+                    return _found(kind, text[pipe + len(_SEPARATOR) - 1 : end], text[lo : pipe - 1])
         pos = text.find("[", pos + 1, end)
     return None
 
@@ -209,13 +215,16 @@ def _match_segment(text: str, begin: int, end: int) -> AttachmentRef | None:
 def parse_attachment_refs(text: str) -> list[AttachmentRef]:
     """Every placeholder in ``text``, in order (see the grammar in the module docstring).
 
-    ``desc`` is ``None`` when the ``: desc`` part is absent, empty or blank, and is returned as
-    written otherwise (not stripped). Matches are the same as a leftmost, non-overlapping regex scan
+    ``desc`` and ``ref`` come back trimmed, as the reference parser returns them (``[图片:  猫  | ref: a.png ]``
+    gives desc ``猫`` and ref ``a.png``); ``desc`` is ``None`` when the ``: desc`` part is absent, empty
+    or blank, and a placeholder whose ref is blank is left out. Matches are the same as a leftmost, non-overlapping regex scan
     for ``\\[(图片|音频|视频|文件)(?:: ([^\\]|\\n]*))? \\| ref:([^\\]\\n]+)\\]``, but found by a
     hand-written scanner that runs in linear time on any input. Never raises on a string.
 
     >>> [r.ref for r in parse_attachment_refs("[图片 | ref:a]b] [视频 | ref:c\\nd]")]
     ['a']
+    >>> parse_attachment_refs("[图片:  一只猫  | ref: data/x.png ]")
+    [AttachmentRef(kind=<AttachmentRefKind.IMAGE: '图片'>, ref='data/x.png', desc='一只猫')]
     """
     if not isinstance(text, str):
         raise UsageError(f"parse_attachment_refs: text must be a str, got {type(text).__name__}")

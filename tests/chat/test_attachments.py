@@ -29,7 +29,7 @@ SEED_MATCHER = r"\[{kind}(?:: [^\]\n]*)? \| ref:{ref}\]"
 
 KINDS = st.sampled_from(list(AttachmentRefKind))
 # Refs the caller guarantees: non-empty, no "]", no "\n".
-SAFE_REFS = st.text(min_size=1).filter(lambda r: "]" not in r and "\n" not in r)
+SAFE_REFS = st.text(min_size=1).filter(lambda r: "]" not in r and "\n" not in r and r.strip() != "")
 # Fragments that exercise every branch of the grammar.
 TOKENS = st.sampled_from(
     [
@@ -55,16 +55,18 @@ GRAMMAR_TEXT = st.lists(TOKENS, max_size=14).map("".join)
 
 
 def reference_parse(text: str) -> list[AttachmentRef]:
+    """The reference: the regex, then ``ref.trim()`` and ``desc?.trim()`` (a blank ref is no reference)."""
     return [
-        AttachmentRef(m.group(1), m.group(3), m.group(2) if m.group(2) and m.group(2).strip() else None)
+        AttachmentRef(m.group(1), m.group(3).strip(), (m.group(2) or "").strip() or None)
         for m in REFERENCE.finditer(text)
+        if m.group(3).strip()
     ]
 
 
 def normalized(ref: AttachmentRef) -> AttachmentRef:
     """What parsing the formatted placeholder gives back: the sanitized desc, blank -> None."""
     desc = None if ref.desc is None else sanitize_desc(ref.desc)
-    return attrs.evolve(ref, desc=desc if desc and desc.strip() else None)
+    return attrs.evolve(ref, ref=ref.ref.strip(), desc=desc if desc and desc.strip() else None)
 
 
 def test_docstring_examples() -> None:
@@ -207,8 +209,20 @@ def test_empty_or_blank_desc_parses_as_none(text: str) -> None:
     assert parse_attachment_refs(text) == [AttachmentRef("image", "x", None)]
 
 
-def test_desc_is_returned_as_written() -> None:
-    assert parse_attachment_refs("[图片:  a  | ref:x]")[0].desc == " a "
+def test_the_parser_trims_desc_and_ref() -> None:
+    """「parseAttachmentRefs 扫描文本里所有形如 [<kind>(: <desc>)? | ref:<ref>] 的占位符」, and returns what it
+    found as the reference implementation does: desc and ref trimmed (``desc?.trim()``, ``ref.trim()``)."""
+    assert parse_attachment_refs("[图片:  a  | ref:x]") == [AttachmentRef("image", "x", "a")]
+    assert parse_attachment_refs("[图片:  一只猫 \t | ref: data/x.png  ]") == [
+        AttachmentRef("image", "data/x.png", "一只猫")
+    ]
+    assert parse_attachment_refs("[文件 | ref:\u3000workspace:/a.html ]") == [
+        AttachmentRef("file", "workspace:/a.html")
+    ]
+    assert parse_attachment_refs("[图片: 猫 | ref:   ]") == []  # a blank ref is no reference
+    # what the formatter writes parses back the same: it trims the desc, and a ref is written as given
+    ref = AttachmentRef("image", "p.png", " 猫 ")
+    assert parse_attachment_refs(format_attachment_ref(ref)) == [AttachmentRef("image", "p.png", "猫")]
 
 
 def test_ref_with_bracket_is_cut_at_the_first_bracket() -> None:
