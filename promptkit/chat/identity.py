@@ -43,12 +43,18 @@ _HASH_LEN: Final[int] = 16
 def get_sender_label(nickname: str | None = None, user_id: str | None = None) -> str | None:
     """``昵称(ID)`` when both are given, the one given otherwise, ``None`` when neither is.
 
+    The nickname is trimmed first, as the reference does (``nickname?.trim()``): a blank nickname is
+    none. The user id is used as given.
+
     >>> get_sender_label("小明", "42"), get_sender_label(None, "42"), get_sender_label("", None)
     ('小明(42)', '42', None)
+    >>> get_sender_label(" 小明 ", "42"), get_sender_label("  ", "42")
+    ('小明(42)', '42')
     """
-    if nickname and user_id:
-        return f"{nickname}({user_id})"
-    return nickname or user_id or None
+    name = nickname.strip() if isinstance(nickname, str) else nickname
+    if name and user_id:
+        return f"{name}({user_id})"
+    return name or user_id or None
 
 
 def prefix_sender(content: str, nickname: str | None = None, user_id: str | None = None) -> str:

@@ -50,6 +50,17 @@ def test_get_sender_label(nickname: str | None, user_id: str | None, label: str 
     assert get_sender_label(nickname=nickname, user_id=user_id) == label
 
 
+def test_the_sender_label_trims_the_nickname() -> None:
+    """「getSenderLabel(nickname?, userId?)：两者都有时返回 昵称(ID)；只有一个时取其一；都没有时返回 undefined。」
+    The reference trims the nickname first (``nickname?.trim()``): padding a platform leaves around a
+    nickname does not reach the label, and a blank nickname counts as none."""
+    assert get_sender_label(" 小明 ", "42") == "小明(42)"
+    assert get_sender_label("\u3000小明\t", None) == "小明"
+    assert get_sender_label("   ", "42") == "42"
+    assert get_sender_label(" ", None) is None
+    assert prefix_sender("在吗", " 小明 ", "42") == "[小明(42)]: 在吗"
+
+
 def test_prefix_sender() -> None:
     assert prefix_sender("在吗", "小明", "42") == "[小明(42)]: 在吗"
     assert prefix_sender("在吗", user_id="42") == "[42]: 在吗"
