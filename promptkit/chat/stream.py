@@ -21,7 +21,8 @@ producer; :func:`with_segment_mirrors` rebuilds the mirrors of any message from 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -151,7 +152,9 @@ class StreamChunkMessage:
         if not self.turn_id:
             raise StreamError("StreamChunkMessage.turn_id: a non-empty turn id is required")
         if self.tool_call_progress is not None and not self.tool_call_progress.call_id:
-            raise StreamError("StreamChunkMessage.tool_call_progress.call_id: the agent's call id is required")
+            raise StreamError(
+                "StreamChunkMessage.tool_call_progress.call_id: the agent's call id is required"
+            )
 
     @classmethod
     def from_chunk(
@@ -239,11 +242,28 @@ class StreamAccumulator:
     ``content`` and ``reasoning_content`` are written together with the segments, so every
     :meth:`message` snapshot satisfies :func:`segment_mirrors_hold`. A chunk after ``done`` raises
     :class:`StreamError`. The accumulator is the one mutable object here; its snapshots are values.
+
+    A ``tool_call`` segment carries ``start_time`` / ``end_time`` for the duration display (pipeline
+    contract §8: "tool_call（带 startTime / endTime 供时长展示）"), in milliseconds since the epoch like
+    message timestamps: ``start_time`` when the model began the call (the first progress chunk of its
+    index, else the chunk that brought the call), ``end_time`` when the final call arrived. ``clock``
+    (milliseconds, default: the wall clock) is read once per chunk.
+
+    >>> ticks = iter([1000.0, 1250.0, 1900.0])
+    >>> acc = StreamAccumulator(clock=lambda: next(ticks))
+    >>> acc.add(ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "search", 4)))
+    >>> acc.add(ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "search", 9)))
+    >>> acc.add(ChatStreamChunk(tool_calls=[ToolCall("c1", "search", '{"q": 1}')]))
+    >>> [(s.start_time, s.end_time) for s in acc.message().segments]
+    [(1000.0, 1900.0)]
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] | None = None) -> None:
         self._segments: list[tuple[str, list[str] | ToolCall]] = []
         self._tool_calls: list[ToolCall] = []
+        self._times: list[tuple[float, float]] = []  # (start, end) of each tool call, in order
+        self._started: dict[int, float] = {}  # tool-call index -> when its first progress came
+        self._clock: Callable[[], float] = clock or (lambda: time.time() * 1000)
         self._done = False
         self._usage: ChatUsage | None = None
         self._progress: dict[int, ToolCallProgress] = {}
@@ -283,15 +303,18 @@ class StreamAccumulator:
             raise StreamError(f"StreamAccumulator.add: a ChatStreamChunk; got {type(chunk).__name__}")
         if self._done:
             raise StreamError("StreamAccumulator.add: a chunk after the done chunk")
+        now = self._clock() if chunk.tool_calls or chunk.tool_call_progress is not None else 0.0
         if chunk.reasoning_delta:
             self._append_text("reasoning_text", chunk.reasoning_delta)
         if chunk.content_delta:
             self._append_text("text", chunk.content_delta)
         for call in chunk.tool_calls or ():
+            self._times.append((self._started.get(len(self._tool_calls), now), now))
             self._segments.append(("tool_call", call))
             self._tool_calls.append(call)
         if chunk.tool_call_progress is not None:
             self._progress[chunk.tool_call_progress.index] = chunk.tool_call_progress
+            self._started.setdefault(chunk.tool_call_progress.index, now)
         if chunk.usage is not None:
             self._usage = chunk.usage
         if chunk.done:
@@ -300,11 +323,15 @@ class StreamAccumulator:
     def message(self) -> Message:
         """The assistant message so far: segments in arrival order, mirrors in sync."""
         segments: list[ContentSegment] = []
+        times = iter(self._times)
         for kind, body in self._segments:
             if isinstance(body, ToolCall):
-                segments.append(ContentSegment("tool_call", tool_call=body))
+                start, end = next(times)
+                segments.append(ContentSegment("tool_call", tool_call=body, start_time=start, end_time=end))
             else:
-                segments.append(ContentSegment("text" if kind == "text" else "reasoning_text", text="".join(body)))
+                segments.append(
+                    ContentSegment("text" if kind == "text" else "reasoning_text", text="".join(body))
+                )
         return Message(
             role="assistant",
             content=_joined(segments, "text"),

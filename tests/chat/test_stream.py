@@ -38,7 +38,10 @@ def test_model_progress_has_no_call_id_and_platform_progress_must() -> None:
         ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "f", 1, call_id="x"))
     with pytest.raises(StreamError, match=r"StreamChunkMessage\.tool_call_progress\.call_id"):
         StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1))
-    assert StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1, "call_7")).turn_id == "t1"
+    assert (
+        StreamChunkMessage("s", "t1", tool_call_progress=ToolCallProgress(0, "f", 1, "call_7")).turn_id
+        == "t1"
+    )
 
 
 def test_stream_piece_needs_a_turn_id() -> None:
@@ -100,6 +103,31 @@ def test_accumulator_keeps_arrival_order_and_merges_runs() -> None:
     assert acc.done and acc.usage == usage and acc.progress == {0: ToolCallProgress(0, "search", 5)}
 
 
+def test_tool_call_segments_carry_start_and_end_time_for_the_duration_display() -> None:
+    """「ContentSegment 是 assistant 输出的有序时间线，有三种：text、reasoning_text…、tool_call（带 startTime /
+    endTime 供时长展示）」: the accumulator stamps each tool_call segment with when the model began the call
+    (its first progress chunk, else the chunk that brought it) and when the final call arrived."""
+    ticks = iter([100.0, 200.0, 300.0, 450.0, 900.0])
+    acc = StreamAccumulator(clock=lambda: next(ticks))
+    first, second, third = ToolCall("c1", "search"), ToolCall("c2", "read"), ToolCall("c3", "ls")
+    acc.add(ChatStreamChunk(content_delta="先查"))  # text: the clock is not read
+    acc.add(ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "search", 2)))  # 100
+    acc.add(ChatStreamChunk(tool_call_progress=ToolCallProgress(1, "read", 1)))  # 200
+    acc.add(ChatStreamChunk(tool_call_progress=ToolCallProgress(0, "search", 8)))  # 300: not a new start
+    acc.add(ChatStreamChunk(tool_calls=[first, second]))  # 450
+    acc.add(ChatStreamChunk(tool_calls=[third], done=True))  # 900, no progress: starts when it arrives
+    segments = [s for s in acc.message().segments or () if s.type == "tool_call"]
+    assert [(s.tool_call, s.start_time, s.end_time) for s in segments] == [
+        (first, 100.0, 450.0),
+        (second, 200.0, 450.0),
+        (third, 900.0, 900.0),
+    ]
+    # the wall clock by default: milliseconds, start never after end
+    [segment] = accumulate_stream([ChatStreamChunk(tool_calls=[first])]).segments or ()
+    assert segment.start_time is not None and segment.end_time is not None
+    assert 1e12 < segment.start_time <= segment.end_time
+
+
 def test_no_chunk_after_done() -> None:
     acc = StreamAccumulator()
     acc.add(ChatStreamChunk(done=True))
@@ -109,11 +137,21 @@ def test_no_chunk_after_done() -> None:
 
 def test_empty_stream_is_an_empty_assistant_message() -> None:
     m = accumulate_stream([])
-    assert (m.role, m.content, m.reasoning_content, m.segments, m.tool_calls) == ("assistant", None, None, None, None)
+    assert (m.role, m.content, m.reasoning_content, m.segments, m.tool_calls) == (
+        "assistant",
+        None,
+        None,
+        None,
+        None,
+    )
 
 
 def test_with_segment_mirrors_repairs_stale_mirrors_and_leaves_good_ones() -> None:
-    segs = [ContentSegment("reasoning_text", text="r"), ContentSegment("text", text="a"), ContentSegment("text", text="b")]
+    segs = [
+        ContentSegment("reasoning_text", text="r"),
+        ContentSegment("text", text="a"),
+        ContentSegment("text", text="b"),
+    ]
     stale = Message(role="assistant", content="old", reasoning_content=None, segments=segs)
     fixed = with_segment_mirrors(stale)
     assert (fixed.content, fixed.reasoning_content) == ("ab", "r")
@@ -129,9 +167,16 @@ _chunks = st.lists(
         st.builds(ChatStreamChunk, reasoning_delta=st.text(max_size=4)),
         st.builds(
             ChatStreamChunk,
-            tool_calls=st.lists(st.builds(ToolCall, st.sampled_from(["a", "b"]), st.just("f")), min_size=1, max_size=2),
+            tool_calls=st.lists(
+                st.builds(ToolCall, st.sampled_from(["a", "b"]), st.just("f")), min_size=1, max_size=2
+            ),
         ),
-        st.builds(ChatStreamChunk, tool_call_progress=st.builds(ToolCallProgress, st.integers(0, 3), st.just("f"), st.integers(0, 9))),
+        st.builds(
+            ChatStreamChunk,
+            tool_call_progress=st.builds(
+                ToolCallProgress, st.integers(0, 3), st.just("f"), st.integers(0, 9)
+            ),
+        ),
     ),
     max_size=12,
 )
