@@ -55,3 +55,24 @@ def test_every_name_of_a_holding_row_exists() -> None:
             checked += 1
         assert re.search(r"`[A-Za-z_]", python), f"{row}: a holding row names its Python"
     assert checked > 100
+
+
+def test_the_counts_are_the_rows() -> None:
+    """The status line and the counting table say what the rows say, per document and in all."""
+    page = (ROOT / "docs/reference/spec-map.md").read_text(encoding="utf-8")
+    statuses = re.findall(
+        r"^\| ([PM])-\d+ \|.*\| (holds|out of scope|does not fully hold[^|]*) \|$", page, re.M
+    )
+    counts: dict[str, list[int]] = {}
+    for doc, status in statuses:
+        row = counts.setdefault(doc, [0, 0, 0, 0])
+        row[0] += 1
+        row[1 if status == "holds" else 2 if status == "out of scope" else 3] += 1
+    total = [sum(c[i] for c in counts.values()) for i in range(4)]
+    for name, c in (("pipeline", counts["P"]), ("platform message contract", counts["M"]), ("both", total)):
+        failing = str(c[3]) if c[3] == 0 else f"{c[3]} ("
+        assert f"| {name} | {c[0]} | {c[1]} | {c[2]} | {failing}" in page, (name, c)
+    assert (
+        f"**Status.** {total[0]} contracts: {total[1]} hold (implemented and tested), {total[2]} are out of scope"
+        in page
+    )

@@ -56,8 +56,9 @@ def turn_frame(
     ``persona`` (the persona card) becomes a system message; ``history`` is stored history, passed through
     :func:`history_for_model`; ``volatile`` and ``focus`` (strings, or messages carrying the right injector)
     become system blocks with injector :data:`VOLATILE_INJECTOR` / :data:`FOCUS_INJECTOR`; ``directive``
-    must be a directive block (kind or injector in ``DIRECTIVE_KINDS``), for a delegation, host-notice or
-    idle turn; ``current`` (a string becomes a user message) is the current message. ``ValueError`` names a
+    (for a delegation, host-notice or idle turn) is a message whose kind or injector is in
+    ``DIRECTIVE_KINDS``: it becomes this turn's directive block, carrying its kind as the injector when it
+    has none (placement recognises the block by its injector only); ``current`` (a string becomes a user message) is the current message. ``ValueError`` names a
     part that does not fit its place.
     """
     out: list[Message] = []

@@ -4,12 +4,19 @@ The assembler never guesses inside the conversation: it reads the list as a **fr
 inserts blocks only at the boundaries between regions. The rule, for a list ``m[0..n)``:
 
 1. **Leading system region** (the stable head) ``m[0..h)``: the longest prefix of ``role == "system"``
-   messages that are not *turn blocks*. A turn block is the volatile block (injector
-   :data:`VOLATILE_INJECTOR`), the focus guidance (injector :data:`FOCUS_INJECTOR`), a directive block
-   (``kind`` or injector in ``DIRECTIVE_KINDS``), or a block already placed by a registered turn-context or
-   turn-hint contributor (a message carrying a registered key is that contributor's block and nothing
-   else, whatever its kind). The **persona card** is ``m[0]`` when ``h > 0`` and ``m[0]`` is not a block
-   of a registered contributor.
+   messages that are not *turn blocks*. What block a message is comes from its injector
+   (``metadata["injector"]``), in three levels, the first that applies deciding:
+
+   - (1) a registered contributor's key: that contributor's block and nothing else, whatever its kind
+     (a turn block when the contributor's anchor is turn-context or turn-hint);
+   - (2) :data:`VOLATILE_INJECTOR` or :data:`FOCUS_INJECTOR`: the volatile block or the focus guidance
+     (turn blocks);
+   - (3) an injector in ``DIRECTIVE_KINDS``: this turn's directive block
+     (:func:`~promptkit.chat.message.is_directive_block`, a turn block).
+
+   A ``kind`` alone makes no block: an archived message of a directive kind (a host notice stored as
+   ``role="notice"``) is history. The **persona card** is ``m[0]`` when ``h > 0`` and ``m[0]`` is not a
+   block of a registered contributor.
 2. **Per-turn tail** ``m[t..n)``, found from the end and never reaching into the head (``t >= h``):
 
    a. **tool loop**: when the last message is a ``tool`` result, the longest run of ``assistant`` and
@@ -24,9 +31,9 @@ inserts blocks only at the boundaries between regions. The rule, for a list ``m[
    the history ``u1 a1 u2`` and no current message, and nothing is ever inserted between ``u1`` and ``u2``.
 3. **History** ``m[h..t)``: everything in between, left as it is.
 
-Inside the tail, the **directive block** is the first message (before the tool loop) whose kind or
-injector is in ``DIRECTIVE_KINDS`` (an archived host notice inside the history is not one), and the
-**volatile block** the first with injector ``persona-volatile``.
+Inside the tail, the **directive block** is the first message (before the tool loop) whose injector is
+in ``DIRECTIVE_KINDS`` and is no registered contributor's key (an archived host notice inside the history
+is not one), and the **volatile block** the first with injector ``persona-volatile``.
 
 Insertion points (indices into the input, blocks go *before* the message at that index):
 
@@ -47,8 +54,9 @@ Where this is stricter than the TypeScript reference assembler (``assemblePrompt
 reference looks for "the last user message" anywhere, which lands inside the history of a proactive turn
 that has no directive block; here the current message must sit at the end. The reference ends the head at
 the first non-system message, so on an empty history a volatile block would pull the stable blocks after
-it; here per-turn blocks end the head. The directive block is recognised by kind or injector (the
-reference: injector ``cross-session-delegation`` only) but only in the tail, and turn-hint goes before it.
+it; here per-turn blocks end the head. The directive block is recognised by its injector only, as in the
+reference (which knows ``cross-session-delegation``; here every kind of ``DIRECTIVE_KINDS``), only in the
+tail, and turn-hint goes before it.
 """
 
 from __future__ import annotations

@@ -212,11 +212,12 @@ def is_directive_block(message: Message) -> bool:
 
 
 def is_directive(message: Message) -> bool:
-    """:func:`is_directive_kind` or :func:`is_directive_block`: the loose reading the assembler's layout
-    analysis uses when it classifies an unlabelled message list.
+    """:func:`is_directive_kind` or :func:`is_directive_block`: the loose reading
+    :func:`promptkit.assembly.turn_frame` accepts a ``directive`` argument by (it then stamps the kind as
+    the injector).
 
-    Providers and trimming use :func:`is_directive_block` (injector only); history readers use
-    :func:`is_directive_kind`.
+    Placement, trimming and providers recognise this turn's directive block with
+    :func:`is_directive_block` (injector only); history readers use :func:`is_directive_kind`.
 
     >>> is_directive(Message(role="system", content="...", metadata={"injector": "idle-prompt"}))
     True
