@@ -7,6 +7,7 @@ measured on a given machine.
 
 from __future__ import annotations
 
+import math
 import pathlib
 import re
 from typing import Any
@@ -31,6 +32,11 @@ def real() -> pl.DataFrame:
 
 
 def test_real_log_figures(real: pl.DataFrame) -> None:
+    runs = {2: "two", 3: "three", 4: "four"}[real["session"].n_unique()]
+    assert (
+        f"On {runs} real DeepSeek agent runs with the figures DeepSeek reported (`fixtures/real-logs/`, "
+        f"{real.height} calls)" in _flat(README)
+    )
     exact = int((real["prompt_tokens"] == real["reported_prompt_tokens"]).sum())
     assert f"**{exact} of {real.height}**" in README
     predicted = real["predicted_cached_tokens"].sum() / real["prompt_tokens"].sum()
@@ -65,6 +71,12 @@ def test_bundled_default_figures() -> None:
     turns = sum(1 for r in records if r.request["messages"][-1]["role"] == "user")
     assert 0 < turns < len(records) == before.requests.height
     assert f"{turns} turns and {before.requests.height} calls" in README
+    # "almost all of the loss is the `account-snapshot` block in the `context` anchor"
+    from promptkit.cache.report.metrics import tokens_lost_by_key
+
+    top = tokens_lost_by_key(before).row(0, named=True)
+    assert (top["slot"], top["key"]) == ("context", "account-snapshot") and top["share"] > 0.9
+    assert "almost all\nof the loss is the `account-snapshot` block in the `context` anchor" in README
 
 
 def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
@@ -755,3 +767,78 @@ def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> N
     assert f"({n:,} requests of {mean} prompt tokens on average.)" in cluster
     assert f"`benchmarks/corpus.py`'s corpus ({len(files)} sessions, {n:,} requests," in _flat(cluster)
     assert f"average {mean} prompt tokens per request" in cluster
+
+
+def test_the_report_and_format_pages_state_what_the_fixtures_give() -> None:
+    """guide/reports.md (the largest break of the bundled "before" log, the excerpt size, the session count
+    past which the hit-ratio plot draws a band), formats/claude-code.md (the fixture's first call read from
+    a cache written by an earlier session) and formats/codex.md (its token_count lines and calls)."""
+    import json
+
+    from promptkit.cache.engine import EXCERPT_TOKENS
+    from promptkit.cache.plot_png import MANY_SESSIONS
+    from promptkit.cache.report import largest_breaks
+    from promptkit.formats import read_logs
+
+    reports = _flat(_page("guide", "reports.md"))
+    top = largest_breaks(analyze(ROOT / "fixtures" / "logs" / "session-before.jsonl"), n=1).row(0, named=True)
+    assert (
+        f"its first row is `{top['slot']} / {top['key']}`, cached `{top['cached_text']}`, sent "
+        f"`{top['prompt_text']}`" in reports
+    )
+    assert f"sent its file list, {top['tokens_lost']:,} tokens before the end" in reports
+    assert f"{EXCERPT_TOKENS} tokens each, columns of `result.requests`" in reports
+    assert f"over {MANY_SESSIONS} sessions, the per-turn median and 10–90 % band" in reports
+
+    claude = analyze(ROOT / "fixtures" / "claude-code").requests.sort("timestamp")
+    assert claude["index"][0] == 0 and claude["reported_cached_tokens"][0] > 0
+    assert (
+        f"the fixture's first call read {claude['reported_cached_tokens'][0]:,} tokens from the cache"
+        in _flat(_page("how-to", "formats", "claude-code.md"))
+    )
+
+    (rollout,) = (ROOT / "fixtures" / "codex").rglob("*.jsonl")
+    counts = sum(
+        1
+        for line in rollout.read_text(encoding="utf-8").splitlines()
+        if line.strip() and json.loads(line).get("payload", {}).get("type") == "token_count"
+    )
+    calls = len(read_logs(rollout).records)
+    assert f"(the fixture has {counts} `token_count` lines and {calls} calls)" in _flat(
+        _page("how-to", "formats", "codex.md")
+    )
+
+
+def test_the_cluster_page_s_100m_estimate_follows_from_its_measurements() -> None:
+    """docs/how-to/cluster.md, "100M requests, on paper": the measured inputs (marked as measured by
+    ``benchmarks/scaling.py`` on that page: the new-token rate, the 1-job and 2-worker times, the bytes
+    shipped per request) are read from the page, and every figure derived from them is recomputed."""
+    page = _flat((ROOT / "docs" / "how-to" / "cluster.md").read_text(encoding="utf-8"))
+
+    def number(pattern: str) -> float:
+        found = re.search(pattern, page)
+        assert found is not None, pattern
+        return float(found.group(1).replace(",", ""))
+
+    rate = number(r"\*\*([\d,]+)\*\* new tokens/s per core")
+    serial = number(r"\| consecutive \| local, `jobs=1` \| ([\d.]+) \|")
+    simulated = number(r"\| simulated \| dask, 2 workers \| ([\d.]+) \|")
+    requests = number(r"\(([\d,]+) requests of [\d,]+ prompt tokens on average\.\)")
+    shipped = number(r"phase 1 ships \*\*([\d,]+)\*\* bytes per request")
+    full = number(r"full token arrays would be ([\d,]+) \(8 bytes a token\)")
+    hashes = number(r"Mooncake block hashes ([\d,]+) \(16 bytes per 512 tokens\)")
+    new = round(rate * serial / requests)
+    assert f"about {new} ({rate:,.0f} × {serial} s / {requests:,.0f}) are new" in page
+    assert f"took {simulated} s for {requests:,.0f} requests" in page
+    throughput = math.floor(requests / simulated)  # "at least"
+    assert f"so at least **{throughput}** requests/s here" in page
+    core_seconds = 100e6 * new / rate
+    assert f"100M × {new} / {rate:,.0f} ≈ {round(core_seconds, -4):,.0f} core-seconds" in page
+    assert f"≈ **{core_seconds / 3600:.0f}** core-hours" in page
+    assert f"about {core_seconds / 3600 / 100:.1f} hours on 100 cores" in page
+    assert f"100M × {shipped:,.0f} B ≈ **{100e6 * shipped / 1e9:.0f} GB** of token deltas" in page
+    assert (
+        f"(block hashes: {100e6 * hashes / 1e9:.0f} GB; full token arrays: {100e6 * full / 1e12:.0f} TB)"
+        in page
+    )
+    assert f"at most 100M / {throughput} s ≈ **{100e6 / throughput / 3600:.0f}** hours" in page
