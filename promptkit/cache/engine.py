@@ -19,8 +19,9 @@ Token arrays are compared with numpy (the first mismatch by vectorized compariso
 
 Example::
 
-    >>> result = analyze("fixtures/real-logs/deepseek", provider="deepseek")          # doctest: +SKIP
-    >>> result.requests.select("session", "index", "prompt_tokens", "predicted_cached_tokens")  # doctest: +SKIP
+    >>> result = analyze("fixtures/real-logs/deepseek", provider="deepseek")  # from the repository root
+    >>> result.requests.select("session", "index", "prompt_tokens", "predicted_cached_tokens").row(0)
+    ('...', 0, ..., 0)
 """
 
 from __future__ import annotations
@@ -1335,8 +1336,8 @@ def analyze(
 
     Example::
 
-        >>> r = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated")   # doctest: +SKIP
-        >>> r.requests.height, r.problems.height                                              # doctest: +SKIP
+        >>> r = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated")
+        >>> r.requests.height, r.problems.height
         (154, 5)
     """
     fmt = kwargs.pop("format", None)

