@@ -444,6 +444,13 @@ def test_the_real_log_hit_ratios_the_pages_state(consecutive: pl.DataFrame) -> N
         in index
     )
     assert f"the predicted hit ratio is {predicted:.1%} against the {reported:.1%} DeepSeek reported" in index
+    runs = {2: "two", 3: "three", 4: "four"}[real["session"].n_unique()]
+    assert f"On {runs} real DeepSeek agent runs ({real.height} calls," in index
+    # your-own-logs: each run's first request read the head every run shares from DeepSeek's cache
+    (first_hit,) = set(real.filter(pl.col("index") == 0)["reported_cached_tokens"].to_list())
+    assert f"The first request of each of these runs hit {first_hit} tokens on DeepSeek's side" in _flat(
+        _page("tutorials", "your-own-logs.md")
+    )
     assert f"equals the reported `prompt_tokens` of all {real.height}" in _page("guide", "tokenization.md")
     assert (
         f"the bound is {predicted:.1%} of the prompt tokens while DeepSeek reported {reported:.1%}"
