@@ -639,6 +639,27 @@ def test_the_constants_the_pages_state() -> None:
     )
     assert m("claude-opus-4-1") == m("claude-sonnet-4-5") and m("claude-3-5-haiku") == m("claude-sonnet-4-6")
     assert m("claude-opus-4-6") == m("claude-haiku-4-5") == m("claude-opus-4-5")
+    # cache models: each default rule and its worked example
+    from promptkit.cache.models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
+
+    models = _page("concepts", "cache-models.md")
+    deepseek, openai, vllm = DeepSeekCache(), OpenAICache(), VLLMCache()
+    assert f"**down to whole units of {deepseek.unit} tokens** (3013 shared → " in models
+    assert f"(3013 shared → {deepseek.cached_tokens(CachePlan(5000), 3013)} cached)" in models
+    assert f"**Nothing below {openai.min_tokens} shared tokens**; above, the cached count grows in " in models
+    assert f"**steps of {openai.step}**" in models
+    assert f"(1300 shared → {openai.cached_tokens(CachePlan(5000), 1300)} cached)" in models
+    assert f"Only **full blocks of {vllm.block_size} tokens** are cached" in models
+    # tokenization: the chunk size of long texts and the default bound of the segment cache
+    import inspect
+
+    from promptkit.cache.tokenize import RequestTokenizer
+    from promptkit.cache.tokenizers import ENCODE_CHUNK_CHARS
+
+    tokenization = _page("guide", "tokenization.md")
+    assert f"`ENCODE_CHUNK_CHARS` ({ENCODE_CHUNK_CHARS:,} characters)" in tokenization
+    bound = inspect.signature(RequestTokenizer).parameters["cache_tokens"].default
+    assert f"(default {bound / 1e6:.0f} M token ids;" in tokenization
     # what-if: the 1-hour write price and the greedy chain's threshold
     sonnet = resolve_prices(None)["claude-sonnet-4-5"]
     assert sonnet.cache_write_1h is not None
