@@ -650,6 +650,13 @@ def test_the_constants_the_pages_state() -> None:
     assert f"**steps of {openai.step}**" in models
     assert f"(1300 shared → {openai.cached_tokens(CachePlan(5000), 1300)} cached)" in models
     assert f"Only **full blocks of {vllm.block_size} tokens** are cached" in models
+    # the fuzz run's example count (the hypothesis profile of tests/conftest.py)
+    from hypothesis import settings
+
+    fuzz = settings.get_profile("fuzz").max_examples
+    bad_inputs = _page("reference", "bad-inputs.md")
+    assert f"runs the same properties at {fuzz:,} examples each" in bad_inputs
+    assert f"`fuzz` is the {fuzz:,}-example run" in bad_inputs
     # tokenization: the chunk size of long texts and the default bound of the segment cache
     import inspect
 
