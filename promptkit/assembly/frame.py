@@ -58,8 +58,8 @@ def turn_frame(
     become system blocks with injector :data:`VOLATILE_INJECTOR` / :data:`FOCUS_INJECTOR`; ``directive``
     (for a delegation, host-notice or idle turn) is a message whose kind or injector is in
     ``DIRECTIVE_KINDS``: it becomes this turn's directive block, carrying its kind as the injector when it
-    has none (placement recognises the block by its injector only); ``current`` (a string becomes a user message) is the current message. ``ValueError`` names a
-    part that does not fit its place.
+    has none (placement recognises the block by its injector only); ``current`` (a string becomes a user
+    message) is the current message. ``ValueError`` names a part that does not fit its place.
     """
     out: list[Message] = []
     if persona is not None:
