@@ -218,8 +218,9 @@ def parse_attachment_refs(text: str) -> list[AttachmentRef]:
     ``desc`` and ``ref`` come back trimmed, as the reference parser returns them
     (``[图片:  猫  | ref: a.png ]`` gives desc ``猫`` and ref ``a.png``); ``desc`` is ``None`` when the
     ``: desc`` part is absent, empty or blank, and a placeholder whose ref is blank is left out. Matches
-    are the same as a leftmost, non-overlapping regex scan for ``\\[(图片|音频|视频|文件)(?:: ([^\\]|\\n]*))? \\| ref:([^\\]\\n]+)\\]``, but found by a
-    hand-written scanner that runs in linear time on any input. Never raises on a string.
+    are the same as a leftmost, non-overlapping regex scan for
+    ``\\[(图片|音频|视频|文件)(?:: ([^\\]|\\n]*))? \\| ref:([^\\]\\n]+)\\]``, but found by a hand-written
+    scanner that runs in linear time on any input. Never raises on a string.
 
     >>> [r.ref for r in parse_attachment_refs("[图片 | ref:a]b] [视频 | ref:c\\nd]")]
     ['a']
