@@ -330,6 +330,7 @@ def _check_attachments(data: st.DataObject) -> None:
     text = data.draw(grammar_text)
     for ref in attachments.parse_attachment_refs(text):
         assert ref.ref in text and "\n" not in ref.ref and "]" not in ref.ref
+        assert ref.ref == ref.ref.strip() != "" and (ref.desc is None or ref.desc == ref.desc.strip() != "")
         assert attachments.parse_attachment_refs(attachments.format_attachment_ref(ref))  # formats back
 
 
