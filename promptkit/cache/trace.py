@@ -171,7 +171,9 @@ def simulate_trace(
         r = records[k]
         ids = np.asarray(r.hash_ids, dtype=np.int64)
         now = r.timestamp / 1000.0
-        cached_blocks[k] = cache.match(ids, now).prefix_tokens
+        # touch=False: the insert right after marks exactly the request's blocks used; a match would
+        # also mark the unmatched tail of the edge it stops in, which is not least-recently-used order
+        cached_blocks[k] = cache.match(ids, now, touch=False).prefix_tokens
         cache.insert(ids, now, ttl=ttl, source=str(k))
     input_length = [r.input_length for r in records]
     cached_tokens = [min(b * block_size, n) for b, n in zip(cached_blocks, input_length, strict=True)]
