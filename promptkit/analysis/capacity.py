@@ -151,6 +151,50 @@ def _check_rate(sample_rate: float) -> None:
         raise UsageError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
 
 
+def _reads(
+    trace: Iterable[TraceRecord], block_size: int, sample_rate: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Every block read of ``trace`` (SHARDS-sampled when ``sample_rate < 1``), in input order: block
+    id, its tokens, its request's input position, its depth; then each request's time and the input
+    tokens of all. Read in chunks, so a sampled trace is never held whole."""
+    parts: list[tuple[np.ndarray, ...]] = []
+    flat: list[int] = []
+    counts: list[int] = []
+    lengths: list[int] = []
+    times: list[float] = []
+    first = 0  # input position of the chunk's first request
+    total = 0
+
+    def flush() -> None:
+        nonlocal first
+        ids = np.array(flat, np.int64)
+        sizes = np.array(counts, np.int64)
+        local = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+        depth = np.arange(ids.shape[0], dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        tokens = np.clip(np.array(lengths, np.int64)[local] - depth * block_size, 0, block_size)
+        part = (ids, tokens, local + first, depth)
+        if sample_rate < 1.0:
+            keep = _sampled(ids, sample_rate, seed)
+            part = tuple(x[keep] for x in part)
+        parts.append(part)
+        first += int(sizes.shape[0])
+        flat.clear()
+        counts.clear()
+        lengths.clear()
+
+    for record in trace:
+        flat.extend(record.hash_ids)
+        counts.append(len(record.hash_ids))
+        lengths.append(record.input_length)
+        times.append(record.timestamp)
+        total += record.input_length
+        if len(flat) >= 1 << 20:
+            flush()
+    flush()
+    ids, tokens, request, depth = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    return ids, tokens, request, depth, np.array(times, np.float64), total
+
+
 def stack_distances(
     trace: Iterable[TraceRecord],
     *,
@@ -172,27 +216,16 @@ def stack_distances(
     if block_size <= 0:
         raise UsageError(f"block_size must be > 0, got {block_size!r}")
     _check_rate(sample_rate)
-    times: list[float] = []
-    blocks: list[np.ndarray] = []
-    weights: list[np.ndarray] = []
-    total = 0
-    for record in trace:
-        ids = np.asarray(record.hash_ids, dtype=np.int64)
-        n = record.input_length
-        w = np.clip(n - np.arange(ids.shape[0], dtype=np.int64) * block_size, 0, block_size)
-        if sample_rate < 1.0:
-            keep = _sampled(ids, sample_rate, seed)
-            ids, w = ids[keep], w[keep]
-        # deepest block first: within a request the shallower block is the more recent one
-        blocks.append(ids[::-1])
-        weights.append(w[::-1])
-        times.append(record.timestamp)
-        total += n
-    order = sorted(range(len(times)), key=lambda k: (times[k], k))
-    ids = np.concatenate([blocks[k] for k in order]) if order else np.zeros(0, np.int64)
-    tokens = np.concatenate([weights[k] for k in order]) if order else np.zeros(0, np.int64)
-    sizes = np.array([blocks[k].shape[0] for k in order], np.int64)
-    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)  # the position where each read's request starts
+    ids, tokens, request, depth, times, total = _reads(trace, block_size, sample_rate, seed)
+    # requests in time order (ties keep input order); within a request the deepest block first: the
+    # shallower block is the more recent one
+    rank = np.empty(times.shape[0], np.int64)
+    rank[np.argsort(times, kind="stable")] = np.arange(times.shape[0])
+    order = np.lexsort((-depth, rank[request]))
+    ids, tokens = ids[order], tokens[order]
+    ranked = rank[request][order]
+    # the position where each read's request starts
+    starts = np.searchsorted(ranked, ranked, side="left").astype(np.int64)
     # each read's previous read of the same block (-1: none)
     by_block = np.argsort(ids, kind="stable")
     same = ids[by_block][1:] == ids[by_block][:-1]
