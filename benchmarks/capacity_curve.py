@@ -44,7 +44,7 @@ def measure(trace: list[TraceRecord], capacity: int, repeat: int) -> dict[str, f
     """Times (seconds) of the curve and of single simulations, and the hit ratios they give."""
     blocks = capacity // 512
     curve_s, curve = _best(lambda: capacity_curve(trace), repeat)
-    at_s, at = _best(lambda: capacity_curve(trace, [capacity, None]), repeat)
+    at = capacity_curve(trace, [capacity, None])
     bounded_s, bounded = _best(lambda: simulate_trace(trace, capacity_blocks=blocks), repeat)
     unbounded_s, unbounded = _best(lambda: simulate_trace(trace), repeat)
     assert abs(at["hit_ratio"][0] - (trace_hit_ratio(bounded) or 0.0)) < 1e-12

@@ -563,7 +563,7 @@ def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         models=args.model, shared_capacity=None if shared is None else int(shared[1]), provider=args.provider,
         block_size=args.block_size, out=args.out,
     )  # fmt: skip
-    with table_config(200):
+    with table_config(200, rows=-1):
         text = str(fleet_table(report.result.summary))
     lines = [*report.notes, text, *(f"wrote {p}" for p in report.files)]
     _emit(stdout, "\n".join(lines) + "\n")

@@ -37,7 +37,8 @@ _SHOWN = (
 
 def fleet_table(summary: pl.DataFrame) -> pl.DataFrame:
     """The summary's columns worth reading, ``capacity_tokens`` null shown as unbounded, sorted by
-    capacity, replicas and policy. ``cached_tokens`` are the prefill tokens saved.
+    capacity and replicas (the shared tier's columns only when there is one). ``cached_tokens`` are
+    the prefill tokens saved.
 
     >>> import polars as pl
     >>> s = pl.DataFrame({"policy": ["round_robin"], "replicas": [4], "capacity_tokens": [None],
@@ -48,6 +49,8 @@ def fleet_table(summary: pl.DataFrame) -> pl.DataFrame:
     import polars as pl
 
     columns = [c for c in _SHOWN if c in summary.columns]
+    if "shared_tier" in summary.columns and not summary["shared_tier"].any():
+        columns = [c for c in columns if c not in ("shared_capacity_tokens", "shared_hit_ratio")]
     frame = summary.select(columns).sort(
         [c for c in ("model", "capacity_tokens", "replicas") if c in columns],
         nulls_last=True,
