@@ -66,7 +66,9 @@ def sampling_error(trace: list[TraceRecord], rates: list[float]) -> dict[float, 
     out = {}
     for rate in rates:
         errors = [
-            np.abs(capacity_curve(trace, caps, sample_rate=rate, seed=s)["hit_ratio"].to_numpy() - exact).max()
+            np.abs(
+                capacity_curve(trace, caps, sample_rate=rate, seed=s)["hit_ratio"].to_numpy() - exact
+            ).max()
             for s in range(5)
         ]
         out[rate] = float(max(errors))
@@ -74,7 +76,9 @@ def sampling_error(trace: list[TraceRecord], rates: list[float]) -> dict[float, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("traces", nargs="*", type=Path, default=[SLICE])
     parser.add_argument("--capacity", type=int, default=2**20, help="tokens (default: %(default)s)")
     parser.add_argument("--repeat", type=int, default=3)
