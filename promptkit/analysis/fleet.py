@@ -49,7 +49,7 @@ import os
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -76,17 +76,38 @@ POLICIES: Final[tuple[str, ...]] = (
 )  # fmt: skip
 
 
+def _at_least(low: float, *, whole: bool = False) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        kind = int if whole else int | float
+        if isinstance(value, bool) or not isinstance(value, kind) or value < low:
+            what = "a whole number" if whole else "a number"
+            raise UsageError(f"RouterSettings.{attribute.name} must be {what} >= {low}, got {value!r}")
+
+    return check
+
+
 @attrs.frozen(slots=True)
 class RouterSettings:
-    """The knobs of the routing policies (SGLang's defaults for ``prefix_aware``)."""
+    """The knobs of the routing policies (SGLang's defaults for ``prefix_aware``).
 
-    cache_threshold: float = 0.3
-    balance_abs_threshold: int = 64
-    balance_rel_threshold: float = 1.5
-    inflight_seconds: float = 10.0
-    hash_blocks: int = 4
-    virtual_nodes: int = 64
-    seed: int = 0
+    ``cache_threshold``: the share of the prompt the best replica must hold; ``balance_abs_threshold`` /
+    ``balance_rel_threshold``: when the load counts as imbalanced; ``inflight_seconds``: how long a
+    request counts toward its replica's load; ``hash_blocks``: the leading blocks ``consistent_hash``
+    keys on; ``virtual_nodes``: ring points per replica; ``seed``: for ``random``.
+
+    >>> RouterSettings(hash_blocks=0)
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.UsageError: RouterSettings.hash_blocks must be a whole number >= 1, got 0
+    """
+
+    cache_threshold: float = attrs.field(default=0.3, validator=_at_least(0.0))
+    balance_abs_threshold: int = attrs.field(default=64, validator=_at_least(0, whole=True))
+    balance_rel_threshold: float = attrs.field(default=1.5, validator=_at_least(0.0))
+    inflight_seconds: float = attrs.field(default=10.0, validator=_at_least(0.0))
+    hash_blocks: int = attrs.field(default=4, validator=_at_least(1, whole=True))
+    virtual_nodes: int = attrs.field(default=64, validator=_at_least(1, whole=True))
+    seed: int = attrs.field(default=0, validator=_at_least(0, whole=True))
 
 
 @attrs.frozen(slots=True, eq=False)

@@ -231,3 +231,18 @@ def test_bad_model_or_bytes_is_one_clear_error(tmp_path: Path) -> None:
         compare_fleet(head, replicas=[1], policies=["round_robin"], capacity_bytes=[1e9])
     with pytest.raises(PromptkitError, match="'nope'"):
         compare_fleet(head, replicas=[1, 2], policies=["round_robin", "nope"])
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("hash_blocks", 0),
+        ("virtual_nodes", -1),
+        ("cache_threshold", -0.1),
+        ("inflight_seconds", "10"),
+        ("seed", 1.5),
+    ],
+)
+def test_bad_router_settings_name_the_field(field: str, value: object) -> None:
+    with pytest.raises(PromptkitError, match=f"RouterSettings.{field} .* got {value!r}"):
+        RouterSettings(**{field: value})  # type: ignore[arg-type]
