@@ -286,6 +286,65 @@ def _replay(
     return stats
 
 
+def _frames(
+    stats: list[list[int]],
+    policy: str,
+    capacity: int | None,
+    shared_capacity: int | None,
+    shared: bool,
+    requests: int,
+) -> FleetResult:
+    """The summary row and the per-replica rows of one replay's counts."""
+    import polars as pl
+
+    replicas = len(stats)
+    per = pl.DataFrame(
+        {
+            "replica": list(range(replicas)),
+            "requests": [s[0] for s in stats],
+            "input_tokens": [s[1] for s in stats],
+            "cached_tokens": [s[2] for s in stats],
+            "shared_cached_tokens": [s[3] for s in stats],
+        },
+        schema={
+            "replica": pl.Int64, "requests": pl.Int64, "input_tokens": pl.Int64, "cached_tokens": pl.Int64,
+            "shared_cached_tokens": pl.Int64,
+        },
+    ).with_columns(
+        (pl.col("cached_tokens") / pl.col("input_tokens")).alias("hit_ratio")
+    )  # fmt: skip
+    total_in = sum(s[1] for s in stats)
+    cached = sum(s[2] for s in stats)
+    mean_in = total_in / replicas
+    served = per.filter(pl.col("input_tokens") > 0)["hit_ratio"]
+    summary = pl.DataFrame(
+        {
+            "policy": [policy],
+            "replicas": [replicas],
+            "capacity_tokens": [capacity],
+            "shared_capacity_tokens": [shared_capacity],
+            "shared_tier": [shared],
+            "requests": [requests],
+            "input_tokens": [total_in],
+            "cached_tokens": [cached],
+            "prefill_tokens": [total_in - cached],
+            "hit_ratio": [cached / total_in if total_in else None],
+            "shared_hit_ratio": [sum(s[3] for s in stats) / total_in if total_in else None],
+            "mean_replica_hit_ratio": [float(served.mean()) if served.len() else None],  # type: ignore[arg-type]
+            "load_imbalance": [max(s[1] for s in stats) / mean_in if mean_in else None],
+        },
+        schema={
+            "policy": pl.String, "replicas": pl.Int64, "capacity_tokens": pl.Int64,
+            "shared_capacity_tokens": pl.Int64, "shared_tier": pl.Boolean, "requests": pl.Int64,
+            "input_tokens": pl.Int64, "cached_tokens": pl.Int64, "prefill_tokens": pl.Int64,
+            "hit_ratio": pl.Float64, "shared_hit_ratio": pl.Float64, "mean_replica_hit_ratio": pl.Float64,
+            "load_imbalance": pl.Float64,
+        },
+    )  # fmt: skip
+    keys = summary.select("policy", "replicas", "capacity_tokens", "shared_capacity_tokens")
+    return FleetResult(summary, keys.join(per, how="cross"))
+
+
 def simulate_fleet(
     trace: Sequence[TraceRecord] | FleetInput,
     *,
@@ -314,7 +373,6 @@ def simulate_fleet(
     ...
     promptkit.errors.UsageError: replicas must be a whole number >= 1, got 0
     """
-    import polars as pl
 
     if isinstance(trace, FleetInput):
         sessions = trace.sessions if sessions is None else sessions
@@ -337,51 +395,7 @@ def simulate_fleet(
         shared,
         block_size,
     )
-    per = pl.DataFrame(
-        {
-            "replica": list(range(replicas)),
-            "requests": [s[0] for s in stats],
-            "input_tokens": [s[1] for s in stats],
-            "cached_tokens": [s[2] for s in stats],
-            "shared_cached_tokens": [s[3] for s in stats],
-        },
-        schema={
-            "replica": pl.Int64, "requests": pl.Int64, "input_tokens": pl.Int64, "cached_tokens": pl.Int64,
-            "shared_cached_tokens": pl.Int64,
-        },
-    ).with_columns(
-        (pl.col("cached_tokens") / pl.col("input_tokens")).alias("hit_ratio")
-    )  # fmt: skip
-    total_in = sum(s[1] for s in stats)
-    cached = sum(s[2] for s in stats)
-    mean_in = total_in / replicas
-    served = per.filter(pl.col("input_tokens") > 0)["hit_ratio"]
-    summary = pl.DataFrame(
-        {
-            "policy": [policy],
-            "replicas": [replicas],
-            "capacity_tokens": [capacity],
-            "shared_capacity_tokens": [shared_capacity],
-            "shared_tier": [shared],
-            "requests": [len(trace)],
-            "input_tokens": [total_in],
-            "cached_tokens": [cached],
-            "prefill_tokens": [total_in - cached],
-            "hit_ratio": [cached / total_in if total_in else None],
-            "shared_hit_ratio": [sum(s[3] for s in stats) / total_in if total_in else None],
-            "mean_replica_hit_ratio": [float(served.mean()) if served.len() else None],  # type: ignore[arg-type]
-            "load_imbalance": [max(s[1] for s in stats) / mean_in if mean_in else None],
-        },
-        schema={
-            "policy": pl.String, "replicas": pl.Int64, "capacity_tokens": pl.Int64,
-            "shared_capacity_tokens": pl.Int64, "shared_tier": pl.Boolean, "requests": pl.Int64,
-            "input_tokens": pl.Int64, "cached_tokens": pl.Int64, "prefill_tokens": pl.Int64,
-            "hit_ratio": pl.Float64, "shared_hit_ratio": pl.Float64, "mean_replica_hit_ratio": pl.Float64,
-            "load_imbalance": pl.Float64,
-        },
-    )  # fmt: skip
-    keys = summary.select("policy", "replicas", "capacity_tokens", "shared_capacity_tokens")
-    return FleetResult(summary, keys.join(per, how="cross"))
+    return _frames(stats, policy, capacity, shared_capacity, shared, len(trace))
 
 
 def compare_fleet(
