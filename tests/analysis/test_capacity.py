@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.capacity import capacity_curve, stack_distances
-from promptkit.cache.trace import TraceRecord, read_trace, simulate_trace
+from promptkit.cache.trace import TraceRecord, iter_trace, read_trace, simulate_trace
 from promptkit.errors import PromptkitError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,3 +141,13 @@ def test_bytes_column_follows_tokens() -> None:
 def test_bad_input_is_one_clear_error(kwargs: dict[str, object], named: str) -> None:
     with pytest.raises(PromptkitError, match=named):
         capacity_curve(read_trace(HEAD), **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_lazy_trace_gives_the_same_curve(tmp_path: Path) -> None:
+    from promptkit.cache.trace import write_trace
+
+    path = write_trace(_synthetic(400, seed=2), tmp_path / "trace.jsonl")
+    caps = [512 * 64, None]
+    for rate in (1.0, 0.5):
+        lazy = capacity_curve(iter_trace(path), caps, sample_rate=rate)
+        assert lazy.equals(capacity_curve(read_trace(path), caps, sample_rate=rate))
