@@ -246,3 +246,13 @@ def test_bad_model_or_bytes_is_one_clear_error(tmp_path: Path) -> None:
 def test_bad_router_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(PromptkitError, match=f"RouterSettings.{field} .* got {value!r}"):
         RouterSettings(**{field: value})  # type: ignore[arg-type]
+
+
+def test_least_loaded_counts_requests_in_flight_not_tokens() -> None:
+    big = TraceRecord(0.0, 20 * BS, 1, tuple(range(20)))
+    later = TraceRecord(100_000.0, BS, 1, (100,))  # 100 s on: the big request is no longer in flight
+    next_ = TraceRecord(100_500.0, BS, 1, (200,))  # half a second later: `later` still is
+    fleet = simulate_fleet([big, later, next_], replicas=2, policy="least_loaded", capacity=None)
+    # `later` meets two idle replicas and goes to the one with fewer tokens so far (replica 1); `next_`
+    # goes to the replica with nothing in flight (replica 0), though it has served more tokens
+    assert fleet.replicas["requests"].to_list() == [2, 1]
