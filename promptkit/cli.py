@@ -164,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cause_commands(commands)
     _add_proxy_command(commands)
     _add_whatif_command(commands)
+    _add_fleet_command(commands)
     return parser
 
 
@@ -482,6 +483,91 @@ def _default_log(stack: contextlib.ExitStack) -> Path:
             "installation; pass the log files to analyze"
         )
     return stack.enter_context(importlib.resources.as_file(resource))
+
+
+# --- promptkit fleet ----------------------------------------------------------------------------------
+
+_SIZE_UNITS: Final[dict[str, int]] = {
+    "": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40,
+}  # fmt: skip
+
+
+def _size(text: str) -> tuple[str, float | None]:
+    """``1M`` / ``16Mi`` / ``4096`` tokens, ``80GB`` / ``80GiB`` bytes, ``unbounded``: (kind, value)."""
+    raw = text.strip().lower()
+    if raw in ("unbounded", "none", "inf"):
+        return "tokens", None
+    kind = "bytes" if raw.endswith("b") else "tokens"
+    number = raw.removesuffix("b") if kind == "bytes" else raw
+    unit = number.lstrip("0123456789.")
+    try:
+        return kind, float(number[: len(number) - len(unit)]) * _SIZE_UNITS[unit]
+    except (KeyError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a capacity is tokens (4096, 1M, 16Mi), bytes (80GB, 64GiB) or 'unbounded'"
+        ) from None
+
+
+def _listed(item: Any) -> Any:
+    def parse(text: str) -> list[Any]:
+        return [item(part) for part in text.split(",") if part.strip()]
+
+    return parse
+
+
+def _add_fleet_command(commands: Any) -> None:
+    fleet = commands.add_parser(
+        "fleet",
+        help="replay logs or a Mooncake trace over R replicas behind routing policies, at capacities",
+        description="Simulate a fleet of replicas, each with its own LRU prefix cache, behind each routing "
+        "policy (round_robin, random, least_loaded, session, consistent_hash, prefix_aware), for every "
+        "replica count x capacity x model given; print the table and write fleet.csv, fleet.png and "
+        "report.html to --out (see docs/how-to/fleet.md).",
+    )
+    fleet.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a Mooncake trace, or logs")
+    fleet.add_argument("--replicas", type=_listed(int), default=[1, 4, 16], metavar="N,...")
+    fleet.add_argument(
+        "--policy", type=_listed(str), default=["round_robin", "least_loaded", "consistent_hash", "prefix_aware"],
+        metavar="NAME,...", help="routing policies (default: %(default)s)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--capacity", type=_listed(_size), default=[("tokens", None)], metavar="SIZE,...",
+        help="cache per replica: tokens (1M, 16Mi), bytes with --model (80GB), or unbounded",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--model", type=_listed(str), default=[], metavar="NAME,...", help="models or config.json paths"
+    )
+    fleet.add_argument(
+        "--shared-capacity", type=_size, metavar="SIZE", help="add a shared tier of SIZE tokens"
+    )
+    fleet.add_argument("--block-size", type=int, default=512, help="tokens per block (default: %(default)s)")
+    fleet.add_argument("--provider", metavar="NAME", help="tokenize logs as this provider")
+    fleet.add_argument(
+        "--out", type=Path, default=Path("promptkit-fleet"), help="where to write (default: %(default)s)"
+    )
+    fleet.set_defaults(handler=_run_fleet)
+
+
+def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.fleet_report import fleet_report, fleet_table
+    from promptkit.cache.report import table_config
+
+    _check_paths(args.paths)
+    tokens = [None if v is None else int(v) for kind, v in args.capacity if kind == "tokens"]
+    sizes = [float(v) for kind, v in args.capacity if kind == "bytes" and v is not None]
+    shared = args.shared_capacity
+    if shared is not None and (shared[0] != "tokens" or shared[1] is None):
+        raise CLIError("--shared-capacity: give a number of tokens", EXIT_USAGE)
+    report = fleet_report(
+        args.paths, replicas=args.replicas, policies=args.policy, capacities=tokens, capacity_bytes=sizes,
+        models=args.model, shared_capacity=None if shared is None else int(shared[1]), provider=args.provider,
+        block_size=args.block_size, out=args.out,
+    )  # fmt: skip
+    with table_config(200, rows=-1):
+        text = str(fleet_table(report.result.summary))
+    lines = [*report.notes, text, *(f"wrote {p}" for p in report.files)]
+    _emit(stdout, "\n".join(lines) + "\n")
+    return EXIT_OK
 
 
 def _check_paths(paths: Sequence[Path]) -> None:

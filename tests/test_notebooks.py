@@ -76,6 +76,16 @@ print(json.dumps({
     "hit_all": hit_all,
 }))
 """,
+    "04-fleet": """
+import json
+print(json.dumps({
+    "trace": [r.to_json() for r in trace],
+    "curve": curve.select("capacity_tokens", "hit_ratio").to_dict(as_series=False),
+    "fleet": fleet.summary.select("policy", "replicas", "capacity_tokens", "hit_ratio", "load_imbalance").to_dicts(),
+    "single": single,
+    "balanced": balanced.summary.select("replicas", "hit_ratio", "load_imbalance").to_dicts(),
+}))
+""",
 }
 
 
@@ -331,3 +341,29 @@ def test_notebook_02_figures_the_notebooks_guide_states(executed: dict[str, Any]
     printed = _cell_output(nb, "FIGURES = {")
     real = [line for line in printed.splitlines() if line.startswith("real DeepSeek log")]
     assert len(real) == 1 and real[0] in guide
+
+
+def test_notebook_04_curve_is_the_simulators_and_routing_ranks(executed: dict[str, Any]) -> None:
+    from promptkit.cache.trace import TraceRecord, simulate_trace, trace_hit_ratio
+
+    _, data = _run(executed, "04-fleet")
+    trace = [TraceRecord(**r) for r in data["trace"]]
+    curve = data["curve"]
+    # the one-pass curve is the simulator's hit ratio at every capacity of the notebook
+    for tokens, ratio in zip(curve["capacity_tokens"], curve["hit_ratio"], strict=True):
+        blocks = None if tokens is None else tokens // 512
+        assert ratio == pytest.approx(trace_hit_ratio(simulate_trace(trace, capacity_blocks=blocks)))
+    assert curve["hit_ratio"] == sorted(curve["hit_ratio"])
+    rows = {(r["policy"], r["replicas"], r["capacity_tokens"]): r for r in data["fleet"]}
+    for replicas in (4, 16, 40):
+        rr, pa = rows[("round_robin", replicas, None)], rows[("prefix_aware", replicas, None)]
+        # prefix-aware routing keeps within 2 blocks per replica of the single cache; round robin loses more
+        assert data["single"] - pa["hit_ratio"] < 0.001 < data["single"] - rr["hit_ratio"]
+        assert pa["load_imbalance"] > rr["load_imbalance"]
+    assert [rows[("round_robin", n, None)]["hit_ratio"] for n in (4, 16, 40)] == sorted(
+        (rows[("round_robin", n, None)]["hit_ratio"] for n in (4, 16, 40)), reverse=True
+    )
+    # the tight balance threshold trades hit ratio for balance at every replica count
+    for row in data["balanced"]:
+        free = rows[("prefix_aware", row["replicas"], None)]
+        assert row["hit_ratio"] < free["hit_ratio"] and row["load_imbalance"] < free["load_imbalance"]

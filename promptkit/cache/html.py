@@ -412,11 +412,13 @@ def render_html(
     title: str = "promptkit cache report",
     sources: Sequence[str] = (),
     max_breaks: int = MAX_BREAKS,
+    fleet: pl.DataFrame | None = None,
 ) -> str:
     """The analysis as one self-contained HTML page (a string); see the module docstring for what it shows.
 
     ``tables`` are :func:`~promptkit.cache.report.summarize`'s tables when you have them already (else
-    they are computed with ``prices`` and ``model``); ``sources`` names the analyzed files in the header.
+    they are computed with ``prices`` and ``model``); ``sources`` names the analyzed files in the header;
+    ``fleet`` (the summary of :func:`~promptkit.analysis.fleet.compare_fleet`) adds a fleet section.
 
     >>> from promptkit.cache import analyze_requests
     >>> body = {"messages": [{"role": "user", "content": "hi"}]}
@@ -473,8 +475,48 @@ def render_html(
         "page_rows": PAGE_ROWS,
         "timeline_points": TIMELINE_POINTS,
         "data": _json_for_script({"timelines": _timelines(frame, TIMELINE_POINTS), "pageRows": PAGE_ROWS}),
+        "fleet": fleet_section(fleet) if fleet is not None else None,
+        "fleet_only": False,
     }
     return str(_template().render(**context))
+
+
+def fleet_section(summary: pl.DataFrame) -> dict[str, Any]:
+    """The fleet section of the report: the table of :func:`~promptkit.cache.fleet_report.fleet_table`
+    and the plot of :func:`~promptkit.cache.fleet_report.plot_fleet`, embedded as a PNG."""
+    import base64
+    import io
+
+    from promptkit.cache.fleet_report import fleet_table, plot_fleet
+
+    buffer = io.BytesIO()
+    plot_fleet(summary).savefig(buffer, format="png", dpi=90)
+    return {
+        "table": _table(fleet_table(summary)),
+        "plot": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
+    }
+
+
+def render_fleet_html(
+    summary: pl.DataFrame, *, title: str = "promptkit fleet report", sources: Sequence[str] = ()
+) -> str:
+    """A self-contained page with the fleet section only (for an input without an analysis, such as
+    a Mooncake trace); :func:`render_html` takes ``fleet=`` to add the same section to its report.
+
+    >>> import polars as pl
+    >>> s = pl.DataFrame({"policy": ["round_robin"], "replicas": [4], "capacity_tokens": [None], "hit_ratio": [0.2]})
+    >>> 'id="fleet"' in render_fleet_html(s)
+    True
+    """
+    return str(
+        _template().render(
+            title=title,
+            sources=list(sources),
+            fleet=fleet_section(summary),
+            fleet_only=True,
+            data=_json_for_script({"timelines": {}, "pageRows": PAGE_ROWS}),
+        )
+    )
 
 
 def write_html(result: AnalysisResult, path: str | os.PathLike[str], **options: Any) -> Path:

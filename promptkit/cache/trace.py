@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -46,6 +46,7 @@ __all__ = [
     "MOONCAKE_BLOCK_SIZE",
     "TraceFormatError",
     "TraceRecord",
+    "iter_trace",
     "read_trace",
     "simulate_trace",
     "trace_from_requests",
@@ -107,8 +108,17 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRecord]:
     >>> [r.input_length for r in read_trace("fixtures/traces/mooncake-readme-sample.jsonl")]
     [6955, 6472]
     """
+    return list(iter_trace(path))
+
+
+def iter_trace(path: str | os.PathLike[str]) -> Iterator[TraceRecord]:
+    """:func:`read_trace` one record at a time (for a trace larger than memory, e.g. into a sampled
+    :func:`~promptkit.analysis.capacity.capacity_curve`).
+
+    >>> next(iter_trace("fixtures/traces/mooncake-readme-sample.jsonl")).input_length
+    6955
+    """
     path = Path(path)
-    records: list[TraceRecord] = []
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
@@ -128,15 +138,12 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRecord]:
                 isinstance(x, int) and not isinstance(x, bool) for x in ids
             ):
                 raise TraceFormatError(f"{where}: field 'hash_ids' must be a list of integers")
-            records.append(
-                TraceRecord(
-                    float(ts),
-                    _int_field(obj, "input_length", where),
-                    _int_field(obj, "output_length", where),
-                    ids,
-                )
+            yield TraceRecord(
+                float(ts),
+                _int_field(obj, "input_length", where),
+                _int_field(obj, "output_length", where),
+                ids,
             )
-    return records
 
 
 def simulate_trace(
@@ -171,7 +178,9 @@ def simulate_trace(
         r = records[k]
         ids = np.asarray(r.hash_ids, dtype=np.int64)
         now = r.timestamp / 1000.0
-        cached_blocks[k] = cache.match(ids, now).prefix_tokens
+        # touch=False: the insert right after marks exactly the request's blocks used; a match would
+        # also mark the unmatched tail of the edge it stops in, which is not least-recently-used order
+        cached_blocks[k] = cache.match(ids, now, touch=False).prefix_tokens
         cache.insert(ids, now, ttl=ttl, source=str(k))
     input_length = [r.input_length for r in records]
     cached_tokens = [min(b * block_size, n) for b, n in zip(cached_blocks, input_length, strict=True)]

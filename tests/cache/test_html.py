@@ -324,3 +324,52 @@ def test_the_docstring_examples_hold() -> None:
 
     for module in (promptkit.cache.html, promptkit.cache.summary):
         assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
+
+
+# ------------------------------------------------------------------------------------ fleet section
+
+
+def _fleet_summary() -> pl.DataFrame:
+    from promptkit.analysis.fleet import compare_fleet
+    from promptkit.cache.trace import read_trace
+
+    head = read_trace(
+        Path(__file__).resolve().parents[2] / "fixtures/traces/mooncake-conversation-head.jsonl"
+    )
+    return compare_fleet(
+        head, replicas=[1, 4], policies=["round_robin", "prefix_aware"], capacities=[4096, None]
+    ).summary
+
+
+def test_fleet_section_is_added_to_the_report_and_self_contained(result: Any) -> None:
+    summary = _fleet_summary()
+    page = render_html(result, fleet=summary)
+    assert 'id="fleet"' in page and '<a href="#fleet">' in page and 'id="fleet"' not in render_html(result)
+    # the plot is embedded: the only source that is not an in-page anchor is the image's data: URI
+    outside = re.findall(
+        r"\b(?:src|href)\s*=\s*[\"'](?!#)([^\"']{0,22})", page.replace(html.escape(EVIL), "")
+    )
+    assert outside == ["data:image/png;base64,"]
+
+
+def test_chromium_renders_the_fleet_page(tmp_path: Path) -> None:
+    from promptkit.cache.html import render_fleet_html
+
+    summary = _fleet_summary()
+    page = tmp_path / "fleet.html"
+    page.write_text(render_fleet_html(summary, sources=["trace.jsonl"]), encoding="utf-8")
+    dom = _dom(page, tmp_path / "profile")
+    assert dom.title == "promptkit fleet report"
+    assert any(tag == "img" and (a.get("src") or "").startswith("data:image/png") for tag, a in dom.tags)
+    rows = dom.rows["fleet-table"]
+    header, body = rows[0]["cells"], [r["cells"] for r in rows[1:]]
+    assert len(body) == summary.height == 8
+    got = {
+        (r[header.index("policy")], r[header.index("replicas")], r[header.index("capacity")]) for r in body
+    }
+    want = {
+        (p, str(n), "unbounded" if c is None else str(c))
+        for p, n, c in summary.select("policy", "replicas", "capacity_tokens").iter_rows()
+    }
+    assert got == want
+    assert "headline" not in dom.text  # the fleet page has no analysis sections
