@@ -112,7 +112,11 @@ PROFILE = ProviderProfile(
     model_patterns=(r"gemini",),
     model_vendors=("google", "google-vertex", "vertex_ai", "gemini"),
     model_excludes=(r"gemma",),  # Google's open models, served by other providers
-    url_hosts=("generativelanguage.googleapis.com", "aiplatform.googleapis.com"),
+    url_hosts=(
+        "generativelanguage.googleapis.com",
+        "aiplatform.googleapis.com",
+        "-aiplatform.googleapis.com",
+    ),
     usage_keys=(
         "promptTokenCount",
         "cachedContentTokenCount",

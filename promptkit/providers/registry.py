@@ -81,7 +81,8 @@ class ProviderProfile:
     - Recognition (:meth:`recognises`, :func:`infer_provider`): ``model_patterns`` (regular expressions
       matched at the start of a model name, a ``vendor/`` or ``models/`` prefix removed),
       ``model_vendors`` (the ``vendor/`` prefixes a router such as OpenRouter gives its models),
-      ``url_hosts`` (host suffixes), ``url_ports`` (ports that name it, Ollama's 11434), ``usage_keys``
+      ``url_hosts`` (host suffixes; one starting with ``-`` also matches a prefixed name such as
+      Vertex AI's ``us-central1-aiplatform.googleapis.com``), ``url_ports`` (ports that name it, Ollama's 11434), ``usage_keys``
       (keys of a usage object this provider writes; ``usage_keys_shared`` when other servers write them
       too, as OpenAI-compatible ones do: such a profile is asked last).
     - ``usage_parser(usage, where)``: the provider's usage object as a :class:`~promptkit.layout.Usage`.
@@ -197,7 +198,10 @@ class ProviderProfile:
             port = None
         if port is not None and port in self.url_ports:
             return True
-        return any(host == h or host.endswith("." + h) for h in self.url_hosts)
+        return any(
+            host == h or host.endswith("." + h) or (h.startswith("-") and host.endswith(h))
+            for h in self.url_hosts
+        )
 
     def recognises_usage(self, usage: object) -> bool:
         """Whether a usage object carries one of this provider's own keys (:attr:`usage_keys`)."""
