@@ -6,6 +6,7 @@ from promptkit.formats import (
     atif,
     claude_code,
     codex,
+    gemini_cli,
     http_capture,
     litellm,
     mini_swe_agent,
@@ -18,6 +19,7 @@ from promptkit.formats.base import register_format
 for _module in (
     claude_code,
     codex,
+    gemini_cli,
     http_capture,
     mini_swe_agent,
     promptkit_jsonl,
