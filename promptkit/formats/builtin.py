@@ -10,6 +10,7 @@ from promptkit.formats import (
     http_capture,
     litellm,
     mini_swe_agent,
+    opencode,
     otel_genai,
     promptkit_jsonl,
     swe_agent,
@@ -27,5 +28,6 @@ for _module in (
     litellm,
     atif,
     swe_agent,
+    opencode,
 ):
     register_format(_module.FORMAT, replace=True)
