@@ -111,7 +111,16 @@ PROFILE = ProviderProfile(
     context_window=1_048_576,
     model_patterns=(r"gemini",),
     model_vendors=("google", "google-vertex", "vertex_ai", "gemini"),
-    model_excludes=(r"gemma",),  # Google's open models, served by other providers
+    model_excludes=(r"gemma",),
+    # LiteLLM's provider names, and OpenTelemetry's gen_ai.provider.name values for Google
+    aliases=(
+        "vertex_ai",
+        "vertex_ai_beta",
+        "google",
+        "gcp.gemini",
+        "gcp.vertex_ai",
+        "gcp.gen_ai",
+    ),  # Google's open models, served by other providers
     url_hosts=(
         "generativelanguage.googleapis.com",
         "aiplatform.googleapis.com",

@@ -22,6 +22,7 @@ VLLM = ProviderProfile(
     render="chatml",
     cache_model=VLLMCache(),
     build_request=openai_request,
+    aliases=("hosted_vllm",),
 )
 
 EXACT = ProviderProfile(

@@ -166,6 +166,7 @@ PROFILE = ProviderProfile(
     render="chatml",
     cache_model=VLLMCache(),
     build_request=ollama_request,
+    aliases=("ollama_chat",),
     url_hosts=("ollama.com",),
     url_ports=(11434,),  # Ollama's default port (docs.ollama.com/faq: "binds 127.0.0.1 port 11434")
 )

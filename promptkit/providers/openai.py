@@ -249,6 +249,7 @@ PROFILE = ProviderProfile(
     model_patterns=(r"gpt-", r"o\d", r"chatgpt-", r"codex-", r"text-embedding-"),
     url_hosts=("openai.com", "openai.azure.com"),
     model_vendors=("openai",),
+    aliases=("azure", "text-completion-openai", "azure.ai.openai", "az.ai.openai"),
     # an OpenAI-compatible usage object (many servers write it); the weakest evidence, asked last
     usage_keys=("prompt_tokens_details", "input_tokens_details"),
     usage_keys_shared=True,

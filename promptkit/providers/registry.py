@@ -36,6 +36,7 @@ __all__ = [
     "get_provider",
     "infer_provider",
     "infer_record_provider",
+    "provider_named",
     "register_provider",
 ]
 
@@ -81,6 +82,8 @@ class ProviderProfile:
     - Recognition (:meth:`recognises`, :func:`infer_provider`): ``model_patterns`` (regular expressions
       matched at the start of a model name, a ``vendor/`` or ``models/`` prefix removed),
       ``model_vendors`` (the ``vendor/`` prefixes a router such as OpenRouter gives its models),
+      ``aliases`` (the names other tools give the provider: LiteLLM's ``custom_llm_provider``,
+      OpenTelemetry's ``gen_ai.provider.name``; see :func:`provider_named`),
       ``url_hosts`` (host suffixes; one starting with ``-`` also matches a prefixed name such as
       Vertex AI's ``us-central1-aiplatform.googleapis.com``), ``url_ports`` (ports that name it, Ollama's 11434), ``usage_keys``
       (keys of a usage object this provider writes; ``usage_keys_shared`` when other servers write them
@@ -110,6 +113,7 @@ class ProviderProfile:
     model_patterns: tuple[str, ...] = ()
     model_vendors: tuple[str, ...] = ()
     model_excludes: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
     url_hosts: tuple[str, ...] = ()
     url_ports: tuple[int, ...] = ()
     usage_keys: tuple[str, ...] = ()
@@ -352,6 +356,20 @@ def infer_provider(
 def _is_router(url: str) -> bool:
     host = (urlsplit(url if "//" in url else "//" + url).hostname or "").lower()
     return any(host == h or host.endswith("." + h) for h in ROUTER_HOSTS)
+
+
+def provider_named(name: str) -> str | None:
+    """The provider another tool calls ``name`` (a profile's name or one of its ``aliases``, case
+    ignored), or None.
+
+    >>> provider_named("azure.ai.openai"), provider_named("vertex_ai"), provider_named("bedrock")
+    ('openai', 'gemini', None)
+    """
+    wanted = name.strip().lower()
+    for profile in available_providers().values():
+        if wanted == profile.name or wanted in profile.aliases:
+            return profile.name
+    return None
 
 
 def infer_record_provider(record: RequestRecord) -> str | None:

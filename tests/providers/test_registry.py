@@ -182,3 +182,13 @@ def test_prefix_cache_rules() -> None:
     assert model.cached_tokens(CachePlan(prompt_len=500), prefix_tokens=450) == 0  # under the minimum
     assert model.min_cacheable_tokens("vendor/big-model") == 1000
     assert model.min_cacheable_tokens("small") == 100
+
+
+def test_names_other_tools_give_a_provider_resolve_through_the_profiles() -> None:
+    from promptkit.providers.registry import provider_named
+
+    assert provider_named("Azure.AI.OpenAI") == "openai"  # OpenTelemetry's name, case ignored
+    assert provider_named("ollama_chat") == "ollama" and provider_named("hosted_vllm") == "vllm"  # LiteLLM's
+    assert provider_named("gcp.vertex_ai") == "gemini" and provider_named("vertex_ai") == "gemini"
+    assert provider_named("deepseek") == "deepseek"  # a profile's own name
+    assert provider_named("aws.bedrock") is None  # hosts many providers' models: the model name decides
