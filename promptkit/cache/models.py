@@ -342,9 +342,9 @@ class PrefixCache(CacheModel):
     Example::
 
         >>> m = PrefixCache(min_tokens=1024, unit=None)
-        >>> m.cached_tokens(CachePlan(prompt_len=3000, entries=()), prefix_tokens=2500)
+        >>> m.cached_tokens(CachePlan(prompt_len=3000, entries=(CacheEntry(3000),)), prefix_tokens=2500)
         2500
-        >>> m.cached_tokens(CachePlan(prompt_len=900, entries=()), prefix_tokens=800)
+        >>> m.cached_tokens(CachePlan(prompt_len=900), prefix_tokens=800)  # under the minimum: no entry, no read
         0
     """
 

@@ -76,8 +76,8 @@ class ProviderProfile:
       :meth:`load_render` give the objects. ``cache_model``: the provider's
       :class:`~promptkit.cache.models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
       ``thinking_render(request)`` returns the render for a request in thinking mode (None otherwise).
-    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`) and ``default_model``
-      (priced when a log does not name its model); ``context_window``: the largest prompt any of its
+    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`; :meth:`price` looks a
+      model up) and ``default_model`` (priced when a log does not name its model); ``context_window``: the largest prompt any of its
       models takes, in tokens (None: unknown).
     - Recognition (:meth:`recognises`, :func:`infer_provider`): ``model_patterns`` (regular expressions
       matched at the start of a model name, a ``vendor/`` or ``models/`` prefix removed),
@@ -171,6 +171,21 @@ class ProviderProfile:
     def min_cacheable_tokens(self, model: str | None = None) -> int:
         """The smallest prompt the provider caches for ``model`` (0: no minimum)."""
         return int(self.new_cache_model().min_cacheable_tokens(model))
+
+    def price(self, model: str | None = None) -> ModelPrice | None:
+        """The list price of ``model`` (its bare name, router prefix off; the longest priced name it
+        starts with, so a dated version is priced as its family), else of :attr:`default_model`; None
+        when neither is priced.
+
+        >>> get_provider("gemini").price("google/gemini-3-pro-preview").cache_hit
+        0.2
+        """
+        if model:
+            bare = model.strip().lower().rsplit("/", 1)[-1]
+            best = max((m for m in self.prices if bare.startswith(m.lower())), key=len, default=None)
+            if best is not None:
+                return self.prices[best]
+        return self.prices.get(self.default_model) if self.default_model else None
 
     def parse_usage(self, usage: Mapping[str, Any], where: str = "usage") -> Usage:
         """``usage`` (this provider's usage object) as a :class:`~promptkit.layout.Usage`."""

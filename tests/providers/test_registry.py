@@ -192,3 +192,12 @@ def test_names_other_tools_give_a_provider_resolve_through_the_profiles() -> Non
     assert provider_named("gcp.vertex_ai") == "gemini" and provider_named("vertex_ai") == "gemini"
     assert provider_named("deepseek") == "deepseek"  # a profile's own name
     assert provider_named("aws.bedrock") is None  # hosts many providers' models: the model name decides
+
+
+def test_a_profile_prices_its_models_by_family() -> None:
+    anthropic = get_provider("anthropic")
+    assert anthropic.price("claude-sonnet-4-5-20250929") is anthropic.prices["claude-sonnet-4-5"]
+    assert anthropic.price("anthropic/claude-opus-4-1").cache_miss == 15.0
+    assert get_provider("gemini").price("gemini-2.5-flash-lite").cache_miss == 0.10  # longest name wins
+    assert get_provider("deepseek").price(None) is get_provider("deepseek").prices["deepseek-chat"]
+    assert get_provider("generic").price("anything") is None
