@@ -1119,9 +1119,10 @@ def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> Anal
 
 def _defaulted_note(count: int) -> str:
     profile = get_provider(DEFAULT_PROVIDER)
+    unit = "no unit" if profile.cache_unit is None else f"{profile.cache_unit}-token units"
     return (
         f"{count} session(s) name no provider and none was recognised from model, URL or usage: "
-        f"analyzed with the {DEFAULT_PROVIDER!r} rules ({profile.description}; tokenizer "
+        f"analyzed with the {DEFAULT_PROVIDER!r} rules (exact prefix, {unit}; tokenizer "
         f"{_name_of(profile.load_tokenizer())} as an estimate) (pass --provider to choose)"
     )
 
