@@ -339,7 +339,7 @@ def _resolve(
     return (
         profile,
         (tokenizer if tokenizer is not None else profile.load_tokenizer()),
-        (render if render is not None else profile.render),
+        (render if render is not None else profile.load_render()),
         model,
     )
 

@@ -245,7 +245,7 @@ def trace_from_requests(
         raise ValueError(f"block_size must be > 0, got {block_size}")
     profile = get_provider(provider)
     rt = RequestTokenizer(
-        render if render is not None else profile.render, tokenizer or profile.load_tokenizer()
+        render if render is not None else profile.load_render(), tokenizer or profile.load_tokenizer()
     )
     items = list(records)
     timed = bool(items) and all(r.timestamp is not None for r in items)

@@ -51,7 +51,7 @@ def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], An
     tokenizers = cache if cache is not None else {}
     rt = tokenizers.get(key)
     if rt is None:
-        rt = tokenizers[key] = RequestTokenizer(profile.render, profile.load_tokenizer())
+        rt = tokenizers[key] = RequestTokenizer(profile.load_render(), profile.load_tokenizer())
     return int(rt.tokenize(record.request).prompt_len)
 
 

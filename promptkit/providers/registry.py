@@ -71,8 +71,7 @@ class ProviderProfile:
     - ``normalize``: the provider's system-placement normalization of a message list (DeepSeek's
       system-to-user rule), or None.
     - ``tokenizer``, ``render``: a name for :func:`~promptkit.cache.tokenizers.get_tokenizer` /
-      :func:`~promptkit.cache.render.get_render_model`, or the object itself (a tokenizer may also be a
-      function that loads it); :meth:`load_tokenizer` and
+      :func:`~promptkit.cache.render.get_render_model`, the object itself, or a function that loads it; :meth:`load_tokenizer` and
       :meth:`load_render` give the objects. ``cache_model``: the provider's
       :class:`~promptkit.cache.models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
       ``thinking_render(request)`` returns the render for a request in thinking mode (None otherwise).
@@ -138,10 +137,14 @@ class ProviderProfile:
         return get_tokenizer(spec)
 
     def load_render(self) -> Any:
-        """The render model object (:class:`~promptkit.cache.render.RenderModel`)."""
+        """The render model object (:class:`~promptkit.cache.render.RenderModel`): ``render`` is a name,
+        the object, or a function without arguments that loads it."""
         from promptkit.cache.render import get_render_model
 
-        return get_render_model(self.render)
+        spec = self.render
+        if callable(spec) and not hasattr(spec, "render"):
+            spec = spec()
+        return get_render_model(spec)
 
     def new_cache_model(self, **overrides: Any) -> Any:
         """The provider's cache model object, with ``overrides`` (``ttl=...``) applied."""

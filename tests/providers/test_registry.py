@@ -201,3 +201,15 @@ def test_a_profile_prices_its_models_by_family() -> None:
     assert get_provider("gemini").price("gemini-2.5-flash-lite").cache_miss == 0.10  # longest name wins
     assert get_provider("deepseek").price(None) is get_provider("deepseek").prices["deepseek-chat"]
     assert get_provider("generic").price("anything") is None
+
+
+def test_glm_and_minimax_render_with_their_own_chat_templates() -> None:
+    from promptkit.cache.render.base import rendered_text
+
+    body = {"messages": [{"role": "system", "content": "terse"}, {"role": "user", "content": "hi"}]}
+    glm = rendered_text(get_provider("glm").load_render().render(body))
+    minimax = rendered_text(get_provider("minimax").load_render().render(body))
+    # GLM's template opens with [gMASK]<sop> and marks roles <|system|>, <|user|>; none writes ChatML
+    assert glm.startswith("[gMASK]<sop>") and "<|user|>" in glm and "<|im_start|>" not in glm
+    assert "terse" in minimax and "<|im_start|>" not in minimax
+    assert rendered_text(get_provider("qwen").load_render().render(body)).startswith("<|im_start|>system")
