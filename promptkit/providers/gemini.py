@@ -135,6 +135,8 @@ PROFILE = ProviderProfile(
     usage_parser=gemini_usage,
     exact_tokenizer=False,
     best_effort=True,
+    # fitted on the two shared OpenRouter runs, in the provider's units (tests/cache/test_accuracy.py)
+    calibration="calibration-gemini.json",
 )
 
 PROFILES = (PROFILE,)

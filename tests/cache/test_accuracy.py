@@ -12,6 +12,7 @@ Per provider, over the calls whose log reports usage (token-weighted ratios use 
 - ``upper_error_pp``: 100 × (Σ upper − Σ reported cached) / Σ reported prompt;
 - ``expected_error_pp``: the same for the calibrated expectation, fitted with each run held out
   (:func:`~promptkit.cache.calibration.leave_one_run_out`: the honest figure for runs not seen);
+  ``bundled_error_pp`` with the calibration bundled for the provider (fitted on all its runs here);
 - ``mae_tokens``: the mean |upper − reported cached| per call, and ``expected_mae_tokens`` for the
   expectation.
 
@@ -27,7 +28,12 @@ from pathlib import Path
 
 import polars as pl
 
-from promptkit.cache.calibration import expected_cached, fit_calibration, leave_one_run_out
+from promptkit.cache.calibration import (
+    default_calibration,
+    expected_cached,
+    fit_calibration,
+    leave_one_run_out,
+)
 from promptkit.cache.engine import analyze
 
 REAL = Path("fixtures/real-logs")
@@ -74,6 +80,11 @@ def accuracy_row(provider: str) -> dict[str, object]:
         ]
     )
     joined = units.join(expected, on=["session", "index"])
+    bundled = default_calibration(provider)
+    bundled_error = None
+    if bundled is not None:
+        mine = units.join(expected_cached(units, bundled), on=["session", "index"])
+        bundled_error = 100 * (mine["expected_cached_tokens"].sum() - reported_cached) / reported_prompt
     return {
         "provider": provider,
         "calls": frame.height,
@@ -82,6 +93,7 @@ def accuracy_row(provider: str) -> dict[str, object]:
         "upper_below": float((frame["upper"] + 0.5 < frame["reported_cached_tokens"]).mean() or 0.0),
         "upper_error_pp": 100 * (frame["upper"].sum() - reported_cached) / reported_prompt,
         "expected_error_pp": float(pooled["error_pp"]),
+        "bundled_error_pp": bundled_error,
         "mae_tokens": float((frame["upper"] - frame["reported_cached_tokens"]).abs().mean() or 0.0),
         "expected_mae_tokens": float(
             (joined["expected_cached_tokens"] - joined["reported_cached_tokens"]).abs().mean() or 0.0
@@ -110,6 +122,16 @@ def test_gemini_upper_bound_is_below_the_report_on_at_most_5_percent_of_calls() 
 def test_gemini_calibrated_expectation_is_within_1_5_pp_of_the_reported_aggregate() -> None:
     row = accuracy_row("gemini")
     assert abs(float(row["expected_error_pp"])) <= 1.5, row  # achieved: -1.40 pp, each run held out
+
+
+def test_the_bundled_gemini_calibration_is_the_fit_on_these_runs() -> None:
+    units = _in_provider_units(provider_frame("gemini"))
+    fitted, bundled = fit_calibration(units, provider="gemini"), default_calibration("gemini")
+    assert bundled is not None
+    assert bundled.run_counts == fitted.run_counts
+    assert abs(bundled.stale_probability - fitted.stale_probability) < 1e-12
+    row = accuracy_row("gemini")
+    assert abs(float(row["bundled_error_pp"])) <= 2.0, row  # achieved: -1.74 pp (in sample)
 
 
 def test_gemini_counts_are_estimates_so_no_call_is_counted_exactly() -> None:

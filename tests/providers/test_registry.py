@@ -125,8 +125,12 @@ def test_minimum_per_model() -> None:
     assert anthropic.min_cacheable_tokens("claude-haiku-4-5") == 4096
 
 
-def test_only_deepseek_has_a_bundled_calibration() -> None:
-    assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek"}
+def test_the_best_effort_providers_with_real_logs_have_a_bundled_calibration() -> None:
+    from promptkit.cache.calibration import default_calibration
+
+    assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek", "gemini"}
+    assert default_calibration("gemini").provider == "gemini"
+    assert default_calibration("qwen") is None
 
 
 def test_open_model_tokenizers_load_offline_and_are_the_providers_own() -> None:
