@@ -28,7 +28,8 @@ def _export(module: str, *names: str) -> None:
 _export(
     "models",
     "get_cache_model", "register_cache_model", "CacheModel", "CachePlan", "CacheEntry", "ExactCache",
-    "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache", "anthropic_min_cacheable_tokens",
+    "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache", "PrefixCache",
+    "anthropic_min_cacheable_tokens",
 )  # fmt: skip
 _export("simulator", "RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome")
 _export(

@@ -218,19 +218,19 @@ def load_calibration(path: str | os.PathLike[str]) -> Calibration:
     return Calibration.from_json(data, str(path))
 
 
-#: Bundled calibrations, per provider (files in promptkit/data/).
-_BUNDLED: Final[Mapping[str, str]] = {"deepseek": "calibration-deepseek.json"}
-
-
 def default_calibration(provider: str) -> Calibration | None:
-    """The calibration bundled for ``provider`` (fitted on the shared real logs), or None.
+    """The calibration bundled for ``provider`` (the file its profile names in ``calibration``, fitted on
+    the shared real logs), or None.
 
     Example::
 
         >>> default_calibration("deepseek").fitted_on["runs"]
         3
     """
-    name = _BUNDLED.get(provider)
+    from promptkit.providers.registry import available_providers
+
+    profile = available_providers().get(provider)
+    name = None if profile is None else profile.calibration
     if name is None:
         return None
     resource = importlib.resources.files("promptkit").joinpath("data", name)

@@ -338,16 +338,8 @@ def classify_change(
 
 
 def _minimum(model: CacheModel, model_name: str | None) -> int:
-    """The smallest prefix the provider caches at all (0 when it has no minimum)."""
-    from promptkit.cache.models import AnthropicCache, OpenAICache, anthropic_min_cacheable_tokens
-
-    if isinstance(model, OpenAICache):
-        return model.min_tokens
-    if isinstance(model, AnthropicCache):
-        return (
-            model.min_tokens if model.min_tokens is not None else anthropic_min_cacheable_tokens(model_name)
-        )
-    return 0
+    """The smallest prefix the provider caches at all (0 when it has no minimum): asked of the cache model."""
+    return int(model.min_cacheable_tokens(model_name))
 
 
 def _session_of(source: str | None) -> str | None:

@@ -41,7 +41,12 @@ from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
-from promptkit.providers.registry import ProviderProfile, get_provider, infer_record_provider
+from promptkit.providers.registry import (
+    GENERIC_PROVIDER,
+    ProviderProfile,
+    get_provider,
+    infer_record_provider,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -157,7 +162,9 @@ class AnalysisResult:
       and of the trailing generation prompt (``generation``); ``message`` is the message index.
     - ``problems``: every line, record or request that could not be used (``file, line, reason``).
     - ``provider``, ``tokenizer``, ``render``, ``cache_model``, ``view``: the configuration; ``notes``:
-      what the analysis had to assume (e.g. no timestamps, so no expiry).
+      what the analysis had to assume (e.g. no timestamps, so no expiry); ``provider_assumed``: True when
+      some session's provider was not recognised and the generic profile
+      (:data:`DEFAULT_PROVIDER`) was used for it (a note says so too).
     """
 
     requests: pl.DataFrame
@@ -169,6 +176,7 @@ class AnalysisResult:
     cache_model: CacheModel
     view: str
     notes: tuple[str, ...] = ()
+    provider_assumed: bool = False
 
     @property
     def hit_ratio(self) -> float | None:
@@ -328,11 +336,11 @@ def _resolve(
     cache_model: str | CacheModel | None,
 ) -> tuple[ProviderProfile, Any, Any, CacheModel]:
     profile = get_provider(provider)
-    model = get_cache_model(cache_model if cache_model is not None else profile.cache_model)
+    model = get_cache_model(cache_model) if cache_model is not None else profile.new_cache_model()
     return (
         profile,
-        (tokenizer if tokenizer is not None else profile.tokenizer),
-        (render if render is not None else profile.render),
+        (tokenizer if tokenizer is not None else profile.load_tokenizer()),
+        (render if render is not None else profile.load_render()),
         model,
     )
 
@@ -946,7 +954,7 @@ def _finish(
     if (
         records
         and not ctx.spec.timed
-        and (model.ttl is not None or model.delay > 0 or model.name == "anthropic")
+        and (model.ttl is not None or model.delay > 0 or model.exact_entries)
     ):
         notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
     # memory: each partial's frames are handed over and released column by column as they are sorted
@@ -981,13 +989,9 @@ def _finish(
             f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
         )
     if writes_nothing:
-        why = (
-            "no cache_control breakpoint and no layout to place automatic ones: Anthropic caches nothing for them"
-            if model.name == "anthropic"
-            else "nothing to store under its rules"
-        )
         notes.append(
-            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): {why}"
+            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): "
+            f"{model.no_write_reason}"
         )
     firsts: dict[str, int] = {}
     for p in partials:
@@ -1086,8 +1090,10 @@ def _analyze_group(
     return _finish(ctx, [_run(ctx, items, tokenized, progress=progress)], load_problems, len(items))
 
 
-#: The provider assumed for records whose provider nothing in the log recognises.
-DEFAULT_PROVIDER: Final[str] = "deepseek"
+#: The provider assumed for records whose provider nothing in the log recognises: the generic rules
+#: (exact prefix, no minimum, no unit; no provider's own rules are borrowed), always with a note and
+#: ``AnalysisResult.provider_assumed``.
+DEFAULT_PROVIDER: Final[str] = GENERIC_PROVIDER
 
 
 def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> AnalysisResult:
@@ -1113,9 +1119,12 @@ def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> Anal
 
 
 def _defaulted_note(count: int) -> str:
+    profile = get_provider(DEFAULT_PROVIDER)
+    unit = "no unit" if profile.cache_unit is None else f"{profile.cache_unit}-token units"
     return (
         f"{count} session(s) name no provider and none was recognised from model, URL or usage: "
-        f"analyzed as {DEFAULT_PROVIDER!r} (pass --provider to choose)"
+        f"analyzed with the {DEFAULT_PROVIDER!r} rules (exact prefix, {unit}; tokenizer "
+        f"{_name_of(profile.load_tokenizer())} as an estimate) (pass --provider to choose)"
     )
 
 
@@ -1206,7 +1215,7 @@ def analyze_requests(
     finally:
         if executor is not None:
             executor.close()
-    return _combine(results, notes, view)
+    return attrs.evolve(_combine(results, notes, view), provider_assumed=bool(defaulted))
 
 
 def _analyze_stream(
@@ -1316,7 +1325,7 @@ def _analyze_stream(
         )
         for i, key in enumerate(keys)
     ]
-    return _combine(results_by_group, notes, view)
+    return attrs.evolve(_combine(results_by_group, notes, view), provider_assumed=bool(defaulted))
 
 
 @gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan

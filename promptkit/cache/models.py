@@ -58,6 +58,7 @@ __all__ = [
     "DeepSeekCache",
     "ExactCache",
     "OpenAICache",
+    "PrefixCache",
     "VLLMCache",
     "anthropic_min_cacheable_tokens",
     "get_cache_model",
@@ -162,6 +163,28 @@ class CacheModel(abc.ABC):
         """Tokens the provider reports as written to the cache, or None when it does not report it."""
         return None
 
+    # capability questions (asked by the engine, the simulator and the causes instead of a provider's name)
+
+    @property
+    def exact_entries(self) -> bool:
+        """Whether entries are exact (read only whole, at breakpoints) rather than any-prefix; such a
+        cache writes nothing without a breakpoint and is simulated with a shadow of everything stored."""
+        return False
+
+    @property
+    def cache_unit(self) -> int | None:
+        """The unit a cached prefix is rounded down to, in tokens (None: any length)."""
+        return None
+
+    def min_cacheable_tokens(self, model: str | None = None) -> int:
+        """The smallest prefix (or prompt) the provider caches at all for ``model`` (0: no minimum)."""
+        return 0
+
+    @property
+    def no_write_reason(self) -> str:
+        """Why a request may write no entry under this model's rules (for the analysis notes)."""
+        return "nothing to store under its rules"
+
 
 def _units(n: int, unit: int) -> int:
     return (n // unit) * unit
@@ -215,6 +238,10 @@ class DeepSeekCache(CacheModel):
     def includes_completion(self) -> bool:
         return self.include_completion
 
+    @property
+    def cache_unit(self) -> int | None:
+        return self.unit
+
     def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:
         return _units(max(0, min(prefix_tokens, plan.prompt_len)), self.unit)
 
@@ -241,6 +268,13 @@ class OpenAICache(CacheModel):
         if request.get("prompt_cache_retention") == "24h":
             return 24 * 3600.0
         return self.ttl
+
+    @property
+    def cache_unit(self) -> int | None:
+        return self.step
+
+    def min_cacheable_tokens(self, model: str | None = None) -> int:
+        return self.min_tokens
 
     def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:
         shared = min(prefix_tokens, plan.prompt_len)
@@ -274,8 +308,87 @@ class VLLMCache(CacheModel):
         """Only full blocks are stored."""
         return _units(tokens, self.block_size)
 
+    @property
+    def cache_unit(self) -> int | None:
+        return self.block_size
+
     def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:
         return _units(max(0, min(prefix_tokens, plan.prompt_len - 1)), self.block_size)
+
+
+def _minimums(value: Any) -> tuple[tuple[str, int], ...]:
+    """``min_tokens_by_model`` as sorted ``(model prefix, tokens)`` pairs (a mapping is accepted)."""
+    items = value.items() if isinstance(value, Mapping) else value
+    pairs = tuple(sorted((str(k), int(v)) for k, v in items))
+    for prefix, tokens in pairs:
+        if tokens < 0:
+            raise UsageError(
+                f"PrefixCache.min_tokens_by_model[{prefix!r}]: expected a count >= 0, got {tokens}"
+            )
+    return pairs
+
+
+@attrs.frozen(slots=True)
+class PrefixCache(CacheModel):
+    """An automatic prefix cache described by its parameters: what most providers document (Gemini's
+    implicit cache, DashScope, Zhipu, MiniMax, Moonshot) and the generic rules for an unknown one.
+
+    Rules: a call whose prompt is shorter than the model's minimum (``min_tokens_by_model``, longest
+    matching model-name prefix, else ``min_tokens``) neither reads nor writes; otherwise cached = the
+    shared prefix rounded down to whole ``unit`` s (None: any length), never more than the prompt.
+    ``include_completion``: whether an entry covers the generated answer too. The parameters of each
+    provider, with their sources, live in its profile (``promptkit/providers/``).
+
+    Example::
+
+        >>> m = PrefixCache(min_tokens=1024, unit=None)
+        >>> m.cached_tokens(CachePlan(prompt_len=3000, entries=(CacheEntry(3000),)), prefix_tokens=2500)
+        2500
+        >>> m.cached_tokens(CachePlan(prompt_len=900), prefix_tokens=800)  # under the minimum: no entry, no read
+        0
+    """
+
+    name: ClassVar[str] = "prefix"
+    min_tokens: int = attrs.field(default=0, validator=_non_negative)
+    min_tokens_by_model: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_minimums)
+    unit: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive_int))
+    ttl: float | None = attrs.field(default=None, validator=_non_negative_or_none)
+    capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
+    delay: float = attrs.field(default=0.0, validator=_non_negative)
+    include_completion: bool = False
+
+    @property
+    def includes_completion(self) -> bool:
+        return self.include_completion
+
+    @property
+    def cache_unit(self) -> int | None:
+        return self.unit
+
+    def min_cacheable_tokens(self, model: str | None = None) -> int:
+        if model:
+            bare = model.rsplit("/", 1)[-1].lower()
+            best = max((p for p, _ in self.min_tokens_by_model if bare.startswith(p)), key=len, default=None)
+            if best is not None:
+                return dict(self.min_tokens_by_model)[best]
+        return int(self.min_tokens)
+
+    def plan(
+        self,
+        tokenized: TokenizedRequest,
+        request: Mapping[str, Any],
+        layout: Sequence[LayoutEntry] | None = None,
+    ) -> CachePlan:
+        model = request.get("model")
+        if tokenized.prompt_len < self.min_cacheable_tokens(model if isinstance(model, str) else None):
+            return CachePlan(tokenized.prompt_len)  # under the minimum: nothing is stored
+        return super().plan(tokenized, request, layout)
+
+    def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:
+        if not plan.entries:  # only a prompt under the minimum stores nothing: it reads nothing either
+            return 0
+        shared = max(0, min(prefix_tokens, plan.prompt_len))
+        return shared if self.unit is None else _units(shared, self.unit)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -366,6 +479,17 @@ class AnthropicCache(CacheModel):
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     auto_from_layout: bool = True
+
+    @property
+    def exact_entries(self) -> bool:
+        return True
+
+    def min_cacheable_tokens(self, model: str | None = None) -> int:
+        return self.min_tokens if self.min_tokens is not None else anthropic_min_cacheable_tokens(model)
+
+    @property
+    def no_write_reason(self) -> str:
+        return "no cache_control breakpoint and no layout to place automatic ones: nothing is cached for them"
 
     def _ttl_of(self, cc: Mapping[str, Any]) -> float | None:
         ttl = cc.get("ttl")
@@ -475,6 +599,7 @@ CACHE_MODELS: dict[str, Callable[..., CacheModel]] = {
     "openai": OpenAICache,
     "anthropic": AnthropicCache,
     "vllm": VLLMCache,
+    "prefix": PrefixCache,
 }
 
 

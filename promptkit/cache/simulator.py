@@ -377,7 +377,7 @@ class _Pending:
 def _keeps_all(model: CacheModel) -> bool:
     """Whether a simulator of ``model`` keeps a shadow cache of everything stored (to tell an expiry or
     an eviction apart from "never stored")."""
-    return model.ttl is not None or model.capacity is not None or model.name == "anthropic"
+    return model.ttl is not None or model.capacity is not None or model.exact_entries
 
 
 class CacheSimulator:

@@ -253,7 +253,9 @@ def trace_from_requests(
     if block_size <= 0:
         raise ValueError(f"block_size must be > 0, got {block_size}")
     profile = get_provider(provider)
-    rt = RequestTokenizer(render if render is not None else profile.render, tokenizer or profile.tokenizer)
+    rt = RequestTokenizer(
+        render if render is not None else profile.load_render(), tokenizer or profile.load_tokenizer()
+    )
     items = list(records)
     timed = bool(items) and all(r.timestamp is not None for r in items)
     origin = min(float(r.timestamp) for r in items if r.timestamp is not None) if timed else 0.0

@@ -6,9 +6,11 @@ from promptkit.formats import (
     atif,
     claude_code,
     codex,
+    gemini_cli,
     http_capture,
     litellm,
     mini_swe_agent,
+    opencode,
     otel_genai,
     promptkit_jsonl,
     swe_agent,
@@ -18,6 +20,7 @@ from promptkit.formats.base import register_format
 for _module in (
     claude_code,
     codex,
+    gemini_cli,
     http_capture,
     mini_swe_agent,
     promptkit_jsonl,
@@ -25,5 +28,6 @@ for _module in (
     litellm,
     atif,
     swe_agent,
+    opencode,
 ):
     register_format(_module.FORMAT, replace=True)

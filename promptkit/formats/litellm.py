@@ -49,21 +49,10 @@ from promptkit.formats.fields import (
     parse_timestamp,
 )
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
+from promptkit.providers.registry import provider_named
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "litellm_usage", "payload_record"]
-
-_PROVIDERS: Final[Mapping[str, str]] = {
-    "openai": "openai",
-    "azure": "openai",
-    "text-completion-openai": "openai",
-    "anthropic": "anthropic",
-    "deepseek": "deepseek",
-    "ollama": "ollama",
-    "ollama_chat": "ollama",
-    "hosted_vllm": "vllm",
-    "vllm": "vllm",
-}
 
 _SESSION_KEYS: Final[tuple[str, ...]] = ("session_id", "litellm_session_id")
 
@@ -212,7 +201,7 @@ def payload_record(
     except RecordFormatError as exc:
         report(f"{label}{exc}; the call is kept without a timestamp")
     custom = payload.get("custom_llm_provider")
-    provider = _PROVIDERS.get(custom) if isinstance(custom, str) else None
+    provider = provider_named(custom) if isinstance(custom, str) else None  # the profiles' aliases
     api_base = payload.get("api_base")
     meta: dict[str, Any] = {}
     if isinstance(custom, str):

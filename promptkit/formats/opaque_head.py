@@ -36,22 +36,22 @@ __all__ = ["estimate_opaque_heads", "visible_prompt_tokens"]
 
 def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], Any] | None = None) -> int:
     """Prompt tokens of the record's request as promptkit renders and tokenizes it for its provider
-    (the provider's profile; Anthropic's when the record names none). ``cache`` keeps request
-    tokenizers between calls.
+    (the profile it names or is recognised as; the generic profile when none is). ``cache`` keeps
+    request tokenizers between calls.
 
     >>> from promptkit.layout import RequestRecord
     >>> visible_prompt_tokens(RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s", provider="openai"))
     9
     """
     from promptkit.cache.tokenize import RequestTokenizer
-    from promptkit.providers.registry import get_provider
+    from promptkit.providers.registry import GENERIC_PROVIDER, get_provider, infer_record_provider
 
-    profile = get_provider(record.provider or "anthropic")
-    key = (str(profile.render), str(profile.tokenizer))
+    profile = get_provider(infer_record_provider(record) or GENERIC_PROVIDER)
+    key = (profile.name, "")
     tokenizers = cache if cache is not None else {}
     rt = tokenizers.get(key)
     if rt is None:
-        rt = tokenizers[key] = RequestTokenizer(profile.render, profile.tokenizer)
+        rt = tokenizers[key] = RequestTokenizer(profile.load_render(), profile.load_tokenizer())
     return int(rt.tokenize(record.request).prompt_len)
 
 

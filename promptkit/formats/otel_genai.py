@@ -47,6 +47,7 @@ from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
 from promptkit.formats.fields import count, loads_json, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
+from promptkit.providers.registry import provider_named
 
 __all__ = [
     "FORMAT",
@@ -59,16 +60,6 @@ __all__ = [
 
 #: ``gen_ai.operation.name`` values that are one model call.
 INFERENCE_OPERATIONS: Final[frozenset[str]] = frozenset({"chat", "text_completion", "generate_content"})
-
-_PROVIDER_NAMES: Final[Mapping[str, str]] = {
-    "openai": "openai",
-    "azure.ai.openai": "openai",
-    "az.ai.openai": "openai",
-    "anthropic": "anthropic",
-    "deepseek": "deepseek",
-    "ollama": "ollama",
-    "vllm": "vllm",
-}
 
 _EVENT_ROLES: Final[Mapping[str, str]] = {
     "gen_ai.system.message": "system",
@@ -490,7 +481,7 @@ def span_record(
     else:
         session = default_session
     system = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
-    provider = _PROVIDER_NAMES.get(system.lower()) if isinstance(system, str) else None
+    provider = provider_named(system) if isinstance(system, str) else None  # the profiles' aliases
     meta: dict[str, Any] = {}
     if isinstance(system, str):
         meta["gen_ai_provider"] = system

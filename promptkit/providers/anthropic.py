@@ -20,6 +20,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from promptkit.cache.models import AnthropicCache
 from promptkit.chat.message import Message
 from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (
@@ -208,7 +209,11 @@ def _cut_points(points: Any, prepared: PreparedInput, where: str) -> list[int]:
 
 def _ends_in_tool_loop(prepared: PreparedInput) -> bool:
     layout = prepared.frame_layout()
-    return bool(layout) and len(layout) > prepared.head_length() and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
+    return (
+        bool(layout)
+        and len(layout) > prepared.head_length()
+        and LayoutEntry.coerce(layout[-1]).slot == FrameSlot.TOOL_LOOP
+    )
 
 
 def anthropic_request(
@@ -428,7 +433,7 @@ PROFILE = ProviderProfile(
     description="Anthropic Messages: explicit cache_control breakpoints, 5-minute / 1-hour TTLs, billed writes",
     tokenizer="cl100k_base",
     render="chatml",
-    cache_model="anthropic",
+    cache_model=AnthropicCache(),
     build_request=anthropic_request,
     prices=[
         ModelPrice(
@@ -456,7 +461,8 @@ PROFILE = ProviderProfile(
     context_window=1_000_000,
     model_patterns=(r"claude",),
     url_hosts=("anthropic.com",),
-    usage_shapes=("anthropic",),
+    model_vendors=("anthropic",),
+    usage_keys=("cache_read_input_tokens", "cache_creation_input_tokens"),
     layout_aligned=False,
 )
 PROFILES = (PROFILE,)

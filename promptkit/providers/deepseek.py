@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
+from promptkit.cache.models import DeepSeekCache
 from promptkit.chat.egress import to_llm_role
 from promptkit.chat.message import Message, is_directive_block
 from promptkit.providers._common import (
@@ -137,7 +138,9 @@ def deepseek_request(
     )
     if args.think is not None:
         if "thinking" in extra:
-            raise RequestBuildError(f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)")
+            raise RequestBuildError(
+                f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)"
+            )
         extra = {**extra, "thinking": {"type": "enabled" if args.think else "disabled"}}
     prepared = prepare_input(args.prompt_or_messages, where=where)
     normalized = normalize_system_placement(prepared.messages) if normalize else list(prepared.messages)
@@ -194,7 +197,7 @@ PROFILE = ProviderProfile(
     description="DeepSeek API: its own tokenizer and chat template, 64-token cache units, system-to-user normalization",
     tokenizer="deepseek",
     render="deepseek",
-    cache_model="deepseek",
+    cache_model=DeepSeekCache(),
     build_request=deepseek_request,
     normalize=normalize_system_placement,
     thinking_render=_thinking_render,
@@ -206,7 +209,12 @@ PROFILE = ProviderProfile(
     context_window=131_072,
     model_patterns=(r"deepseek",),
     url_hosts=("deepseek.com",),
-    usage_shapes=("deepseek",),
-    exact_tokens=True,
+    model_vendors=("deepseek",),
+    usage_keys=("prompt_cache_hit_tokens", "prompt_cache_miss_tokens"),
+    exact_tokenizer=True,
+    # "best effort": the cache "does not guarantee a 100% hit" and is built asynchronously
+    # (api-docs.deepseek.com/guides/kv_cache)
+    best_effort=True,
+    calibration="calibration-deepseek.json",
 )
 PROFILES = (PROFILE,)

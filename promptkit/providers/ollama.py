@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promptkit.cache.models import VLLMCache
 from promptkit.providers._common import (
     MediaFormatError,
     RequestBuildError,
@@ -163,8 +164,10 @@ PROFILE = ProviderProfile(
     description="Ollama /api/chat (a local llama.cpp server): exact prefix reuse of the last prompt",
     tokenizer="cl100k_base",
     render="chatml",
-    cache_model="vllm",
+    cache_model=VLLMCache(),
     build_request=ollama_request,
-    url_hosts=("localhost:11434",),
+    aliases=("ollama_chat",),
+    url_hosts=("ollama.com",),
+    url_ports=(11434,),  # Ollama's default port (docs.ollama.com/faq: "binds 127.0.0.1 port 11434")
 )
 PROFILES = (PROFILE,)

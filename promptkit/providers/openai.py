@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from promptkit.cache.models import OpenAICache
 from promptkit.chat.message import Message, to_openai_dict
 from promptkit.providers._common import (
     MediaFormatError,
@@ -228,7 +229,7 @@ PROFILE = ProviderProfile(
     description="OpenAI chat completions / Responses: automatic prefix caching from 1,024 tokens in 128-token steps",
     tokenizer="o200k_base",
     render="chatml",
-    cache_model="openai",
+    cache_model=OpenAICache(),
     build_request=openai_request,
     prices=[
         ModelPrice("openai", m, cache_hit=hit, cache_miss=miss, output=out)
@@ -247,6 +248,10 @@ PROFILE = ProviderProfile(
     context_window=1_047_576,
     model_patterns=(r"gpt-", r"o\d", r"chatgpt-", r"codex-", r"text-embedding-"),
     url_hosts=("openai.com", "openai.azure.com"),
-    usage_shapes=("openai",),
+    model_vendors=("openai",),
+    aliases=("azure", "text-completion-openai", "azure.ai.openai", "az.ai.openai"),
+    # an OpenAI-compatible usage object (many servers write it); the weakest evidence, asked last
+    usage_keys=("prompt_tokens_details", "input_tokens_details"),
+    usage_keys_shared=True,
 )
 PROFILES = (PROFILE,)

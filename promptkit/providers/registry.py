@@ -8,8 +8,8 @@ name, an endpoint URL or the shape of a usage object. The engine, ``--provider``
 Third-party packages add providers through the ``promptkit.providers`` entry-point group (an entry
 point names a :class:`ProviderProfile`, or a module with ``PROFILE``).
 
->>> get_provider("deepseek").cache_model
-'deepseek'
+>>> get_provider("deepseek").cache_unit, get_provider("deepseek").best_effort
+(64, True)
 >>> infer_provider(model="claude-sonnet-4-5"), infer_provider(model="gpt-4o-mini"), infer_provider(url="https://api.deepseek.com/v1")
 ('anthropic', 'openai', 'deepseek')
 """
@@ -24,16 +24,19 @@ from urllib.parse import urlsplit
 import attrs
 
 from promptkit.errors import ProviderError
-from promptkit.layout import RequestRecord
+from promptkit.layout import RequestRecord, Usage
 from promptkit.providers.pricing import ModelPrice
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "GENERIC_PROVIDER",
+    "ROUTER_HOSTS",
     "ProviderProfile",
     "available_providers",
     "get_provider",
     "infer_provider",
     "infer_record_provider",
+    "provider_named",
     "register_provider",
 ]
 
@@ -47,35 +50,59 @@ def _prices(value: Any) -> Mapping[str, ModelPrice]:
     return {p.model: p for p in value}
 
 
+def default_usage_parser(usage: Mapping[str, Any], where: str) -> Usage:
+    from promptkit.providers.usage import normalize_usage
+
+    return normalize_usage(usage, where)
+
+
+#: Hosts of routers: a URL there says nothing of the provider; a ``vendor/model`` name does (OpenRouter
+#: routes ``google/gemini-3-pro-preview`` to Google; https://openrouter.ai/docs/features/provider-routing).
+ROUTER_HOSTS: Final[tuple[str, ...]] = ("openrouter.ai",)
+
+
 @attrs.frozen(slots=True)
 class ProviderProfile:
-    """One provider.
+    """One provider: what promptkit knows of it, and the objects the analysis uses for it.
 
     - ``name``: what ``--provider`` takes; ``description``: one line.
     - ``build_request``: ``(prompt_or_messages, *, model, ...) -> dict``, the request body builder (None
       for analysis-only profiles such as ``exact``).
     - ``normalize``: the provider's system-placement normalization of a message list (DeepSeek's
       system-to-user rule), or None.
-    - ``tokenizer``, ``render``, ``cache_model``: names for
-      :func:`~promptkit.cache.tokenizers.get_tokenizer`, :func:`~promptkit.cache.render.get_render_model`
-      and :func:`~promptkit.cache.models.get_cache_model`; ``thinking_render(request)`` returns the render
-      for a request in thinking mode (None otherwise).
-    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`) and ``default_model``
-      (priced when a log does not name its model); ``context_window``: the largest prompt any of its
+    - ``tokenizer``, ``render``: a name for :func:`~promptkit.cache.tokenizers.get_tokenizer` /
+      :func:`~promptkit.cache.render.get_render_model`, the object itself, or a function that loads it; :meth:`load_tokenizer` and
+      :meth:`load_render` give the objects. ``cache_model``: the provider's
+      :class:`~promptkit.cache.models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
+      ``thinking_render(request)`` returns the render for a request in thinking mode (None otherwise).
+    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`; :meth:`price` looks a
+      model up) and ``default_model`` (priced when a log does not name its model); ``context_window``: the largest prompt any of its
       models takes, in tokens (None: unknown).
-    - Recognition: ``model_patterns`` (regular expressions matched at the start of a model name, a
-      ``provider/`` prefix removed), ``url_hosts`` (host suffixes), ``usage_shapes`` (names from
-      :func:`~promptkit.providers.usage.usage_shape`).
-    - ``exact_tokens``: whether the tokenizer is the provider's own (token counts exact) or an
-      approximation; ``layout_aligned``: whether ``build_request`` keeps one body message per prepared
-      message (so a layout stays aligned with the body, as request logs need).
+    - Recognition (:meth:`recognises`, :func:`infer_provider`): ``model_patterns`` (regular expressions
+      matched at the start of a model name, a ``vendor/`` or ``models/`` prefix removed),
+      ``model_vendors`` (the ``vendor/`` prefixes a router such as OpenRouter gives its models),
+      ``aliases`` (the names other tools give the provider: LiteLLM's ``custom_llm_provider``,
+      OpenTelemetry's ``gen_ai.provider.name``; see :func:`provider_named`),
+      ``url_hosts`` (host suffixes; one starting with ``-`` also matches a prefixed name such as
+      Vertex AI's ``us-central1-aiplatform.googleapis.com``), ``url_ports`` (ports that name it, Ollama's 11434), ``usage_keys``
+      (keys of a usage object this provider writes; ``usage_keys_shared`` when other servers write them
+      too, as OpenAI-compatible ones do: such a profile is asked last).
+    - ``usage_parser(usage, where)``: the provider's usage object as a :class:`~promptkit.layout.Usage`.
+    - Capabilities: ``exact_tokenizer`` (the tokenizer is the provider's own, so counts are exact; when
+      False the local counts are a proportion estimate and the reported counts are the ruler),
+      ``best_effort`` (the provider documents its cache as best effort: a hit is not guaranteed, so a
+      shortfall can be a provider miss), ``calibration`` (the bundled calibration file in
+      ``promptkit/data/``, or None); the cache model answers the rest (:attr:`exact_entries`,
+      :attr:`cache_unit`, :meth:`min_cacheable_tokens`).
+    - ``layout_aligned``: whether ``build_request`` keeps one body message per prepared message (so a
+      layout stays aligned with the body, as request logs need).
     """
 
     name: str
     description: str
-    tokenizer: str
-    render: str
-    cache_model: str
+    tokenizer: Any
+    render: Any
+    cache_model: Any
     build_request: Callable[..., dict[str, Any]] | None = None
     normalize: Callable[[Sequence[Any]], list[Any]] | None = None
     thinking_render: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -83,20 +110,132 @@ class ProviderProfile:
     default_model: str | None = None
     context_window: int | None = None
     model_patterns: tuple[str, ...] = ()
+    model_vendors: tuple[str, ...] = ()
+    model_excludes: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
     url_hosts: tuple[str, ...] = ()
-    usage_shapes: tuple[str, ...] = ()
-    exact_tokens: bool = False
+    url_ports: tuple[int, ...] = ()
+    usage_keys: tuple[str, ...] = ()
+    usage_keys_shared: bool = False
+    usage_parser: Callable[[Mapping[str, Any], str], Usage] = default_usage_parser
+    exact_tokenizer: bool = False
+    best_effort: bool = False
+    calibration: str | None = None
     layout_aligned: bool = True
 
+    # ------------------------------------------------------------------ the objects
+
+    def load_tokenizer(self) -> Any:
+        """The tokenizer object (:class:`~promptkit.cache.tokenizers.Tokenizer`), loaded once per
+        process: ``tokenizer`` is a name, the object, or a function without arguments that loads it
+        (so that a profile costs nothing until it is used)."""
+        from promptkit.cache.tokenizers import get_tokenizer
+
+        spec = self.tokenizer
+        if callable(spec) and not hasattr(spec, "encode"):
+            spec = spec()
+        return get_tokenizer(spec)
+
+    def load_render(self) -> Any:
+        """The render model object (:class:`~promptkit.cache.render.RenderModel`): ``render`` is a name,
+        the object, or a function without arguments that loads it."""
+        from promptkit.cache.render import get_render_model
+
+        spec = self.render
+        if callable(spec) and not hasattr(spec, "render"):
+            spec = spec()
+        return get_render_model(spec)
+
+    def new_cache_model(self, **overrides: Any) -> Any:
+        """The provider's cache model object, with ``overrides`` (``ttl=...``) applied."""
+        from promptkit.cache.models import get_cache_model
+
+        return get_cache_model(self.cache_model, **overrides)
+
+    # ------------------------------------------------------------------ capability questions
+
+    @property
+    def exact_tokens(self) -> bool:
+        """Deprecated alias of :attr:`exact_tokenizer`."""
+        return self.exact_tokenizer
+
+    @property
+    def exact_entries(self) -> bool:
+        """Whether the cache stores exact entries read only whole (Anthropic's breakpoints) rather than
+        any prefix of what it holds."""
+        return bool(self.new_cache_model().exact_entries)
+
+    @property
+    def cache_unit(self) -> int | None:
+        """The unit a cached prefix is rounded down to, in tokens (None: any length)."""
+        unit = self.new_cache_model().cache_unit
+        return None if unit is None else int(unit)
+
+    def min_cacheable_tokens(self, model: str | None = None) -> int:
+        """The smallest prompt the provider caches for ``model`` (0: no minimum)."""
+        return int(self.new_cache_model().min_cacheable_tokens(model))
+
+    def price(self, model: str | None = None) -> ModelPrice | None:
+        """The list price of ``model`` (its bare name, router prefix off; the longest priced name it
+        starts with, so a dated version is priced as its family), else of :attr:`default_model`; None
+        when neither is priced.
+
+        >>> get_provider("gemini").price("google/gemini-3-pro-preview").cache_hit
+        0.2
+        """
+        if model:
+            bare = model.strip().lower().rsplit("/", 1)[-1]
+            best = max((m for m in self.prices if bare.startswith(m.lower())), key=len, default=None)
+            if best is not None:
+                return self.prices[best]
+        return self.prices.get(self.default_model) if self.default_model else None
+
+    def parse_usage(self, usage: Mapping[str, Any], where: str = "usage") -> Usage:
+        """``usage`` (this provider's usage object) as a :class:`~promptkit.layout.Usage`."""
+        return self.usage_parser(usage, where)
+
+    # ------------------------------------------------------------------ recognition
+
     def recognises_model(self, model: str) -> bool:
-        """Whether ``model`` (``provider/`` prefix and case ignored) is one of this provider's models."""
-        bare = model.rsplit("/", 1)[-1].lower()
-        return any(re.match(p, bare) for p in self.model_patterns)
+        """Whether ``model`` is one of this provider's models: its bare name (``vendor/`` or ``models/``
+        prefix and case ignored) matches :attr:`model_patterns`, or its ``vendor/`` prefix is one of
+        :attr:`model_vendors`; a name matching :attr:`model_excludes` never is."""
+        lowered = model.strip().lower()
+        bare = lowered.rsplit("/", 1)[-1]
+        if any(re.match(p, bare) for p in self.model_excludes):
+            return False
+        if any(re.match(p, bare) for p in self.model_patterns):
+            return True
+        vendor = lowered.split("/", 1)[0] if "/" in lowered else None
+        return vendor is not None and vendor in self.model_vendors
 
     def recognises_url(self, url: str) -> bool:
-        """Whether ``url``'s host is (a subdomain of) one of :attr:`url_hosts`."""
-        host = (urlsplit(url if "//" in url else "//" + url).hostname or "").lower()
-        return any(host == h or host.endswith("." + h) for h in self.url_hosts)
+        """Whether ``url``'s host is (a subdomain of) one of :attr:`url_hosts`, or its port one of
+        :attr:`url_ports`."""
+        parts = urlsplit(url if "//" in url else "//" + url)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port is not None and port in self.url_ports:
+            return True
+        return any(
+            host == h or host.endswith("." + h) or (h.startswith("-") and host.endswith(h))
+            for h in self.url_hosts
+        )
+
+    def recognises_usage(self, usage: object) -> bool:
+        """Whether a usage object carries one of this provider's own keys (:attr:`usage_keys`)."""
+        return isinstance(usage, Mapping) and any(k in usage for k in self.usage_keys)
+
+    def recognises(self, *, url: str | None = None, model: str | None = None, usage: object = None) -> bool:
+        """Whether any of ``url``, ``model`` or ``usage`` is this provider's."""
+        return bool(
+            (url and self.recognises_url(url))
+            or (model and self.recognises_model(model))
+            or (usage is not None and self.recognises_usage(usage))
+        )
 
 
 _REGISTRY: dict[str, ProviderProfile] = {}
@@ -113,22 +252,63 @@ def register_provider(profile: ProviderProfile, *, replace: bool = False) -> Pro
     return profile
 
 
+#: The profile analyzed when nothing recognises a session's provider (always with a note, and
+#: ``AnalysisResult.provider_assumed``): exact prefix, no cache unit, the reported counts as the ruler.
+GENERIC_PROVIDER: Final[str] = "generic"
+
+#: The modules of the built-in profiles. They are found through the entry points declared in
+#: ``pyproject.toml`` (``[project.entry-points."promptkit.providers"]``), exactly as plugins are; this
+#: list is read only when promptkit's own distribution metadata is absent (a source tree on
+#: ``sys.path`` that was never installed), so the built-ins never depend on an install step.
+_BUILTIN_MODULES: Final[tuple[str, ...]] = (
+    "promptkit.providers.deepseek",
+    "promptkit.providers.openai",
+    "promptkit.providers.anthropic",
+    "promptkit.providers.gemini",
+    "promptkit.providers.open_models",
+    "promptkit.providers.ollama",
+    "promptkit.providers.generic",
+)
+
+
+def _builtin_fallback() -> list[ProviderProfile]:
+    import importlib
+    from importlib import metadata
+
+    try:
+        metadata.distribution("promptkit")
+    except metadata.PackageNotFoundError:
+        profiles: list[ProviderProfile] = []
+        for name in _BUILTIN_MODULES:
+            profiles.extend(importlib.import_module(name).PROFILES)
+        return profiles
+    return []
+
+
 def _load() -> None:
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
-    from promptkit.providers import anthropic, deepseek, generic, ollama, openai
-
-    for module in (deepseek, openai, anthropic, ollama, generic):
-        for profile in module.PROFILES:
-            _REGISTRY.setdefault(profile.name, profile)
     from promptkit.plugins import entry_point_objects
 
-    for profile in entry_point_objects(
-        ENTRY_POINT_GROUP, ProviderProfile, attribute="PROFILE", what="provider plugin", error=ProviderError
-    ):
+    found = list(
+        entry_point_objects(
+            ENTRY_POINT_GROUP,
+            ProviderProfile,
+            attribute="PROFILE",
+            what="provider plugin",
+            error=ProviderError,
+        )
+    )
+    for profile in [*_builtin_fallback(), *found]:
         _REGISTRY.setdefault(profile.name, profile)
+    if GENERIC_PROVIDER not in _REGISTRY:
+        raise ProviderError(
+            f"the built-in provider profiles are not registered (no {GENERIC_PROVIDER!r} under the "
+            f"{ENTRY_POINT_GROUP!r} entry points): promptkit's install metadata is stale; reinstall it "
+            "(pip install -e .)"
+        )
 
 
 def available_providers() -> dict[str, ProviderProfile]:
@@ -149,13 +329,32 @@ def get_provider(name: str | ProviderProfile) -> ProviderProfile:
 
 
 def infer_provider(
-    *, model: str | None = None, url: str | None = None, usage_shape: str | None = None
+    *,
+    model: str | None = None,
+    url: str | None = None,
+    usage: object = None,
+    usage_shape: str | None = None,
 ) -> str | None:
-    """The provider recognised from an endpoint ``url`` (most specific), a ``model`` name, or a usage
-    object's shape (:func:`~promptkit.providers.usage.usage_shape`), in that order; None when nothing
-    matches."""
-    providers = available_providers().values()
-    if url:
+    """The provider recognised from an endpoint ``url``, a ``model`` name or a ``usage`` object, in
+    that order; None when nothing matches (the caller then assumes :data:`GENERIC_PROVIDER`, and says so).
+
+    A router's URL (OpenRouter, :data:`ROUTER_HOSTS`) names no provider: the model's ``vendor/`` prefix
+    routes to the vendor's profile. ``usage_shape`` (a provider name, as
+    :func:`~promptkit.providers.usage.usage_shape` returns) is accepted for older callers.
+
+    Example::
+
+        >>> infer_provider(url="http://localhost:11434/api/chat")
+        'ollama'
+        >>> infer_provider(url="https://openrouter.ai/api/v1", model="google/gemini-3-pro-preview")
+        'gemini'
+        >>> infer_provider(usage={"promptTokenCount": 10, "cachedContentTokenCount": 0})
+        'gemini'
+        >>> infer_provider(model="my-own-model") is None
+        True
+    """
+    providers = [p for p in available_providers().values() if p.name != GENERIC_PROVIDER]
+    if url and not _is_router(url):
         for p in providers:
             if p.recognises_url(url):
                 return p.name
@@ -163,16 +362,37 @@ def infer_provider(
         for p in providers:
             if p.recognises_model(model):
                 return p.name
-    if usage_shape:
-        for p in providers:
-            if usage_shape in p.usage_shapes:
+    if usage is not None:
+        for p in sorted(providers, key=lambda p: p.usage_keys_shared):
+            if p.recognises_usage(usage):
                 return p.name
+    if usage_shape and usage_shape in available_providers():
+        return usage_shape
+    return None
+
+
+def _is_router(url: str) -> bool:
+    host = (urlsplit(url if "//" in url else "//" + url).hostname or "").lower()
+    return any(host == h or host.endswith("." + h) for h in ROUTER_HOSTS)
+
+
+def provider_named(name: str) -> str | None:
+    """The provider another tool calls ``name`` (a profile's name or one of its ``aliases``, case
+    ignored), or None.
+
+    >>> provider_named("azure.ai.openai"), provider_named("vertex_ai"), provider_named("bedrock")
+    ('openai', 'gemini', None)
+    """
+    wanted = name.strip().lower()
+    for profile in available_providers().values():
+        if wanted == profile.name or wanted in profile.aliases:
+            return profile.name
     return None
 
 
 def infer_record_provider(record: RequestRecord) -> str | None:
     """The provider of a record: the one it names, else the one recognised from its URL, its request's
-    model name, or its usage (:func:`infer_provider`)."""
+    model name, or its raw usage object (``meta["usage"]``) (:func:`infer_provider`)."""
     if record.provider is not None:
         return record.provider
     model = record.request.get("model")
@@ -180,5 +400,6 @@ def infer_record_provider(record: RequestRecord) -> str | None:
     return infer_provider(
         model=model if isinstance(model, str) else None,
         url=record.url,
+        usage=record.meta.get("usage"),
         usage_shape=shape if isinstance(shape, str) else None,
     )

@@ -18,17 +18,28 @@ __all__ = ["normalize_usage", "usage_shape"]
 
 
 def usage_shape(usage: object) -> str | None:
-    """The provider whose usage object this looks like: ``"anthropic"`` (``cache_read_input_tokens`` /
-    ``cache_creation_input_tokens``), ``"deepseek"`` (``prompt_cache_hit_tokens``), ``"openai"``
-    (``prompt_tokens_details`` or the Responses API's ``input_tokens_details``), else None."""
+    """The provider whose usage object this looks like: the first registered profile whose
+    ``usage_keys`` it carries (:meth:`~promptkit.providers.registry.ProviderProfile.recognises_usage`),
+    else None. Kept for older callers: :func:`~promptkit.providers.registry.infer_provider` takes the
+    usage object itself (``usage=``)."""
+    from promptkit.providers.registry import available_providers
+
     if not isinstance(usage, Mapping):
         return None
-    if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-        return "anthropic"
-    if "prompt_cache_hit_tokens" in usage or "prompt_cache_miss_tokens" in usage:
-        return "deepseek"
-    if "prompt_tokens_details" in usage or "input_tokens_details" in usage:
-        return "openai"
+    for profile in sorted(available_providers().values(), key=lambda p: p.usage_keys_shared):
+        if profile.recognises_usage(usage):
+            return profile.name
+    return None
+
+
+def _own_parser(usage: Mapping[str, Any]) -> Any:
+    """The usage parser of a profile that recognises ``usage`` and brings a parser of its own (Gemini's
+    ``usageMetadata``), else None."""
+    from promptkit.providers.registry import available_providers, default_usage_parser
+
+    for profile in available_providers().values():
+        if profile.usage_parser is not default_usage_parser and profile.recognises_usage(usage):
+            return profile.usage_parser
     return None
 
 
@@ -59,6 +70,8 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     - Anthropic: ``cache_read_input_tokens`` (cached), ``cache_creation_input_tokens`` (written, split
       into ``cache_creation.ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``) and
       ``input_tokens`` (after the last breakpoint) add up to the prompt; ``output_tokens``.
+    - A profile with a parser of its own (Gemini's ``usageMetadata``: ``promptTokenCount``,
+      ``cachedContentTokenCount``, ``candidatesTokenCount``) parses the object it recognises.
     - OpenAI: ``prompt_tokens`` with ``prompt_tokens_details.cached_tokens`` (and ``cache_write_tokens``
       when reported); the Responses API's ``input_tokens`` / ``input_tokens_details`` too.
 
@@ -76,6 +89,10 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     """
     if not isinstance(usage, Mapping):
         raise RecordFormatError(f"{where}: expected an object, got {type_name(usage)}")
+    own = _own_parser(usage)
+    if own is not None:
+        result: Usage = own(usage, where)
+        return result
 
     def get(key: str) -> int | None:
         return count(usage.get(key), f"{where}.{key}")

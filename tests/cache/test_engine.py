@@ -374,12 +374,24 @@ def test_plain_bodies_are_one_session() -> None:
     assert result.requests.select("session", "index").rows() == [("requests", 0), ("requests", 1)]
 
 
-def test_default_deepseek_provider_on_a_tiny_conversation() -> None:
+def test_an_unrecognised_provider_gets_the_generic_rules_with_a_note() -> None:
     recs = session([R1, R2], ["ok", None])
-    result = analyze_requests(recs)  # deepseek tokenizer, template and cache model
+    result = analyze_requests(recs)  # nothing names or recognises a provider
+    assert (result.provider, result.tokenizer, result.cache_model.name) == ("generic", "o200k_base", "prefix")
+    assert result.provider_assumed
+    assert any("analyzed with the 'generic' rules" in n for n in result.notes)
+    # exact prefix, no unit: the shared prefix is cached token for token (DeepSeek's 64-token unit
+    # would give 0 on prompts this short)
+    prefix = result.requests["prefix_tokens"][1]
+    assert 0 < prefix < 64 and result.requests["predicted_cached_tokens"].to_list() == [0, prefix]
+
+
+def test_a_recognised_provider_is_not_assumed() -> None:
+    recs = session([R1, R2], ["ok", None])
+    result = analyze_requests(recs, provider="deepseek")
     assert (result.tokenizer, result.cache_model.name) == ("deepseek", "deepseek")
-    assert result.requests["predicted_cached_tokens"].to_list() == [0, 0]  # far below one 64-token unit
-    assert result.requests["prefix_tokens"][1] > 0
+    assert not result.provider_assumed
+    assert not any("analyzed with the" in n for n in result.notes)
 
 
 # ---------------------------------------------------------------------------------------------------

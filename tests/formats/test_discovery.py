@@ -103,10 +103,12 @@ def test_the_provider_is_inferred_per_session_and_a_default_is_noted(tmp_path: P
     result = analyze(path, provider=None)
     by_session = {s: p for s, p in zip(result.requests["session"], result.requests["model"], strict=True)}
     assert set(by_session) == {"o", "a", "m"}
-    assert result.provider == "openai, anthropic, deepseek"
-    assert any("analyzed as 'deepseek'" in n for n in result.notes)
+    assert result.provider == "openai, anthropic, generic"  # never DeepSeek's rules for an unknown model
+    assert result.provider_assumed
+    assert any("analyzed with the 'generic' rules" in n for n in result.notes)
     forced = analyze(path, provider="exact")
-    assert forced.provider == "exact" and not any("analyzed as" in n for n in forced.notes)
+    assert forced.provider == "exact" and not forced.provider_assumed
+    assert not any("analyzed with" in n for n in forced.notes)
 
 
 def test_lone_surrogates_are_analyzed_as_replacement_characters_with_a_note() -> None:

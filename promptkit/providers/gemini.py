@@ -1,0 +1,142 @@
+"""Google Gemini: the implicit prefix cache, used directly (Gemini API, Vertex AI) or through a router.
+
+Rules, each from Google's documentation:
+
+- **Implicit caching** is on by default for Gemini 2.5 and newer models and gives "no cost saving
+  guarantee": a hit is **best effort** (ai.google.dev/gemini-api/docs/caching, "Implicit caching").
+  Requests that share a prefix with a recent request may hit; the cached part is reported as
+  ``usageMetadata.cachedContentTokenCount`` (OpenRouter: ``prompt_tokens_details.cached_tokens``).
+- **Minimum input size** per model: Gemini API, 1,024 tokens for 2.5 Flash and 3 Flash, 2,048 for 2.5
+  Pro (the announcement of 2025-05-08, developers.googleblog.com "Gemini 2.5 models now support implicit
+  caching"), while later revisions of the caching page list 4,096 for 3 Pro; Vertex AI: "caching requests
+  must contain a minimum of 2,048 tokens" (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/
+  context-cache-overview). The minimum applies to the request's input. A profile predicts an upper
+  bound for every surface a log may have used, so each model family takes the **smallest** documented
+  minimum: 1,024 for Flash, 2,048 for Pro. On the shared OpenRouter runs of Gemini 3 Pro, calls with
+  prompts of 2,398 and 2,627 tokens hit, which a 4,096 minimum would forbid.
+- **Unit**: Google documents none, so none is modelled (any prefix length); **TTL**: undocumented for
+  the implicit cache ("send requests with similar prefix in a short amount of time"), so none.
+- **Tokenizer**: Gemini's is not public. The local tokenizer (o200k_base) is a proportion estimate
+  (``exact_tokenizer=False``); the counts the provider reports are the ruler.
+
+>>> from promptkit.providers.registry import get_provider, infer_provider
+>>> g = get_provider("gemini")
+>>> g.best_effort, g.exact_tokenizer, g.cache_unit
+(True, False, None)
+>>> g.min_cacheable_tokens("gemini-2.5-flash"), g.min_cacheable_tokens("google/gemini-3-pro-preview")
+(1024, 2048)
+>>> infer_provider(model="models/gemini-2.5-pro"), infer_provider(model="google/gemini-3-pro-preview")
+('gemini', 'gemini')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from promptkit.cache.models import PrefixCache
+from promptkit.layout import Usage, token_count as count
+from promptkit.providers.openai import openai_request
+from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.registry import ProviderProfile
+from promptkit.providers.usage import normalize_usage
+
+__all__ = ["GEMINI_MIN_CACHEABLE_TOKENS", "PROFILE", "PROFILES", "gemini_usage"]
+
+#: Smallest documented minimum input per model family (model-name prefix -> tokens); see the module
+#: docstring for the sources. Longest matching prefix wins; an unknown Gemini model gets 1,024.
+GEMINI_MIN_CACHEABLE_TOKENS: Final[Mapping[str, int]] = {
+    "gemini-2.5-flash": 1024,
+    "gemini-3-flash": 1024,
+    "gemini-2.5-pro": 2048,
+    "gemini-3-pro": 2048,
+    "gemini-3.1-pro": 2048,
+}
+
+
+def gemini_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
+    """Gemini's ``usageMetadata`` (or the Python SDK's snake_case ``usage_metadata``) as a
+    :class:`~promptkit.layout.Usage`; any other shape (OpenRouter's OpenAI-style usage with
+    ``prompt_tokens_details.cached_tokens``) goes to :func:`~promptkit.providers.usage.normalize_usage`.
+
+    ``promptTokenCount`` includes the cached tokens (``cachedContentTokenCount``); the completion is
+    ``candidatesTokenCount`` plus ``thoughtsTokenCount`` (thinking is billed as output).
+
+    >>> gemini_usage({"promptTokenCount": 5000, "cachedContentTokenCount": 4096, "candidatesTokenCount": 20,
+    ...               "thoughtsTokenCount": 30})
+    Usage(prompt_tokens=5000, completion_tokens=50, cached_tokens=4096, cache_write_tokens=None, cache_write_1h_tokens=None)
+    """
+    camel = "promptTokenCount" in usage or "cachedContentTokenCount" in usage
+    snake = "prompt_token_count" in usage or "cached_content_token_count" in usage
+    if not camel and not snake:
+        return normalize_usage(usage, where)
+    names = (
+        ("promptTokenCount", "cachedContentTokenCount", "candidatesTokenCount", "thoughtsTokenCount")
+        if camel
+        else (
+            "prompt_token_count",
+            "cached_content_token_count",
+            "candidates_token_count",
+            "thoughts_token_count",
+        )
+    )
+    prompt, cached, candidates, thoughts = (count(usage.get(n), f"{where}.{n}") for n in names)
+    completion = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
+    return Usage(prompt, completion, cached or 0, None)
+
+
+# Paid-tier list prices, USD per million tokens, prompts up to 200k tokens:
+# ai.google.dev/gemini-api/docs/pricing, checked 2025-11. ``cache_hit`` is the implicit-cache read price.
+# gemini-3-pro-preview agrees to the cent with the cost OpenRouter reported on the shared real runs.
+_PRICES = [
+    ModelPrice("gemini", m, cache_hit=hit, cache_miss=miss, output=out)
+    for m, miss, hit, out in (
+        ("gemini-3-pro-preview", 2.00, 0.20, 12.00),
+        ("gemini-2.5-pro", 1.25, 0.125, 10.00),
+        ("gemini-2.5-flash", 0.30, 0.03, 2.50),
+        ("gemini-2.5-flash-lite", 0.10, 0.01, 0.40),
+    )
+]
+
+PROFILE = ProviderProfile(
+    name="gemini",
+    description="Google Gemini (API, Vertex AI, or routed): best-effort implicit prefix cache, minimum per model",
+    tokenizer="o200k_base",
+    render="chatml",
+    cache_model=PrefixCache(min_tokens=1024, min_tokens_by_model=GEMINI_MIN_CACHEABLE_TOKENS),
+    # the Gemini API's OpenAI-compatible endpoint (ai.google.dev/gemini-api/docs/openai) takes this body
+    build_request=openai_request,
+    prices=_PRICES,
+    default_model="gemini-2.5-flash",
+    context_window=1_048_576,
+    model_patterns=(r"gemini",),
+    model_vendors=("google", "google-vertex", "vertex_ai", "gemini"),
+    model_excludes=(r"gemma",),
+    # LiteLLM's provider names, and OpenTelemetry's gen_ai.provider.name values for Google
+    aliases=(
+        "vertex_ai",
+        "vertex_ai_beta",
+        "google",
+        "gcp.gemini",
+        "gcp.vertex_ai",
+        "gcp.gen_ai",
+    ),  # Google's open models, served by other providers
+    url_hosts=(
+        "generativelanguage.googleapis.com",
+        "aiplatform.googleapis.com",
+        "-aiplatform.googleapis.com",
+    ),
+    usage_keys=(
+        "promptTokenCount",
+        "cachedContentTokenCount",
+        "prompt_token_count",
+        "cached_content_token_count",
+    ),
+    usage_parser=gemini_usage,
+    exact_tokenizer=False,
+    best_effort=True,
+    # fitted on the two shared OpenRouter runs, in the provider's units (tests/cache/test_accuracy.py)
+    calibration="calibration-gemini.json",
+)
+
+PROFILES = (PROFILE,)
