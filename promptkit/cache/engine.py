@@ -36,6 +36,7 @@ import attrs
 from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
+from promptkit.cache.ruler import Ruler, own_anchors, row_to_provider
 from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
@@ -99,6 +100,10 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "reported_cache_write_1h_tokens",
     "provider_miss_reason",
     "provider_missed_tokens",
+    # ruler mode (promptkit.cache.ruler): how the positions were placed, where the prompt's head ends
+    "position_basis",
+    "head_end_tokens",
+    "best_effort_cache",
 )
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
@@ -125,7 +130,7 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
+    causes = (i, i, f, i, i, s, s, i, i, s, i, s, i, pl.Boolean)  # the facts for promptkit.cache.causes, the ruler's
     requests = dict(
         zip(
             REQUEST_COLUMNS,
@@ -280,6 +285,48 @@ def _divergence(
         slot, key = p.layout[i].slot, p.layout[i].key
     original = i - 1 if p.shifted else i
     return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
+
+
+def _head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
+    """Local tokens of the prompt's head: the tool definitions, an opaque head and a leading system
+    message (what ``head_changed`` names a change in)."""
+    messages = body.get("messages") or []
+    end = tok.header_len
+    if (
+        messages
+        and isinstance(messages[0], Mapping)
+        and messages[0].get("role") in ("system", "developer")
+        and len(tok.message_starts) > 1
+    ):
+        end = max(end, tok.message_starts[1])
+    return int(end)
+
+
+def _measure(
+    row: dict[str, Any],
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    outcome: Any,
+    plan: Any,
+    usage: Any,
+    exact_units: bool,
+) -> None:
+    """Ruler mode (:mod:`promptkit.cache.ruler`): give the request the anchors it shares with its
+    source and its own usage's, and convert its positions to provider units (where the local tokenizer
+    is the provider's, they already are)."""
+    prompt_len = int(row["prompt_tokens"])
+    shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
+    inherited = rulers.get(src_id) if src_id is not None else None
+    ruler = inherited.inherited(shared) if inherited is not None else Ruler.start()
+    breakpoint_end = max((e.length for e in plan.entries), default=None)
+    ruler = ruler.extended(own_anchors(prompt_len, breakpoint_end, usage))
+    rulers[source_id] = ruler
+    if exact_units:
+        row["position_basis"] = "exact"
+        return
+    row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
+    row["position_basis"] = row_to_provider(row, ruler, getattr(usage, "prompt_tokens", None))
 
 
 def _write_1h(plan: Any, cached: int) -> int:
@@ -740,6 +787,9 @@ def _run(
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
     # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
     facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
+    rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.cache.ruler)
+    exact_units = ctx.profile.exact_tokens  # the local tokenizer is the provider's: positions are exact
+    best_effort = ctx.profile.best_effort_cache
 
     bar: Any = order
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
@@ -785,6 +835,8 @@ def _run(
         model_name = record.request.get("model")
         model_name = model_name if isinstance(model_name, str) else None
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
+        if src_id is None and prev is not None and outcome.diverged:
+            src_id = prev[3]  # nothing read, but the prompt left the previous one: compare with it
         src = facts.get(src_id) if src_id is not None else None
         switched = None
         if (
@@ -884,10 +936,16 @@ def _run(
                 "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
                 "provider_miss_reason": miss_reason,
                 "provider_missed_tokens": missed,
+                "position_basis": None,
+                "head_end_tokens": _head_end(tok, prepared.body),
+                "best_effort_cache": best_effort,
                 "_pos": pos,
                 "_seq": len(out),
             }
         )
+        _measure(out[-1], rulers, source_id, src_id, outcome, plan, usage, exact_units)
+        if prev is not None and prev[3] != source_id:  # memory: the consecutive view needs no older one
+            rulers.pop(prev[3], None)
         head = opaque_head_of(record)
         comp_rows.add(
             record.session,

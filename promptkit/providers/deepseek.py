@@ -208,5 +208,8 @@ PROFILE = ProviderProfile(
     url_hosts=("deepseek.com",),
     usage_shapes=("deepseek",),
     exact_tokens=True,
+    # "The cache system works on a 'best-effort' basis and does not guarantee a 100% cache hit rate"
+    # (https://api-docs.deepseek.com/guides/kv_cache)
+    best_effort_cache=True,
 )
 PROFILES = (PROFILE,)

@@ -69,6 +69,9 @@ class ProviderProfile:
     - ``exact_tokens``: whether the tokenizer is the provider's own (token counts exact) or an
       approximation; ``layout_aligned``: whether ``build_request`` keeps one body message per prepared
       message (so a layout stays aligned with the body, as request logs need).
+    - ``best_effort_cache``: whether the provider documents its cache as best effort (a call may read
+      less than its rules allow, with no change of the prompt): only then does the analysis call a
+      shortfall a ``provider_miss``; elsewhere it is a change of the prompt the log does not show.
     """
 
     name: str
@@ -87,6 +90,7 @@ class ProviderProfile:
     usage_shapes: tuple[str, ...] = ()
     exact_tokens: bool = False
     layout_aligned: bool = True
+    best_effort_cache: bool = False
 
     def recognises_model(self, model: str) -> bool:
         """Whether ``model`` (``provider/`` prefix and case ignored) is one of this provider's models."""
