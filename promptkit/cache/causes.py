@@ -405,7 +405,11 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
             base = min(int(value), p)
     reach = max(base, min(int(row["prefix_tokens"] or 0), p))
     if reach > base:
-        segments.append(["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base])
+        if "compaction" in (row.get("log_events") or "").split(","):
+            # the log shows a compaction: the new context's first breakpoint was never written
+            segments.append(["compaction", reach - base])
+        else:
+            segments.append(["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base])
     tail = p - reach
     change = row.get("change_class")
     if tail > 0:
@@ -478,6 +482,10 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
         first = session not in seen
         seen.add(session)
         minimum = 0 if model is None else _minimum(model, row.get("model"))
+        events = (row.get("log_events") or "").split(",")
+        if "compaction" in events and row.get("change_class") is None and not first:
+            # the transcript shows a compaction: the new context shares only the head with the old one
+            row = {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
         segments = _split(row, first, minimum)
         p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
         rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")

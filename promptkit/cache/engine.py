@@ -104,6 +104,7 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "position_basis",
     "head_end_tokens",
     "best_effort_cache",
+    "log_events",
 )
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
@@ -130,7 +131,7 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (i, i, f, i, i, s, s, i, i, s, i, s, i, pl.Boolean)  # the facts for promptkit.cache.causes, the ruler's
+    causes = (i, i, f, i, i, s, s, i, i, s, i, s, i, pl.Boolean, s)  # the facts for promptkit.cache.causes, the ruler's
     requests = dict(
         zip(
             REQUEST_COLUMNS,
@@ -285,6 +286,15 @@ def _divergence(
         slot, key = p.layout[i].slot, p.layout[i].key
     original = i - 1 if p.shifted else i
     return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
+
+
+def _log_events(record: RequestRecord) -> str | None:
+    """What the log shows happened before the call (``meta["log_events"]``: ``compaction``,
+    ``rewind``...), comma-separated; None when nothing."""
+    events = record.meta.get("log_events")
+    if isinstance(events, (list, tuple)) and events:
+        return ",".join(str(e) for e in events)
+    return None
 
 
 def _head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
@@ -939,6 +949,7 @@ def _run(
                 "position_basis": None,
                 "head_end_tokens": _head_end(tok, prepared.body),
                 "best_effort_cache": best_effort,
+                "log_events": _log_events(record),
                 "_pos": pos,
                 "_seq": len(out),
             }
@@ -1169,6 +1180,15 @@ def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> Anal
     )
 
 
+def _default_view(records: Sequence[RequestRecord]) -> str:
+    """``simulated`` when every record is a call of a conversation tree (``meta["conversation_tree"]``,
+    set by readers of logs such as Claude Code's, where calls branch and share one cache), else
+    ``consecutive``."""
+    if records and all(r.meta.get("conversation_tree") for r in records):
+        return "simulated"
+    return "consecutive"
+
+
 def _defaulted_note(count: int) -> str:
     return (
         f"{count} session(s) name no provider and none was recognised from model, URL or usage: "
@@ -1184,7 +1204,7 @@ def analyze_requests(
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+    view: str | None = None,
     progress: bool = False,
     jobs: int = 1,
     engine: str = "local",
@@ -1202,7 +1222,10 @@ def analyze_requests(
     own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
     or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
     (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
-    ``"simulated"``; ``progress`` shows a progress bar.
+    ``"simulated"``; None (the default) takes ``"simulated"`` when every record comes from a log of
+    conversation trees (``meta["conversation_tree"]``: Claude Code projects, whose rewinds, branches and
+    sub-agents share one cache with its TTL) and ``"consecutive"`` otherwise; a note says which.
+    ``progress`` shows a progress bar.
 
     ``jobs`` > 1 runs the per-session work in that many local processes; ``engine="dask"`` runs it on
     a ``dask.distributed`` cluster (``client``: a ``distributed.Client`` or a scheduler address; else
@@ -1223,11 +1246,18 @@ def analyze_requests(
     """
     from promptkit.cache.executors import make_executor
 
-    if not isinstance(view, str) or view not in VIEWS:
+    if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
+    if view is None:
+        view = _default_view(record_list)
+        if view == "simulated":
+            load_notes.append(
+                "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
+                "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
+            )
     groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
     defaulted: set[str] = set()
     for k, r in enumerate(record_list):
@@ -1274,7 +1304,7 @@ def _analyze_stream(
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+    view: str | None = "consecutive",
     progress: bool = False,
     jobs: int = 1,
     engine: str = "local",
@@ -1284,7 +1314,7 @@ def _analyze_stream(
     from promptkit.cache.executors import make_executor
     from promptkit.formats import stream_logs
 
-    if view != "consecutive":
+    if view not in (None, "consecutive"):
         raise UsageError(
             "stream: streaming analyzes session by session, which only the consecutive view allows "
             "(the simulated view needs every session in time order)"
@@ -1304,7 +1334,7 @@ def _analyze_stream(
         timed[key] = timed.get(key, True) and ok
         first[key] = min(stream.first[name], first.get(key, stream.first[name]))
     specs = {
-        key: _Spec(key, tokenizer, render, cache_model, view, timed[key], STREAM_CACHE_TOKENS)
+        key: _Spec(key, tokenizer, render, cache_model, "consecutive", timed[key], STREAM_CACHE_TOKENS)
         for key in timed
     }
     partials: dict[str | ProviderProfile, list[_Partial]] = {key: [] for key in specs}
@@ -1366,14 +1396,14 @@ def _analyze_stream(
         _finish(
             _Context(specs[key])
             if key in specs
-            else _Context(_Spec(key, tokenizer, render, cache_model, view, False)),
+            else _Context(_Spec(key, tokenizer, render, cache_model, "consecutive", False)),
             partials.get(key, []),
             list(stream.problems) if i == 0 else [],
             counts.get(key, 0),
         )
         for i, key in enumerate(keys)
     ]
-    return _combine(results_by_group, notes, view)
+    return _combine(results_by_group, notes, "consecutive")
 
 
 @gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan

@@ -249,6 +249,8 @@ class _Transcript:
         self.missing_parents: list[tuple[int, str]] = []
         self.session: str = next((e.session_id for e in events if e.session_id), stem)
         self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
+        self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
+        self.known_call: dict[int, str | None] = {}  # a call's line -> the nearest earlier call on its chain
 
     def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
         """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
@@ -263,6 +265,7 @@ class _Transcript:
                 self.missing_parents.append((first.line, cur))
                 break
             if ev.compact_boundary:
+                self.compacted.add(first.line)
                 break
             out.append(ev)
             if cur in self._contexts:
@@ -289,6 +292,7 @@ class _Transcript:
         Calls are visited in file order and each one's context is kept, so a call's context is the
         nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
         segment, known = self.segment(first)
+        self.known_call[first.line] = known.uuid if known is not None else None
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
@@ -332,6 +336,19 @@ class _Transcript:
         if first.uuid is not None:
             self._contexts[first.uuid] = messages
         return messages
+
+
+def _events_before(t: _Transcript, first: _Event, previous: str | None) -> list[str]:
+    """What the transcript shows happened since the thread's previous call (``previous``: its first
+    line's uuid; ``""`` for the thread's first call): ``compaction`` when the call's context starts at
+    a ``compact_boundary``; ``rewind`` when its ``parentUuid`` chain leaves the previous call out (the
+    user went back to an earlier message, or the call is on another branch of the tree)."""
+    if first.line in t.compacted:
+        return ["compaction"]
+    known = t.known_call.get(first.line)
+    if previous and known != previous:
+        return ["rewind"]
+    return []
 
 
 def _one_hour_sessions(records: Sequence[RequestRecord]) -> set[str]:
@@ -388,6 +405,7 @@ def transcript_records(
         if e.type == "assistant" and not e.synthetic:
             groups.setdefault(e.message_key, []).append(e)
     records: list[RequestRecord] = []
+    last_call: dict[str, str | None] = {}  # thread -> the uuid of its latest call's first line
     for group in groups.values():
         first = group[0]
         model = next((g.model for g in group if g.model is not None), None)
@@ -408,7 +426,12 @@ def transcript_records(
             timestamp = parse_timestamp(first.timestamp)
         except RecordFormatError as exc:
             problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
-        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group]}
+        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group], "conversation_tree": True}
+        thread = t.thread_of(first)
+        events = _events_before(t, first, last_call.get(thread, ""))
+        if events:
+            meta["log_events"] = events
+        last_call[thread] = first.uuid
         if first.request_id is not None:
             meta["request_id"] = first.request_id
         records.append(
