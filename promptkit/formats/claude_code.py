@@ -428,9 +428,9 @@ def transcript_records(
             problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
         meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group], "conversation_tree": True}
         thread = t.thread_of(first)
-        events = _events_before(t, first, last_call.get(thread, ""))
-        if events:
-            meta["log_events"] = events
+        shown = _events_before(t, first, last_call.get(thread, ""))
+        if shown:
+            meta["log_events"] = shown
         last_call[thread] = first.uuid
         if first.request_id is not None:
             meta["request_id"] = first.request_id
