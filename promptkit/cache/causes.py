@@ -409,7 +409,9 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
             # the log shows a compaction: the new context's first breakpoint was never written
             segments.append(["compaction", reach - base])
         else:
-            segments.append(["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base])
+            segments.append(
+                ["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base]
+            )
     tail = p - reach
     change = row.get("change_class")
     if tail > 0:

@@ -131,7 +131,23 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (i, i, f, i, i, s, s, i, i, s, i, s, i, pl.Boolean, s)  # the facts for promptkit.cache.causes, the ruler's
+    causes = (
+        i,
+        i,
+        f,
+        i,
+        i,
+        s,
+        s,
+        i,
+        i,
+        s,
+        i,
+        s,
+        i,
+        pl.Boolean,
+        s,
+    )  # the facts for promptkit.cache.causes, the ruler's
     requests = dict(
         zip(
             REQUEST_COLUMNS,

@@ -94,7 +94,9 @@ class Ruler:
         if i < len(self.local) and self.local[i] == position:
             return self.provider[i], "exact"
         if i == len(self.local):  # past the last anchor: local units from there on
-            return self.provider[-1] + position - self.local[-1], "local" if not self.anchored else "interpolated"
+            return self.provider[-1] + position - self.local[
+                -1
+            ], "local" if not self.anchored else "interpolated"
         x0, x1, y0, y1 = self.local[i - 1], self.local[i], self.provider[i - 1], self.provider[i]
         return y0 + round((position - x0) * (y1 - y0) / (x1 - x0)), "interpolated"
 
@@ -111,9 +113,7 @@ POSITION_COLUMNS: Final[tuple[str, ...]] = (
 )
 
 
-def own_anchors(
-    prompt_len: int, breakpoint_end: int | None, usage: object | None
-) -> list[tuple[int, int]]:
+def own_anchors(prompt_len: int, breakpoint_end: int | None, usage: object | None) -> list[tuple[int, int]]:
     """The anchors a call's own usage gives: the end of its prompt (``prompt_len`` local tokens =
     reported prompt tokens) and, where the usage counts cache reads and writes (Anthropic), its last
     breakpoint (``breakpoint_end`` local tokens = reads + writes). A usage that contradicts itself

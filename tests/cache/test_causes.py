@@ -266,7 +266,10 @@ def test_ruler_mode_puts_the_prompt_in_provider_units() -> None:
     prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
     longer = {"messages": [*BASE["messages"], {"role": "assistant", "content": "ok"}, user("more")]}
     result = analyze_requests(
-        [rec(BASE, 0, usage=Usage(prompt + 7, 1, 0)), rec(longer, 1, usage=Usage(prompt + 30, 1, prompt + 7))],
+        [
+            rec(BASE, 0, usage=Usage(prompt + 7, 1, 0)),
+            rec(longer, 1, usage=Usage(prompt + 30, 1, prompt + 7)),
+        ],
         provider="exact",
         **TINY,
     )

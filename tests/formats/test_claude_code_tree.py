@@ -86,7 +86,7 @@ def test_compaction_is_an_event_and_names_the_rebuild(tmp_path: Path) -> None:
             "sessionId": "s1",
             "logicalParentUuid": "a1",
             "timestamp": "2026-02-12T16:01:00Z",
-        },  # fmt: skip
+        },
         _event("user", "u2", "c1", "This session is being continued. Summary: " + text[:800], "01:01"),
         _event("assistant", "a2", "u2", [{"type": "text", "text": "ok"}], "01:05", _usage(4000, 300)),
     ]
