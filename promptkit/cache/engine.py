@@ -36,7 +36,7 @@ import attrs
 from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
-from promptkit.cache.ruler import Ruler, own_anchors, row_to_provider
+from promptkit.cache.ruler import Ruler, own_anchors, row_to_provider, usage_contradictions
 from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
@@ -814,6 +814,7 @@ def _run(
     # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
     facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
     rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.cache.ruler)
+    last_usage: dict[str, Any] = {}  # session -> its previous call's usage (to check reads against)
     exact_units = ctx.profile.exact_tokens  # the local tokenizer is the provider's: positions are exact
     best_effort = ctx.profile.best_effort_cache
 
@@ -913,6 +914,10 @@ def _run(
                 facts.pop(prev[3], None)
             bodies[source_id] = prepared.body["messages"]
         usage = record.usage
+        if usage is not None:  # a usage that contradicts itself is a problem, kept as reported
+            for reason in usage_contradictions(usage, last_usage.get(record.session)):
+                problems.append((pos, LoadProblem(record.file, record.line, f"{reason}; kept as reported")))
+            last_usage[record.session] = usage
         change_class = change_detail = None
         if switched is not None:
             change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"

@@ -38,7 +38,14 @@ from typing import Final
 
 import attrs
 
-__all__ = ["POSITION_BASES", "POSITION_COLUMNS", "Ruler", "own_anchors", "row_to_provider"]
+__all__ = [
+    "POSITION_BASES",
+    "POSITION_COLUMNS",
+    "Ruler",
+    "own_anchors",
+    "row_to_provider",
+    "usage_contradictions",
+]
 
 #: The values of the ``position_basis`` column, most certain first.
 POSITION_BASES: Final[tuple[str, ...]] = ("exact", "interpolated", "local")
@@ -159,3 +166,47 @@ def row_to_provider(row: dict[str, object], ruler: Ruler, reported_prompt: int |
     prompt = row["prompt_tokens"]
     row["hit_ratio"] = new_cached / prompt if isinstance(prompt, int) and prompt > 0 else None
     return basis
+
+
+def usage_contradictions(usage: object, previous: object | None = None) -> list[str]:
+    """What is wrong with a call's usage, one reason per contradiction (empty when nothing is): a
+    negative count; cache reads and writes adding up to more than the prompt (reads + writes + the
+    uncached rest = the prompt); cache reads larger than everything the session's previous call could
+    have stored (``previous``: its usage; its prompt and answer). The analysis reports each as a
+    problem naming the file, line and field and keeps the counts as reported: never corrected.
+
+    >>> from promptkit.layout import Usage
+    >>> usage_contradictions(Usage(prompt_tokens=100, cached_tokens=80, cache_write_tokens=30))
+    ['usage.cached_tokens + usage.cache_write_tokens: 80 + 30 = 110 exceed usage.prompt_tokens 100']
+    >>> usage_contradictions(Usage(prompt_tokens=900, cached_tokens=600), previous=Usage(prompt_tokens=500, completion_tokens=20))
+    ["usage.cached_tokens: 600 read, more than the session's previous call could store (usage.prompt_tokens 500 + usage.completion_tokens 20)"]
+    """
+    fields = (
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+    )
+    values = {f: getattr(usage, f, None) for f in fields}
+    out = [f"usage.{f}: {v} is negative" for f, v in values.items() if isinstance(v, int) and v < 0]
+    if out:
+        return out
+    prompt, reads, writes = (
+        values["prompt_tokens"],
+        values["cached_tokens"] or 0,
+        values["cache_write_tokens"] or 0,
+    )
+    if isinstance(prompt, int) and reads + writes > prompt:
+        parts = ["usage.cached_tokens", "usage.cache_write_tokens"] if writes else ["usage.cached_tokens"]
+        shown = f"{reads} + {writes} = {reads + writes}" if writes else f"{reads}"
+        out.append(f"{' + '.join(parts)}: {shown} exceed usage.prompt_tokens {prompt}")
+    before = getattr(previous, "prompt_tokens", None)
+    if isinstance(before, int) and before >= 0 and reads > 0:
+        answer = getattr(previous, "completion_tokens", None) or 0
+        if reads > before + max(answer, 0):
+            out.append(
+                f"usage.cached_tokens: {reads} read, more than the session's previous call could store "
+                f"(usage.prompt_tokens {before} + usage.completion_tokens {answer})"
+            )
+    return out
