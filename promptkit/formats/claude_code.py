@@ -33,6 +33,13 @@ How the file becomes request records:
   :func:`~promptkit.formats.opaque_head.estimate_opaque_heads`) and ``meta["opaque_head_key"] =
   "claude-code:<session>:<model>"``; the analysis puts that many placeholder tokens before the messages.
 
+- **The conversation tree.** Every record has ``meta["conversation_tree"] = True``: its calls follow
+  ``parentUuid``, a rewind or a branch is a path sharing a prefix with an earlier one, and sub-agents
+  share the account's cache, so the analysis takes the ``simulated`` view by default. What the
+  transcript shows happened since the thread's previous call is in ``meta["log_events"]``:
+  ``compaction`` (the context starts at a ``compact_boundary``) or ``rewind`` (the call's chain leaves
+  the previous call out); the causes name a rebuild from them.
+
 Other events (``progress``, ``system``, ``attachment``...) are not part of the requests; what Claude Code
 derives from some of them and sends (hook output, attachments as ``<system-reminder>`` text) is not
 reconstructed.
