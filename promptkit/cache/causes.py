@@ -432,13 +432,18 @@ def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
     """The cause of reported cache reads short of what the content predicts, and where they fell back.
 
     Only a provider that documents its cache as best effort (the profile's ``best_effort_cache``:
-    DeepSeek) or that said why it missed (Anthropic's diagnostics) gets ``provider_miss``. Elsewhere
+    DeepSeek), that said why it missed (Anthropic's diagnostics) or whose calibration learnt that it
+    serves less than the rules allow (an ``expected_cached_tokens`` below the upper bound, from
+    :func:`~promptkit.cache.calibration.apply_calibration`) gets ``provider_miss``. Elsewhere
     the provider's cache is deterministic (Anthropic: "cache hits require 100% identical prompt
     segments", https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so the prompt
     changed where the log does not show it: ``head_changed`` when the reads fell back into the head
     (system prompt, tools, an opaque head: ``head_end_tokens``), ``history_rewritten`` when they fell
     back inside the history."""
     if row.get("best_effort_cache") or row.get("provider_miss_reason") is not None:
+        return "provider_miss", None
+    expected = row.get("expected_cached_tokens")  # a calibration learnt that this provider serves less
+    if expected is not None and float(expected) < int(row["predicted_cached_tokens"]):
         return "provider_miss", None
     head = row.get("head_end_tokens")
     if head is not None and reads <= int(head):

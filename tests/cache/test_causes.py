@@ -238,6 +238,21 @@ def test_provider_miss_only_on_a_best_effort_cache() -> None:
     assert "fell back to 0 tokens" in causes["change_detail"][1]
 
 
+def test_provider_miss_where_a_calibration_learnt_it() -> None:
+    from promptkit.cache.calibration import Calibration, apply_calibration
+
+    prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
+    records = [rec(BASE, 0, usage=Usage(prompt, 1, 0)), rec(BASE, 1, usage=Usage(prompt, 1, 0))]
+    result = analyze_requests(records, provider=EXACT_UNITS, **TINY)
+    assert explain_causes(result)["cause"][1] == "head_changed"
+    learnt = apply_calibration(result, Calibration(EXACT_UNITS, 0.5))
+    only(explain_causes(learnt), 1, "provider_miss")
+    # a calibration that learnt nothing is missed (rate 0) leaves it a change the log does not show
+    assert (
+        explain_causes(apply_calibration(result, Calibration(EXACT_UNITS, 0.0)))["cause"][1] == "head_changed"
+    )
+
+
 def test_shortfall_inside_the_history_is_history_rewritten() -> None:
     longer = {"messages": [*BASE["messages"], {"role": "assistant", "content": "ok"}, user("more " * 40)]}
     first = explain([rec(BASE, 0)], provider=EXACT_UNITS)
