@@ -56,6 +56,7 @@ a problem naming file, line and field; the rest of the file is still read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -258,6 +259,7 @@ class _Transcript:
         self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
         self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
         self.known_call: dict[int, str | None] = {}  # a call's line -> the nearest earlier call on its chain
+        self.commands: dict[int, list[str]] = {}  # a call's line -> slash commands since the call before
 
     def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
         """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
@@ -300,6 +302,7 @@ class _Transcript:
         nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
         segment, known = self.segment(first)
         self.known_call[first.line] = known.uuid if known is not None else None
+        self.commands[first.line] = [c for e in segment if e.type == "user" for c in _commands(e)]
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
@@ -345,17 +348,37 @@ class _Transcript:
         return messages
 
 
+#: A slash command as Claude Code records it: a user message ``<command-name>/mcp</command-name>...``.
+_COMMAND: Final[re.Pattern[str]] = re.compile(r"\s*<command-name>/?([\w:.-]+)</command-name>")
+#: Slash commands that change what the prompt's head holds: ``/mcp`` reconnects MCP servers, whose tool
+#: definitions are part of the prompt (tools changed).
+_HEAD_COMMANDS: Final[dict[str, str]] = {"mcp": "tools_changed"}
+
+
+def _commands(event: _Event) -> list[str]:
+    """The slash commands a user event records (``mcp``, ``model``, ``compact``...)."""
+    out = []
+    for b in event.blocks:
+        text = b.get("text") if b.get("type") == "text" else None
+        m = _COMMAND.match(text) if isinstance(text, str) else None
+        if m:
+            out.append(m.group(1))
+    return out
+
+
 def _events_before(t: _Transcript, first: _Event, previous: str | None) -> list[str]:
     """What the transcript shows happened since the thread's previous call (``previous``: its first
     line's uuid; ``""`` for the thread's first call): ``compaction`` when the call's context starts at
     a ``compact_boundary``; ``rewind`` when its ``parentUuid`` chain leaves the previous call out (the
-    user went back to an earlier message, or the call is on another branch of the tree)."""
+    user went back to an earlier message, or the call is on another branch of the tree);
+    ``tools_changed`` after an MCP reconnect (the ``/mcp`` command)."""
+    events = [_HEAD_COMMANDS[c] for c in t.commands.get(first.line, []) if c in _HEAD_COMMANDS]
     if first.line in t.compacted:
-        return ["compaction"]
+        return ["compaction", *events]
     known = t.known_call.get(first.line)
     if previous and known != previous:
-        return ["rewind"]
-    return []
+        return ["rewind", *events]
+    return events
 
 
 def _one_hour_sessions(records: Sequence[RequestRecord]) -> set[str]:

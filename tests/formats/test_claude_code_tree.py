@@ -110,3 +110,25 @@ def test_the_real_fixture_measured_in_provider_units() -> None:
     assert set(q["position_basis"]) == {"exact"}
     causes = explain_causes(result)
     assert causes["lost_unexplained"].sum() == 0
+
+
+def test_an_mcp_reconnect_names_a_fall_back_into_the_head_tools_changed(tmp_path: Path) -> None:
+    command = "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n            <command-args></command-args>"
+    events = [
+        _event("user", "u1", None, "one", "00:00"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}], "00:05", _usage(0, 21832)),
+        _event("user", "m1", "a1", command, "00:20"),  # as Claude Code records a slash command
+        _event("user", "u2", "m1", "go on", "00:30"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "A2"}], "00:35", _usage(1000, 20900)),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert [r.meta.get("log_events") for r in read_logs(path).records] == [None, ["tools_changed"]]
+    causes = explain_causes(analyze(path)).sort("index")
+    assert causes["cause"][1] == "tools_changed" and causes["change_class"][1] == "tools_changed"
+    assert "fell back to 1,000 tokens" in causes["change_detail"][1]
+    # without the command the same counters are a change of the head the log does not show
+    del events[2]
+    events[2]["parentUuid"] = "a1"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert explain_causes(analyze(path)).sort("index")["cause"][1] == "head_changed"
