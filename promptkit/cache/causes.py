@@ -446,7 +446,11 @@ def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
     if expected is not None and float(expected) < int(row["predicted_cached_tokens"]):
         return "provider_miss", None
     head = row.get("head_end_tokens")
-    if head is not None and reads <= int(head) and "tools_changed" in (row.get("log_events") or "").split(","):
+    if (
+        head is not None
+        and reads <= int(head)
+        and "tools_changed" in (row.get("log_events") or "").split(",")
+    ):
         return "tools_changed", (
             f"reads fell back to {reads:,} tokens, inside the head; the log shows the tools changed "
             "before this call (an MCP reconnect)"
@@ -529,7 +533,11 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
         prev = last_time.get(session)
         last_time[session] = ts
         change_class, change_detail = row.get("change_class"), row.get("change_detail")
-        if shortfall is not None and shortfall != "provider_miss" and (change_class is None or top == shortfall):
+        if (
+            shortfall is not None
+            and shortfall != "provider_miss"
+            and (change_class is None or top == shortfall)
+        ):
             change_class, change_detail = shortfall, fallback
         is_change = change_class is not None and lost.get(change_class, 0) > 0
         out.append(
