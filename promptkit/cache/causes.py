@@ -392,6 +392,8 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
         return []
     if 0 < p < minimum:
         return [["below_minimum", p - c]]
+    if row.get("change_class") == "model_switch" and not row.get("model_switch_tokens"):
+        return [["model_switch", p - c]]  # the session's previous call used another model: a new cache
     segments: list[list[Any]] = []
     base = c
     switched = row.get("model_switch_tokens")
@@ -415,7 +417,8 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
     tail = p - reach
     change = row.get("change_class")
     if tail > 0:
-        if first or (reach == 0 and base == 0 and not switched):
+        compacted = change == "compaction" and "compaction" in (row.get("log_events") or "").split(",")
+        if first or (reach == 0 and base == 0 and not switched and not compacted):
             segments.append(["cold_start", tail])
         elif change is not None and change != "model_switch":
             stored = row.get("source_stored_tokens")
@@ -493,15 +496,26 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
+    last_model: dict[str, str | None] = {}
     for row in frame.sort("session", "index", maintain_order=True).iter_rows(named=True):
         session = row["session"]
         first = session not in seen
         seen.add(session)
         minimum = 0 if model is None else _minimum(model, row.get("model"))
         events = (row.get("log_events") or "").split(",")
+        model_before = last_model.get(session)
+        last_model[session] = row.get("model")
         if "compaction" in events and row.get("change_class") is None and not first:
             # the transcript shows a compaction: the new context shares only the head with the old one
             row = {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
+        elif not first and row.get("change_class") != "model_switch" and model_before != row.get("model"):
+            # caches are per model: nothing the previous model's calls wrote is read (the prompt may
+            # even differ from the start, as a head estimated per model does)
+            row = {
+                **row,
+                "change_class": "model_switch",
+                "change_detail": f"{model_before} -> {row.get('model')}",
+            }
         segments = _split(row, first, minimum)
         p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
         rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")

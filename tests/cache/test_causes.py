@@ -486,3 +486,13 @@ def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
 )
 def test_volatile_spans_keep_the_first_pattern_that_matches_each_span(text: str) -> None:
     assert volatile_spans(text) == _volatile_spans_by_scan(text)
+
+
+def test_a_session_that_changes_model_with_nothing_shared_is_a_model_switch() -> None:
+    # a head estimated per model (Claude Code's opaque head) shares nothing across models: the call
+    # after the switch reads nothing, and that is the model switch, not a cold start
+    a = rec({**BASE, "model": "m-one"}, 0)
+    b = rec({"model": "m-two", "messages": [user("other start"), *BASE["messages"]]}, 1)
+    causes = explain([a, b])
+    only(causes, 1, "model_switch")
+    assert causes["change_detail"][1] == "m-one -> m-two"
