@@ -131,27 +131,12 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (
-        i,
-        i,
-        f,
-        i,
-        i,
-        s,
-        s,
-        i,
-        i,
-        s,
-        i,
-        s,
-        i,
-        pl.Boolean,
-        s,
-    )  # the facts for promptkit.cache.causes, the ruler's
+    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
+    ruler = (s, i, pl.Boolean, s)  # ruler mode and the log's events
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes, *ruler),
             strict=True,
         )
     )
