@@ -322,6 +322,7 @@ def _measure(
     plan: Any,
     usage: Any,
     exact_units: bool,
+    model: CacheModel | None = None,
 ) -> None:
     """Ruler mode (:mod:`promptkit.cache.ruler`): give the request the anchors it shares with its
     source and its own usage's, and convert its positions to provider units (where the local tokenizer
@@ -336,8 +337,22 @@ def _measure(
     if exact_units:
         row["position_basis"] = "exact"
         return
+    local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
     row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
     row["position_basis"] = row_to_provider(row, ruler, getattr(usage, "prompt_tokens", None))
+    if (
+        model is not None
+        and plan.lookup_points is None
+        and local_cached > 0
+        and model.cached_tokens(plan, local_prefix) == local_cached
+    ):
+        # an any-prefix cache's rule (minimum, unit) applies in the provider's units: to the shared
+        # prefix placed by the ruler, not to the local count
+        prompt = int(row["prompt_tokens"])
+        cached = model.cached_tokens(attrs.evolve(plan, prompt_len=prompt), int(row["prefix_tokens"] or 0))
+        row["predicted_cached_tokens"] = cached
+        row["hit_ratio"] = cached / prompt if prompt > 0 else None
+        row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
 
 
 def _write_1h(plan: Any, cached: int) -> int:
@@ -960,7 +975,7 @@ def _run(
                 "_seq": len(out),
             }
         )
-        _measure(out[-1], rulers, source_id, src_id, outcome, plan, usage, exact_units)
+        _measure(out[-1], rulers, source_id, src_id, outcome, plan, usage, exact_units, model)
         if prev is not None and prev[3] != source_id:  # memory: the consecutive view needs no older one
             rulers.pop(prev[3], None)
         head = opaque_head_of(record)

@@ -105,3 +105,37 @@ def test_the_analysis_counts_a_contradiction_with_file_and_line_and_keeps_the_fi
     assert problems["file"].to_list() == ["log.jsonl"] * len(reasons)
     assert any("usage.cached_tokens: 400 exceed usage.prompt_tokens 320" in r for r in reasons)
     assert any("more than the session's previous call could store" in r for r in reasons)
+
+
+def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
+    # OpenAI: 1024 tokens, then steps of 128, counted by OpenAI; the local count differs by 150 tokens
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Rules of the house. " * 400},
+            {"role": "user", "content": "hi"},
+        ],
+    }
+    longer = {
+        "model": "gpt-4o",
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "more"},
+        ],
+    }
+    local = int(
+        analyze_requests([RequestRecord(body, "s", index=0)], provider="openai").requests["prompt_tokens"][0]
+    )
+    reported = local + 150
+    records = [
+        RequestRecord(
+            body, "s", index=0, timestamp=0.0, usage=Usage(prompt_tokens=reported, cached_tokens=0)
+        ),
+        RequestRecord(longer, "s", index=1, timestamp=5.0, usage=Usage(prompt_tokens=reported + 20)),
+    ]
+    q = analyze_requests(records, provider="openai").requests
+    # the whole first prompt is shared: its reported length is the prefix, and the rule rounds that
+    assert q["prefix_tokens"][1] == reported
+    assert q["predicted_cached_tokens"][1] == 1024 + (reported - 1024) // 128 * 128
+    assert q["position_basis"][1] == "exact"
