@@ -132,3 +132,17 @@ def test_an_mcp_reconnect_names_a_fall_back_into_the_head_tools_changed(tmp_path
     events[2]["parentUuid"] = "a1"
     path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
     assert explain_causes(analyze(path)).sort("index")["cause"][1] == "head_changed"
+
+
+def test_the_benchmark_that_made_the_docs_table_measures_the_fixture() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "claude_code_accuracy", ROOT / "benchmarks" / "claude_code_accuracy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row, rebuilds = module.measure(str(PROJECT))
+    assert row["calls"] == 3 and row["warm exact"] == "1 / 1" and row["unexplained"] == "0.0%"
+    assert rebuilds.height == 0
