@@ -104,9 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--view",
         choices=("consecutive", "simulated"),
-        default="consecutive",
+        default=None,
         help="consecutive: each request against the previous one of its session; "
-        "simulated: a shared cache over every earlier request (default: %(default)s)",
+        "simulated: a shared cache over every earlier request (default: simulated for conversation "
+        "trees such as Claude Code projects, else consecutive)",
     )
     analyze.add_argument(
         "--out", metavar="DIR", default=DEFAULT_OUT, type=Path, help="output directory (default: %(default)s)"
@@ -175,8 +176,9 @@ def _add_log_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--view",
         choices=("consecutive", "simulated"),
-        default="consecutive",
-        help="analysis view (default: %(default)s)",
+        default=None,
+        help="analysis view (default: simulated for conversation trees such as Claude Code projects, "
+        "else consecutive)",
     )
 
 

@@ -23,7 +23,13 @@ How a request's uncached tokens are split, walking the prompt from the predicted
 ``cold_start``      nothing of this prefix was cached yet (the first request of a session, past any
                     head shared with other sessions)
 ``new_tokens``      appended since the cached entry: never sent before, so never cacheable
-``provider_miss``   the log reports less cached than the rules allow (a best-effort cache)
+``head_changed``    the log reports less cached than the content predicts, the reads fell back into
+                    the head (system prompt, tools, what the log does not show), and the provider's
+                    cache is not best effort: the head changed (``change_detail`` names the boundary)
+``history_rewritten`` the same, with the reads fallen back inside the history (an edit, context
+                    editing, an injected reminder the log does not show)
+``provider_miss``   the log reports less cached than the rules allow, on a provider whose cache is
+                    documented as best effort (DeepSeek) or that said why (Anthropic's diagnostics)
 ``unexplained``     the rest: prompt-length differences between our rendering and the provider's
 ==================  =================================================================================
 
@@ -67,6 +73,7 @@ __all__ = [
     "INHERENT_CAUSES",
     "LAYOUT_CAUSES",
     "PROVIDER_CAUSES",
+    "UNSEEN_CHANGES",
     "Change",
     "classify_change",
     "explain_causes",
@@ -85,8 +92,10 @@ CHANGE_CLASSES: Final[tuple[str, ...]] = (
     "reordered",
     "whitespace",
 )
+#: Changes the log does not show, named from the reported cache reads (see :func:`explain_causes`).
+UNSEEN_CHANGES: Final[tuple[str, ...]] = ("head_changed", "history_rewritten")
 #: Causes the user's own prompt layout is responsible for.
-LAYOUT_CAUSES: Final[tuple[str, ...]] = CHANGE_CLASSES
+LAYOUT_CAUSES: Final[tuple[str, ...]] = (*CHANGE_CLASSES, *UNSEEN_CHANGES)
 #: Causes that are the provider's rules or behaviour.
 PROVIDER_CAUSES: Final[tuple[str, ...]] = (
     "granularity",
@@ -375,6 +384,8 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
         return []
     if 0 < p < minimum:
         return [["below_minimum", p - c]]
+    if row.get("change_class") == "model_switch" and not row.get("model_switch_tokens"):
+        return [["model_switch", p - c]]  # the session's previous call used another model: a new cache
     segments: list[list[Any]] = []
     base = c
     switched = row.get("model_switch_tokens")
@@ -388,11 +399,18 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
             base = min(int(value), p)
     reach = max(base, min(int(row["prefix_tokens"] or 0), p))
     if reach > base:
-        segments.append(["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base])
+        if "compaction" in (row.get("log_events") or "").split(","):
+            # the log shows a compaction: the new context's first breakpoint was never written
+            segments.append(["compaction", reach - base])
+        else:
+            segments.append(
+                ["below_minimum" if base == 0 and reach < minimum else "granularity", reach - base]
+            )
     tail = p - reach
     change = row.get("change_class")
     if tail > 0:
-        if first or (reach == 0 and base == 0 and not switched):
+        compacted = change == "compaction" and "compaction" in (row.get("log_events") or "").split(",")
+        if first or (reach == 0 and base == 0 and not switched and not compacted):
             segments.append(["cold_start", tail])
         elif change is not None and change != "model_switch":
             stored = row.get("source_stored_tokens")
@@ -403,6 +421,43 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
         else:
             segments.append(["new_tokens", tail])
     return segments
+
+
+def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
+    """The cause of reported cache reads short of what the content predicts, and where they fell back.
+
+    Only a provider that documents its cache as best effort (the profile's ``best_effort``:
+    DeepSeek), that said why it missed (Anthropic's diagnostics) or whose calibration learnt that it
+    serves less than the rules allow (an ``expected_cached_tokens`` below the upper bound, from
+    :func:`~promptkit.cache.calibration.apply_calibration`) gets ``provider_miss``. Elsewhere
+    the provider's cache is deterministic (Anthropic: "cache hits require 100% identical prompt
+    segments", https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so the prompt
+    changed where the log does not show it: ``head_changed`` when the reads fell back into the head
+    (system prompt, tools, an opaque head: ``head_end_tokens``), ``history_rewritten`` when they fell
+    back inside the history."""
+    if row.get("best_effort_cache") or row.get("provider_miss_reason") is not None:
+        return "provider_miss", None
+    expected = row.get("expected_cached_tokens")  # a calibration learnt that this provider serves less
+    if expected is not None and float(expected) < int(row["predicted_cached_tokens"]):
+        return "provider_miss", None
+    head = row.get("head_end_tokens")
+    if (
+        head is not None
+        and reads <= int(head)
+        and "tools_changed" in (row.get("log_events") or "").split(",")
+    ):
+        return "tools_changed", (
+            f"reads fell back to {reads:,} tokens, inside the head; the log shows the tools changed "
+            "before this call (an MCP reconnect)"
+        )
+    if head is not None and reads <= int(head):
+        return "head_changed", (
+            f"reads fell back to {reads:,} tokens, inside the head ({int(head):,} tokens: system prompt, "
+            "tools, what the log does not show); the prompt changed after that point"
+        )
+    return "history_rewritten", (
+        f"reads fell back to {reads:,} tokens, inside the history; the prompt changed after that point"
+    )
 
 
 def explain_causes(result: AnalysisResult) -> pl.DataFrame:
@@ -433,20 +488,37 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
+    last_model: dict[str, str | None] = {}
     for row in frame.sort("session", "index", maintain_order=True).iter_rows(named=True):
         session = row["session"]
         first = session not in seen
         seen.add(session)
         minimum = 0 if model is None else _minimum(model, row.get("model"))
+        events = (row.get("log_events") or "").split(",")
+        model_before = last_model.get(session)
+        last_model[session] = row.get("model")
+        if "compaction" in events and row.get("change_class") is None and not first:
+            # the transcript shows a compaction: the new context shares only the head with the old one
+            row = {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
+        elif not first and row.get("change_class") != "model_switch" and model_before != row.get("model"):
+            # caches are per model: nothing the previous model's calls wrote is read (the prompt may
+            # even differ from the start, as a head estimated per model does)
+            row = {
+                **row,
+                "change_class": "model_switch",
+                "change_detail": f"{model_before} -> {row.get('model')}",
+            }
         segments = _split(row, first, minimum)
         p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
         rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
         reported = rp_raw is not None and rc_raw is not None
         unexplained = 0
+        shortfall = fallback = None
         if rp_raw is not None and rc_raw is not None:
             rp, rc = int(rp_raw), int(rc_raw)
             if rc < c:
-                segments.insert(0, ["provider_miss", c - rc])
+                shortfall, fallback = _shortfall(row, rc)
+                segments.insert(0, [shortfall, c - rc])
             elif rc > c:
                 unexplained -= _take_front(segments, rc - c)
             d = rp - p
@@ -466,7 +538,14 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
         ts = row.get("timestamp")
         prev = last_time.get(session)
         last_time[session] = ts
-        is_change = row.get("change_class") is not None and lost.get(row["change_class"], 0) > 0
+        change_class, change_detail = row.get("change_class"), row.get("change_detail")
+        if (
+            shortfall is not None
+            and shortfall != "provider_miss"
+            and (change_class is None or top == shortfall)
+        ):
+            change_class, change_detail = shortfall, fallback
+        is_change = change_class is not None and lost.get(change_class, 0) > 0
         out.append(
             {
                 "session": session,
@@ -477,8 +556,8 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
                 "basis": "reported" if reported else "predicted",
                 **{f"lost_{k}": v for k, v in lost.items()},
                 "cause": top,
-                "change_class": row.get("change_class"),
-                "change_detail": row.get("change_detail"),
+                "change_class": change_class,
+                "change_detail": change_detail,
                 "cause_slot": (row.get("divergence_anchor") or row.get("divergence_role"))
                 if is_change
                 else None,

@@ -37,6 +37,7 @@ import attrs
 from promptkit.cache.composition import COMPOSITION_COLUMNS
 from promptkit.cache.models import CacheModel, get_cache_model
 from promptkit.cache.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
+from promptkit.cache.ruler import Ruler, own_anchors, row_to_provider, usage_contradictions
 from promptkit.cache.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
@@ -105,6 +106,11 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "reported_cache_write_1h_tokens",
     "provider_miss_reason",
     "provider_missed_tokens",
+    # ruler mode (promptkit.cache.ruler): how the positions were placed, where the prompt's head ends
+    "position_basis",
+    "head_end_tokens",
+    "best_effort_cache",
+    "log_events",
 )
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
@@ -132,10 +138,11 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
 
     s, i, f = pl.String, pl.Int64, pl.Float64
     causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
+    ruler = (s, i, pl.Boolean, s)  # ruler mode and the log's events
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes, *ruler),
             strict=True,
         )
     )
@@ -289,6 +296,72 @@ def _divergence(
         slot, key = p.layout[i].slot, p.layout[i].key
     original = i - 1 if p.shifted else i
     return (original if original >= 0 else None), (str(role) if role is not None else None), slot, key
+
+
+def _log_events(record: RequestRecord) -> str | None:
+    """What the log shows happened before the call (``meta["log_events"]``: ``compaction``,
+    ``rewind``...), comma-separated; None when nothing."""
+    events = record.meta.get("log_events")
+    if isinstance(events, (list, tuple)) and events:
+        return ",".join(str(e) for e in events)
+    return None
+
+
+def _head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
+    """Local tokens of the prompt's head: the tool definitions, an opaque head and a leading system
+    message (what ``head_changed`` names a change in)."""
+    messages = body.get("messages") or []
+    end = tok.header_len
+    if (
+        messages
+        and isinstance(messages[0], Mapping)
+        and messages[0].get("role") in ("system", "developer")
+        and len(tok.message_starts) > 1
+    ):
+        end = max(end, tok.message_starts[1])
+    return int(end)
+
+
+def _measure(
+    row: dict[str, Any],
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    outcome: Any,
+    plan: Any,
+    usage: Any,
+    exact_units: bool,
+    model: CacheModel | None = None,
+) -> None:
+    """Ruler mode (:mod:`promptkit.cache.ruler`): give the request the anchors it shares with its
+    source and its own usage's, and convert its positions to provider units (where the local tokenizer
+    is the provider's, they already are)."""
+    prompt_len = int(row["prompt_tokens"])
+    shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
+    inherited = rulers.get(src_id) if src_id is not None else None
+    ruler = inherited.inherited(shared) if inherited is not None else Ruler.start()
+    breakpoint_end = max((e.length for e in plan.entries), default=None)
+    ruler = ruler.extended(own_anchors(prompt_len, breakpoint_end, usage))
+    rulers[source_id] = ruler
+    if exact_units:
+        row["position_basis"] = "exact"
+        return
+    local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
+    row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
+    row["position_basis"] = row_to_provider(row, ruler, getattr(usage, "prompt_tokens", None))
+    if (
+        model is not None
+        and plan.lookup_points is None
+        and local_cached > 0
+        and model.cached_tokens(plan, local_prefix) == local_cached
+    ):
+        # an any-prefix cache's rule (minimum, unit) applies in the provider's units: to the shared
+        # prefix placed by the ruler, not to the local count
+        prompt = int(row["prompt_tokens"])
+        cached = model.cached_tokens(attrs.evolve(plan, prompt_len=prompt), int(row["prefix_tokens"] or 0))
+        row["predicted_cached_tokens"] = cached
+        row["hit_ratio"] = cached / prompt if prompt > 0 else None
+        row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
 
 
 def _write_1h(plan: Any, cached: int) -> int:
@@ -749,6 +822,10 @@ def _run(
     bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
     # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
     facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
+    rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.cache.ruler)
+    last_usage: dict[str, Any] = {}  # session -> its previous call's usage (to check reads against)
+    exact_units = ctx.profile.exact_tokenizer  # the local tokenizer is the provider's: positions are exact
+    best_effort = ctx.profile.best_effort
 
     bar: Any = order
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
@@ -794,6 +871,8 @@ def _run(
         model_name = record.request.get("model")
         model_name = model_name if isinstance(model_name, str) else None
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
+        if src_id is None and prev is not None and outcome.diverged:
+            src_id = prev[3]  # nothing read, but the prompt left the previous one: compare with it
         src = facts.get(src_id) if src_id is not None else None
         switched = None
         if (
@@ -844,6 +923,10 @@ def _run(
                 facts.pop(prev[3], None)
             bodies[source_id] = prepared.body["messages"]
         usage = record.usage
+        if usage is not None:  # a usage that contradicts itself is a problem, kept as reported
+            for reason in usage_contradictions(usage, last_usage.get(record.session)):
+                problems.append((pos, LoadProblem(record.file, record.line, f"{reason}; kept as reported")))
+            last_usage[record.session] = usage
         change_class = change_detail = None
         if switched is not None:
             change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"
@@ -893,10 +976,17 @@ def _run(
                 "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
                 "provider_miss_reason": miss_reason,
                 "provider_missed_tokens": missed,
+                "position_basis": None,
+                "head_end_tokens": _head_end(tok, prepared.body),
+                "best_effort_cache": best_effort,
+                "log_events": _log_events(record),
                 "_pos": pos,
                 "_seq": len(out),
             }
         )
+        _measure(out[-1], rulers, source_id, src_id, outcome, plan, usage, exact_units, model)
+        if prev is not None and prev[3] != source_id:  # memory: the consecutive view needs no older one
+            rulers.pop(prev[3], None)
         head = opaque_head_of(record)
         comp_rows.add(
             record.session,
@@ -1118,6 +1208,15 @@ def _combine(results: list[AnalysisResult], notes: list[str], view: str) -> Anal
     )
 
 
+def _default_view(records: Sequence[RequestRecord]) -> str:
+    """``simulated`` when every record is a call of a conversation tree (``meta["conversation_tree"]``,
+    set by readers of logs such as Claude Code's, where calls branch and share one cache), else
+    ``consecutive``."""
+    if records and all(r.meta.get("conversation_tree") for r in records):
+        return "simulated"
+    return "consecutive"
+
+
 def _defaulted_note(count: int) -> str:
     profile = get_provider(DEFAULT_PROVIDER)
     unit = "no unit" if profile.cache_unit is None else f"{profile.cache_unit}-token units"
@@ -1136,7 +1235,7 @@ def analyze_requests(
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+    view: str | None = None,
     progress: bool = False,
     jobs: int = 1,
     engine: str = "local",
@@ -1154,7 +1253,10 @@ def analyze_requests(
     own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.cache.tokenizers.get_tokenizer`
     or an object), ``render`` (:func:`~promptkit.cache.render.get_render_model`) and ``cache_model``
     (:func:`~promptkit.cache.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
-    ``"simulated"``; ``progress`` shows a progress bar.
+    ``"simulated"``; None (the default) takes ``"simulated"`` when every record comes from a log of
+    conversation trees (``meta["conversation_tree"]``: Claude Code projects, whose rewinds, branches and
+    sub-agents share one cache with its TTL) and ``"consecutive"`` otherwise; a note says which.
+    ``progress`` shows a progress bar.
 
     ``jobs`` > 1 runs the per-session work in that many local processes; ``engine="dask"`` runs it on
     a ``dask.distributed`` cluster (``client``: a ``distributed.Client`` or a scheduler address; else
@@ -1175,11 +1277,18 @@ def analyze_requests(
     """
     from promptkit.cache.executors import make_executor
 
-    if not isinstance(view, str) or view not in VIEWS:
+    if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
+    if view is None:
+        view = _default_view(record_list)
+        if view == "simulated":
+            load_notes.append(
+                "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
+                "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
+            )
     groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
     defaulted: set[str] = set()
     for k, r in enumerate(record_list):
@@ -1226,7 +1335,7 @@ def _analyze_stream(
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+    view: str | None = "consecutive",
     progress: bool = False,
     jobs: int = 1,
     engine: str = "local",
@@ -1236,7 +1345,7 @@ def _analyze_stream(
     from promptkit.cache.executors import make_executor
     from promptkit.formats import stream_logs
 
-    if view != "consecutive":
+    if view not in (None, "consecutive"):
         raise UsageError(
             "stream: streaming analyzes session by session, which only the consecutive view allows "
             "(the simulated view needs every session in time order)"
@@ -1256,7 +1365,7 @@ def _analyze_stream(
         timed[key] = timed.get(key, True) and ok
         first[key] = min(stream.first[name], first.get(key, stream.first[name]))
     specs = {
-        key: _Spec(key, tokenizer, render, cache_model, view, timed[key], STREAM_CACHE_TOKENS)
+        key: _Spec(key, tokenizer, render, cache_model, "consecutive", timed[key], STREAM_CACHE_TOKENS)
         for key in timed
     }
     partials: dict[str | ProviderProfile, list[_Partial]] = {key: [] for key in specs}
@@ -1318,14 +1427,14 @@ def _analyze_stream(
         _finish(
             _Context(specs[key])
             if key in specs
-            else _Context(_Spec(key, tokenizer, render, cache_model, view, False)),
+            else _Context(_Spec(key, tokenizer, render, cache_model, "consecutive", False)),
             partials.get(key, []),
             list(stream.problems) if i == 0 else [],
             counts.get(key, 0),
         )
         for i, key in enumerate(keys)
     ]
-    return attrs.evolve(_combine(results_by_group, notes, view), provider_assumed=bool(defaulted))
+    return attrs.evolve(_combine(results_by_group, notes, "consecutive"), provider_assumed=bool(defaulted))
 
 
 @gc_paused()  # perf: loading builds millions of objects the cyclic GC would rescan

@@ -33,6 +33,13 @@ How the file becomes request records:
   :func:`~promptkit.formats.opaque_head.estimate_opaque_heads`) and ``meta["opaque_head_key"] =
   "claude-code:<session>:<model>"``; the analysis puts that many placeholder tokens before the messages.
 
+- **The conversation tree.** Every record has ``meta["conversation_tree"] = True``: its calls follow
+  ``parentUuid``, a rewind or a branch is a path sharing a prefix with an earlier one, and sub-agents
+  share the account's cache, so the analysis takes the ``simulated`` view by default. What the
+  transcript shows happened since the thread's previous call is in ``meta["log_events"]``:
+  ``compaction`` (the context starts at a ``compact_boundary``) or ``rewind`` (the call's chain leaves
+  the previous call out); the causes name a rebuild from them.
+
 Other events (``progress``, ``system``, ``attachment``...) are not part of the requests; what Claude Code
 derives from some of them and sends (hook output, attachments as ``<system-reminder>`` text) is not
 reconstructed.
@@ -49,6 +56,7 @@ a problem naming file, line and field; the rest of the file is still read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -249,6 +257,9 @@ class _Transcript:
         self.missing_parents: list[tuple[int, str]] = []
         self.session: str = next((e.session_id for e in events if e.session_id), stem)
         self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
+        self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
+        self.known_call: dict[int, str | None] = {}  # a call's line -> the nearest earlier call on its chain
+        self.commands: dict[int, list[str]] = {}  # a call's line -> slash commands since the call before
 
     def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
         """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
@@ -263,6 +274,7 @@ class _Transcript:
                 self.missing_parents.append((first.line, cur))
                 break
             if ev.compact_boundary:
+                self.compacted.add(first.line)
                 break
             out.append(ev)
             if cur in self._contexts:
@@ -289,6 +301,8 @@ class _Transcript:
         Calls are visited in file order and each one's context is kept, so a call's context is the
         nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
         segment, known = self.segment(first)
+        self.known_call[first.line] = known.uuid if known is not None else None
+        self.commands[first.line] = [c for e in segment if e.type == "user" for c in _commands(e)]
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
@@ -332,6 +346,39 @@ class _Transcript:
         if first.uuid is not None:
             self._contexts[first.uuid] = messages
         return messages
+
+
+#: A slash command as Claude Code records it: a user message ``<command-name>/mcp</command-name>...``.
+_COMMAND: Final[re.Pattern[str]] = re.compile(r"\s*<command-name>/?([\w:.-]+)</command-name>")
+#: Slash commands that change what the prompt's head holds: ``/mcp`` reconnects MCP servers, whose tool
+#: definitions are part of the prompt (tools changed).
+_HEAD_COMMANDS: Final[dict[str, str]] = {"mcp": "tools_changed"}
+
+
+def _commands(event: _Event) -> list[str]:
+    """The slash commands a user event records (``mcp``, ``model``, ``compact``...)."""
+    out = []
+    for b in event.blocks:
+        text = b.get("text") if b.get("type") == "text" else None
+        m = _COMMAND.match(text) if isinstance(text, str) else None
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def _events_before(t: _Transcript, first: _Event, previous: str | None) -> list[str]:
+    """What the transcript shows happened since the thread's previous call (``previous``: its first
+    line's uuid; ``""`` for the thread's first call): ``compaction`` when the call's context starts at
+    a ``compact_boundary``; ``rewind`` when its ``parentUuid`` chain leaves the previous call out (the
+    user went back to an earlier message, or the call is on another branch of the tree);
+    ``tools_changed`` after an MCP reconnect (the ``/mcp`` command)."""
+    events = [_HEAD_COMMANDS[c] for c in t.commands.get(first.line, []) if c in _HEAD_COMMANDS]
+    if first.line in t.compacted:
+        return ["compaction", *events]
+    known = t.known_call.get(first.line)
+    if previous and known != previous:
+        return ["rewind", *events]
+    return events
 
 
 def _one_hour_sessions(records: Sequence[RequestRecord]) -> set[str]:
@@ -388,6 +435,7 @@ def transcript_records(
         if e.type == "assistant" and not e.synthetic:
             groups.setdefault(e.message_key, []).append(e)
     records: list[RequestRecord] = []
+    last_call: dict[str, str | None] = {}  # thread -> the uuid of its latest call's first line
     for group in groups.values():
         first = group[0]
         model = next((g.model for g in group if g.model is not None), None)
@@ -408,7 +456,12 @@ def transcript_records(
             timestamp = parse_timestamp(first.timestamp)
         except RecordFormatError as exc:
             problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
-        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group]}
+        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group], "conversation_tree": True}
+        thread = t.thread_of(first)
+        shown = _events_before(t, first, last_call.get(thread, ""))
+        if shown:
+            meta["log_events"] = shown
+        last_call[thread] = first.uuid
         if first.request_id is not None:
             meta["request_id"] = first.request_id
         records.append(

@@ -12,9 +12,12 @@ sends them. Its completion is the step's assistant message from ``history`` (con
 ``response`` when the history does not have it. Trajectories written before 1.1 have no ``query``: the
 request is then rebuilt from ``history`` (every message of the main agent before the step's assistant
 message, the whole history for a last step whose assistant message was never appended;
-``meta["query"] = "history"`` says so). That is exact as long as no history processor elided earlier
-observations (``last_n_observations`` does after *n* of them). The model name comes from ``replay_config`` when the
-file has one.
+``meta["query"] = "history"`` says so), and the history processors ``replay_config`` declares are
+applied to it: ``last_n_observations`` elides all but the last *n* observations to SWE-agent's
+placeholder (:func:`last_n_observations`), ``default`` and ``cache_control`` leave the messages as they
+are; any other declared processor is named in a problem (the rebuilt requests may differ from those
+sent). A step's ``messages`` is read like its ``query``. The model name comes from ``replay_config``
+when the file has one.
 
 SWE-agent records token totals for the whole run only (``info.model_stats``: ``tokens_sent``,
 ``tokens_received``, ``api_calls``), not per call: the records carry no usage, and
@@ -38,7 +41,7 @@ from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import CHAT_ROLES, clean_message, loads_json
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 
-__all__ = ["FORMAT", "query_messages", "trajectory_records"]
+__all__ = ["ELIDED", "FORMAT", "last_n_observations", "query_messages", "trajectory_records"]
 
 _TRAJECTORY_KEY: Final[re.Pattern[str]] = re.compile(r'"trajectory"\s*:\s*\[')
 
@@ -77,17 +80,112 @@ def _main_history(history: object) -> list[Mapping[str, Any]]:
     return [m for m in history if isinstance(m, Mapping) and m.get("agent", "main") == "main"]
 
 
-def _model_name(data: Mapping[str, Any]) -> str | None:
+def _agent_config(data: Mapping[str, Any]) -> Mapping[str, Any]:
     config: Any = data.get("replay_config")
     if isinstance(config, str):
         try:
             config = loads_json(config)
         except json.JSONDecodeError:
-            return None
+            return {}
     agent = config.get("agent") if isinstance(config, Mapping) else None
-    model = agent.get("model") if isinstance(agent, Mapping) else None
+    return agent if isinstance(agent, Mapping) else {}
+
+
+def _model_name(data: Mapping[str, Any]) -> str | None:
+    model = _agent_config(data).get("model")
     name = model.get("name") if isinstance(model, Mapping) else None
     return name if isinstance(name, str) and name else None
+
+
+def _history_processors(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The history processors ``replay_config`` declares (``agent.history_processors``, a list, or the
+    older single ``agent.history_processor``), in order."""
+    agent = _agent_config(data)
+    declared = agent.get("history_processors", agent.get("history_processor"))
+    if isinstance(declared, Mapping):
+        declared = [declared]
+    return [p for p in declared if isinstance(p, Mapping)] if isinstance(declared, list) else []
+
+
+#: The placeholder SWE-agent writes for an elided observation (``LastNObservations`` in
+#: ``sweagent/agent/history_processors.py``).
+ELIDED: Final[str] = "Old environment output: ({lines} lines omitted)"
+
+
+def _content_stats(content: object) -> tuple[int, int]:
+    """(text lines, images) of a history item's content, as SWE-agent counts them."""
+    if isinstance(content, str):
+        return len(content.splitlines()), 0
+    if not isinstance(content, list):
+        return 0, 0
+    parts = [p for p in content if isinstance(p, Mapping)]
+    lines = sum(len(str(p.get("text", "")).splitlines()) for p in parts if p.get("type") == "text")
+    return lines, sum(1 for p in parts if p.get("type") == "image_url")
+
+
+def last_n_observations(
+    history: list[Mapping[str, Any]], config: Mapping[str, Any]
+) -> list[Mapping[str, Any]]:
+    """SWE-agent's ``last_n_observations`` history processor, as its source has it
+    (``sweagent/agent/history_processors.py``, ``LastNObservations``): every observation but the first
+    (the instance template) and the last ``n`` (kept in steps of ``polling``) has its content replaced
+    by ``Old environment output: (<lines> lines omitted)``; ``tags`` force an observation out
+    (``remove_output``) or in (``keep_output``); demonstrations are never counted. Items without
+    ``message_type`` (trajectories written before it existed) count as observations when their role
+    is ``user`` or ``tool``.
+
+    >>> h = [{"role": "user", "content": "task"}, {"role": "assistant", "content": "ls"},
+    ...      {"role": "tool", "content": "a.py"}, {"role": "assistant", "content": "cat a.py"},
+    ...      {"role": "tool", "content": "x = 1"}]
+    >>> [m["content"] for m in last_n_observations(h, {"n": 1})]
+    ['task', 'ls', 'Old environment output: (1 lines omitted)', 'cat a.py', 'x = 1']
+    """
+    n, polling = int(config.get("n", 0)), max(1, int(config.get("polling", 1)))
+    remove_tags = set(config.get("always_remove_output_for_tags", ["remove_output"]))
+    keep_tags = set(config.get("always_keep_output_for_tags", ["keep_output"]))
+    typed = any("message_type" in m for m in history)
+
+    def is_observation(m: Mapping[str, Any]) -> bool:
+        if typed:
+            return m.get("message_type") == "observation"
+        return m.get("role") in ("user", "tool")
+
+    observations = [i for i, m in enumerate(history) if is_observation(m) and not m.get("is_demo", False)]
+    last_removed = max(0, (len(observations) // polling) * polling - n)
+    omit = set(observations[1:last_removed])
+    out: list[Mapping[str, Any]] = []
+    for i, m in enumerate(history):
+        tags = set(m.get("tags") or [])
+        if (i not in omit or tags & keep_tags) and not tags & remove_tags:
+            out.append(m)
+            continue
+        lines, images = _content_stats(m.get("content"))
+        text = ELIDED.format(lines=lines) + (f" ({images} images omitted)" if images else "")
+        out.append({**m, "content": text})
+    return out
+
+
+#: History processors that leave the messages as they are (``cache_control`` only adds Anthropic
+#: breakpoints, which the cache model places itself).
+_NEUTRAL_PROCESSORS: Final[frozenset[str]] = frozenset({"default", "cache_control"})
+
+
+def _processed(
+    history: list[Mapping[str, Any]], processors: list[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    for config in processors:
+        if config.get("type") == "last_n_observations":
+            history = last_n_observations(history, config)
+    return history
+
+
+def _unapplied(processors: list[Mapping[str, Any]]) -> list[str]:
+    """The declared processors promptkit cannot apply when rebuilding a request from the history."""
+    return [
+        str(p.get("type"))
+        for p in processors
+        if p.get("type") not in _NEUTRAL_PROCESSORS and p.get("type") != "last_n_observations"
+    ]
 
 
 def trajectory_records(
@@ -108,6 +206,8 @@ def trajectory_records(
     history = _main_history(data.get("history"))
     assistant_at = [i for i, m in enumerate(history) if m.get("role") == "assistant"]
     model = _model_name(data)
+    processors = _history_processors(data)
+    rebuilt = False
     info = data.get("info")
     stats = info.get("model_stats") if isinstance(info, Mapping) else None
     records: list[RequestRecord] = []
@@ -116,15 +216,17 @@ def trajectory_records(
         if not isinstance(step, Mapping):
             report(f"{where}: expected an object, got {type_name(step)}; skipped")
             continue
-        query = step.get("query")
+        field = "query" if step.get("query") not in (None, [], [{}]) else "messages"
+        query = step.get(field)
         try:
             if query not in (None, [], [{}]):
-                messages, origin = query_messages(query, f"{where}.query"), "step"
+                messages, origin = query_messages(query, f"{where}.{field}"), "step"
             elif k <= len(assistant_at) and history:
                 # the last step's assistant message is not in the history when the run ended on it
                 cut = assistant_at[k] if k < len(assistant_at) else len(history)
-                messages = query_messages(list(history[:cut]), f"history[:{cut}]")
+                messages = query_messages(_processed(list(history[:cut]), processors), f"history[:{cut}]")
                 origin = "history"
+                rebuilt = True
             else:
                 raise RecordFormatError(
                     f"{where}.query: missing, and history has no assistant message for this step"
@@ -151,6 +253,12 @@ def trajectory_records(
         if not records and isinstance(stats, Mapping):
             meta["model_stats"] = dict(stats)
         records.append(RequestRecord(body, session, completion=completion, file=file, meta=meta))
+    unapplied = _unapplied(processors)
+    if rebuilt and unapplied:
+        report(
+            f"replay_config declares history processor(s) {', '.join(unapplied)} that promptkit does not "
+            "apply: the requests rebuilt from the history may differ from those sent"
+        )
     if not records and not any(p.file == file for p in problems):
         status = info.get("exit_status") if isinstance(info, Mapping) else None
         report(f"trajectory has no steps (exit status {status!r}): zero requests loaded")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -13,6 +14,7 @@ from promptkit.cache.causes import CAUSES, explain_causes, find_change, volatile
 from promptkit.cache.engine import analyze_requests
 from promptkit.cache.models import DeepSeekCache, ExactCache, OpenAICache
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
+from promptkit.providers.registry import get_provider, register_provider
 from tests.cache.tiny import CharTokenizer, TinyRender
 
 TINY: dict[str, Any] = {"tokenizer": CharTokenizer(), "render": TinyRender()}
@@ -204,18 +206,93 @@ def test_granularity() -> None:
     assert causes["uncached_tokens"][1] == causes["prompt_tokens"][1] % 64
 
 
-def test_provider_miss() -> None:
+#: The ideal cache with the tokenizer declared the provider's own (positions are not converted), and
+#: the same declared best effort: registered for this module's tests only.
+EXACT_UNITS, BEST_EFFORT = "test-exact-units", "test-best-effort"
+
+
+@pytest.fixture(autouse=True)
+def _test_profiles() -> Any:
+    from promptkit.providers import registry
+
+    exact = register_provider(
+        attrs.evolve(get_provider("exact"), name=EXACT_UNITS, exact_tokenizer=True), replace=True
+    )
+    register_provider(attrs.evolve(exact, name=BEST_EFFORT, best_effort=True), replace=True)
+    yield
+    registry._REGISTRY.pop(EXACT_UNITS, None)
+    registry._REGISTRY.pop(BEST_EFFORT, None)
+
+
+def test_provider_miss_only_on_a_best_effort_cache() -> None:
     prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
-    causes = explain([rec(BASE, 0, usage=Usage(prompt, 1, 0)), rec(BASE, 1, usage=Usage(prompt, 1, 0))])
+    records = [rec(BASE, 0, usage=Usage(prompt, 1, 0)), rec(BASE, 1, usage=Usage(prompt, 1, 0))]
+    causes = explain(records, provider=BEST_EFFORT)
     only(causes, 1, "provider_miss")
     assert causes["basis"][1] == "reported"
+    # the same shortfall on a deterministic cache: a change the log does not show, in the head here
+    # (the reads fell back to 0, the start of the head)
+    causes = explain(records, provider=EXACT_UNITS)
+    only(causes, 1, "head_changed")
+    assert causes["change_class"][1] == "head_changed"
+    assert "fell back to 0 tokens" in causes["change_detail"][1]
+
+
+def test_provider_miss_where_a_calibration_learnt_it() -> None:
+    from promptkit.cache.calibration import Calibration, apply_calibration
+
+    prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
+    records = [rec(BASE, 0, usage=Usage(prompt, 1, 0)), rec(BASE, 1, usage=Usage(prompt, 1, 0))]
+    result = analyze_requests(records, provider=EXACT_UNITS, **TINY)
+    assert explain_causes(result)["cause"][1] == "head_changed"
+    learnt = apply_calibration(result, Calibration(EXACT_UNITS, 0.5))
+    only(explain_causes(learnt), 1, "provider_miss")
+    # a calibration that learnt nothing is missed (rate 0) leaves it a change the log does not show
+    assert (
+        explain_causes(apply_calibration(result, Calibration(EXACT_UNITS, 0.0)))["cause"][1] == "head_changed"
+    )
+
+
+def test_shortfall_inside_the_history_is_history_rewritten() -> None:
+    longer = {"messages": [*BASE["messages"], {"role": "assistant", "content": "ok"}, user("more " * 40)]}
+    first = explain([rec(BASE, 0)], provider=EXACT_UNITS)
+    prompt = int(first["prompt_tokens"][0])
+    head = int(analyze_requests([rec(BASE, 0)], provider=EXACT_UNITS, **TINY).requests["head_end_tokens"][0])
+    assert 0 < head < prompt - 5
+    both = explain(
+        [rec(BASE, 0, usage=Usage(prompt, 1, 0)), rec(longer, 1, usage=Usage(prompt + 60, 1, prompt - 5))],
+        provider=EXACT_UNITS,
+    )
+    r = both.row(1, named=True)
+    assert r["lost_history_rewritten"] == 5 and r["lost_provider_miss"] == 0
+    assert f"fell back to {prompt - 5:,} tokens, inside the history" in r["change_detail"]
 
 
 def test_unexplained_is_the_prompt_length_difference() -> None:
-    prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
-    causes = explain([rec(BASE, 0), rec(BASE, 1, usage=Usage(prompt + 7, 1, prompt))])
+    prompt = explain([rec(BASE, 0)], provider=EXACT_UNITS)["prompt_tokens"][0]
+    causes = explain([rec(BASE, 0), rec(BASE, 1, usage=Usage(prompt + 7, 1, prompt))], provider=EXACT_UNITS)
     only(causes, 1, "unexplained")
     assert causes["uncached_tokens"][1] == 7
+
+
+def test_ruler_mode_puts_the_prompt_in_provider_units() -> None:
+    # cl100k is not the ideal cache's tokenizer: the reported count is the ruler, and a call that
+    # keeps the whole previous prompt reads it all, in the provider's units
+    prompt = explain([rec(BASE, 0)])["prompt_tokens"][0]
+    longer = {"messages": [*BASE["messages"], {"role": "assistant", "content": "ok"}, user("more")]}
+    result = analyze_requests(
+        [
+            rec(BASE, 0, usage=Usage(prompt + 7, 1, 0)),
+            rec(longer, 1, usage=Usage(prompt + 30, 1, prompt + 7)),
+        ],
+        provider="exact",
+        **TINY,
+    )
+    q = result.requests
+    assert q["prompt_tokens"].to_list() == [prompt + 7, prompt + 30]
+    assert q["predicted_cached_tokens"][1] == prompt + 7
+    assert q["position_basis"].to_list() == ["exact", "exact"]
+    assert explain_causes(result)["lost_unexplained"].to_list() == [0, 0]
 
 
 def test_reported_surplus_comes_off_the_first_causes() -> None:
@@ -469,3 +546,13 @@ def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
 )
 def test_volatile_spans_keep_the_first_pattern_that_matches_each_span(text: str) -> None:
     assert volatile_spans(text) == _volatile_spans_by_scan(text)
+
+
+def test_a_session_that_changes_model_with_nothing_shared_is_a_model_switch() -> None:
+    # a head estimated per model (Claude Code's opaque head) shares nothing across models: the call
+    # after the switch reads nothing, and that is the model switch, not a cold start
+    a = rec({**BASE, "model": "m-one"}, 0)
+    b = rec({"model": "m-two", "messages": [user("other start"), *BASE["messages"]]}, 1)
+    causes = explain([a, b])
+    only(causes, 1, "model_switch")
+    assert causes["change_detail"][1] == "m-one -> m-two"

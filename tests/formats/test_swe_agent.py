@@ -101,3 +101,59 @@ def test_gzip_copy_and_invalid_json(tmp_path: Path) -> None:
     result = read_logs(broken)
     (problem,) = result.problems
     assert result.records == () and problem.line is not None and problem.reason.startswith("invalid JSON")
+
+
+# --------------------------------------------------------------------- history processors (issue 23)
+
+ELIDED = Path("fixtures/swe_agent/swe-agent-test-repo-i1-elided.traj")
+
+
+def _without_query(tmp_path: Path, *, processors: list[dict[str, Any]] | None = None) -> Path:
+    data = load(ELIDED)
+    for step in data["trajectory"]:
+        del step["query"]
+    if processors is not None:
+        config = json.loads(data["replay_config"])
+        config["agent"]["history_processors"] = processors
+        data["replay_config"] = json.dumps(config)
+    path = tmp_path / "elided.traj"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_an_elision_run_breaks_at_each_elided_tool_output_named_an_edit_of_the_history(
+    tmp_path: Path,
+) -> None:
+    from promptkit.cache.engine import analyze
+
+    for path in (ELIDED, _without_query(tmp_path)):  # the messages sent, and the history rebuilt
+        q = analyze(path).requests.sort("index")
+        broken = q.filter(q["divergence_message"].is_not_null())
+        assert broken["index"].to_list() == [2, 3, 4]  # every step after the second elides one more output
+        assert broken["divergence_role"].to_list() == ["tool", "tool", "tool"]
+        assert broken["change_class"].to_list() == ["message_edited"] * 3
+        assert all("Old environment output" in d for d in broken["change_detail"])
+
+
+def test_rebuilding_from_the_history_applies_last_n_observations(tmp_path: Path) -> None:
+    sent = [r.request["messages"] for r in read_logs(ELIDED).records]
+    rebuilt = read_logs(_without_query(tmp_path))
+    assert [r.meta["query"] for r in rebuilt.records] == ["history"] * 5
+    assert [r.request["messages"] for r in rebuilt.records] == sent
+    # SWE-agent's own placeholder text, with the elided output's line count
+    history = [m for m in load(ELIDED)["history"] if m.get("agent", "main") == "main"]
+    first_tool = next(m for m in history if m["role"] == "tool")
+    lines = len(first_tool["content"].splitlines())
+    assert sent[2][3]["content"] == f"Old environment output: ({lines} lines omitted)"
+
+
+def test_an_unknown_history_processor_is_named_in_a_problem(tmp_path: Path) -> None:
+    path = _without_query(
+        tmp_path, processors=[{"type": "last_n_observations", "n": 1}, {"type": "remove_regex"}]
+    )
+    result = read_logs(path)
+    assert len(result.records) == 5
+    [problem] = result.problems
+    assert "history processor(s) remove_regex" in problem.reason and problem.file == str(path)
+    # the messages really sent need no processor: no problem then
+    assert read_logs(ELIDED).problems == ()

@@ -1,0 +1,212 @@
+"""Ruler mode: the provider's own counts as the ruler of every position in a prompt.
+
+A call's reported prompt tokens are the exact offset, in the provider's units, of the end of its
+prompt; Anthropic's usage also gives the offset of the call's last cache breakpoint: ``cache reads +
+cache writes`` (the tokens after it are ``input_tokens``). Later calls that share the prompt up to such
+a point share its offset. So each call carries **anchors**: pairs ``(local, provider)`` of the same
+position counted by the local tokenizer and by the provider. A position between anchors is placed by
+the local tokenizer's proportions (linear interpolation between the two anchors around it); a position
+that *is* an anchor is exact.
+
+Where the local tokenizer is the provider's and its count equals the reported one, positions stay as
+they are (``exact``). Where it is not (Claude's tokenizer is not public: the local count is a cl100k
+estimate), the engine converts every position of a call (prompt length, shared prefix, predicted
+cached tokens, divergence...) to provider units with :meth:`Ruler.to_provider`, and says in the
+``position_basis`` column how the predicted cached point was placed: ``exact`` (on an anchor),
+``interpolated`` (between anchors) or ``local`` (no anchor: the log has no usage for it or before it).
+
+Anthropic's documentation gives the invariants the anchors rely on: ``input_tokens`` counts the tokens
+after the last cache breakpoint, ``cache_read_input_tokens`` and ``cache_creation_input_tokens`` the
+ones before it ("Tracking cache performance",
+https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance), so
+``reads + writes`` is the breakpoint's offset, and the next call that keeps that prefix reads it:
+``reads(n) = reads(n-1) + writes(n-1)``.
+
+>>> r = Ruler.start().extended([(1000, 1100), (1003, 1104)])
+>>> r.to_provider(0), r.to_provider(1000), r.to_provider(500)
+((0, 'exact'), (1100, 'exact'), (550, 'interpolated'))
+>>> later = r.inherited(1000).extended([(2000, 2250)])  # shares the first 1000 local tokens
+>>> later.to_provider(1000), later.to_provider(1500)
+((1100, 'exact'), (1675, 'interpolated'))
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from typing import Final
+
+import attrs
+
+__all__ = [
+    "POSITION_BASES",
+    "POSITION_COLUMNS",
+    "Ruler",
+    "own_anchors",
+    "row_to_provider",
+    "usage_contradictions",
+]
+
+#: The values of the ``position_basis`` column, most certain first.
+POSITION_BASES: Final[tuple[str, ...]] = ("exact", "interpolated", "local")
+
+
+@attrs.frozen(slots=True)
+class Ruler:
+    """Anchors ``(local, provider)``, both strictly increasing (``local[0] == provider[0] == 0``)."""
+
+    local: tuple[int, ...] = (0,)
+    provider: tuple[int, ...] = (0,)
+
+    @classmethod
+    def start(cls) -> Ruler:
+        """A ruler with the one anchor every prompt has: its start."""
+        return cls()
+
+    @property
+    def anchored(self) -> bool:
+        """Whether the ruler has an anchor past the start (some provider count placed it)."""
+        return len(self.local) > 1
+
+    def inherited(self, shared: int) -> Ruler:
+        """The anchors a later prompt keeps when it shares this one's first ``shared`` local tokens."""
+        k = bisect.bisect_right(self.local, shared)
+        return Ruler(self.local[:k], self.provider[:k])
+
+    def extended(self, points: Iterable[tuple[int, int]]) -> Ruler:
+        """This ruler with ``points`` added. A new point wins over an old one it contradicts (an old
+        anchor at or after a new one in either unit is dropped): the newest count is the truth."""
+        local, provider = list(self.local), list(self.provider)
+        for x, y in sorted(set(points)):
+            if x <= 0 or y <= 0:
+                continue
+            keep = [i for i in range(len(local)) if (local[i] < x and provider[i] < y) or local[i] > x]
+            local = [local[i] for i in keep]
+            provider = [provider[i] for i in keep]
+            i = bisect.bisect_left(local, x)
+            local.insert(i, x)
+            provider.insert(i, y)
+            # anchors after the new one that are not above it in provider units contradict it
+            j = i + 1
+            while j < len(local) and provider[j] <= y:
+                del local[j], provider[j]
+        return Ruler(tuple(local), tuple(provider))
+
+    def to_provider(self, position: int) -> tuple[int, str]:
+        """``position`` (local tokens) in provider units, and how it was placed (``exact`` on an
+        anchor, ``interpolated`` between two, ``local`` past the last anchor or with none)."""
+        if position <= 0:
+            return max(position, 0), "exact"
+        i = bisect.bisect_left(self.local, position)
+        if i < len(self.local) and self.local[i] == position:
+            return self.provider[i], "exact"
+        if i == len(self.local):  # past the last anchor: local units from there on
+            return self.provider[-1] + position - self.local[
+                -1
+            ], "local" if not self.anchored else "interpolated"
+        x0, x1, y0, y1 = self.local[i - 1], self.local[i], self.provider[i - 1], self.provider[i]
+        return y0 + round((position - x0) * (y1 - y0) / (x1 - x0)), "interpolated"
+
+
+#: Request columns that are positions in the call's own prompt (converted to provider units).
+POSITION_COLUMNS: Final[tuple[str, ...]] = (
+    "prompt_tokens",
+    "prefix_tokens",
+    "divergence_token",
+    "unexpired_cached_tokens",
+    "unevicted_cached_tokens",
+    "model_switch_tokens",
+    "source_stored_tokens",
+)
+
+
+def own_anchors(prompt_len: int, breakpoint_end: int | None, usage: object | None) -> list[tuple[int, int]]:
+    """The anchors a call's own usage gives: the end of its prompt (``prompt_len`` local tokens =
+    reported prompt tokens) and, where the usage counts cache reads and writes (Anthropic), its last
+    breakpoint (``breakpoint_end`` local tokens = reads + writes). A usage that contradicts itself
+    (reads + writes above the prompt) gives only the prompt's end.
+
+    >>> from promptkit.layout import Usage
+    >>> own_anchors(950, 947, Usage(prompt_tokens=1000, cached_tokens=600, cache_write_tokens=396))
+    [(950, 1000), (947, 996)]
+    """
+    reported = getattr(usage, "prompt_tokens", None)
+    if reported is None or reported <= 0 or prompt_len <= 0:
+        return []
+    points = [(prompt_len, int(reported))]
+    reads, writes = getattr(usage, "cached_tokens", None), getattr(usage, "cache_write_tokens", None)
+    if breakpoint_end is not None and 0 < breakpoint_end < prompt_len and writes is not None:
+        mark = int(reads or 0) + int(writes)
+        if 0 < mark < reported:
+            points.append((breakpoint_end, mark))
+        elif mark == reported:  # nothing after the breakpoint: it is the prompt's end
+            points = [(breakpoint_end, mark)]
+    return points
+
+
+def row_to_provider(row: dict[str, object], ruler: Ruler, reported_prompt: int | None = None) -> str:
+    """Convert ``row``'s positions (:data:`POSITION_COLUMNS`, the predicted cached and written tokens)
+    from local to provider units in place; return how the predicted cached point was placed."""
+    cached = int(row["predicted_cached_tokens"])  # type: ignore[call-overload]
+    new_cached, basis = ruler.to_provider(cached)
+    for column in POSITION_COLUMNS:
+        value = row.get(column)
+        if isinstance(value, int):
+            row[column] = ruler.to_provider(value)[0]
+    written = row.get("predicted_cache_write_tokens")
+    if isinstance(written, int) and written > 0:
+        new_written = max(0, ruler.to_provider(cached + written)[0] - new_cached)
+        written_1h = row.get("predicted_cache_write_1h_tokens")
+        if isinstance(written_1h, int):
+            row["predicted_cache_write_1h_tokens"] = round(written_1h * new_written / written)
+        row["predicted_cache_write_tokens"] = new_written
+    row["predicted_cached_tokens"] = new_cached
+    if isinstance(reported_prompt, int):  # the prompt of a call with usage is its reported prompt
+        row["prompt_tokens"] = reported_prompt
+    prompt = row["prompt_tokens"]
+    row["hit_ratio"] = new_cached / prompt if isinstance(prompt, int) and prompt > 0 else None
+    return basis
+
+
+def usage_contradictions(usage: object, previous: object | None = None) -> list[str]:
+    """What is wrong with a call's usage, one reason per contradiction (empty when nothing is): a
+    negative count; cache reads and writes adding up to more than the prompt (reads + writes + the
+    uncached rest = the prompt); cache reads larger than everything the session's previous call could
+    have stored (``previous``: its usage; its prompt and answer). The analysis reports each as a
+    problem naming the file, line and field and keeps the counts as reported: never corrected.
+
+    >>> from promptkit.layout import Usage
+    >>> usage_contradictions(Usage(prompt_tokens=100, cached_tokens=80, cache_write_tokens=30))
+    ['usage.cached_tokens + usage.cache_write_tokens: 80 + 30 = 110 exceed usage.prompt_tokens 100']
+    >>> usage_contradictions(Usage(prompt_tokens=900, cached_tokens=600), previous=Usage(prompt_tokens=500, completion_tokens=20))
+    ["usage.cached_tokens: 600 read, more than the session's previous call could store (usage.prompt_tokens 500 + usage.completion_tokens 20)"]
+    """
+    fields = (
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "cache_write_1h_tokens",
+    )
+    values = {f: getattr(usage, f, None) for f in fields}
+    out = [f"usage.{f}: {v} is negative" for f, v in values.items() if isinstance(v, int) and v < 0]
+    if out:
+        return out
+    prompt, reads, writes = (
+        values["prompt_tokens"],
+        values["cached_tokens"] or 0,
+        values["cache_write_tokens"] or 0,
+    )
+    if isinstance(prompt, int) and reads + writes > prompt:
+        parts = ["usage.cached_tokens", "usage.cache_write_tokens"] if writes else ["usage.cached_tokens"]
+        shown = f"{reads} + {writes} = {reads + writes}" if writes else f"{reads}"
+        out.append(f"{' + '.join(parts)}: {shown} exceed usage.prompt_tokens {prompt}")
+    before = getattr(previous, "prompt_tokens", None)
+    if isinstance(before, int) and before >= 0 and reads > 0:
+        answer = getattr(previous, "completion_tokens", None) or 0
+        if reads > before + max(answer, 0):
+            out.append(
+                f"usage.cached_tokens: {reads} read, more than the session's previous call could store "
+                f"(usage.prompt_tokens {before} + usage.completion_tokens {answer})"
+            )
+    return out

@@ -1,0 +1,148 @@
+"""Claude Code's conversation tree in the analysis: rewinds and compactions named from the transcript,
+the shared-cache view by default, and ruler mode on the transcript's own usage (issue 23).
+
+The figures of ``docs/concepts/ruler.md`` are recomputed here on the real fixture."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from promptkit.cache.causes import explain_causes
+from promptkit.cache.engine import analyze
+from promptkit.formats import read_logs
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "fixtures" / "claude-code" / "-home-USER-projects-spotter-worktrees-spotter-dov"
+
+
+def _event(
+    kind: str, uuid: str, parent: str | None, content: Any, t: str, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message |= {
+            "id": f"msg_{uuid}",
+            "model": "claude-sonnet-4-5",
+            "usage": {"output_tokens": 1, **(usage or {})},
+        }
+    return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "isSidechain": False,
+            "timestamp": f"2026-02-12T16:{t}Z", "message": message}  # fmt: skip
+
+
+def _usage(read: int, write: int, fresh: int = 3) -> dict[str, int]:
+    return {"input_tokens": fresh, "cache_read_input_tokens": read, "cache_creation_input_tokens": write}
+
+
+def _rewind(tmp_path: Path) -> Path:
+    """A user's rewind: call 3 goes back to the first answer. Anthropic reads call 1's breakpoint there
+    (reads(3) = reads(1) + writes(1)); the consecutive view, comparing with call 2 only, reads nothing."""
+    text = "a line of the project's code, repeated so that the prompt is long enough to cache. " * 40
+    events = [
+        _event("user", "u1", None, "one " + text, "00:00"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}], "00:05", _usage(0, 21832)),
+        _event("user", "u2", "a1", "two " + text, "00:30"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "A2"}], "00:35", _usage(21832, 700)),
+        _event("user", "u2b", "a1", "two, edited " + text, "01:00"),  # the user rewound to a1
+        _event("assistant", "a3", "u2b", [{"type": "text", "text": "A3"}], "01:05", _usage(21832, 710)),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_rewind_is_an_event_of_the_call_after_it(tmp_path: Path) -> None:
+    records = read_logs(_rewind(tmp_path)).records
+    assert [r.meta.get("log_events") for r in records] == [None, None, ["rewind"]]
+    assert all(r.meta["conversation_tree"] for r in records)
+
+
+def test_a_rewind_is_predicted_within_one_percent_of_what_the_provider_read(tmp_path: Path) -> None:
+    path = _rewind(tmp_path)
+    shared = analyze(path)  # the default view of a conversation tree: one cache over its branches
+    assert shared.view == "simulated"
+    assert any("view: simulated" in n for n in shared.notes)
+    q = shared.requests.sort("index")
+    predicted, reported = q["predicted_cached_tokens"][2], q["reported_cached_tokens"][2]
+    assert reported == 21832 and abs(predicted - reported) <= 0.01 * reported
+    assert q["position_basis"][2] == "exact"
+    # each call against the previous one only: the rewind reads nothing (the issue's "predicted 0")
+    assert analyze(path, view="consecutive").requests.sort("index")["predicted_cached_tokens"][2] == 0
+
+
+def test_compaction_is_an_event_and_names_the_rebuild(tmp_path: Path) -> None:
+    text = "context " * 400
+    events = [
+        _event("user", "u1", None, "first " + text, "00:00"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "first answer"}], "00:05", _usage(0, 9000)),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "c1",
+            "parentUuid": None,
+            "sessionId": "s1",
+            "logicalParentUuid": "a1",
+            "timestamp": "2026-02-12T16:01:00Z",
+        },
+        _event("user", "u2", "c1", "This session is being continued. Summary: " + text[:800], "01:01"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "ok"}], "01:05", _usage(4000, 300)),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert [r.meta.get("log_events") for r in read_logs(path).records] == [None, ["compaction"]]
+    causes = explain_causes(analyze(path)).sort("index")
+    assert causes["cause"][1] == "compaction"
+    assert causes["lost_unexplained"].to_list() == [0, 0]
+
+
+def test_the_real_fixture_measured_in_provider_units() -> None:
+    """The table of docs/concepts/ruler.md for fixtures/claude-code: warm calls exact, nothing unexplained."""
+    result = analyze(PROJECT)
+    assert result.view == "simulated"
+    q = result.requests
+    assert (q["prompt_tokens"] == q["reported_prompt_tokens"]).all()  # the reported prompt is the prompt
+    warm = q.filter(pl.col("index") > 0)
+    assert warm.height == 1
+    assert warm["predicted_cached_tokens"].to_list() == warm["reported_cached_tokens"].to_list() == [26447]
+    assert set(q["position_basis"]) == {"exact"}
+    causes = explain_causes(result)
+    assert causes["lost_unexplained"].sum() == 0
+
+
+def test_an_mcp_reconnect_names_a_fall_back_into_the_head_tools_changed(tmp_path: Path) -> None:
+    command = "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n            <command-args></command-args>"
+    events = [
+        _event("user", "u1", None, "one", "00:00"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}], "00:05", _usage(0, 21832)),
+        _event("user", "m1", "a1", command, "00:20"),  # as Claude Code records a slash command
+        _event("user", "u2", "m1", "go on", "00:30"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "A2"}], "00:35", _usage(1000, 20900)),
+    ]
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert [r.meta.get("log_events") for r in read_logs(path).records] == [None, ["tools_changed"]]
+    causes = explain_causes(analyze(path)).sort("index")
+    assert causes["cause"][1] == "tools_changed" and causes["change_class"][1] == "tools_changed"
+    assert "fell back to 1,000 tokens" in causes["change_detail"][1]
+    # without the command the same counters are a change of the head the log does not show
+    del events[2]
+    events[2]["parentUuid"] = "a1"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert explain_causes(analyze(path)).sort("index")["cause"][1] == "head_changed"
+
+
+def test_the_benchmark_that_made_the_docs_table_measures_the_fixture() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "claude_code_accuracy", ROOT / "benchmarks" / "claude_code_accuracy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    row, rebuilds = module.measure(str(PROJECT))
+    assert row["calls"] == 3 and row["warm exact"] == "1 / 1" and row["unexplained"] == "0.0%"
+    assert rebuilds.height == 0
