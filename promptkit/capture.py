@@ -2,7 +2,7 @@
 
 :func:`capture` wraps a client's HTTP transport (the SDKs' ``http_client``). While the app runs, every
 call to the Messages, Chat Completions or Responses API is appended to a JSONL file as one whole record
-(:func:`promptkit.formats.http_capture.exchange_record`): the request body exactly as sent, the whole
+(:func:`promptkit.formats.wire.record.exchange_record`): the request body exactly as sent, the whole
 response (a streamed one reassembled while the client still reads the stream unchanged), timestamps,
 durations and, when the prompt was built by promptkit, its layout (:meth:`Recorder.layout`). Nothing
 sent or received is changed; credentials (headers) are never written.
@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from promptkit.errors import CaptureError
-from promptkit.formats.http_capture import (
+from promptkit.formats.wire import (
     SECRET_PATTERNS,
     HttpCaptureError,
     api_from_url,
@@ -72,7 +72,7 @@ class RecordLog:
     """An append-only JSONL log that never holds half a record.
 
     Each record is serialized first (bodies redacted with the key patterns
-    :data:`~promptkit.formats.http_capture.SECRET_PATTERNS` and ``redact`` patterns), then written with
+    :data:`~promptkit.formats.wire.redact.SECRET_PATTERNS` and ``redact`` patterns), then written with
     one ``write`` on a file opened with ``O_APPEND`` (mode 0600): a record is on disk whole or not at all.
     A short write (disk full) is cut back off the file; if even that fails the next record starts on a
     new line, so one torn line is all a reader ever meets. A failure never raises: ``append`` returns
@@ -262,7 +262,7 @@ class Recorder:
         if isinstance(parsed, Mapping):
             session = session or session_hint(request.headers, parsed)
             if session is None:
-                from promptkit.formats.http_capture import responses_request_to_chat
+                from promptkit.formats.wire import responses_request_to_chat
 
                 try:
                     chat = responses_request_to_chat(parsed) if "input" in parsed else parsed

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.http_capture import completion_of
+from promptkit.formats.wire.record import completion_of
 from promptkit.layout import LayoutEntry, RequestRecord
 from promptkit.providers.usage import normalize_usage
 

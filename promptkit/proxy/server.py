@@ -11,7 +11,7 @@ Built on aiohttp (server and client). Per request:
    dropped towards the client too; a timeout or refused connection before any answer becomes a
    ``504`` / ``502`` with a JSON ``error`` body.
 4. Calls to the Messages, Chat Completions and Responses APIs are recorded
-   (:func:`~promptkit.formats.http_capture.exchange_record`): request and reassembled response, session,
+   (:func:`~promptkit.formats.wire.record.exchange_record`): request and reassembled response, session,
    timestamp, ``duration`` and ``first_byte`` seconds, safe request headers (never credentials), and an
    ``error`` for failed calls. A record is written whole or not at all; a failing log never stops
    forwarding (:class:`~promptkit.capture.RecordLog`).
@@ -53,7 +53,7 @@ from aiohttp import (
 
 from promptkit.capture import RecordLog
 from promptkit.errors import ProxyConfigError
-from promptkit.formats.http_capture import (
+from promptkit.formats.wire import (
     SENSITIVE_HEADERS,
     HttpCaptureError,
     api_from_url,

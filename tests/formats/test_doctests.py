@@ -1,4 +1,4 @@
-"""The examples in the docstrings of the agent-log formats run and print what they show."""
+"""The examples in the docstrings of the log formats and the wire run and print what they show."""
 
 from __future__ import annotations
 
@@ -7,7 +7,22 @@ import importlib
 
 import pytest
 
-MODULES = ["promptkit.formats.claude_code", "promptkit.formats.codex", "promptkit.formats.opaque_head"]
+MODULES = [
+    "promptkit.formats.claude_code",
+    "promptkit.formats.codex",
+    "promptkit.formats.opaque_head",
+    "promptkit.formats.base",
+    "promptkit.formats.http_capture",
+    "promptkit.formats.wire",
+    "promptkit.formats.wire.bodies",
+    "promptkit.formats.wire.record",
+    "promptkit.formats.wire.redact",
+    "promptkit.formats.wire.responses",
+    "promptkit.formats.wire.sse",
+    "promptkit.formats.wire.streams",
+    "promptkit.formats.wire.urls",
+    "promptkit.capture",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)
