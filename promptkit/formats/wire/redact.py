@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any, Final
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "MAX_DEPTH",
@@ -174,14 +174,16 @@ def is_secret_field(name: str) -> bool:
 def url_credentials(url: str) -> tuple[str, str | None, str | None]:
     """``url`` without its user info, and the user name and password it carried (None when absent).
 
-    >>> url_credentials("https://me:pw@api.example.com:8443/v1")
-    ('https://api.example.com:8443/v1', 'me', 'pw')
+    >>> url_credentials("https://me:p%40ss@api.example.com:8443/v1")
+    ('https://api.example.com:8443/v1', 'me', 'p@ss')
     """
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url, None, None
     host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=host)), parts.username, parts.password
+    user = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return urlunsplit(parts._replace(netloc=host)), user, password
 
 
 def redact_url(url: str) -> str:
