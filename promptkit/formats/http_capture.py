@@ -116,7 +116,13 @@ def sniff(path: Path, head: str) -> bool:
     """
     text = head.lstrip("\ufeff")
     if _HAR_HINT.match(text):
-        return '"entries"' in text or len(text) >= 60000
+        if '"entries"' in text or len(text) >= 60000:
+            return True
+        try:  # the whole file is in the head: a HAR cut off before its entries is still a HAR (truncated)
+            loads_json(text)
+        except json.JSONDecodeError:
+            return True
+        return False
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
         obj = loads_json(first)
@@ -353,7 +359,9 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
         try:
             entries = list(_har_entries(text))
         except json.JSONDecodeError as exc:
-            yield LoadProblem(file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            cut = exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())
+            where = " (the HAR document is truncated: it ends before its JSON does)" if cut else ""
+            yield LoadProblem(file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno}){where}")
             return
         except HttpCaptureError as exc:
             yield LoadProblem(file, 1, str(exc))
