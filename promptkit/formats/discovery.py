@@ -113,7 +113,7 @@ def find_log_files(
         if p.is_dir():
             found = []
             skipped = 0
-            for f in _walk(p, problems):
+            for f in sorted(_walk(p, problems)):  # the order of the paths (Path order, as rglob was)
                 why = _skipped(f)
                 if why is not None:
                     if _is_log_name(f.name) or f.is_symlink():
