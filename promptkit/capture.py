@@ -117,7 +117,11 @@ class RecordLog:
 
     def _open(self) -> int:
         if self._fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            except PermissionError:  # a log we may append to but not read: no torn line to look for
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                return self._fd
             try:
                 size = os.fstat(fd).st_size
                 # a crash may have left the last line torn: start on a fresh line, not glued onto it

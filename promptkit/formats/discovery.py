@@ -41,20 +41,14 @@ def _is_log_name(name: str) -> bool:
     return any(name.endswith(s + c) for s in LOG_SUFFIXES for c in _COMPRESSED)
 
 
-def _walk(root: Path, problems: list[LoadProblem] | None) -> Iterator[Path]:
-    """Every entry under ``root`` but hidden ones, in sorted order; an unreadable subdirectory is a
-    problem naming it (``problems``), never passed over in silence."""
+def _walk(root: Path, errors: list[LoadProblem]) -> Iterator[Path]:
+    """Every entry under ``root`` but hidden ones; an unreadable directory is a problem naming it
+    (appended to ``errors``), never passed over in silence."""
 
     def unreadable(exc: OSError) -> None:
-        if problems is not None:
-            where = exc.filename if exc.filename is not None else str(root)
-            problems.append(
-                LoadProblem(
-                    str(where),
-                    None,
-                    f"directory cannot be read: {exc.strerror or exc}; its logs were not read",
-                )
-            )
+        where = exc.filename if exc.filename is not None else str(root)
+        reason = f"directory cannot be read: {exc.strerror or exc}; its logs were not read"
+        errors.append(LoadProblem(str(where), None, reason))
 
     for folder, dirs, names in os.walk(root, onerror=unreadable):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -113,7 +107,8 @@ def find_log_files(
         if p.is_dir():
             found = []
             skipped = 0
-            for f in sorted(_walk(p, problems)):  # the order of the paths (Path order, as rglob was)
+            walk_errors: list[LoadProblem] = []
+            for f in sorted(_walk(p, walk_errors)):  # the order of the paths (Path order, as rglob was)
                 why = _skipped(f)
                 if why is not None:
                     if _is_log_name(f.name) or f.is_symlink():
@@ -127,7 +122,12 @@ def find_log_files(
                     found.append((f, False))
                 else:
                     passed[f.suffix or f.name] += 1
-            if not found and not skipped:
+            for error in walk_errors:
+                if error.file is not None and Path(error.file) == p:  # the named directory itself
+                    raise LogFileError(p, error.reason.removesuffix("; its logs were not read"))
+            if problems is not None:
+                problems.extend(walk_errors)
+            if not found and not skipped and not walk_errors:
                 raise LogFileError(
                     p,
                     f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)",

@@ -169,6 +169,23 @@ def test_every_skipped_path_in_a_folder_is_a_counted_problem(
     assert len(read_logs(folder).records) == len(LINES)
 
 
+def test_a_named_directory_that_cannot_be_read_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(path) == folder:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(LogFileError, match=r"locked: directory cannot be read: Permission denied$"):
+        read_logs(folder)
+
+
 def test_a_named_dangling_symlink_says_so(tmp_path: Path) -> None:
     link = tmp_path / "calls.jsonl"
     link.symlink_to(tmp_path / "nowhere.jsonl")
