@@ -161,9 +161,9 @@ def check_usage(
             f"{where}.{cached_field}: {cached} cached + {write} written = {cached + write} tokens, more than "
             f"the {prompt}-token prompt"
         )
-    if usage.cache_write_1h_tokens is not None and usage.cache_write_1h_tokens > write:
+    hour = usage.cache_write_1h_tokens
+    if hour is not None and usage.cache_write_tokens is not None and hour > usage.cache_write_tokens:
         raise RecordFormatError(
-            f"{where}.cache_write_1h_tokens: {usage.cache_write_1h_tokens} written with the 1-hour TTL of "
-            f"{write} written"
+            f"{where}.cache_write_1h_tokens: {hour} written with the 1-hour TTL of {write} written"
         )
     return usage
