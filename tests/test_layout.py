@@ -112,7 +112,11 @@ def test_record_json_round_trip(
         assert back.problems == ()
     else:
         [problem] = back.problems
-        assert problem.line == 1 and problem.reason.startswith("usage.") and "kept without usage" in problem.reason
+        assert (
+            problem.line == 1
+            and problem.reason.startswith("usage.")
+            and "kept without usage" in problem.reason
+        )
     (got,) = back.records
     expected_usage = usage if any(v is not None for v in (prompt, completion, cached, write, hour)) else None
     assert got.usage == (expected_usage if possible else None)
