@@ -2,7 +2,7 @@
 
 :func:`capture` wraps a client's HTTP transport (the SDKs' ``http_client``). While the app runs, every
 call to the Messages, Chat Completions or Responses API is appended to a JSONL file as one whole record
-(:func:`promptkit.formats.http_capture.exchange_record`): the request body exactly as sent, the whole
+(:func:`promptkit.formats.wire.record.exchange_record`): the request body exactly as sent, the whole
 response (a streamed one reassembled while the client still reads the stream unchanged), timestamps,
 durations and, when the prompt was built by promptkit, its layout (:meth:`Recorder.layout`). Nothing
 sent or received is changed; credentials (headers) are never written.
@@ -33,14 +33,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from promptkit.errors import CaptureError
-from promptkit.formats.http_capture import (
+from promptkit.formats.fields import loads_json
+from promptkit.formats.wire import (
+    MAX_DEPTH,
     SECRET_PATTERNS,
     HttpCaptureError,
     api_from_url,
     decode_body,
     exchange_record,
     is_event_stream,
-    redact,
+    redact_counted,
+    redact_url,
     session_hint,
 )
 
@@ -72,10 +75,14 @@ class RecordLog:
     """An append-only JSONL log that never holds half a record.
 
     Each record is serialized first (bodies redacted with the key patterns
-    :data:`~promptkit.formats.http_capture.SECRET_PATTERNS` and ``redact`` patterns), then written with
+    :data:`~promptkit.formats.wire.redact.SECRET_PATTERNS`, secret fields such as ``api_key``, and
+    ``redact`` patterns; see :func:`~promptkit.formats.wire.redact.redact_counted`), then written with
     one ``write`` on a file opened with ``O_APPEND`` (mode 0600): a record is on disk whole or not at all.
-    A short write (disk full) is cut back off the file; if even that fails the next record starts on a
-    new line, so one torn line is all a reader ever meets. A failure never raises: ``append`` returns
+    A part of a record nested deeper than :data:`~promptkit.formats.wire.redact.MAX_DEPTH` levels is
+    written as a ``[REDACTED: nested deeper than ...]`` marker, counted in ``too_deep`` and logged. A
+    short write (disk full) is cut back off the file; if even that fails the next record starts on a new
+    line, and so does the first record written to a file whose last line was torn by a crash: one torn
+    line is all a reader ever meets (a counted problem), and the records after it are intact. A failure never raises: ``append`` returns
     False, counts it in ``failures``, keeps the message in ``last_error`` and logs it loudly (the
     ``promptkit.capture`` logger, and stderr); the next record tries again.
 
@@ -101,6 +108,7 @@ class RecordLog:
         self.patterns = _compile(redact_patterns, defaults=redact_keys)
         self.written = 0
         self.failures = 0
+        self.too_deep = 0
         self.last_error: str | None = None
         self._on_failure = on_failure
         self._lock = threading.Lock()
@@ -109,7 +117,20 @@ class RecordLog:
 
     def _open(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            except PermissionError:  # a log we may append to but not read: no torn line to look for
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                return self._fd
+            try:
+                size = os.fstat(fd).st_size
+                # a crash may have left the last line torn: start on a fresh line, not glued onto it
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    self._torn = True
+            except OSError:
+                os.close(fd)
+                raise
+            self._fd = fd
         return self._fd
 
     def _fail(self, reason: str) -> bool:
@@ -127,9 +148,17 @@ class RecordLog:
     def append(self, record: Mapping[str, Any]) -> bool:
         """Write one record as one line; True when it is on disk, False (reported) when it is not."""
         try:
-            line = json.dumps(redact(record, self.patterns), ensure_ascii=False, allow_nan=False) + "\n"
-        except (TypeError, ValueError) as exc:
+            clean, cut = redact_counted(record, self.patterns)
+            line = json.dumps(clean, ensure_ascii=False, allow_nan=False) + "\n"
+        except (TypeError, ValueError, RecursionError) as exc:
             return self._fail(f"{self.path}: record is not JSON-serializable: {exc}")
+        if cut:
+            with self._lock:
+                self.too_deep += 1
+            _log.warning(
+                "promptkit: %s: a record had %d part(s) nested deeper than %d levels; written as markers",
+                self.path, cut, MAX_DEPTH,
+            )  # fmt: skip
         data = line.encode("utf-8")
         with self._lock:
             try:
@@ -232,6 +261,8 @@ class Recorder:
         self.session = session
         self._tracker = SessionTracker()
         self._tracker_lock = threading.Lock()
+        #: calls that were made but could not be recorded (each one logged)
+        self.unrecorded = 0
 
     @contextlib.contextmanager
     def layout(self, prompt_or_layout: Any) -> Iterator[list[dict[str, Any]]]:
@@ -246,6 +277,21 @@ class Recorder:
 
     # called by the transports ----------------------------------------------------------------------
 
+    def _unrecorded(self, url: str, reason: str) -> None:
+        with self._tracker_lock:
+            self.unrecorded += 1
+        _log.warning("promptkit.capture: %s not recorded: %s", redact_url(url), reason)
+
+    def _begin_safely(self, request: Any) -> _Call | None:
+        """:meth:`_begin`, never raising: a request promptkit cannot read is sent all the same, and
+        counted as unrecorded."""
+        try:
+            return self._begin(request)
+        except Exception as exc:  # deliberately broad: the user's call must go through
+            if getattr(request, "method", None) == "POST" and api_from_url(str(request.url)) is not None:
+                self._unrecorded(str(request.url), f"{type(exc).__name__}: {exc}")
+            return None
+
     def _begin(self, request: Any) -> _Call | None:
         if request.method != "POST" or api_from_url(str(request.url)) is None:
             return None
@@ -254,21 +300,21 @@ class Recorder:
         except Exception:  # a streaming upload: not an LLM call body
             return None
         try:
-            parsed = json.loads(body)
-        except ValueError:
+            parsed = loads_json(body.decode("utf-8", "replace"))
+        except ValueError:  # JSONDecodeError: not JSON, or nested too deep to parse
             parsed = None
         session = self.session
         layout = None
         if isinstance(parsed, Mapping):
             session = session or session_hint(request.headers, parsed)
             if session is None:
-                from promptkit.formats.http_capture import responses_request_to_chat
+                from promptkit.formats.wire import responses_request_to_chat
 
                 try:
                     chat = responses_request_to_chat(parsed) if "input" in parsed else parsed
                     with self._tracker_lock:
                         session = self._tracker.assign(chat)
-                except HttpCaptureError:
+                except (HttpCaptureError, RecursionError):
                     session = None
             entries = _LAYOUT.get()
             if entries is not None:
@@ -319,9 +365,17 @@ class _Call:
             )
 
     def finish(self, error: Mapping[str, Any] | None = None) -> None:
+        """Write the call's record once; never raises (the user's call must not fail because of promptkit):
+        a call that cannot be recorded is counted in the recorder's ``unrecorded`` and logged."""
         if self.done:
             return
         self.done = True
+        try:
+            self._write(error)
+        except Exception as exc:  # deliberately broad: recording must never break the user's call
+            self.recorder._unrecorded(self.url, f"{type(exc).__name__}: {exc}")
+
+    def _write(self, error: Mapping[str, Any] | None) -> None:
         response: bytes | None = None
         failure = dict(error) if error is not None else None
         if self.headers is not None:
@@ -337,7 +391,7 @@ class _Call:
                 error=failure, layout=self.layout,
             )  # fmt: skip
         except HttpCaptureError as exc:
-            _log.warning("promptkit.capture: %s not recorded: %s", self.url, exc)
+            self.recorder._unrecorded(self.url, str(exc))
             return
         if self.first_byte is not None:
             record["first_byte"] = round(self.first_byte, 6)
@@ -442,7 +496,7 @@ class CaptureTransport:
         self.recorder = recorder
 
     def handle_request(self, request: Any) -> Any:
-        call = self.recorder._begin(request)
+        call = self.recorder._begin_safely(request)
         if call is None:
             return self.inner.handle_request(request)
         try:
@@ -471,7 +525,7 @@ class AsyncCaptureTransport:
         self.recorder = recorder
 
     async def handle_async_request(self, request: Any) -> Any:
-        call = self.recorder._begin(request)
+        call = self.recorder._begin_safely(request)
         if call is None:
             return await self.inner.handle_async_request(request)
         try:

@@ -356,12 +356,26 @@ def _add_proxy_command(commands: Any) -> None:
     )
     proxy.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=600.0,
         metavar="SECONDS",
         help="upstream silence before giving up (default: %(default)s)",
     )
     proxy.set_defaults(handler=_run_proxy)
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds greater than 0 (``-1``, ``0``, ``nan`` and ``inf``
+    are usage errors, never "no timeout")."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds greater than 0, got {text!r}")
+    return value
 
 
 def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -611,6 +625,28 @@ def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -
     return analyze(paths, **options)
 
 
+#: What a spreadsheet reads as the start of a formula (OWASP, CSV injection:
+#: https://owasp.org/www-community/attacks/CSV_Injection).
+_FORMULA_START: Final[str] = r"^[=+\-@\t\r]"
+
+
+def _write_csv(frame: Any, path: Path) -> None:
+    """Write ``frame`` as CSV with every text cell that a spreadsheet would run as a formula (a session id
+    ``=HYPERLINK(...)``, ``+1``, ``-2``, ``@SUM``) prefixed by ``'``, so it opens as text; numbers are
+    left as they are."""
+    import polars as pl
+
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    safe = frame.with_columns(
+        pl.when(pl.col(c).str.contains(_FORMULA_START))
+        .then(pl.lit("'") + pl.col(c))
+        .otherwise(pl.col(c))
+        .alias(c)
+        for c in text
+    )
+    safe.write_csv(path)
+
+
 def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
     import polars as pl
 
@@ -629,24 +665,24 @@ def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
         )
         for c in nested
     )
-    flat.write_csv(written[1])
+    _write_csv(flat, written[1])
     written[2].write_text(summary_text, encoding="utf-8")
     if hasattr(result, "cache_model"):
         from promptkit.cache.causes import explain_causes
 
-        explain_causes(result).write_csv(out / "causes.csv")
+        _write_csv(explain_causes(result), out / "causes.csv")
         written.append(out / "causes.csv")
         if _has_writes(requests):
             from promptkit.cache.causes_report import reads_invariant, write_accounting
 
-            write_accounting(result).write_csv(out / "writes.csv")
+            _write_csv(write_accounting(result), out / "writes.csv")
             written.append(out / "writes.csv")
             if requests["reported_cache_write_tokens"].is_not_null().any():
-                reads_invariant(result).write_csv(out / "reads-invariant.csv")
+                _write_csv(reads_invariant(result), out / "reads-invariant.csv")
                 written.append(out / "reads-invariant.csv")
     problems = getattr(result, "problems", None)
     if isinstance(problems, pl.DataFrame) and problems.height:
-        problems.write_csv(out / "problems.csv")
+        _write_csv(problems, out / "problems.csv")
         written.append(out / "problems.csv")
     return written
 

@@ -136,3 +136,40 @@ def test_failed_and_dropped_calls_are_recorded_as_errors(up: Upstream, tmp_path:
     assert failed["error"]["kind"] == "http-status" and failed["error"]["status"] == 503
     assert dropped["error"]["kind"] == "stream-dropped"
     assert dropped["error"]["partial_response"]["choices"][0]["message"]["content"].startswith("Answer")
+
+
+def test_a_body_too_deep_to_parse_never_fails_the_users_call(tmp_path: Path) -> None:
+    # mutation checked: with json.loads instead of loads_json in Recorder._begin and the guard of
+    # Recorder._begin_safely removed, the RecursionError reaches the user's call
+    import httpx2
+
+    def api(request: Any) -> Any:
+        return httpx2.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
+
+    http = httpx2.Client(transport=httpx2.MockTransport(api))
+    recorder = capture(http, tmp_path / "calls.jsonl", session="deep")
+    deep = '{"model": "m", "messages": [], "x": ' + '{"a": [' * 2000 + "1" + "]}" * 2000 + "}"
+    answer = http.post("https://api.openai.com/v1/chat/completions", content=deep.encode())
+    assert answer.json()["choices"][0]["message"]["content"] == "ok"
+    assert recorder.unrecorded == 1  # counted (and logged), not lost silently
+    shallow = '{"model": "m", "messages": [], "x": ' + '{"a": [' * 300 + "1" + "]}" * 300 + "}"
+    http.post("https://api.openai.com/v1/chat/completions", content=shallow.encode())
+    assert recorder.log.written == 1 and recorder.log.too_deep == 1
+    assert "nested deeper than" in (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+
+
+def test_a_recording_fault_never_fails_the_users_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+
+    import promptkit.capture as cap
+
+    def broken(**_kw: Any) -> Any:
+        raise RuntimeError("a bug in promptkit")
+
+    monkeypatch.setattr(cap, "exchange_record", broken)
+    http = httpx2.Client(transport=httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": 1})))
+    recorder = capture(http, tmp_path / "calls.jsonl")
+    assert http.post("https://api.openai.com/v1/chat/completions", json={"messages": []}).json() == {"ok": 1}
+    assert recorder.unrecorded == 1

@@ -460,3 +460,26 @@ def test_every_library_error_is_one_line_and_exit_1(
             and err.startswith("promptkit: error: ")
             and "not a log of any known format" in err
         )
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) -> None:
+    # mutation checked: writing the frames with write_csv directly leaves "=HYPERLINK(...)" as a formula
+    log = tmp_path / "calls.jsonl"
+    sessions = ['=HYPERLINK("http://x")', "+1", "-2", "@SUM(A1)", "plain"]
+    log.write_text(
+        "".join(
+            json.dumps({"session": s, "request": {"model": "deepseek-chat",
+                                                   "messages": [{"role": "user", "content": f"hi {k}"}]}}) + "\n"
+            for k, s in enumerate(sessions)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "out"
+    assert cli.main(["analyze", str(log), "--out", str(out), "--no-html", "--quiet"]) == 0
+    written = set(pl.read_csv(out / "requests.csv", infer_schema=False)["session"].to_list())
+    assert written == {'\'=HYPERLINK("http://x")', "'+1", "'-2", "'@SUM(A1)", "plain"}
+    assert set(pl.read_parquet(out / "requests.parquet")["session"].to_list()) == set(
+        sessions
+    )  # data as it is
+    numbers = pl.read_csv(out / "requests.csv")
+    assert numbers["prompt_tokens"].dtype.is_integer()  # numeric columns are left alone

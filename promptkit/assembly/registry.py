@@ -50,6 +50,7 @@ async code, ``await registry.assemble_async(...)``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import logging
@@ -274,18 +275,24 @@ class _LoopWatch:
 class _Probe:
     """The steps of one build's awaitable: how long they ran in all, the longest, when the last ended."""
 
-    __slots__ = ("done_at", "key", "longest", "steps", "total", "watch")
+    __slots__ = ("done_at", "key", "longest", "steps", "swallowed", "total", "watch")
 
     def __init__(self, key: str, watch: _LoopWatch) -> None:
         self.key, self.watch = key, watch
         self.total = self.longest = 0.0
         self.steps = 0
         self.done_at: float | None = None
+        self.swallowed = False  # the build caught its cancellation and awaited on: it was closed
 
 
 class _Timed:
     """An awaitable driven step by step, each step timed by ``probe`` (the values it yields, sends and
-    throws pass through unchanged, so the event loop sees the awaitable itself)."""
+    throws pass through unchanged, so the event loop sees the awaitable itself).
+
+    A build that catches the ``CancelledError`` thrown into it (at its timeout) and awaits on would hold
+    the turn as long as it likes: it is closed instead (``GeneratorExit`` at the await it reached, so its
+    ``finally`` blocks run but cannot await) and the cancellation goes on as if it had not been caught.
+    """
 
     __slots__ = ("_awaitable", "_probe")
 
@@ -299,10 +306,13 @@ class _Timed:
         error: BaseException | None = None
         while True:
             start = watch.enter(probe.key)
+            cancelled: BaseException | None = None
             try:
                 if error is not None:
                     thrown, error = error, None
                     yielded = inner.throw(thrown)
+                    if isinstance(thrown, asyncio.CancelledError):
+                        cancelled = thrown  # caught, and the build awaits on
                 else:
                     yielded = inner.send(value)
             except StopIteration as stop:
@@ -313,6 +323,13 @@ class _Timed:
                 probe.total += end - start
                 probe.longest = max(probe.longest, end - start)
                 probe.done_at = end
+            if cancelled is not None:
+                probe.swallowed = True
+                close = getattr(inner, "close", None)
+                if close is not None:
+                    with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit as well
+                        close()
+                raise cancelled
             try:
                 value = yield yielded
             except GeneratorExit:
@@ -398,6 +415,8 @@ async def _build_one(
                 if probe.total > (timeout or 0.0):
                     return _absent(contributor, "blocked", _blocked_detail(probe, timeout))
                 detail = f"build exceeded build_timeout={timeout}s" + watch.blockers(key)
+                if probe.swallowed:
+                    detail += "; it caught its cancellation and kept awaiting, so it was closed"
                 return _absent(contributor, "timeout", detail)
         late = deadline_at is not None and probe.done_at is not None and probe.done_at > deadline_at
         if late:  # finished past the deadline without the deadline firing: the event loop was blocked

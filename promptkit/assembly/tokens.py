@@ -14,10 +14,12 @@ used: cheap, dependency-free and deterministic, good for budgets, not for billin
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sized
 from typing import Any, Final, Protocol
 
 from promptkit.chat.message import Message
+from promptkit.errors import UsageError
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -59,7 +61,12 @@ def estimate_tokens(text: str) -> int:
 
 def resolve_counter(count: Counter | None = None, tokenizer: Encoder | Any | None = None) -> Counter:
     """The counter to use: ``count`` if given, else one built on ``tokenizer.encode``, else
-    :func:`estimate_tokens`. Giving both is a ``ValueError``; a tokenizer without ``encode`` a ``TypeError``.
+    :func:`estimate_tokens`. Giving both, or a tokenizer without ``encode``, is a
+    :class:`~promptkit.errors.UsageError` (a ``ValueError`` and a ``TypeError``).
+
+    A ``count`` of your own is checked on every call: a result that is not a whole number >= 0 (``-5``,
+    ``nan``, ``2.5``, ``None``) raises :class:`~promptkit.errors.UsageError` naming the counter and the
+    value, instead of turning into negative budgets.
 
     A ``tiktoken.Encoding`` is called with ``disallowed_special=()`` so that text looking like a special
     token (``<|endoftext|>``) is counted as text instead of raising.
@@ -70,18 +77,22 @@ def resolve_counter(count: Counter | None = None, tokenizer: Encoder | Any | Non
     ...     def encode(self, text): return list(text)
     >>> resolve_counter(tokenizer=Chars())("abc")
     3
+    >>> resolve_counter(count=lambda text: -5)("abc")
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.UsageError: count: the token counter <lambda> returned -5 for a 3-character text; a token count is a whole number >= 0
     """
     if count is not None and tokenizer is not None:
-        raise ValueError("give either count= or tokenizer=, not both")
+        raise UsageError("give either count= or tokenizer=, not both")
     if count is not None:
         if not callable(count):
-            raise TypeError(f"count must be a callable str -> int, got {type(count).__name__}")
-        return count
+            raise UsageError(f"count must be a callable str -> int, got {type(count).__name__}")
+        return _checked(count)
     if tokenizer is None:
         return estimate_tokens
     encode = getattr(tokenizer, "encode", None)
     if not callable(encode):
-        raise TypeError(f"tokenizer {type(tokenizer).__name__} has no encode(text) method")
+        raise UsageError(f"tokenizer {type(tokenizer).__name__} has no encode(text) method")
     kwargs: dict[str, Any] = {}
     try:
         if "disallowed_special" in inspect.signature(encode).parameters:
@@ -93,6 +104,25 @@ def resolve_counter(count: Counter | None = None, tokenizer: Encoder | Any | Non
         return len(encode(text, **kwargs)) if text else 0
 
     return count_with_tokenizer
+
+
+def _checked(count: Counter) -> Counter:
+    """``count``, each result checked to be a whole number >= 0."""
+    name = getattr(count, "__name__", type(count).__name__)
+
+    def checked_count(text: str) -> int:
+        value: Any = count(text)
+        if type(value) is int and value >= 0:
+            return value
+        whole = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if whole and value >= 0 and float(value).is_integer():
+            return int(value)
+        raise UsageError(
+            f"count: the token counter {name} returned {value!r} for a {len(text)}-character text; "
+            "a token count is a whole number >= 0"
+        )
+
+    return checked_count
 
 
 def message_tokens(message: Message, count: Counter = estimate_tokens) -> int:

@@ -440,6 +440,34 @@ def _has_surrogates(value: Any) -> bool:
     return False
 
 
+def _surrogate_field(value: Any, where: str) -> str | None:
+    """The path of the first string holding a lone surrogate in ``value`` (keys included), walked with a
+    stack (no recursion); None when there is none."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if LONE_SURROGATE.search(item):
+                return path
+        elif isinstance(item, Mapping):
+            for k, v in reversed(list(item.items())):
+                if isinstance(k, str) and LONE_SURROGATE.search(k):
+                    return f"{path} (a key)"
+                stack.append((v, f"{path}.{k}"))
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in reversed(list(enumerate(item))))
+    return None
+
+
+def _surrogate_where(record: RequestRecord) -> str:
+    """Where a record's first lone surrogate is: its id, file and line, and the field."""
+    field = _surrogate_field(record.request, "request") or (
+        _surrogate_field(record.completion, "completion") if record.completion is not None else None
+    )
+    place = f"{record.file}:{record.line}, " if record.file is not None else ""
+    return f"{_source_id(record)} ({place}{field or 'a rendered field'})"
+
+
 def _equal(a: Any, b: Any) -> bool:
     """``a == b`` as a bool; False when the comparison has no truth value (an array inside)."""
     try:
@@ -844,7 +872,7 @@ def _run(
         if think is not None:
             thinking.setdefault(think, pos)
         if result[1]:
-            mended.append((pos, _source_id(record)))
+            mended.append((pos, _surrogate_where(record)))
         if isinstance(result[0], str):
             problems.append((pos, LoadProblem(record.file, record.line, result[0])))
             continue

@@ -16,9 +16,10 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 import attrs
 
@@ -28,6 +29,8 @@ from promptkit.layout import LoadProblem, RequestRecord
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HEAD_BYTES",
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_LINE_BYTES",
     "DocumentReader",
     "LogFormat",
     "Source",
@@ -48,7 +51,68 @@ _ZSTD_MAGIC: Final[bytes] = b"\x28\xb5\x2f\xfd"
 _COMPRESSED_SUFFIXES: Final[tuple[str, ...]] = (".gz", ".zst", ".zstd")
 
 
+#: The longest line a log may hold, in (decompressed) bytes: 256 MiB. A longer line is an error naming
+#: the file and line, found without reading the line whole (a log line holds one request, rarely more
+#: than a few MB even with images).
+MAX_LINE_BYTES: int = 256 * 1024 * 1024
+#: The most bytes a compressed log may decompress to: 16 GiB. Past it reading stops with an error naming
+#: the file: a small .gz or .zst cannot expand into more than this (a decompression bomb).
+MAX_DECOMPRESSED_BYTES: int = 16 * 1024**3
+#: A run of blank lines longer than this is passed over at the speed of a memory scan rather than line by
+#: line (the line numbers after it stay right): gigabytes of newlines take seconds, not minutes.
+_BLANK_RUN: Final[int] = 4096
+
+#: Names of standard input: a log cannot be read from a pipe (the formats read a file more than once).
+STDIN_PATHS: Final[tuple[str, ...]] = ("-", "/dev/stdin", "/proc/self/fd/0", "/dev/fd/0")
+
+_KINDS: Final[tuple[tuple[Callable[[int], bool], str], ...]] = (
+    (stat.S_ISFIFO, "a pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def check_regular(path: Path) -> None:
+    """Raise :class:`~promptkit.errors.LogFileError` unless ``path`` is a regular file (after symlinks),
+    without opening it: opening a FIFO would block until a writer comes. Standard input piped in
+    (``/dev/stdin``, ``-``) gets its own message.
+
+    >>> check_regular(Path("/dev/null"))
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.LogFileError: /dev/null: is a character device, not a regular file; promptkit reads log files only (save the stream to a file first)
+    """
+    stdin = LogFileError(
+        path,
+        "standard input: reading a log from a pipe is not supported; save it to a file and pass its path",
+    )
+    if str(path) == "-":
+        raise stdin
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise LogFileError(
+                path, f"a dangling symlink (its target {os.readlink(path)!r} does not exist)"
+            ) from None
+        raise LogFileError(path, "no such file") from None
+    except OSError as exc:
+        raise LogFileError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise LogFileError(path, "is a directory, not a log file")
+    for test, kind in _KINDS:
+        if test(mode):
+            if str(path) in STDIN_PATHS:
+                raise stdin
+            raise LogFileError(
+                path,
+                f"is {kind}, not a regular file; promptkit reads log files only (save the stream to a file first)",
+            )
+
+
 def _compression(path: Path) -> str | None:
+    check_regular(path)
     try:
         with path.open("rb") as f:
             magic = f.read(4)
@@ -70,16 +134,102 @@ def _compression(path: Path) -> str | None:
 READ_BUFFER: Final[int] = 1 << 20
 
 
+class _ZstdReader(io.RawIOBase):
+    """The decompressed bytes of a zstd file, every frame of it (``zstd`` concatenates frames), checked to
+    its end: a file that stops inside a frame raises ``EOFError`` as :mod:`gzip` does, instead of ending
+    quietly early. Input goes in small steps, so one step's output stays small whatever the ratio."""
+
+    _STEP: Final[int] = 1 << 12
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self._zstd = zstandard
+        self._raw = raw
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame: Any = None  # the decompressor of the frame being read; None between frames
+        self._out = b""
+        self._pos = 0
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        while self._pos >= len(self._out) and not self._ended:
+            chunk = self._raw.read(self._STEP)
+            if not chunk:
+                self._ended = True
+                if self._frame is not None:
+                    raise EOFError(
+                        "compressed file ended before the end of its last zstd frame (a truncated file)"
+                    )
+                return
+            pieces = []
+            try:
+                while chunk:
+                    if self._frame is None:
+                        self._frame = self._dctx.decompressobj()
+                    pieces.append(self._frame.decompress(chunk))
+                    if self._frame.eof:
+                        chunk = self._frame.unused_data
+                        self._frame = None
+                    else:
+                        chunk = b""
+            except self._zstd.ZstdError as exc:
+                raise OSError(f"broken zstd data: {exc}") from None
+            self._out, self._pos = b"".join(pieces), 0
+
+    def readinto(self, buffer: Any) -> int:
+        self._fill()
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = memoryview(self._out)[self._pos : self._pos + n]  # perf: no intermediate copy
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _Bounded(io.RawIOBase):
+    """A decompressed stream that stops with :class:`~promptkit.errors.LogFileError` past
+    :data:`MAX_DECOMPRESSED_BYTES`."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self._inner = inner
+        self._path = path
+        self._read = 0
+        self._limit = MAX_DECOMPRESSED_BYTES
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n = self._inner.readinto(buffer)
+        self._read += n or 0
+        if self._read > self._limit:
+            raise LogFileError(
+                self._path,
+                f"decompresses to more than {self._limit} bytes (promptkit.formats.base.MAX_DECOMPRESSED_BYTES); "
+                "a decompression bomb, or a log to split",
+            )
+        return int(n or 0)
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
 def _open_binary(path: Path, compression: str | None) -> IO[bytes]:
     if compression == "gzip":
-        return io.BufferedReader(gzip.GzipFile(path, "rb"), READ_BUFFER)
+        return io.BufferedReader(_Bounded(gzip.GzipFile(path, "rb"), path), READ_BUFFER)
     if compression == "zstd":
         try:
-            import zstandard
+            reader = _ZstdReader(path.open("rb"))
         except ImportError:  # pragma: no cover - zstandard is a dependency
             raise LogFileError(path, "zstd-compressed, and the zstandard package is not installed") from None
-        reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
-        return io.BufferedReader(reader, READ_BUFFER)
+        return io.BufferedReader(_Bounded(reader, path), READ_BUFFER)
     return path.open("rb", buffering=READ_BUFFER)
 
 
@@ -109,6 +259,8 @@ class Source:
         try:
             with _open_binary(p, compression) as f:
                 raw = f.read(HEAD_BYTES)
+        except LogFileError:
+            raise
         except (OSError, EOFError) as exc:
             raise LogFileError(p, f"cannot be decompressed ({compression}): {exc}") from None
         except Exception as exc:  # zstandard raises its own ZstdError
@@ -127,12 +279,29 @@ class Source:
     def lines(self) -> Iterator[tuple[int, str]]:
         """``(line number, line)`` pairs (1-based, the newline stripped), read lazily one line at a time.
         Lines split at ``\\n`` only: JSON strings may hold U+2028 and friends, which ``str.splitlines``
-        would cut at. A line that is not UTF-8 raises :class:`~promptkit.errors.LogFileError` naming it."""
+        would cut at. A line that is not UTF-8, or longer than :data:`MAX_LINE_BYTES`, raises
+        :class:`~promptkit.errors.LogFileError` naming it; so does a compressed file cut short or one
+        that expands past :data:`MAX_DECOMPRESSED_BYTES`. A run of more than a few thousand blank lines is
+        passed over quickly (not yielded; the numbers of the lines after it stay right)."""
         lineno = 0
+        limit = MAX_LINE_BYTES
         try:
             with _open_binary(self.path, self.compression) as f:
-                for raw in f:
+                blank = 0
+                for raw in iter(lambda: f.readline(limit + 1), b""):
                     lineno += 1
+                    if len(raw) > limit:
+                        raise LogFileError(
+                            self.path,
+                            f"line {lineno}: longer than {limit} bytes (promptkit.formats.base.MAX_LINE_BYTES)",
+                        )
+                    if raw == b"\n":
+                        blank += 1
+                        if blank > _BLANK_RUN:
+                            lineno += _skip_newlines(f)
+                            continue
+                    else:
+                        blank = 0
                     try:
                         text = raw.decode("utf-8")
                     except UnicodeDecodeError as exc:
@@ -148,12 +317,15 @@ class Source:
             raise LogFileError(self.path, f"cannot be read after line {lineno}: {exc}") from None
 
     def text(self) -> str:
-        """The whole decompressed text."""
+        """The whole decompressed text (a compressed file checked to its end and bounded by
+        :data:`MAX_DECOMPRESSED_BYTES`)."""
         try:
             with self._reader() as f:
                 return f.read()
         except UnicodeDecodeError as exc:
             raise LogFileError(self.path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except LogFileError:
+            raise
         except (OSError, EOFError) as exc:
             raise LogFileError(self.path, f"cannot be read: {exc}") from None
 
@@ -165,6 +337,24 @@ class Source:
             if name.endswith(suffix) and len(name) > len(suffix):
                 return name[: -len(suffix)]
         return name
+
+
+def _skip_newlines(f: IO[bytes]) -> int:
+    """Read past the newlines at the position of ``f`` (a buffered reader) a buffer at a time; how many."""
+    skipped = 0
+    peek = getattr(f, "peek", None)
+    while peek is not None:
+        buf = peek(READ_BUFFER)
+        if not buf:
+            break
+        n = len(buf) - len(buf.lstrip(b"\n"))
+        if n == 0:
+            break
+        f.read(n)
+        skipped += n
+        if n < len(buf):
+            break
+    return skipped
 
 
 Item = RequestRecord | LoadProblem

@@ -506,14 +506,16 @@ def _first_objects(head: str, n: int = 8) -> list[Any]:
         try:
             out.append(loads_json(raw))
         except json.JSONDecodeError:
-            break
+            continue  # a corrupt line (the reader counts it as a problem): the next ones still tell
     return out
 
 
 def sniff(source: Source) -> bool:
     """JSONL whose first events look like Claude Code's: ``sessionId`` with ``parentUuid`` or
     ``isSidechain``, or Claude Code's own bookkeeping events (``summary`` with ``leafUuid``,
-    ``file-history-snapshot``, ``queue-operation``)."""
+    ``file-history-snapshot``, ``queue-operation``). Lines that are not JSON are passed over, so a
+    transcript whose first line is corrupt is still recognised (the reader counts that line as a
+    problem)."""
     for obj in _first_objects(source.head):
         if not isinstance(obj, Mapping):
             return False

@@ -21,7 +21,7 @@ How the file becomes request records (one per model call):
 - The call's **output** is the run of model items (assistant messages, tool calls, reasoning) written
   since the last input item (user or developer message, tool output); its **request** is the base
   instructions plus every response item before that run, converted like a captured Responses API body
-  (:func:`promptkit.formats.http_capture.responses_request_to_chat`: reasoning items are kept as their
+  (:func:`promptkit.formats.wire.responses.responses_request_to_chat`: reasoning items are kept as their
   JSON, since the model sees them and a change must show).
 - Usage from ``last_token_usage`` (the difference of two ``total_token_usage`` when it is missing):
   prompt = ``input_tokens``, cached = ``cached_input_tokens``, cache writes = ``cache_write_input_tokens``
@@ -51,8 +51,8 @@ from typing import Any, Final
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source
 from promptkit.formats.fields import loads_json, parse_timestamp
-from promptkit.formats.http_capture import responses_request_to_chat, responses_response_to_chat
 from promptkit.formats.opaque_head import estimate_opaque_heads
+from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
 from promptkit.providers.usage import normalize_usage
 

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError, UsageError
-from promptkit.formats.base import LogFormat, Source, get_format, sniff_format
+from promptkit.formats.base import STDIN_PATHS, LogFormat, Source, check_regular, get_format, sniff_format
 from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
@@ -40,12 +41,59 @@ def _is_log_name(name: str) -> bool:
     return any(name.endswith(s + c) for s in LOG_SUFFIXES for c in _COMPRESSED)
 
 
+def _walk(root: Path, errors: list[LoadProblem]) -> Iterator[Path]:
+    """Every entry under ``root`` but hidden ones; an unreadable directory is a problem naming it
+    (appended to ``errors``), never passed over in silence."""
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else str(root)
+        reason = f"directory cannot be read: {exc.strerror or exc}; its logs were not read"
+        errors.append(LoadProblem(str(where), None, reason))
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        base = Path(folder)
+        for name in sorted(names):
+            if not name.startswith("."):
+                yield base / name
+        for d in dirs:  # a symlink to a directory is listed in dirs; os.walk does not follow it
+            if (base / d).is_symlink():
+                yield base / d
+
+
+def _skipped(f: Path) -> str | None:
+    """Why a log-named directory entry cannot be read (a dangling symlink, a FIFO...), or None."""
+    try:
+        mode = os.stat(f).st_mode
+    except FileNotFoundError:
+        return (
+            "a dangling symlink (its target does not exist); skipped"
+            if f.is_symlink()
+            else "vanished; skipped"
+        )
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}; skipped"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a symlink to a directory (not followed); skipped"
+    kind = "a pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+    return f"is {kind}, not a regular file; skipped"
+
+
 def find_log_files(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    problems: list[LoadProblem] | None = None,
 ) -> tuple[list[tuple[Path, bool]], Counter[str]]:
     """The files to read: ``(path, named)`` pairs (``named``: given explicitly rather than found in a
     directory) and a count of the files a directory search passed over, by suffix. Raises
-    :class:`~promptkit.errors.LogFileError` for a missing path or a directory with no log files."""
+    :class:`~promptkit.errors.LogFileError` for a missing path or a directory with no log files.
+
+    A directory entry that cannot be read (an unreadable subdirectory; a log-named dangling symlink,
+    FIFO, socket or device) is appended to ``problems`` naming its path and why, never passed over in
+    silence; a named path of that kind raises (:func:`~promptkit.formats.base.check_regular`).
+    """
     if isinstance(paths, bytes | bytearray | Mapping) or not isinstance(paths, str | os.PathLike | Iterable):
         raise UsageError(f"paths: expected a path or a list of paths, got {type(paths).__name__}")
     items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
@@ -58,21 +106,39 @@ def find_log_files(
         p = Path(item)
         if p.is_dir():
             found = []
-            for f in sorted(p.rglob("*")):
-                if not f.is_file() or any(part.startswith(".") for part in f.relative_to(p).parts):
+            skipped = 0
+            walk_errors: list[LoadProblem] = []
+            for f in sorted(_walk(p, walk_errors)):  # the order of the paths (Path order, as rglob was)
+                why = _skipped(f)
+                if why is not None:
+                    if _is_log_name(f.name) or f.is_symlink():
+                        skipped += 1
+                        if problems is not None:
+                            problems.append(LoadProblem(str(f), None, why))
+                    else:
+                        passed[f.suffix or f.name] += 1
                     continue
                 if _is_log_name(f.name):
                     found.append((f, False))
                 else:
                     passed[f.suffix or f.name] += 1
-            if not found:
+            for error in walk_errors:
+                if error.file is not None and Path(error.file) == p:  # the named directory itself
+                    raise LogFileError(p, error.reason.removesuffix("; its logs were not read"))
+            if problems is not None:
+                problems.extend(walk_errors)
+            if not found and not skipped and not walk_errors:
                 raise LogFileError(
-                    p, f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)"
+                    p,
+                    f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)",
                 )
             files.extend(found)
-        elif p.exists():
+        elif p.exists() or p.is_symlink():
+            check_regular(p)
             files.append((p, True))
         else:
+            if str(p) in STDIN_PATHS:
+                check_regular(p)  # standard input gets its own message
             raise LogFileError(p, "no such file or directory")
     return files, passed
 
@@ -81,7 +147,9 @@ def _infer(record: RequestRecord) -> RequestRecord:
     from promptkit.providers.registry import infer_record_provider
 
     provider = infer_record_provider(record)
-    return record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
+    return (
+        record if provider is None or provider == record.provider else attrs.evolve(record, provider=provider)
+    )
 
 
 def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> RequestRecord:
@@ -174,6 +242,18 @@ def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[Req
     return tuple(out)
 
 
+def _open_source(path: Path, *, named: bool, problems: list[LoadProblem]) -> Source | None:
+    """:meth:`Source.open`; a file found in a directory that cannot be opened (unreadable, broken
+    compression) is a problem naming it and None; a named one raises."""
+    try:
+        return Source.open(path)
+    except LogFileError as exc:
+        if named:
+            raise
+        problems.append(LoadProblem(str(path), None, f"{exc.reason}; skipped"))
+        return None
+
+
 def _format_of(
     source: Source, fmt: LogFormat | None, *, named: bool, problems: list[LoadProblem]
 ) -> LogFormat | None:
@@ -206,20 +286,24 @@ def read_logs(
     called before each file is read (for progress displays).
     """
     if format is not None and not isinstance(format, str | LogFormat):
-        raise UsageError(f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}")
+        raise UsageError(
+            f"read_logs: format: expected a format name, a LogFormat or None, got {type(format).__name__}"
+        )
     if on_file is not None and not callable(on_file):
         raise UsageError(f"read_logs: on_file: expected a callable or None, got {type(on_file).__name__}")
     fmt = get_format(format) if isinstance(format, str) else format
-    files, passed = find_log_files(paths)
-    records: list[RequestRecord] = []
     problems: list[LoadProblem] = []
+    files, passed = find_log_files(paths, problems=problems)
+    records: list[RequestRecord] = []
     formats: Counter[str] = Counter()
     notes: list[str] = []
     last: dict[str, RequestRecord] = {}  # each session's latest record, to share its messages
     for path, named in files:
         if on_file is not None:
             on_file(path)
-        source = Source.open(path)
+        source = _open_source(path, named=named, problems=problems)
+        if source is None:
+            continue
         chosen = _format_of(source, fmt, named=named, problems=problems)
         if chosen is None:
             continue
@@ -328,16 +412,18 @@ def stream_logs(
     from promptkit.providers.registry import infer_record_provider
 
     fmt = get_format(format) if isinstance(format, str) else format
-    files, passed = find_log_files(paths)
-    chosen_files: list[tuple[Path, LogFormat]] = []
     problems: list[LoadProblem] = []
+    files, passed = find_log_files(paths, problems=problems)
+    chosen_files: list[tuple[Path, LogFormat]] = []
     formats: Counter[str] = Counter()
     ends: dict[str, int] = {}
     timed: dict[str | None, bool] = {}
     first: dict[str | None, int] = {}
     pos = 0
     for path, named in files:
-        source = Source.open(path)
+        source = _open_source(path, named=named, problems=problems)
+        if source is None:
+            continue
         chosen = _format_of(source, fmt, named=named, problems=problems)
         if chosen is None:
             continue

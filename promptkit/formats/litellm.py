@@ -50,7 +50,7 @@ from promptkit.formats.fields import (
 )
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.registry import provider_named
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.usage import check_usage, normalize_usage
 
 __all__ = ["FORMAT", "litellm_usage", "payload_record"]
 
@@ -83,7 +83,11 @@ def litellm_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
             f"{where}.cache_creation_token_details.ephemeral_1h_input_tokens",
         )
     cached = base.cached_tokens if base.cached_tokens is not None else read
-    return Usage(base.prompt_tokens, base.completion_tokens, cached, written, hour)
+    return check_usage(
+        Usage(base.prompt_tokens, base.completion_tokens, cached, written, hour),
+        where,
+        cached_field="cache_read_input_tokens",
+    )
 
 
 def _session_hint(payload: Mapping[str, Any]) -> str | None:

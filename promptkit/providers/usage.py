@@ -14,7 +14,7 @@ from typing import Any
 from promptkit.errors import RecordFormatError
 from promptkit.layout import Usage, token_count as count, type_name
 
-__all__ = ["normalize_usage", "usage_shape"]
+__all__ = ["check_usage", "normalize_usage", "usage_shape"]
 
 
 def usage_shape(usage: object) -> str | None:
@@ -76,7 +76,8 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
       when reported); the Responses API's ``input_tokens`` / ``input_tokens_details`` too.
 
     Raises :class:`~promptkit.errors.RecordFormatError` naming the field when a count is not a
-    non-negative integer.
+    non-negative integer, and when the counts contradict each other (:func:`check_usage`): a reported
+    figure that cannot be true is a problem, never silently corrected.
 
     Example::
 
@@ -102,8 +103,14 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     if read is not None or created is not None:  # Anthropic
         uncached = get("input_tokens")
         prompt = None if uncached is None else uncached + (read or 0) + (created or 0)
+        stated = get("prompt_tokens")  # a gateway's total (LiteLLM, OpenRouter), when it gives one
+        if prompt is not None and stated is not None and stated != prompt:
+            raise RecordFormatError(
+                f"{where}.prompt_tokens: {stated}, but input_tokens + cache_read_input_tokens + "
+                f"cache_creation_input_tokens = {uncached} + {read or 0} + {created or 0} = {prompt}"
+            )
         hour = _anthropic_split(usage, where, created)
-        return Usage(prompt, get("output_tokens"), read or 0, created or 0, hour)
+        return check_usage(Usage(prompt, get("output_tokens"), read or 0, created or 0, hour), where)
     prompt = get("prompt_tokens")
     if prompt is None:
         prompt = get("input_tokens")
@@ -113,7 +120,14 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     if hit is not None or miss is not None:  # DeepSeek
         if prompt is None and hit is not None and miss is not None:
             prompt = hit + miss
-        return Usage(prompt, completion, hit, None)
+        elif prompt is not None and hit is not None and miss is not None and hit + miss != prompt:
+            raise RecordFormatError(
+                f"{where}.prompt_cache_hit_tokens: {hit} + prompt_cache_miss_tokens {miss} = {hit + miss}, "
+                f"but prompt_tokens = {prompt}"
+            )
+        return check_usage(
+            Usage(prompt, completion, hit, None), where, cached_field="prompt_cache_hit_tokens"
+        )
     details: object = usage.get("prompt_tokens_details")
     details_name = "prompt_tokens_details"
     if details is None:
@@ -125,4 +139,48 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
         cached = count(details.get("cached_tokens"), f"{where}.{details_name}.cached_tokens")
         write = count(details.get("cache_write_tokens"), f"{where}.{details_name}.cache_write_tokens")
         hour = count(details.get("cache_write_1h_tokens"), f"{where}.{details_name}.cache_write_1h_tokens")
-    return Usage(prompt, completion, cached, write, hour)
+    return check_usage(
+        Usage(prompt, completion, cached, write, hour),
+        where,
+        cached_field=f"{details_name}.cached_tokens",
+        write_field=f"{details_name}.cache_write_tokens",
+    )
+
+
+def check_usage(
+    usage: Usage,
+    where: str = "usage",
+    *,
+    cached_field: str = "cache_read_input_tokens",
+    write_field: str = "cache_creation_input_tokens",
+) -> Usage:
+    """``usage`` when its counts can all be true; raises :class:`~promptkit.errors.RecordFormatError`
+    naming the field otherwise. Every provider counts cached and written tokens inside the prompt
+    (DeepSeek: ``prompt_cache_hit_tokens + prompt_cache_miss_tokens = prompt_tokens``,
+    https://api-docs.deepseek.com/guides/kv_cache; OpenAI: ``cached_tokens`` is part of
+    ``prompt_tokens``, https://platform.openai.com/docs/guides/prompt-caching; Anthropic: the prompt is
+    ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``,
+    https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance), so
+    cached + written tokens can never exceed the prompt, and 1-hour writes never exceed the writes.
+
+    >>> check_usage(Usage(prompt_tokens=10, cached_tokens=500), cached_field="prompt_tokens_details.cached_tokens")
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.RecordFormatError: usage.prompt_tokens_details.cached_tokens: 500 cached tokens of a 10-token prompt
+    """
+    prompt, cached, write = usage.prompt_tokens, usage.cached_tokens or 0, usage.cache_write_tokens or 0
+    if prompt is not None and cached > prompt:
+        raise RecordFormatError(f"{where}.{cached_field}: {cached} cached tokens of a {prompt}-token prompt")
+    if prompt is not None and write > prompt:
+        raise RecordFormatError(f"{where}.{write_field}: {write} tokens written of a {prompt}-token prompt")
+    if prompt is not None and cached + write > prompt:
+        raise RecordFormatError(
+            f"{where}.{cached_field}: {cached} cached + {write} written = {cached + write} tokens, more than "
+            f"the {prompt}-token prompt"
+        )
+    hour = usage.cache_write_1h_tokens
+    if hour is not None and usage.cache_write_tokens is not None and hour > usage.cache_write_tokens:
+        raise RecordFormatError(
+            f"{where}.cache_write_1h_tokens: {hour} written with the 1-hour TTL of {write} written"
+        )
+    return usage

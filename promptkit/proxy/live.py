@@ -8,6 +8,12 @@ it. A *break* is a request whose prompt shares less with the previous request th
 prompt: the cause is the first message (its index, role, and layout slot/key when the record has a
 layout) that differs.
 
+The live state is bounded, whatever the traffic: only the ``max_held`` most recently active sessions
+keep their last request (the others keep their counters only, and their next request is predicted as a
+fresh start); at most ``max_sessions`` sessions are listed (the oldest are retired, their counts kept in
+the totals); at most ``max_pending`` predictions wait (a request past that is counted in
+``skipped_predictions``, not predicted).
+
 >>> figures = LiveFigures(predict=False)
 >>> figures.observe({"request": {"model": "gpt-4o", "messages": []}, "http": {"api": "openai-chat"},
 ...                  "response": {"usage": {"prompt_tokens": 2000, "prompt_tokens_details": {"cached_tokens": 1536}}}}, "s1")
@@ -19,13 +25,13 @@ from __future__ import annotations
 
 import html
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.http_capture import completion_of
+from promptkit.formats.wire.record import completion_of
 from promptkit.layout import LayoutEntry, RequestRecord
 from promptkit.providers.usage import normalize_usage
 
@@ -117,13 +123,31 @@ class LiveFigures:
     API, the model name); ``predict=False`` keeps only the reported figures.
     """
 
-    def __init__(self, *, provider: str | None = None, predict: bool = True, max_breaks: int = 5) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str | None = None,
+        predict: bool = True,
+        max_breaks: int = 5,
+        max_held: int = 64,
+        max_sessions: int = 2000,
+        max_pending: int = 64,
+    ) -> None:
         self.provider = provider
         self.predict = predict
         self.max_breaks = max_breaks
+        self.max_held = max_held
+        self.max_sessions = max_sessions
+        self.max_pending = max_pending
         self.prediction_errors = 0
         self.last_prediction_error: str | None = None
-        self._sessions: dict[str, _Session] = {}
+        self.skipped_predictions = 0
+        self.released = 0
+        self._retired = {"sessions": 0, "requests": 0, "errors": 0, "reported_prompt_tokens": 0,
+                         "reported_cached_tokens": 0, "predicted_prompt_tokens": 0,
+                         "predicted_cached_tokens": 0}  # fmt: skip
+        self._held: OrderedDict[str, None] = OrderedDict()  # sessions whose last request is held, LRU
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: set[Future[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
@@ -142,6 +166,7 @@ class LiveFigures:
                     session, provider, model if isinstance(model, str) else None, self.max_breaks
                 )
                 self._sessions[session] = state
+            self._retire()
             state.requests += 1
             if record.get("error") is not None:
                 state.errors += 1
@@ -172,11 +197,44 @@ class LiveFigures:
                 layout=_layout(record.get("layout")),
             )
             previous, state.last = state.last, current
+            self._hold(session)
+            if len(self._pending) >= self.max_pending:
+                self.skipped_predictions += 1
+                return
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="promptkit-predict")
             future = self._executor.submit(self._predict, state, previous, current)
             self._pending.add(future)
             future.add_done_callback(self._pending.discard)
+
+    def _hold(self, session: str) -> None:
+        """Mark ``session``'s last request as held; release the least recently active beyond ``max_held``
+        (called with the lock held)."""
+        self._held[session] = None
+        self._held.move_to_end(session)
+        while len(self._held) > self.max_held:
+            name, _ = self._held.popitem(last=False)
+            state = self._sessions.get(name)
+            if state is not None and state.last is not None:
+                state.last = None
+                self.released += 1
+
+    def _retire(self) -> None:
+        """Retire the oldest sessions beyond ``max_sessions``, their counts kept in the
+        totals (called with the lock held)."""
+        while len(self._sessions) > self.max_sessions:
+            name, state = self._sessions.popitem(last=False)
+            self._held.pop(name, None)
+            old = state.as_dict()
+            self._retired["sessions"] += 1
+            for key in self._retired:
+                if key != "sessions":
+                    self._retired[key] += old[key]
+
+    def held_requests(self) -> int:
+        """How many sessions' last requests are held now (at most ``max_held``)."""
+        with self._lock:
+            return sum(1 for s in self._sessions.values() if s.last is not None)
 
     def _predict(self, state: _Session, previous: RequestRecord | None, current: RequestRecord) -> None:
         from promptkit.cache import analyze_requests
@@ -224,15 +282,24 @@ class LiveFigures:
         with self._lock:
             sessions = [s.as_dict() for s in self._sessions.values()]
             errors, last_error = self.prediction_errors, self.last_prediction_error
-        prompt = sum(s["reported_prompt_tokens"] for s in sessions)
-        cached = sum(s["reported_cached_tokens"] for s in sessions)
-        pprompt = sum(s["predicted_prompt_tokens"] for s in sessions)
-        pcached = sum(s["predicted_cached_tokens"] for s in sessions)
+            retired = dict(self._retired)
+            skipped, released = self.skipped_predictions, self.released
+
+        def total(key: str) -> int:
+            return int(sum(s[key] for s in sessions)) + retired[key]
+
+        prompt = total("reported_prompt_tokens")
+        cached = total("reported_cached_tokens")
+        pprompt = total("predicted_prompt_tokens")
+        pcached = total("predicted_cached_tokens")
         return {
             "sessions": sessions,
+            "retired_sessions": retired["sessions"],
+            "released_requests": released,
+            "skipped_predictions": skipped,
             "totals": {
-                "requests": sum(s["requests"] for s in sessions),
-                "errors": sum(s["errors"] for s in sessions),
+                "requests": total("requests"),
+                "errors": total("errors"),
                 "reported_hit_ratio": round(cached / prompt, 4) if prompt else None,
                 "predicted_hit_ratio": round(pcached / pprompt, 4) if pprompt else None,
             },

@@ -11,10 +11,13 @@ Built on aiohttp (server and client). Per request:
    dropped towards the client too; a timeout or refused connection before any answer becomes a
    ``504`` / ``502`` with a JSON ``error`` body.
 4. Calls to the Messages, Chat Completions and Responses APIs are recorded
-   (:func:`~promptkit.formats.http_capture.exchange_record`): request and reassembled response, session,
-   timestamp, ``duration`` and ``first_byte`` seconds, safe request headers (never credentials), and an
-   ``error`` for failed calls. A record is written whole or not at all; a failing log never stops
-   forwarding (:class:`~promptkit.capture.RecordLog`).
+   (:func:`~promptkit.formats.wire.record.exchange_record`): request and reassembled response, session,
+   timestamp, ``duration`` and ``first_byte`` seconds, safe request headers (never a header that can
+   carry a credential: :func:`~promptkit.formats.wire.redact.is_secret_header`), and an ``error`` for
+   failed calls. Only ``POST`` requests to those API paths are calls; anything else (a ``GET`` of
+   ``/v1/messages``, ``/v1/models``) is forwarded and not recorded. A record is written whole or not at
+   all; a failing log, or a body promptkit cannot parse (nested too deep, not JSON), never stops
+   forwarding (:class:`~promptkit.capture.RecordLog`): it is counted in ``unrecorded`` and logged.
 5. The live figures (:mod:`promptkit.proxy.live`) are updated; ``GET /_promptkit/`` shows them,
    ``GET /_promptkit/stats.json`` returns them. Both are read-only.
 
@@ -28,10 +31,11 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
-import json
 import logging
+import math
 import signal
 import sys
 import time
@@ -53,14 +57,17 @@ from aiohttp import (
 
 from promptkit.capture import RecordLog
 from promptkit.errors import ProxyConfigError
-from promptkit.formats.http_capture import (
-    SENSITIVE_HEADERS,
+from promptkit.formats.fields import loads_json
+from promptkit.formats.wire import (
     HttpCaptureError,
     api_from_url,
     decode_body,
     exchange_record,
+    is_secret_header,
+    redact_url,
     responses_request_to_chat,
     session_hint,
+    url_credentials,
 )
 from promptkit.proxy.live import LiveFigures, render_page
 from promptkit.proxy.sessions import SessionTracker
@@ -88,8 +95,6 @@ _HOP: Final[frozenset[str]] = frozenset(
 )  # fmt: skip
 #: Headers aiohttp's client adds unless told not to.
 _AUTO: Final[tuple[str, ...]] = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
-#: Substrings of header names that are never recorded.
-_SECRET_WORDS: Final[tuple[str, ...]] = ("auth", "key", "token", "secret", "cookie", "session-id", "password")
 
 
 def _is_loopback(host: str) -> bool:
@@ -104,11 +109,21 @@ def _is_loopback(host: str) -> bool:
 def _check_upstream(_self: Any, _attr: Any, value: str) -> None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProxyConfigError(f"upstream: expected an http:// or https:// URL, got {value!r}")
+        raise ProxyConfigError(f"upstream: expected an http:// or https:// URL, got {redact_url(value)!r}")
 
 
 def _optional_path(value: str | Path | None) -> Path | None:
     return None if value is None else Path(value)
+
+
+def _check_seconds(_self: Any, attr: Any, value: float) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ProxyConfigError(f"{attr.name}: expected a number of seconds greater than 0, got {value!r}")
 
 
 @attrs.frozen(slots=True)
@@ -120,8 +135,16 @@ class ProxyConfig:
     port); ``log`` the JSONL file records are appended to (None: record nothing); ``redact`` regular
     expressions whose matches in recorded bodies become ``[REDACTED]`` (API-key shapes always are);
     ``allow_remote`` must be True to listen on a non-loopback address; ``connect_timeout`` and
-    ``read_timeout`` (seconds without a byte from the upstream) bound each call; ``predict`` runs the
-    analyzer for the live figures with the cache rules of ``provider`` (default: inferred).
+    ``read_timeout`` (seconds without a byte from the upstream; finite and greater than 0) bound each
+    call; ``predict`` runs the analyzer for the live figures with the cache rules of ``provider``
+    (default: inferred).
+
+    Credentials in ``upstream`` (``https://user:password@host``) are sent upstream as HTTP Basic
+    authentication (unless the client sends its own ``Authorization``) and never shown or recorded:
+    :attr:`upstream_display` has the password redacted.
+
+    >>> ProxyConfig(upstream="http://me:pw@127.0.0.1:9", log=None).upstream_display
+    'http://me:%5BREDACTED%5D@127.0.0.1:9'
     """
 
     upstream: str = attrs.field(validator=_check_upstream)
@@ -130,8 +153,8 @@ class ProxyConfig:
     log: Path | None = attrs.field(default=Path("promptkit-proxy.jsonl"), converter=_optional_path)
     redact: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     allow_remote: bool = False
-    connect_timeout: float = 30.0
-    read_timeout: float = 600.0
+    connect_timeout: float = attrs.field(default=30.0, validator=_check_seconds)
+    read_timeout: float = attrs.field(default=600.0, validator=_check_seconds)
     predict: bool = True
     provider: str | None = None
 
@@ -143,6 +166,11 @@ class ProxyConfig:
             )
         if not 0 <= self.port <= 65535:
             raise ProxyConfigError(f"listen: port {self.port} is out of range")
+
+    @property
+    def upstream_display(self) -> str:
+        """``upstream`` as it may be shown and recorded: its password redacted."""
+        return redact_url(self.upstream)
 
     @property
     def listen_url(self) -> str:
@@ -176,15 +204,18 @@ class ProxyState:
             "failures": log.failures if log is not None else 0,
             "last_error": log.last_error if log is not None else None,
             "unrecorded": self.unrecorded,
+            "too_deep": log.too_deep if log is not None else 0,
             "forwarded": self.forwarded,
         }
 
 
 def _safe_headers(headers: Any) -> dict[str, str]:
+    """The request headers a record keeps: no hop-by-hop header, and no header that can carry a
+    credential (:func:`~promptkit.formats.wire.redact.is_secret_header`)."""
     out: dict[str, str] = {}
     for name, value in headers.items():
         low = name.lower()
-        if low in SENSITIVE_HEADERS or low in _HOP or any(w in low for w in _SECRET_WORDS):
+        if low in _HOP or is_secret_header(low):
             continue
         out[low] = value
     return out
@@ -238,30 +269,50 @@ def _record(
     state.figures.observe(record, record.get("session") or "unknown")
 
 
+def _record_safely(state: ProxyState, **kw: Any) -> None:
+    """:func:`_record`, never raising: recording must not break forwarding. A call that cannot be
+    recorded is counted in ``unrecorded`` and logged."""
+    try:
+        _record(state, **kw)
+    except Exception as exc:  # deliberately broad: the answer has been forwarded; say what was lost
+        state.unrecorded += 1
+        _log.warning(
+            "promptkit proxy: %s %s not recorded: %s: %s",
+            kw.get("method"), redact_url(str(kw.get("url"))), type(exc).__name__, exc,
+        )  # fmt: skip
+
+
 async def _forward(request: web.Request) -> web.StreamResponse:
     state: ProxyState = request.app[_STATE]
     config = state.config
     assert state.client is not None
     started, t0 = time.time(), time.perf_counter()
     body = await request.read()
-    url = config.upstream.rstrip("/") + request.raw_path
+    base, user, password = url_credentials(config.upstream)
+    url = base.rstrip("/") + request.raw_path
+    # only POSTs to an API path are calls; a GET of the same path is forwarded and not recorded
     api = api_from_url(request.path) if request.method == "POST" else None
     session: str | None = None
     if api is not None:
         try:
-            parsed = json.loads(body)
+            parsed = loads_json(body.decode("utf-8", "replace"))
             chat = responses_request_to_chat(parsed) if api == "openai-responses" else parsed
             session = state.sessions.assign(chat, session_hint(request.headers, parsed))
-        except (ValueError, HttpCaptureError, AttributeError, TypeError):
-            session = None  # not JSON: forwarded all the same, and reported when recorded
+        except (ValueError, HttpCaptureError, AttributeError, TypeError, RecursionError):
+            session = None  # not JSON, or nested too deep: forwarded all the same, reported when recorded
     headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
+    if user is not None and "Authorization" not in request.headers:
+        # the upstream URL's credentials, sent the way aiohttp would send them, unless the client sent
+        # its own (aiohttp refuses both at once)
+        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+        headers.append(("Authorization", f"Basic {token}"))  # RFC 7617
     skip = [h for h in _AUTO if h not in request.headers]
     state.forwarded += 1
 
     def record(**kw: Any) -> None:
         if api is not None:
-            _record(state, url=url, method=request.method, body=body, headers=request.headers, session=session,
-                    started=started, duration=time.perf_counter() - t0, **kw)  # fmt: skip
+            _record_safely(state, url=url, method=request.method, body=body, headers=request.headers,
+                           session=session, started=started, duration=time.perf_counter() - t0, **kw)  # fmt: skip
 
     try:
         upstream = await state.client.request(
@@ -269,12 +320,14 @@ async def _forward(request: web.Request) -> web.StreamResponse:
             allow_redirects=False, compress=None,
         )  # fmt: skip
     except TimeoutError as exc:
-        message = f"upstream {config.upstream} did not answer within the timeout ({exc.__class__.__name__})"
+        message = (
+            f"upstream {config.upstream_display} did not answer within the timeout ({exc.__class__.__name__})"
+        )
         record(status=None, response_headers=None, response_body=None, first_byte=None,
                error={"kind": "timeout", "message": message})  # fmt: skip
         return _error_response(504, "proxy_upstream_timeout", message)
     except ClientError as exc:
-        message = f"cannot reach upstream {config.upstream}: {exc}"
+        message = f"cannot reach upstream {config.upstream_display}: {redact_url(str(exc))}"
         record(status=None, response_headers=None, response_body=None, first_byte=None,
                error={"kind": "connection", "message": message})  # fmt: skip
         return _error_response(502, "proxy_upstream_unreachable", message)
@@ -323,14 +376,21 @@ async def _live_page(request: web.Request) -> web.Response:
     state: ProxyState = request.app[_STATE]
     recording = state.recording()
     page = render_page(
-        state.figures.snapshot(), upstream=state.config.upstream, log=recording["log"], recording=recording
+        state.figures.snapshot(),
+        upstream=state.config.upstream_display,
+        log=recording["log"],
+        recording=recording,
     )
     return web.Response(text=page, content_type="text/html", headers={"Cache-Control": "no-store"})
 
 
 async def _live_json(request: web.Request) -> web.Response:
     state: ProxyState = request.app[_STATE]
-    data = {"upstream": state.config.upstream, "recording": state.recording(), **state.figures.snapshot()}
+    data = {
+        "upstream": state.config.upstream_display,
+        "recording": state.recording(),
+        **state.figures.snapshot(),
+    }
     return web.json_response(data, headers={"Cache-Control": "no-store"})
 
 
@@ -432,7 +492,7 @@ def run_proxy(config: ProxyConfig, *, out: Callable[[str], None] | None = None) 
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         async with serve(config) as proxy:
-            say(f"promptkit proxy on {proxy.url} -> {config.upstream}")
+            say(f"promptkit proxy on {proxy.url} -> {config.upstream_display}")
             say(f"  log: {config.log or 'off (nothing recorded)'}")
             say(f"  live figures: {proxy.url}{LIVE_PATH}/  (JSON: {proxy.url}{LIVE_PATH}/stats.json)")
             await stop.wait()

@@ -1,7 +1,7 @@
 """How the proxy decides which session a request belongs to.
 
 1. The request names it: the ``x-promptkit-session`` header, or the session id Claude Code puts into
-   ``metadata.user_id`` (:func:`~promptkit.formats.http_capture.session_hint`).
+   ``metadata.user_id`` (:func:`~promptkit.formats.wire.urls.session_hint`).
 2. Otherwise **prefix affinity**: a request joins the session whose last request had the same *head*
    (model, tools and top-level ``system``) and whose message list is a prefix of this request's
    messages (a conversation grows by appending). ``cache_control`` markers are ignored in the

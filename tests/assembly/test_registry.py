@@ -288,6 +288,34 @@ def test_slow_sync_contributor_is_absent_and_retried_next_call(caplog: pytest.Lo
     assert len(calls) == 2
 
 
+def test_an_async_contributor_that_swallows_its_cancellation_cannot_hold_the_turn() -> None:
+    # mutation checked: without the swallowed-cancellation close in _Timed, assemble waits for the
+    # build's sleep to end ("resumed" is set)
+    events: list[str] = []
+
+    async def swallower(view: PromptView) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            events.append("caught")
+        try:
+            await asyncio.sleep(5)  # keeps going after its cancellation
+            events.append("resumed")
+        finally:
+            events.append("closed")
+        return "late"
+
+    registry = PromptRegistry()
+    registry.register("swallower", "turn-context", swallower)
+    registry.register("fast", "turn-context", const("FAST"))
+    prompt = registry.assemble(base(), build_timeout=0.05)
+    assert contents(prompt) == ["persona", "u1", "a1", "FAST", "u2"]
+    [absent] = prompt.absent
+    assert (absent.key, absent.reason) == ("swallower", "timeout")
+    assert "caught its cancellation" in absent.detail
+    assert events == ["caught", "closed"]  # closed at its await: never resumed
+
+
 def test_slow_async_contributor_is_cancelled_and_absent() -> None:
     cancelled = threading.Event()
 

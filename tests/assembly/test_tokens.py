@@ -65,3 +65,20 @@ def test_importing_assembly_loads_no_heavy_package() -> None:
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("bad", [-5, float("nan"), float("inf"), 2.5, None, "7", True])
+def test_a_custom_counter_must_return_a_whole_number_of_tokens(bad: object) -> None:
+    # mutation checked: returning count itself from resolve_counter (no check) lets -5 and NaN through
+    from promptkit.assembly.trim import trim_to_budget
+    from promptkit.errors import UsageError
+
+    def broken(text: str) -> object:
+        return bad
+
+    counter = resolve_counter(count=broken)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"token counter broken returned .* for a 5-character text"):
+        counter("hello")
+    with pytest.raises(UsageError, match="a token count is a whole number >= 0"):
+        trim_to_budget([Message(role="user", content="hello")], 100, count=broken)  # type: ignore[arg-type]
+    assert resolve_counter(count=lambda text: 4.0)("abc") == 4  # a whole float is accepted as an int

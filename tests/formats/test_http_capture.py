@@ -206,9 +206,9 @@ def test_sniff_tells_captures_from_other_logs() -> None:
         assert hc.sniff(path, path.read_text(encoding="utf-8")[:65536]), name
     assert not hc.sniff(Path("x.jsonl"), '{"request": {"model": "m", "messages": []}, "response": {}}\n')
     assert not hc.sniff(Path("x.jsonl"), '{"type": "user", "message": {"role": "user"}}\n')
-    assert not hc.sniff(
-        Path("x.json"), '{"log": {"version": "1.2"'
-    )  # a HAR head without entries yet... too short
+    # a whole file that starts as a HAR and stops before its entries: a truncated HAR (the reader says so)
+    assert hc.sniff(Path("x.json"), '{"log": {"version": "1.2"')
+    assert not hc.sniff(Path("x.json"), '{"log": {"version": "1.2"}}')  # whole JSON, no entries: not a HAR
     long_line = (
         '{"request": {"timestamp": 1, "method": "POST", "url": "https://a/v1/messages", "body": {"x": "'
         + "y" * 70000

@@ -10,6 +10,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from promptkit.cli import main
 from tests.proxy.fake_upstream import upstream_thread
 
@@ -50,3 +52,12 @@ def test_proxy_command_refuses_a_remote_address_without_allow_remote(capsys) -> 
     assert main(["proxy", "--upstream", "https://api.openai.com", "--listen", "0.0.0.0:8787"]) == 1
     assert "--allow-remote" in capsys.readouterr().err
     assert main(["proxy", "--upstream", "https://api.openai.com", "--listen", "nonsense"]) == 2
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_proxy_timeout_must_be_a_positive_number_of_seconds(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["proxy", "--upstream", "http://127.0.0.1:9", f"--timeout={value}"])
+    assert code == 2  # a usage error, before anything listens
+    assert "argument --timeout: expected a number of seconds" in capsys.readouterr().err

@@ -1,0 +1,130 @@
+"""A hand-written mutation pass over the bad-input and proxy-safety code (issue 25): each mutation undoes
+one defence; the tests named beside it must fail. Prints each mutation's outcome and the score.
+
+Run from the repository root (it edits the files in place, one at a time, and restores each)::
+
+    PYTHONPATH=$PWD python benchmarks/mutation_pass.py
+
+A mutation "survives" when its tests still pass; the score is killed / total.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (name, file, original text, mutated text, tests)
+MUTATIONS: list[tuple[str, str, str, str, str]] = [
+    ("header secret words removed", "promptkit/formats/wire/redact.py",
+     "return low in SENSITIVE_HEADERS or any(word in low for word in _SECRET_WORDS)",
+     "return low in SENSITIVE_HEADERS",
+     "tests/proxy/test_faults.py::test_every_header_that_can_carry_a_credential_is_left_out_of_the_record"),
+    ("GETs to API paths recorded", "promptkit/proxy/server.py",
+     'api = api_from_url(request.path) if request.method == "POST" else None',
+     "api = api_from_url(request.path)",
+     "tests/proxy/test_faults.py::test_a_get_to_an_api_path_is_forwarded_and_not_recorded"),
+    ("torn last line not detected on open", "promptkit/capture.py",
+     '                if size and os.pread(fd, 1, size - 1) != b"\\n":', "                if False:",
+     "tests/proxy/test_faults.py::test_a_restarted_proxy_starts_on_a_fresh_line_after_a_torn_one"),
+    ("live state: no release of held requests", "promptkit/proxy/live.py",
+     "        while len(self._held) > self.max_held:", "        while False:",
+     "tests/proxy/test_faults.py::test_live_figures_hold_a_bounded_number_of_requests"),
+    ("redaction without a depth limit", "promptkit/formats/wire/redact.py",
+     "            if depth >= max_depth:", "            if False:",
+     "tests/proxy/test_faults.py::test_a_deeply_nested_body_is_forwarded_and_recorded_or_counted"),
+    ("recording fault reaches the user's call", "promptkit/capture.py",
+     "            self._write(error)\n        except Exception as exc:",
+     "            self._write(error)\n        except KeyError as exc:",
+     "tests/test_capture.py::test_a_recording_fault_never_fails_the_users_call"),
+    ("key shape gsk_ dropped", "promptkit/formats/wire/redact.py", '    r"\\bgsk_[A-Za-z0-9]{20,}",\n', "",
+     "tests/formats/test_wire.py"),
+    ("AWS key ids dropped", "promptkit/formats/wire/redact.py",
+     '    r"\\b(?:AKIA|ASIA)[0-9A-Z]{16}\\b",\n', "", "tests/formats/test_wire.py"),
+    ("body secret fields kept", "promptkit/formats/wire/redact.py",
+     "                    if isinstance(k, str) and is_secret_field(k) and isinstance(v, str | int | float):",
+     "                    if False:", "tests/formats/test_wire.py"),
+    ("query secrets: the old short list", "promptkit/formats/wire/redact.py",
+     "    return low in _SECRET_QUERY or low.endswith(_SECRET_QUERY_SUFFIXES)",
+     '    return low in {"key", "api_key", "apikey", "api-key", "token", "access_token"}',
+     "tests/formats/test_wire.py"),
+    ("URL password kept", "promptkit/formats/wire/redact.py", '        if ":" in userinfo:', "        if False:",
+     "tests/formats/test_wire.py"),
+    ("gzip body end not checked", "promptkit/formats/wire/bodies.py",
+     '    if not d.eof:\n        raise HttpCaptureError(f"content-encoding: broken {coding} data (the stream is truncated)")',
+     "", "tests/formats/test_wire.py"),
+    ("zstd body not bounded", "promptkit/formats/wire/bodies.py", "                if size > limit:",
+     "                if False:", "tests/formats/test_wire.py"),
+    ("zstd log end not checked (the old stream_reader)", "promptkit/formats/base.py",
+     '            reader = _ZstdReader(path.open("rb"))',
+     '            import zstandard\n\n            reader = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)',
+     "tests/formats/test_bad_inputs.py::test_a_truncated_compressed_log_is_an_error_not_a_shorter_log"),
+    ("line length not bounded", "promptkit/formats/base.py", "                    if len(raw) > limit:",
+     "                    if False:",
+     "tests/formats/test_bad_inputs.py::test_a_line_longer_than_the_limit_is_an_error_naming_it"),
+    ("decompression not bounded", "promptkit/formats/base.py", "        if self._read > self._limit:",
+     "        if False:", "tests/formats/test_bad_inputs.py::test_a_log_that_expands_past_the_limit_stops_with_an_error"),
+    ("blank runs skipped without counting", "promptkit/formats/base.py",
+     "                            lineno += _skip_newlines(f)", "                            _skip_newlines(f)",
+     "tests/formats/test_bad_inputs.py::test_a_long_run_of_blank_lines_keeps_the_line_numbers"),
+    ("directory walk: the old rglob", "promptkit/formats/discovery.py",
+     "            for f in sorted(_walk(p, problems)):",
+     "            for f in sorted(x for x in p.rglob('*') if not x.is_dir()):",
+     "tests/formats/test_bad_inputs.py::test_every_skipped_path_in_a_folder_is_a_counted_problem"),
+    ("usage not checked", "promptkit/providers/usage.py",
+     "    prompt, cached, write = usage.prompt_tokens, usage.cached_tokens or 0, usage.cache_write_tokens or 0",
+     "    return usage",
+     "tests/formats/test_bad_inputs.py::test_impossible_usage_is_a_problem_naming_file_line_and_field"),
+    ("corrupt first line stops the Claude Code sniff", "promptkit/formats/claude_code.py",
+     "            continue  # a corrupt line", "            break  # a corrupt line",
+     "tests/formats/test_bad_inputs.py::test_a_claude_code_transcript_with_a_corrupt_first_line_is_still_claude_code"),
+    ("truncated HAR not sniffed", "promptkit/formats/http_capture.py",
+     "        except json.JSONDecodeError:\n            return True\n        return False",
+     "        except json.JSONDecodeError:\n            return False\n        return False",
+     "tests/formats/test_bad_inputs.py::test_a_truncated_har_is_named_as_such"),
+    ("surrogate note without its place", "promptkit/cache/engine.py",
+     "            mended.append((pos, _surrogate_where(record)))", "            mended.append((pos, _source_id(record)))",
+     "tests/formats/test_bad_inputs.py::test_a_lone_surrogate_is_named_by_file_line_and_field"),
+    ("counter results not checked", "promptkit/assembly/tokens.py", "        return _checked(count)",
+     "        return count", "tests/assembly/test_tokens.py"),
+    ("swallowed cancellation not closed", "promptkit/assembly/registry.py",
+     "            if cancelled is not None:\n                probe.swallowed = True",
+     "            if False:\n                probe.swallowed = True",
+     "tests/assembly/test_registry.py::test_an_async_contributor_that_swallows_its_cancellation_cannot_hold_the_turn"),
+    ("CSV formulas written raw", "promptkit/cli.py", "    safe.write_csv(path)", "    frame.write_csv(path)",
+     "tests/test_cli.py::test_csv_cells_that_a_spreadsheet_would_run_are_neutralised"),
+    ("proxy --timeout not validated", "promptkit/cli.py", "        type=_seconds,", "        type=float,",
+     "tests/proxy/test_cli_proxy.py::test_proxy_timeout_must_be_a_positive_number_of_seconds"),
+    ("ProxyConfig timeouts not validated", "promptkit/proxy/server.py",
+     "    read_timeout: float = attrs.field(default=600.0, validator=_check_seconds)",
+     "    read_timeout: float = 600.0", "tests/proxy/test_faults.py::test_timeouts_must_be_positive_and_finite"),
+]  # fmt: skip
+
+
+def main() -> int:
+    killed = 0
+    for name, file, old, new, tests in MUTATIONS:
+        path = ROOT / file
+        original = path.read_text(encoding="utf-8")
+        if original.count(old) != 1:
+            print(f"STALE     {name}: the text to mutate is not found once in {file}")
+            continue
+        path.write_text(original.replace(old, new), encoding="utf-8")
+        try:
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests],
+                cwd=ROOT, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+        finally:
+            path.write_text(original, encoding="utf-8")
+        dead = run.returncode != 0
+        killed += dead
+        print(f"{'killed' if dead else 'SURVIVED':9} {name}")
+    print(f"score: {killed}/{len(MUTATIONS)} mutations killed")
+    return 0 if killed == len(MUTATIONS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
