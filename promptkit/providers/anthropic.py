@@ -38,7 +38,6 @@ from promptkit.providers._common import (
     tool_sequence,
     warn_not_sent,
 )
-from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = [
@@ -420,9 +419,7 @@ def anthropic_request(
     return merge_extra(body, extra, where=where)
 
 
-# Public list prices, USD per million tokens: platform.claude.com/docs/en/about-claude/pricing;
-# cache_write is the 5-minute write (1.25 x input), cache_write_1h the 1-hour write (2 x input), cache
-# hits are 0.1 x input; checked 2025-12.
+# Its models' prices: promptkit.cache.report.pricing.BUILTIN_PRICES (dated, with their source).
 PROFILE = ProviderProfile(
     name="anthropic",
     description="Anthropic Messages: explicit cache_control breakpoints, 5-minute / 1-hour TTLs, billed writes",
@@ -430,28 +427,6 @@ PROFILE = ProviderProfile(
     render="chatml",
     cache_model="anthropic",
     build_request=anthropic_request,
-    prices=[
-        ModelPrice(
-            "anthropic",
-            m,
-            cache_hit=0.1 * i,
-            cache_miss=i,
-            output=o,
-            cache_write=1.25 * i,
-            cache_write_1h=2 * i,
-        )
-        for m, i, o in (
-            ("claude-opus-4-5", 5.00, 25.00),
-            ("claude-opus-4-1", 15.00, 75.00),
-            ("claude-opus-4", 15.00, 75.00),
-            ("claude-sonnet-4-5", 3.00, 15.00),
-            ("claude-sonnet-4", 3.00, 15.00),
-            ("claude-3-7-sonnet", 3.00, 15.00),
-            ("claude-haiku-4-5", 1.00, 5.00),
-            ("claude-3-5-haiku", 0.80, 4.00),
-            ("claude-3-haiku", 0.25, 1.25),
-        )
-    ],
     default_model="claude-sonnet-4-5",
     context_window=1_000_000,
     model_patterns=(r"claude",),

@@ -25,7 +25,6 @@ from promptkit.providers._common import (
     stop_list,
     warn_not_sent,
 )
-from promptkit.providers.pricing import ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
@@ -222,7 +221,7 @@ def openai_request(
     )
 
 
-# Public list prices, USD per million tokens: platform.openai.com/docs/pricing ("Standard"), checked 2025-12.
+# Its models' prices: promptkit.cache.report.pricing.BUILTIN_PRICES (dated, with their source).
 PROFILE = ProviderProfile(
     name="openai",
     description="OpenAI chat completions / Responses: automatic prefix caching from 1,024 tokens in 128-token steps",
@@ -230,19 +229,6 @@ PROFILE = ProviderProfile(
     render="chatml",
     cache_model="openai",
     build_request=openai_request,
-    prices=[
-        ModelPrice("openai", m, cache_hit=hit, cache_miss=miss, output=out)
-        for m, hit, miss, out in (
-            ("gpt-4o", 1.25, 2.50, 10.00),
-            ("gpt-4o-mini", 0.075, 0.15, 0.60),
-            ("gpt-4.1", 0.50, 2.00, 8.00),
-            ("gpt-4.1-mini", 0.10, 0.40, 1.60),
-            ("gpt-4.1-nano", 0.025, 0.10, 0.40),
-            ("gpt-5", 0.125, 1.25, 10.00),
-            ("gpt-5-mini", 0.025, 0.25, 2.00),
-            ("gpt-5-nano", 0.005, 0.05, 0.40),
-        )
-    ],
     default_model="gpt-4.1",
     context_window=1_047_576,
     model_patterns=(r"gpt-", r"o\d", r"chatgpt-", r"codex-", r"text-embedding-"),

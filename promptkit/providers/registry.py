@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 import attrs
 
 from promptkit.errors import ProviderError
 from promptkit.layout import RequestRecord
-from promptkit.providers.pricing import ModelPrice
+
+if TYPE_CHECKING:  # pragma: no cover
+    # the one pricing module; imported for typing only (it sits above providers)
+    from promptkit.cache.report.pricing import ModelPrice
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -60,7 +63,9 @@ class ProviderProfile:
       :func:`~promptkit.cache.tokenizers.get_tokenizer`, :func:`~promptkit.cache.render.get_render_model`
       and :func:`~promptkit.cache.models.get_cache_model`; ``thinking_render(request)`` returns the render
       for a request in thinking mode (None otherwise).
-    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`) and ``default_model``
+    - ``prices`` (model name -> :class:`~promptkit.cache.report.pricing.ModelPrice`: a plugin's own
+      models; the built-in models' dated prices are :data:`~promptkit.cache.report.pricing.BUILTIN_PRICES`)
+      and ``default_model``
       (priced when a log does not name its model); ``context_window``: the largest prompt any of its
       models takes, in tokens (None: unknown).
     - Recognition: ``model_patterns`` (regular expressions matched at the start of a model name, a

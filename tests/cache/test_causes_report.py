@@ -18,7 +18,7 @@ from promptkit.cache.causes_report import (
 )
 from promptkit.cache.engine import analyze_requests
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
-from promptkit.providers.pricing import ModelPrice
+from promptkit.cache.report.pricing import ModelPrice
 
 
 def _stamped(k: int) -> dict:

@@ -1,19 +1,33 @@
-"""Prices and costs: the price table (the provider profiles' list prices, your overrides), and what each
-request cost without a cache, with the predicted cache and with the reported one."""
+"""Prices and costs: the dated list-price table of every model version promptkit knows, your overrides,
+and what each request cost without a cache, with the predicted cache and with the reported one.
+
+This is promptkit's one pricing module: ``analyze``, ``whatif``, ``check`` and the HTML report all price
+through :func:`request_costs`. A model is priced only by its own entry (a dated snapshot such as
+``claude-sonnet-4-5-20250929`` or ``gpt-4o-2024-08-06`` by its version's entry): a model without one is
+never priced as another model. Its cost columns stay empty and :func:`summarize` notes why; pass
+``prices=`` (CLI: ``--prices FILE``) to price it.
+
+>>> ModelPrice("anthropic", "claude-sonnet-4-5", cache_hit=0.3, cache_miss=3, output=15, cache_write=3.75,
+...            cache_write_1h=6).cache_write_1h
+6.0
+>>> BUILTIN_PRICES["claude-opus-4-6"].cache_miss, BUILTIN_PRICES["claude-opus-4-6"].as_of
+(5.0, '2026-12-04')
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 import polars as pl
 
 from promptkit.errors import PriceError, UsageError
-from promptkit.providers.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
@@ -27,24 +41,143 @@ from promptkit.cache.report.metrics import (
 )
 
 __all__ = [
+    "BUILTIN_PRICES",
+    "ModelPrice",
     "PriceTable",
     "check_cost_arguments",
     "cost_summary",
     "load_prices",
+    "lookup_model",
     "prices_frame",
     "provider_name",
     "request_costs",
     "resolve_prices",
+    "unpriced_models",
 ]
+
+
+@attrs.frozen(slots=True)
+class ModelPrice:
+    """One model's prices in USD per million tokens, with where and when they were read.
+
+    ``cache_hit`` is a prompt token read from the cache, ``cache_miss`` a prompt token computed afresh
+    (the plain input price), ``output`` a generated token, ``cache_write`` a prompt token written to
+    the cache where the provider bills writes (Anthropic's 5-minute write; ``None`` elsewhere, where
+    a write costs the miss price); ``cache_write_1h`` Anthropic's 1-hour write (2 x input).
+    ``source`` is the page the prices were read from and ``as_of`` the date they were read (ISO).
+
+    >>> ModelPrice("deepseek", "deepseek-chat", cache_hit=0.028, cache_miss=0.28, output=0.42).cache_write
+    """
+
+    provider: str
+    model: str
+    cache_hit: float = attrs.field(converter=float)
+    cache_miss: float = attrs.field(converter=float)
+    output: float = attrs.field(converter=float)
+    cache_write: float | None = attrs.field(default=None, converter=attrs.converters.optional(float))
+    cache_write_1h: float | None = attrs.field(default=None, converter=attrs.converters.optional(float))
+    source: str | None = None
+    as_of: str | None = None
+
+    @cache_hit.validator
+    @cache_miss.validator
+    @output.validator
+    def _check(self, attribute: attrs.Attribute[float], value: float) -> None:
+        if not math.isfinite(value) or value < 0:
+            raise PriceError(
+                f"price {self.model}.{attribute.name} must be a finite number >= 0, got {value!r}"
+            )
+
+    @cache_write.validator
+    @cache_write_1h.validator
+    def _check_write(self, attribute: attrs.Attribute[float | None], value: float | None) -> None:
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise PriceError(
+                f"price {self.model}.{attribute.name} must be a finite number >= 0, got {value!r}"
+            )
+
+
+# ------------------------------------------------------------------------------- the dated price table
+
+#: When the built-in prices were last read from the pages below.
+PRICES_AS_OF: Final[str] = "2026-12-04"
+
+# Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (the "Model pricing" and "Prompt
+# caching" tables): 5-minute cache writes 1.25 x input, 1-hour writes 2 x input, cache hits and
+# refreshes 0.1 x input. Opus 4.5 and 4.6 cost $5 / $25, Opus 4 and 4.1 $15 / $75.
+_ANTHROPIC: Final[str] = "https://platform.claude.com/docs/en/about-claude/pricing"
+# OpenAI: https://platform.openai.com/docs/pricing ("Standard" tier: input, cached input, output).
+_OPENAI: Final[str] = "https://platform.openai.com/docs/pricing"
+# DeepSeek: https://api-docs.deepseek.com/quick_start/pricing (DeepSeek-V3.2 prices in force since
+# 2025-09-29; deepseek-chat and deepseek-reasoner are priced alike; cache hit / cache miss / output).
+_DEEPSEEK: Final[str] = "https://api-docs.deepseek.com/quick_start/pricing"
+# Google: https://ai.google.dev/gemini-api/docs/pricing (paid tier, prompts up to 200k tokens; the
+# "context caching" price is the cache hit; storage per hour is not a per-request cost and is left out).
+_GOOGLE: Final[str] = "https://ai.google.dev/gemini-api/docs/pricing"
+
+
+def _anthropic(model: str, base: float, output: float) -> ModelPrice:
+    return ModelPrice(
+        "anthropic",
+        model,
+        cache_hit=round(0.1 * base, 6),
+        cache_miss=base,
+        output=output,
+        cache_write=round(1.25 * base, 6),
+        cache_write_1h=2 * base,
+        source=_ANTHROPIC,
+        as_of=PRICES_AS_OF,
+    )
+
+
+def _flat(provider: str, source: str, model: str, hit: float, miss: float, output: float) -> ModelPrice:
+    return ModelPrice(
+        provider, model, cache_hit=hit, cache_miss=miss, output=output, source=source, as_of=PRICES_AS_OF
+    )
+
+
+#: Every built-in price, one entry per model version (USD per million tokens), with its source and date.
+BUILTIN_PRICES: Final[Mapping[str, ModelPrice]] = {
+    p.model: p
+    for p in (
+        _anthropic("claude-opus-4-6", 5.00, 25.00),
+        _anthropic("claude-opus-4-5", 5.00, 25.00),
+        _anthropic("claude-opus-4-1", 15.00, 75.00),
+        _anthropic("claude-opus-4", 15.00, 75.00),
+        _anthropic("claude-sonnet-4-5", 3.00, 15.00),
+        _anthropic("claude-sonnet-4", 3.00, 15.00),
+        _anthropic("claude-3-7-sonnet", 3.00, 15.00),
+        _anthropic("claude-haiku-4-5", 1.00, 5.00),
+        _anthropic("claude-3-5-haiku", 0.80, 4.00),
+        _anthropic("claude-3-haiku", 0.25, 1.25),
+        _flat("openai", _OPENAI, "gpt-5", 0.125, 1.25, 10.00),
+        _flat("openai", _OPENAI, "gpt-5-mini", 0.025, 0.25, 2.00),
+        _flat("openai", _OPENAI, "gpt-5-nano", 0.005, 0.05, 0.40),
+        _flat("openai", _OPENAI, "gpt-4.1", 0.50, 2.00, 8.00),
+        _flat("openai", _OPENAI, "gpt-4.1-mini", 0.10, 0.40, 1.60),
+        _flat("openai", _OPENAI, "gpt-4.1-nano", 0.025, 0.10, 0.40),
+        _flat("openai", _OPENAI, "gpt-4o", 1.25, 2.50, 10.00),
+        _flat("openai", _OPENAI, "gpt-4o-mini", 0.075, 0.15, 0.60),
+        _flat("deepseek", _DEEPSEEK, "deepseek-chat", 0.028, 0.28, 0.42),
+        _flat("deepseek", _DEEPSEEK, "deepseek-reasoner", 0.028, 0.28, 0.42),
+        _flat("google", _GOOGLE, "gemini-3-pro-preview", 0.20, 2.00, 12.00),
+        _flat("google", _GOOGLE, "gemini-2.5-pro", 0.125, 1.25, 10.00),
+        _flat("google", _GOOGLE, "gemini-2.5-flash", 0.03, 0.30, 2.50),
+    )
+}
 
 
 # -------------------------------------------------------------------------------------------- prices
 
 
 def _registry_prices() -> dict[str, ModelPrice]:
+    """The built-in table, then the prices a provider plugin's profile carries."""
     from promptkit.providers.registry import available_providers
 
-    return {m: p for profile in available_providers().values() for m, p in profile.prices.items()}
+    table = dict(BUILTIN_PRICES)
+    for profile in available_providers().values():
+        table.update(profile.prices)
+    return table
 
 
 def _default_model(provider: str) -> str | None:
@@ -66,13 +199,15 @@ _PRICE_SCHEMA: Final[dict[str, Any]] = {
     "output": pl.Float64,
     "cache_write": pl.Float64,
     "cache_write_1h": pl.Float64,
+    "source": pl.String,
+    "as_of": pl.String,
 }
 
 
 def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> ModelPrice:
     if not isinstance(values, Mapping):
         raise PriceError(f"{where}: the price of {model!r} must be a mapping of {', '.join(_PRICE_FIELDS)}")
-    unknown = sorted(set(values) - {*_PRICE_FIELDS, "provider", "model"})
+    unknown = sorted(set(values) - {*_PRICE_FIELDS, "provider", "model", "source", "as_of"})
     if unknown:
         raise PriceError(f"{where}: unknown price field(s) {', '.join(unknown)} for {model!r}")
     missing = [f for f in ("cache_hit", "cache_miss", "output") if values.get(f) in (None, "")]
@@ -89,6 +224,8 @@ def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> Mo
             cache_write_1h=values.get("cache_write_1h")
             if values.get("cache_write_1h") not in ("",)
             else None,
+            source=str(values["source"]) if values.get("source") not in (None, "") else where,
+            as_of=str(values["as_of"]) if values.get("as_of") not in (None, "") else None,
         )
     except (TypeError, ValueError) as exc:
         raise PriceError(f"{where}: bad price for {model!r}: {exc}") from exc
@@ -145,7 +282,8 @@ def check_cost_arguments(where: str, *, prices: object, model: object, provider:
 
 
 def prices_frame(prices: PriceTable | None = None) -> pl.DataFrame:
-    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write, cache_write_1h``)."""
+    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write,
+    cache_write_1h, source, as_of``)."""
     table = resolve_prices(prices)
     return pl.DataFrame([attrs.asdict(p) for p in table.values()], schema=_PRICE_SCHEMA, orient="row")
 
@@ -187,19 +325,33 @@ def load_prices(path: str | Path) -> dict[str, ModelPrice]:
     return table
 
 
-def _lookup_model(name: str, table: Mapping[str, ModelPrice]) -> str | None:
-    """The key of ``table`` that prices ``name``: exact, then without a ``provider/`` prefix and
-    case, then the longest key that ``name`` starts with (``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
+#: What may follow a model version's name and still be that version: a dated snapshot
+#: (``-20250929``, ``-2024-08-06``, OpenAI's ``-0613``), ``-latest``, or a host's ``@…`` / ``:…`` tag.
+_SNAPSHOT: Final[re.Pattern[str]] = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|-\d{4}|-latest|@.*|:.*)?")
+
+
+def lookup_model(name: str, table: Mapping[str, ModelPrice]) -> str | None:
+    """The key of ``table`` that prices ``name``: exact, else without a ``provider/`` prefix and case,
+    else a key of which ``name`` is a dated snapshot (``gpt-4o-2024-08-06`` -> ``gpt-4o``,
+    ``claude-sonnet-4-5-20250929`` -> ``claude-sonnet-4-5``). Never another version: ``claude-opus-4-6``
+    is not ``claude-opus-4``, and ``gpt-5.3-codex`` is not ``gpt-5``.
+
+    >>> lookup_model("claude-sonnet-4-5-20250929", BUILTIN_PRICES)
+    'claude-sonnet-4-5'
+    >>> lookup_model("claude-opus-4-7", BUILTIN_PRICES) is None
+    True
+    """
     if name in table:
         return name
     bare = name.rsplit("/", 1)[-1].lower()
     lowered = {k.lower(): k for k in table}
     if bare in lowered:
         return lowered[bare]
-    candidates = [
-        k for k in lowered if bare.startswith(k) and bare[len(k) : len(k) + 1] in ("", "-", "@", ":")
-    ]
+    candidates = [k for k in lowered if bare.startswith(k) and _SNAPSHOT.fullmatch(bare[len(k) :])]
     return lowered[max(candidates, key=len)] if candidates else None
+
+
+_lookup_model = lookup_model
 
 
 def provider_name(result: object) -> str | None:
@@ -216,6 +368,7 @@ def request_costs(
     prices: PriceTable | None = None,
     model: str | None = None,
     provider: str | None = None,
+    missing: Literal["raise", "empty"] = "raise",
 ) -> pl.DataFrame:
     """Per request: its cost in USD without any cache, with the predicted cache and with the reported one.
 
@@ -228,7 +381,8 @@ def request_costs(
     ``output_unknown`` when neither is known) at ``output``. The reported figures use the provider's
     own token counts and are null where the log has no usage.
 
-    Raises :class:`PriceError` naming any model without a price.
+    A model without a price of its own (see :func:`lookup_model`) raises :class:`PriceError` naming it,
+    or, with ``missing="empty"``, leaves its requests' ``priced_as`` and cost columns null.
     """
     frame = requests_of(result)
     check_cost_arguments("request_costs", prices=prices, model=model, provider=provider)
@@ -246,7 +400,7 @@ def request_costs(
     requested = work["_model"].unique(maintain_order=True).to_list()
     mapping = {name: _lookup_model(name, table) if name is not None else None for name in requested}
     unpriced = [name for name, key in mapping.items() if key is None]
-    if unpriced:
+    if unpriced and missing == "raise":
         what = ", ".join(repr(n) for n in unpriced if n is not None)
         if None in unpriced:
             what = (
@@ -312,6 +466,7 @@ def cost_summary(
     model: str | None = None,
     provider: str | None = None,
     by_session: bool = False,
+    missing: Literal["raise", "empty"] = "raise",
 ) -> pl.DataFrame:
     """What the calls cost (USD) with the predicted cache, without any cache, and with the reported cache.
 
@@ -319,9 +474,11 @@ def cost_summary(
     usage, ``"reported"`` (the provider's counts, requests with usage only); per model priced (and per
     session with ``by_session``). Columns: ``basis, model, requests, prompt_tokens, cached_tokens,
     cache_write_tokens, output_tokens, output_unknown, cost_without_cache, cost_with_cache, saving``
-    (without - with) and ``saving_ratio`` (saving / without). See :func:`request_costs` for pricing.
+    (without - with) and ``saving_ratio`` (saving / without). See :func:`request_costs` for pricing;
+    with ``missing="empty"`` a model without a price keeps its row with the cost columns null.
     """
-    costs = request_costs(result, prices=prices, model=model, provider=provider)
+    costs = request_costs(result, prices=prices, model=model, provider=provider, missing=missing)
+    priced = pl.col("priced_as").is_not_null().all().alias("_priced")
     groups = ["session", "model"] if by_session else ["model"]
     shared = [pl.len().cast(pl.Int64).alias("requests")]
     predicted = costs.group_by(groups, maintain_order=True).agg(
@@ -333,6 +490,7 @@ def cost_summary(
         pl.col("output_unknown").sum().cast(pl.Int64),
         pl.col("cost_no_cache").sum().alias("cost_without_cache"),
         pl.col("cost_predicted").sum().alias("cost_with_cache"),
+        priced,
     )
     reported = (
         costs.filter(pl.col("reported_cached_tokens").is_not_null())
@@ -346,6 +504,7 @@ def cost_summary(
             pl.col("output_unknown").sum().cast(pl.Int64),
             pl.col("cost_reported_no_cache").sum().alias("cost_without_cache"),
             pl.col("cost_reported").sum().alias("cost_with_cache"),
+            priced,
         )
     )
     table = pl.concat(
@@ -354,6 +513,9 @@ def cost_summary(
             reported.with_columns(pl.lit("reported").alias("basis")),
         ],
         how="vertical_relaxed",
+    ).with_columns(
+        pl.when(pl.col("_priced")).then(pl.col(c)).otherwise(None).alias(c)
+        for c in ("cost_without_cache", "cost_with_cache")
     )
     return table.select(
         "basis",
@@ -371,3 +533,18 @@ def cost_summary(
             pl.col("cost_without_cache") - pl.col("cost_with_cache"), pl.col("cost_without_cache")
         ).alias("saving_ratio"),
     )
+
+
+def unpriced_models(costs: pl.DataFrame) -> dict[str, int]:
+    """The models of :func:`request_costs` ``(missing="empty")`` rows left without a price, with their
+    request counts (a request that names no model, on a provider without a default, as ``"(none)"``).
+
+    >>> unpriced_models(pl.DataFrame({"model": ["gpt-9", "gpt-4o", "gpt-9"], "priced_as": [None, "gpt-4o", None]}))
+    {'gpt-9': 2}
+    """
+    rows = costs.filter(pl.col("priced_as").is_null())
+    counts: dict[str, int] = {}
+    for name in rows["model"].to_list():
+        key = "(none)" if name is None else str(name)
+        counts[key] = counts.get(key, 0) + 1
+    return counts

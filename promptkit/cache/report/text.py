@@ -71,10 +71,24 @@ def summarize(
     if tables["predicted_vs_reported"].height == 0:
         notes.append({"table": "predicted_vs_reported", "note": "the input has no provider usage figures"})
     try:
-        tables["cost"] = cost_summary(result, prices=prices, model=model, provider=provider)
+        tables["cost"] = cost_summary(result, prices=prices, model=model, provider=provider, missing="empty")
     except PriceError as exc:
         tables["cost"] = pl.DataFrame()
         notes.append({"table": "cost", "note": str(exc)})
+    else:
+        cost = tables["cost"]
+        unpriced = cost.filter((pl.col("basis") == "predicted") & pl.col("cost_with_cache").is_null())
+        for row in unpriced.iter_rows(named=True):
+            name = row["model"]
+            what = f"model {name!r}" if name is not None else "the requests that name no model"
+            notes.append(
+                {
+                    "table": "cost",
+                    "note": f"no price for {what} ({row['requests']} request(s)): its cost columns are empty "
+                    "(promptkit never prices a model as another one); pass --prices FILE (or prices=) "
+                    "with its prices, or --model NAME to price the calls as a model you name",
+                }
+            )
     problems = getattr(result, "problems", None)
     tables["problems"] = (
         problems
