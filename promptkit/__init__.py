@@ -108,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         largest_breaks as largest_breaks,
         summarize as summarize,
     )
+    from promptkit.cache.report.pricing import ModelPrice as ModelPrice
     from promptkit.chat.egress import prepare_llm_messages as prepare_llm_messages
     from promptkit.chat.message import Message as Message, ToolCall as ToolCall
     from promptkit.errors import (
@@ -135,7 +136,6 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         request_record as request_record,
         write_jsonl as write_jsonl,
     )
-    from promptkit.cache.report.pricing import ModelPrice as ModelPrice
     from promptkit.providers.registry import (
         available_providers as available_providers,
         get_provider as get_provider,

@@ -225,7 +225,9 @@ def _add_cause_commands(commands: Any) -> None:
     _add_log_options(lint)
     lint.add_argument("--json", action="store_true", help="print the findings and their fixes as JSON")
     lint.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
-    lint.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
+    lint.add_argument(
+        "--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins"
+    )
     lint.set_defaults(handler=_run_lint)
 
     formats = commands.add_parser(
@@ -352,7 +354,10 @@ def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 raise
             raise CLIError(_with_path(exc, paths)) from exc
     if args.json:
-        _emit(stdout, json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n")
+        _emit(
+            stdout,
+            json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n",
+        )
     else:
         shown = " ".join(str(p) for p in args.paths)
         _emit(stdout, format_lint_advice(advice, paths=shown) + f"note: {_replay_note()}\n")
@@ -547,16 +552,25 @@ def _add_whatif_command(commands: Any) -> None:
     )
     what = whatif.add_mutually_exclusive_group(required=True)
     what.add_argument(
-        "--transform", action="append", metavar="SPEC", help="a transform to apply (repeatable, applied in order)"
+        "--transform",
+        action="append",
+        metavar="SPEC",
+        help="a transform to apply (repeatable, applied in order)",
     )
     what.add_argument("--suggest", action="store_true", help="derive, replay and rank candidate transforms")
     whatif.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    whatif.add_argument("--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)")
-    whatif.add_argument("--provider", metavar="NAME", help="provider whose rules apply (default: each session's)")
+    whatif.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)"
+    )
+    whatif.add_argument(
+        "--provider", metavar="NAME", help="provider whose rules apply (default: each session's)"
+    )
     whatif.add_argument("--format", metavar="NAME", help="read every file as this log format")
     whatif.add_argument("--view", choices=("consecutive", "simulated"), default="consecutive")
     whatif.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
-    whatif.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
+    whatif.add_argument(
+        "--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins"
+    )
     whatif.set_defaults(handler=_run_whatif)
 
 
@@ -705,7 +719,7 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             result,
             out,
             formats=_report_formats(args),
-            summary_text=head + "\n\n" + format_summary(tables, width=200) + _by_cause(result) + legend,
+            summary_text=head + "\n\n" + format_summary(tables, width=200) + legend,
             tables=tables,
             html_path=args.html,
             sources=_sources(args, paths),
@@ -731,15 +745,13 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     else:
         # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
         width = max(60, shutil.get_terminal_size((200, 24)).columns)
-        _emit(stdout, head + "\n\n" + format_summary(tables, width=width) + _by_cause(result) + legend)
+        _emit(stdout, head + "\n\n" + format_summary(tables, width=width) + legend)
         names = ", ".join(p.name for p in written.paths)
         _emit(stdout, f"\nWrote {len(written.paths)} files to {out}/: {names}\n")
     return EXIT_OK
 
 
-def _analysis_head(
-    result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool
-) -> str:
+def _analysis_head(result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool) -> str:
     """The header line, how the provider was chosen, the causes and the expectation."""
     from promptkit.cache.summary import causes_lines, expectation_line, provider_line
 
@@ -750,20 +762,6 @@ def _analysis_head(
     if expectation is not None:
         lines.append(expectation_line(expectation))
     return "\n".join(lines)
-
-
-def _by_cause(result: Any) -> str:
-    """The by-cause table (same groups as the causes headline), as text."""
-    if not hasattr(result, "cache_model"):
-        return ""
-    from promptkit.cache.causes_report import causes_by_cause
-    from promptkit.cache.report import table_config
-
-    table = causes_by_cause(result)
-    if table.height == 0:
-        return ""
-    with table_config(200, rows=40):
-        return "\nTokens lost by cause (group: layout, provider, inherent, unexplained)\n" + str(table) + "\n"
 
 
 def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:

@@ -72,7 +72,9 @@ def apply_expectation(
     elif str(calibration) == "default":
         found = default_calibration(str(result.provider))
         if found is None:
-            raise CalibrationError(f"--calibration default: no calibration is bundled for provider {result.provider!r}")
+            raise CalibrationError(
+                f"--calibration default: no calibration is bundled for provider {result.provider!r}"
+            )
         cal, source = found, "bundled"
     else:
         cal, source = load_calibration(calibration), str(calibration)

@@ -116,9 +116,7 @@ def lint_advice(
     from promptkit.cache.causes_report import lint
     from promptkit.cache.engine import analyze_requests
 
-    source: LoadResult | list[RequestRecord] = (
-        records if isinstance(records, LoadResult) else list(records)
-    )
+    source: LoadResult | list[RequestRecord] = records if isinstance(records, LoadResult) else list(records)
     found = suggest(source, prices=prices, model=model, **analysis_options)
     result = found[0].whatif.before if found else analyze_requests(source, **analysis_options)
     table = lint(result)
@@ -149,7 +147,11 @@ def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
     lines = [f"promptkit lint: {len(advice.items)} changing head region(s), most tokens lost first", ""]
     for k, item in enumerate(advice.items, 1):
         f = item.finding
-        every = "every request" if f.get("every_time") else f"{f.get('changes')} of {f.get('transitions')} requests"
+        every = (
+            "every request"
+            if f.get("every_time")
+            else f"{f.get('changes')} of {f.get('transitions')} requests"
+        )
         lines.append(
             f"{k}. {_where(f)}: {f.get('change_class')} ({f.get('kind') or 'change'}) breaks the cache at "
             f"{every}; {int(f.get('tokens_lost') or 0):,} tokens lost"

@@ -60,6 +60,7 @@ COMPARISON_COLUMNS: Final[tuple[str, ...]] = (
     "saving_usd",
 )
 
+
 @attrs.frozen(slots=True, eq=False)
 class WhatIf:
     """A replay: the analysis ``before`` and ``after`` the ``transforms``, the transformed records and

@@ -537,6 +537,8 @@ def suggest(
                 chain, best = trial, candidate
         if len(chain) > 1:
             combined = Chain(tuple(chain))
-            found.append(_suggestion(combined, f"the {len(chain)} best suggestions together", best.whatif, gaps))
+            found.append(
+                _suggestion(combined, f"the {len(chain)} best suggestions together", best.whatif, gaps)
+            )
             found = rank(found)
     return found

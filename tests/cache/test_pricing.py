@@ -104,9 +104,13 @@ def _run(*argv: str) -> tuple[int, str, str]:
 
 
 def test_a_missing_price_is_a_note_in_quiet_and_json_never_a_silently_dropped_cost(tmp_path: Path) -> None:
-    code, out, _ = _run("analyze", "--model", "gpt-9", "-q", "--no-plots", "--no-html", "--out", str(tmp_path / "q"))
+    code, out, _ = _run(
+        "analyze", "--model", "gpt-9", "-q", "--no-plots", "--no-html", "--out", str(tmp_path / "q")
+    )
     assert code == 0 and "no price for model 'gpt-9'" in out
-    code, out, _ = _run("analyze", "--model", "gpt-9", "--json", "--no-plots", "--no-html", "--out", str(tmp_path / "j"))
+    code, out, _ = _run(
+        "analyze", "--model", "gpt-9", "--json", "--no-plots", "--no-html", "--out", str(tmp_path / "j")
+    )
     summary = json.loads(out)
     assert summary["headline"]["cost_with_cache"] is None
     assert any("no price for model 'gpt-9'" in n["note"] for n in summary["notes"])

@@ -74,7 +74,9 @@ def _has_writes(requests: pl.DataFrame) -> bool:
 
 def _flat(requests: pl.DataFrame) -> pl.DataFrame:
     """CSV holds scalars only: nested columns (lists, structs) as JSON text."""
-    nested = [c for c, t in requests.schema.items() if isinstance(t, pl.List | pl.Array | pl.Struct | pl.Object)]
+    nested = [
+        c for c, t in requests.schema.items() if isinstance(t, pl.List | pl.Array | pl.Struct | pl.Object)
+    ]
     return requests.with_columns(
         pl.col(c).map_elements(
             lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),

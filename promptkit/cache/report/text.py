@@ -16,6 +16,7 @@ from promptkit.cache.report.metrics import (
     hit_ratio_summary,
     largest_breaks,
     predicted_vs_reported_summary,
+    requests_of,
     tokens_lost_by_key,
     tokens_lost_by_slot,
 )
@@ -35,6 +36,7 @@ __all__ = [
 
 _TITLES: Final[dict[str, str]] = {
     "hit_ratio": "Hit ratio per session (token-weighted)",
+    "lost_by_cause": "Tokens lost by cause (groups as in the headline: layout, provider, inherent, unexplained)",
     "lost_by_slot": "Tokens lost per slot (anchor / frame role)",
     "lost_by_key": "Tokens lost per contributor key",
     "largest_breaks": "Largest breaks: what the cache held at the first divergent token, and what the prompt sent",
@@ -54,15 +56,20 @@ def summarize(
 ) -> dict[str, pl.DataFrame]:
     """Every summary table of an analysis, by name, in reading order.
 
-    Keys: ``hit_ratio``, ``lost_by_slot``, ``lost_by_key``, ``largest_breaks``, ``predicted_vs_reported`` (empty when the
+    Keys: ``hit_ratio``, ``lost_by_cause`` (for an analysis with causes: the by-cause table, same
+    groups as the causes headline, ``unexplained`` included whenever it is not zero), ``lost_by_slot``, ``lost_by_key``, ``largest_breaks``, ``predicted_vs_reported`` (empty when the
     log has no usage), ``cost``, ``problems`` (the load problems, ``file, line, reason``) and
     ``notes`` (``table, note``: what a table could not show and why, e.g. a model without a price;
     in that case ``cost`` is empty).
     """
     check_cost_arguments("summarize", prices=prices, model=model, provider=provider)
     notes: list[dict[str, str]] = []
-    tables: dict[str, pl.DataFrame] = {
-        "hit_ratio": hit_ratio_summary(result),
+    tables: dict[str, pl.DataFrame] = {"hit_ratio": hit_ratio_summary(result)}
+    if hasattr(result, "cache_model") and requests_of(result).height:
+        from promptkit.cache.causes_report import causes_by_cause
+
+        tables["lost_by_cause"] = causes_by_cause(result)
+    tables |= {
         "lost_by_slot": tokens_lost_by_slot(result),
         "lost_by_key": tokens_lost_by_key(result),
         "largest_breaks": largest_breaks(result),
@@ -162,6 +169,8 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "$ with cache": "cost in USD with the cached tokens at the cache-hit price",
     "$ saved": "$ no cache - $ with cache",
     "saved": "$ saved / $ no cache",
+    "cause": "why the tokens were not cached (see docs/concepts/causes.md); unexplained: what no cause accounts for",
+    "group": "layout (yours to fix), provider (its cache rules), inherent (cold start, new tokens), unexplained",
 }
 
 
