@@ -134,3 +134,20 @@ def test_analyze_whatif_and_the_html_report_give_the_same_cost(tmp_path: Path, l
     before = json.loads(out)["overall"]["before_cost_usd"]
     assert before == pytest.approx(analyzed, abs=1e-9)
     assert _html_cost(tmp_path / "report.html") == pytest.approx(analyzed, abs=1e-9)
+
+
+def test_one_hour_writes_cost_the_same_in_analyze_and_whatif(tmp_path: Path) -> None:
+    from promptkit.whatif import SetTTL, apply_transforms
+    from tests.whatif.test_advice import _anthropic_log
+
+    records = apply_transforms(_anthropic_log(), [SetTTL("1h")])
+    log = tmp_path / "calls.jsonl"
+    log.write_text("".join(json.dumps(r.to_json()) + "\n" for r in records), encoding="utf-8")
+    code, out, _ = _run("analyze", str(log), "--json", "--no-plots", "--out", str(tmp_path / "o"))
+    assert code == 0
+    analyzed = json.loads(out)["headline"]["cost_with_cache"]
+    requests = pl.read_parquet(tmp_path / "o" / "requests.parquet")
+    assert requests["predicted_cache_write_1h_tokens"].sum() > 0  # the case where the paths disagreed
+    code, out, _ = _run("whatif", str(log), "--transform", "sort-tools", "--json")
+    assert json.loads(out)["overall"]["before_cost_usd"] == pytest.approx(analyzed, abs=1e-9)
+    assert _html_cost(tmp_path / "o" / "report.html") == pytest.approx(analyzed, abs=1e-9)
