@@ -337,6 +337,7 @@ def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from promptkit.formats import read_logs
     from promptkit.whatif.advice import format_lint_advice, lint_advice
+    from promptkit.whatif.cli import replay_arguments
 
     prices = _prices(args.prices)
     with contextlib.ExitStack() as stack:
@@ -359,8 +360,7 @@ def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n",
         )
     else:
-        shown = " ".join(str(p) for p in args.paths)
-        _emit(stdout, format_lint_advice(advice, paths=shown) + f"note: {_replay_note()}\n")
+        _emit(stdout, format_lint_advice(advice, paths=replay_arguments(args)) + f"note: {_replay_note()}\n")
     return EXIT_OK
 
 

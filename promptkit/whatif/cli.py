@@ -17,7 +17,7 @@ from typing import Any
 
 from promptkit.errors import ReplayError, UsageError
 
-__all__ = ["run_whatif"]
+__all__ = ["replay_arguments", "run_whatif"]
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def run_whatif(args: argparse.Namespace, *, paths: Sequence[Path] | None = None)
                 )
                 + "\n"
             )
-        return _format_suggestions(gains, costs, REPLAY_NOTE, " ".join(str(p) for p in args.paths))
+        return _format_suggestions(gains, costs, REPLAY_NOTE, replay_arguments(args))
     w = replay(loaded, transforms, prices=prices, model=args.model, **options)
     if w.before.requests.height == 0:
         raise ReplayError(f"{', '.join(map(str, paths))}: no request could be analyzed")
@@ -119,8 +119,11 @@ def _pct(value: float | None) -> str:
 
 
 def _measured(s: Any) -> str:
+    from promptkit.whatif.suggestions import format_usd
+
     cost = (
-        f"cost {s.before_cost_usd:.4f} → {s.after_cost_usd:.4f} (saving {s.saving_usd:+.4f})"
+        f"cost {s.before_cost_usd:.4f} → {s.after_cost_usd:.4f} (saving {'+' if s.saving_usd >= 0 else ''}"
+        f"{format_usd(s.saving_usd)})"
         if s.priced
         else "cost n/a (no price: pass --prices FILE or --model NAME)"
     )
@@ -154,3 +157,18 @@ def _format_suggestions(gains: list[Any], costs: list[Any], note: str, paths: st
                 lines.append(f"    trade-off: {s.tradeoff}")
     lines += ["", f"note: {note}"]
     return "\n".join(lines) + "\n"
+
+
+def replay_arguments(args: argparse.Namespace) -> str:
+    """The paths and analysis options the user gave, as ``promptkit whatif`` arguments (so a printed
+    fix replays the same analysis)."""
+    import shlex
+
+    words = [str(p) for p in args.paths]
+    for option in ("provider", "format", "model", "prices"):
+        value = getattr(args, option, None)
+        if value is not None:
+            words += [f"--{option}", str(value)]
+    if getattr(args, "view", "consecutive") != "consecutive":
+        words += ["--view", args.view]
+    return shlex.join(words)

@@ -163,7 +163,16 @@ def compare(
         )
     joined = sides[0].join(sides[1], on="session", how="full", coalesce=True, maintain_order="left")
     sums = [c for c in joined.columns if c != "session"]
-    total = joined.select(pl.lit("(all)").alias("session"), *[pl.col(c).sum() for c in sums])
+    # a cost stays null when a session's is (a model without a price), never summed as 0
+    total = joined.select(
+        pl.lit("(all)").alias("session"),
+        *[
+            pl.when(pl.col(c).is_null().any()).then(None).otherwise(pl.col(c).sum()).alias(c)
+            if c.endswith("_cost_usd")
+            else pl.col(c).sum()
+            for c in sums
+        ],
+    )
     joined = pl.concat([joined, total], how="vertical_relaxed")
 
     def ratio(side: str) -> pl.Expr:

@@ -439,10 +439,22 @@ def _tradeoff(t: Transform, w: WhatIf, gaps: Sequence[float]) -> str:
         )
     if tokens > 0:
         return f"it adds {tokens:,} prompt tokens, which cost more than the extra cache hits save"
-    gain = 0.0
-    if o["before_hit_ratio"] is not None and o["after_hit_ratio"] is not None:
-        gain = o["after_hit_ratio"] - o["before_hit_ratio"]
-    return f"the hit ratio changes by {gain:+.1%}, and the replayed calls cost more than the logged ones"
+    before, after = o["before_hit_ratio"], o["after_hit_ratio"]
+    hits = "n/a" if before is None or after is None else f"{before:.1%} → {after:.1%}"
+    extra = (o["after_cost_usd"] or 0.0) - (o["before_cost_usd"] or 0.0)
+    return (
+        f"it moves where the cache breaks without more hits (hit ratio {hits}), and the replayed calls "
+        f"cost {format_usd(extra)} USD more"
+    )
+
+
+def format_usd(value: float) -> str:
+    """A USD amount as the tables print it: 4 decimals, or 3 significant digits when smaller.
+
+    >>> format_usd(0.10507), format_usd(-0.0000161)
+    ('0.1051', '-1.61e-05')
+    """
+    return f"{value:.4f}" if value == 0 or abs(value) >= 5e-5 else f"{value:.2e}"
 
 
 def rank(found: Iterable[Suggestion]) -> list[Suggestion]:

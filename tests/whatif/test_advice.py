@@ -92,9 +92,7 @@ def test_a_suggestion_that_loses_money_never_ranks_above_one_that_saves() -> Non
 
 def test_whatif_suggest_shows_costs_apart_with_their_trade_off(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
-    log.write_text(
-        "".join(json.dumps(r.to_json()) + "\n" for r in _anthropic_log()), encoding="utf-8"
-    )
+    log.write_text("".join(json.dumps(r.to_json()) + "\n" for r in _anthropic_log()), encoding="utf-8")
     code, out, _ = _run(["whatif", str(log), "--suggest"])
     assert code == 0
     gains, _, costs = out.partition("Costs: these lose money on this log")
