@@ -277,6 +277,7 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
     breaks = largest_breaks(frame, n=n, width=10_000)
     if breaks.height == 0:
         return []
+    changed = dict(zip(zip(breaks["session"], breaks["index"], strict=True), breaks["changed"], strict=True))
     # the raw excerpts (largest_breaks shows newlines as ⏎; here they are kept and shown by CSS)
     raw = frame.select(
         pl.col("session").cast(pl.String),
@@ -305,6 +306,7 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
                 **{k: row[k] for k in ("session", "index", "tokens_lost", "slot", "key")},
                 "context": row["_context"] or "",
                 "change": row["_change"],
+                "changed": changed.get((row["session"], row["index"])),
                 "cached": _pieces(cached, name if isinstance(name, str) else None, common),
                 "prompt": _pieces(prompt, name if isinstance(name, str) else None, common),
             }
