@@ -9,6 +9,7 @@ from promptkit.formats import (
     http_capture,
     litellm,
     mini_swe_agent,
+    mooncake_trace,
     otel_genai,
     promptkit_jsonl,
     swe_agent,
@@ -25,5 +26,6 @@ for _module in (
     litellm,
     atif,
     swe_agent,
+    mooncake_trace,
 ):
     register_format(_module.FORMAT, replace=True)
