@@ -822,12 +822,13 @@ def _run(
                 cached = prev[0] if outcome.source == prev[3] else None
             else:
                 cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
+            decode = opaque_decoder(rt.decode)
+            # what the prompt sent, and the text just before the divergence (what the report shows in
+            # grey), even when no cached entry is left to show the other side (expired, below minimum)
+            d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
+            d_context_text = decode(tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist())
             if cached is not None and prefix < len(cached):
-                decode = opaque_decoder(rt.decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
-                d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
-                # the text just before the divergence (shared by both): what the report shows in grey
-                d_context_text = decode(tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist())
         if global_sim is not None:
             bodies[source_id] = prepared.body["messages"]
             recent_tokens[source_id] = tok.tokens
