@@ -360,7 +360,8 @@ def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n",
         )
     else:
-        _emit(stdout, format_lint_advice(advice, paths=replay_arguments(args)) + f"note: {_replay_note()}\n")
+        note = f"note: {_replay_note()}\n" if advice.items else ""
+        _emit(stdout, format_lint_advice(advice, paths=replay_arguments(args)) + note)
     return EXIT_OK
 
 

@@ -100,3 +100,23 @@ def test_the_terminal_shows_the_by_cause_table_with_unexplained_when_not_zero(tm
         assert f"│ {cause}" in out
     if "unexplained" in table["cause"].to_list():
         assert "; unexplained: " in out.split("\n\n")[0]
+
+
+def test_the_header_reads_provider_assumed_as_a_field_never_the_note_text() -> None:
+    from types import SimpleNamespace
+
+    from promptkit.cache.summary import provider_line
+
+    note = "2 session(s) name no provider and none was recognised; the default was used"
+    assert "the default was used" in provider_line(SimpleNamespace(provider_assumed=True, notes=()))
+    # the same note text without the field: recognised (the text is never matched)
+    assert "recognised per session" in provider_line(SimpleNamespace(notes=(note,)))
+
+
+def test_lint_json_gives_each_finding_its_measured_fix() -> None:
+    code, out, _ = _run("lint", "--json")
+    assert code == 0
+    [item] = json.loads(out)
+    assert item["finding"]["key"] == "account-snapshot" and item["saves"] is True
+    assert item["fix"]["specs"] == ["move:key=account-snapshot", "move:key=help-center"]
+    assert item["fix"]["after_hit_ratio"] > item["fix"]["before_hit_ratio"]
