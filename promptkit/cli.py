@@ -159,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a calibration from `promptkit calibrate` (or 'default': the one bundled for the provider) "
         "adding expected_cached_tokens beside the upper bound",
     )
+    analyze.add_argument(
+        "--advice",
+        action="store_true",
+        help="give each of the largest breaks its fix, measured by replay (promptkit whatif --suggest's "
+        "candidates; as many more analyses as there are candidates)",
+    )
     analyze.set_defaults(handler=_run_analyze)
     _add_cause_commands(commands)
     _add_proxy_command(commands)
@@ -713,6 +719,8 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         raise CLIError(str(exc)) from exc
     with phase("tables", enabled=progress, file=stderr):
         tables = summarize(result, prices=prices, model=args.model)
+    if args.advice:
+        tables = _with_break_fixes(tables, paths, args, prices)
     head = _analysis_head(result, paths, expectation, provider_given=args.provider is not None)
     legend = _legend(tables)
     try:
@@ -750,6 +758,28 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         names = ", ".join(p.name for p in written.paths)
         _emit(stdout, f"\nWrote {len(written.paths)} files to {out}/: {names}\n")
     return EXIT_OK
+
+
+def _with_break_fixes(tables: Any, paths: list[Path], args: argparse.Namespace, prices: Any) -> Any:
+    """The tables with ``break_fixes`` (after ``largest_breaks``): each break's fix, measured by replay."""
+    from promptkit.formats import read_logs
+    from promptkit.whatif.advice import break_fixes, lint_advice
+    from promptkit.whatif.cli import replay_arguments
+
+    advice = lint_advice(
+        read_logs(paths, format=args.format),
+        prices=prices,
+        model=args.model,
+        view=args.view,
+        provider=args.provider,
+    )
+    fixes = break_fixes(advice, tables["largest_breaks"], paths=replay_arguments(args))
+    ordered = {}
+    for name, table in tables.items():
+        ordered[name] = table
+        if name == "largest_breaks":
+            ordered["break_fixes"] = fixes
+    return ordered
 
 
 def _analysis_head(result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool) -> str:

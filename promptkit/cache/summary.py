@@ -265,12 +265,13 @@ def summary_dict(
     (:func:`~promptkit.cache.html.causes_table`), ``predicted_vs_reported``
     (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
     ``files`` (written into ``--out``), ``expectation`` (:func:`apply_expectation`'s, None without a
-    calibration) and ``causes`` (the lines of :func:`causes_lines`).
+    calibration), ``causes`` (the lines of :func:`causes_lines`) and ``break_fixes`` (with
+    ``promptkit analyze --advice``: each largest break's fix, measured by replay; else None).
 
     >>> from promptkit.cache import analyze_requests
     >>> summary = summary_dict(analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact"))
     >>> sorted(summary)
-    ['causes', 'expectation', 'files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
+    ['break_fixes', 'causes', 'expectation', 'files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
     """
     if tables is None:
         tables = summarize(result)
@@ -293,4 +294,5 @@ def summary_dict(
         "files": list(files),
         "expectation": dict(expectation) if expectation is not None else None,
         "causes": causes_lines(result),
+        "break_fixes": _rows(tables["break_fixes"]) if "break_fixes" in tables else None,
     }

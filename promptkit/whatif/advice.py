@@ -30,7 +30,28 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from promptkit.cache.engine import AnalysisResult
 
-__all__ = ["Advice", "LintAdvice", "fix_for", "format_lint_advice", "lint_advice"]
+__all__ = [
+    "BREAK_FIX_COLUMNS",
+    "Advice",
+    "LintAdvice",
+    "break_fixes",
+    "fix_for",
+    "format_lint_advice",
+    "lint_advice",
+]
+
+#: Columns of :func:`break_fixes`.
+BREAK_FIX_COLUMNS = (
+    "session",
+    "index",
+    "fix",
+    "command",
+    "before_hit_ratio",
+    "after_hit_ratio",
+    "before_cost_usd",
+    "after_cost_usd",
+    "saving_usd",
+)
 
 
 @attrs.frozen(slots=True)
@@ -181,3 +202,42 @@ def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def break_fixes(advice: LintAdvice, breaks: pl.DataFrame, *, paths: str = "") -> pl.DataFrame:
+    """One fix per break of ``breaks`` (:func:`~promptkit.cache.report.largest_breaks`' frame): the
+    replayed suggestion that acts where the request broke (its contributor key, or its change), with
+    its measured hit ratio and cost before and after (columns :data:`BREAK_FIX_COLUMNS`); ``fix`` says
+    so when nothing replayed saves anything there. ``paths``: the ``promptkit whatif`` arguments.
+    """
+    import polars as pl
+
+    frame = advice.result.requests.select("session", "index", "change_class")
+    joined = breaks.select("session", "index", "key").join(frame, on=["session", "index"], how="left")
+    rows = []
+    for row in joined.iter_rows(named=True):
+        fix = fix_for({"key": row["key"], "change_class": row["change_class"]}, advice.suggestions)
+        saves = fix is not None and Advice({}, fix).saves
+        rows.append(
+            {
+                "session": row["session"],
+                "index": row["index"],
+                "fix": (fix.transform.describe() if saves else "no replayed change saves anything here")
+                if fix is not None
+                else "no what-if transform acts here",
+                "command": fix.command(paths) if fix is not None and saves else None,
+                "before_hit_ratio": fix.before_hit_ratio if fix is not None else None,
+                "after_hit_ratio": fix.after_hit_ratio if fix is not None else None,
+                "before_cost_usd": fix.before_cost_usd if fix is not None and fix.priced else None,
+                "after_cost_usd": fix.after_cost_usd if fix is not None and fix.priced else None,
+                "saving_usd": fix.saving_usd if fix is not None and fix.priced else None,
+            }
+        )
+    schema = {
+        "session": pl.String,
+        "index": pl.Int64,
+        "fix": pl.String,
+        "command": pl.String,
+        **{c: pl.Float64 for c in BREAK_FIX_COLUMNS[4:]},
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")

@@ -101,3 +101,15 @@ def test_whatif_suggest_shows_costs_apart_with_their_trade_off(tmp_path: Path) -
     document = json.loads(out)
     assert all(s["saving_usd"] >= 0 for s in document["suggestions"])
     assert document["costs"] and all(s["saving_usd"] < 0 and s["tradeoff"] for s in document["costs"])
+
+
+def test_analyze_advice_gives_each_break_a_fix_that_holds(tmp_path: Path) -> None:
+    code, out, _ = _run(["analyze", "--advice", "--json", "--no-plots", "--out", str(tmp_path)])
+    assert code == 0
+    fixes = json.loads(out)["break_fixes"]
+    assert fixes and all(f["command"] for f in fixes)
+    first = fixes[0]
+    code, replayed, _ = _run([*shlex.split(first["command"])[1:], "--json"])
+    assert abs(json.loads(replayed)["overall"]["after_hit_ratio"] - first["after_hit_ratio"]) < 0.005
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count('class="meta fix">fix: ') == len(fixes)

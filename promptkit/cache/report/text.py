@@ -40,6 +40,7 @@ _TITLES: Final[dict[str, str]] = {
     "lost_by_slot": "Tokens lost per slot (anchor / frame role)",
     "lost_by_key": "Tokens lost per contributor key",
     "largest_breaks": "Largest breaks: what the cache held at the first divergent token, and what the prompt sent",
+    "break_fixes": "Fixes for the largest breaks (promptkit whatif, measured by replay)",
     "predicted_vs_reported": "Predicted vs reported cached tokens (requests with usage)",
     "cost": "Cost in USD (per million-token prices)",
     "problems": "Load problems",
@@ -160,6 +161,8 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "share": "share of every token lost",
     "cached_text": "what the cache held from the first differing token on (⏎ = newline, → = tab)",
     "prompt_text": "what the prompt sent there instead",
+    "before_text": "the text just before the first differing token, the same on both sides",
+    "changed": "what changed there: the values side by side (09:02 → 09:04), or the change in words",
     "basis": "predicted: our token counts, every request; reported: the provider's, requests with usage",
     "model": "the model the calls are priced as",
     "written": "prompt tokens written to the cache (billed at the cache-write price)",
@@ -171,6 +174,13 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "saved": "$ saved / $ no cache",
     "cause": "why the tokens were not cached (see docs/concepts/causes.md); unexplained: what no cause accounts for",
     "group": "layout (yours to fix), provider (its cache rules), inherent (cold start, new tokens), unexplained",
+    "fix": "the replayed change that acts where the request broke (the complete set that gives the saving)",
+    "command": "the promptkit whatif command that replays the fix",
+    "before_hit_ratio": "the log's hit ratio, as replayed",
+    "after_hit_ratio": "the hit ratio the replay measures with the fix",
+    "before_cost_usd": "the log's cost in USD",
+    "after_cost_usd": "the cost in USD the replay measures with the fix",
+    "saving_usd": "before_cost_usd - after_cost_usd",
 }
 
 
