@@ -120,10 +120,11 @@ def test_text_output_ends_with_a_legend_of_the_headers_it_used(log: Path, tmp_pa
     assert code == 0, err
     tables, legend = out.split("\nColumns:\n", 1)
     explained = {line.split("  ")[1].strip() for line in legend.splitlines() if line.startswith("  ")}
-    headers = {
+    lines = tables.splitlines()
+    headers = {  # a table's header row is the line under its top border
         cell.strip()
-        for line in tables.splitlines()
-        if line.startswith("│ ") and "┆" in line and not any(ch.isdigit() for ch in line)
+        for above, line in zip(lines, lines[1:], strict=False)
+        if above.startswith("┌") and line.startswith("│ ")
         for cell in line.strip("│").split("┆")
     }
     assert {"rep hit", "=prompt", "Δhit", "MAE", "lost"} <= headers
