@@ -151,3 +151,23 @@ def test_one_hour_writes_cost_the_same_in_analyze_and_whatif(tmp_path: Path) -> 
     code, out, _ = _run("whatif", str(log), "--transform", "sort-tools", "--json")
     assert json.loads(out)["overall"]["before_cost_usd"] == pytest.approx(analyzed, abs=1e-9)
     assert _html_cost(tmp_path / "o" / "report.html") == pytest.approx(analyzed, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "promptkit.cache.report.pricing",
+        "promptkit.cache.report.files",
+        "promptkit.cache.summary",
+        "promptkit.cache.report.metrics",
+        "promptkit.formats.mooncake_trace",
+        "promptkit.cache.opaque",
+    ],
+)
+def test_the_docstring_examples_hold(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(ROOT)
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
