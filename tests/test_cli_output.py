@@ -4,6 +4,7 @@ empty figure files, and ``python -m promptkit``. The real engine runs on small l
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -123,7 +124,7 @@ def test_text_output_ends_with_a_legend_of_the_headers_it_used(log: Path, tmp_pa
     lines = tables.splitlines()
     headers = {  # a table's header row is the line under its top border
         cell.strip()
-        for above, line in zip(lines, lines[1:], strict=False)
+        for above, line in itertools.pairwise(lines)
         if above.startswith("┌") and line.startswith("│ ")
         for cell in line.strip("│").split("┆")
     }
