@@ -45,7 +45,7 @@ _export(
     "openai_request", "deepseek_request", "ollama_request", "anthropic_request", "request_record", "write_jsonl",
 )  # fmt: skip
 _export("promptkit.providers.registry", "get_provider", "available_providers", "infer_provider")
-_export("promptkit.providers.pricing", "ModelPrice")
+_export("promptkit.providers.prices", "ModelPrice")
 # reading logs
 _export("promptkit.formats", "read_logs", "records_from_requests", "available_formats")
 # the analysis and its report
@@ -135,7 +135,7 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         request_record as request_record,
         write_jsonl as write_jsonl,
     )
-    from promptkit.providers.pricing import ModelPrice as ModelPrice
+    from promptkit.providers.prices import ModelPrice as ModelPrice
     from promptkit.providers.registry import (
         available_providers as available_providers,
         get_provider as get_provider,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.resources
-import inspect
 import json
 import os
 import shutil
@@ -161,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a calibration from `promptkit calibrate` (or 'default': the one bundled for the provider) "
         "adding expected_cached_tokens beside the upper bound",
     )
+    analyze.add_argument(
+        "--advice",
+        action="store_true",
+        help="give each of the largest breaks its fix, measured by replay (promptkit whatif --suggest's "
+        "candidates; as many more analyses as there are candidates)",
+    )
     analyze.set_defaults(handler=_run_analyze)
     _add_cause_commands(commands)
     _add_proxy_command(commands)
@@ -170,7 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_log_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    sub.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="log files or directories (default: the bundled log promptkit/" + DEFAULT_LOG + ")",
+    )
     sub.add_argument("--provider", metavar="NAME", help="provider (default: each session's)")
     sub.add_argument("--format", metavar="NAME", help="log format (default: detected per file)")
     sub.add_argument(
@@ -202,40 +213,77 @@ def _add_cause_commands(commands: Any) -> None:
         "top causes, 0 when all pass.",
     )
     _add_log_options(check)
-    check.add_argument("--min-hit", metavar="X", type=float, help="minimum hit ratio per session (0-1)")
+    check.add_argument(
+        "--min-hit", metavar="X", type=_ratio, help="minimum hit ratio per session, a ratio (0-1, e.g. 0.80)"
+    )
     check.add_argument(
         "--max-layout-loss",
         metavar="Y",
-        type=float,
-        help="maximum share of the prompt lost to the layout (0-1)",
+        type=_ratio,
+        help="maximum share of the prompt lost to the layout, a ratio (0-1, e.g. 0.10)",
     )
     check.set_defaults(handler=_run_check)
 
     lint = commands.add_parser(
         "lint",
         help="volatile-value lint: head regions that change every request, what they cost, how to fix them",
+        description="Lint the logs: every head region that changes between requests, the tokens it costs, "
+        "and its fix as a `promptkit whatif` command with the saving measured by replay (hit ratio and "
+        "cost before and after, for the complete set of changes that gives it).",
     )
     _add_log_options(lint)
+    lint.add_argument("--json", action="store_true", help="print the findings and their fixes as JSON")
+    lint.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
+    lint.add_argument(
+        "--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins"
+    )
     lint.set_defaults(handler=_run_lint)
 
+    formats = commands.add_parser(
+        "formats", help="list the log formats promptkit reads (what --format takes) and what each reads"
+    )
+    formats.set_defaults(handler=_run_formats)
+    providers = commands.add_parser(
+        "providers",
+        help="list the provider profiles (what --provider takes): tokenizer, render, cache model, prices",
+    )
+    providers.set_defaults(handler=_run_providers)
 
-def _analyze_for(args: argparse.Namespace) -> Any:
-    _check_paths(args.paths)
+
+def _ratio(text: str) -> float:
+    """An argparse type: a ratio in [0, 1]; ``80`` is refused with a hint at ``0.80``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        hint = f"; did you mean {value / 100:.2f}?" if 1.0 < value <= 100.0 else ""
+        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text}{hint}")
+    return value
+
+
+def _log_paths(args: argparse.Namespace, stack: contextlib.ExitStack, stderr: TextIO) -> list[Path]:
+    """The paths to read: the ones given, else the bundled log (and stderr says so)."""
+    if args.paths:
+        _check_paths(args.paths)
+        return list(args.paths)
+    path = _default_log(stack)
+    if not (getattr(args, "quiet", False) or getattr(args, "json", False)):
+        print(f"promptkit: no PATH given, analyzing the bundled log {path}", file=stderr)
+    return [path]
+
+
+def _analyze_for(args: argparse.Namespace, paths: list[Path]) -> Any:
     from promptkit.cache import analyze
 
-    options: dict[str, Any] = {"view": args.view}
-    for name in ("provider", "format"):
-        value = getattr(args, name)
-        if value is not None:
-            options[name] = value
     try:
-        result = analyze(args.paths, **options)
+        result = analyze(paths, view=args.view, provider=args.provider, format=args.format)
     except _input_errors() as exc:
         if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
             raise
-        raise CLIError(_with_path(exc, args.paths)) from exc
+        raise CLIError(_with_path(exc, paths)) from exc
     if result.requests.height == 0:
-        raise CLIError(f"{', '.join(map(str, args.paths))}: no request could be analyzed")
+        raise CLIError(f"{', '.join(map(str, paths))}: no request could be analyzed")
     return result
 
 
@@ -246,7 +294,8 @@ def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from promptkit.cache.report import table_config
     from promptkit.errors import CalibrationError
 
-    result = _analyze_for(args)
+    with contextlib.ExitStack() as stack:
+        result = _analyze_for(args, _log_paths(args, stack, stderr))
     try:
         cal = fit_calibration(result)
     except CalibrationError as exc:
@@ -280,7 +329,8 @@ def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
     if args.min_hit is None and args.max_layout_loss is None:
         raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
-    result = _analyze_for(args)
+    with contextlib.ExitStack() as stack:
+        result = _analyze_for(args, _log_paths(args, stack, stderr))
     gate = check_gate(result, min_hit=args.min_hit, max_layout_loss=args.max_layout_loss)
     n = gate.sessions.height
     if gate.passed:
@@ -294,15 +344,81 @@ def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.causes_report import lint
-    from promptkit.cache.report import table_config
+    from promptkit.formats import read_logs
+    from promptkit.whatif.advice import format_lint_advice, lint_advice
+    from promptkit.whatif.cli import replay_arguments
 
-    table = lint(_analyze_for(args))
-    if table.height == 0:
-        _emit(stdout, "promptkit lint: no head region changes between requests\n")
-        return EXIT_OK
-    with table_config(200, rows=50):
-        _emit(stdout, f"promptkit lint: {table.height} changing head region(s)\n{table}\n")
+    prices = _prices(args.prices)
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        try:
+            advice = lint_advice(
+                read_logs(paths, format=args.format),
+                prices=prices,
+                model=args.model,
+                view=args.view,
+                provider=args.provider,
+            )
+        except _input_errors() as exc:
+            if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+                raise
+            raise CLIError(_with_path(exc, paths)) from exc
+    if args.json:
+        _emit(
+            stdout,
+            json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n",
+        )
+    else:
+        note = f"note: {_replay_note()}\n" if advice.items else ""
+        _emit(stdout, format_lint_advice(advice, paths=replay_arguments(args)) + note)
+    return EXIT_OK
+
+
+def _replay_note() -> str:
+    from promptkit.whatif.replays import REPLAY_NOTE
+
+    return REPLAY_NOTE
+
+
+def _prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from promptkit.cache.report import PriceError, load_prices
+
+    try:
+        return load_prices(path)
+    except PriceError as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def _run_formats(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.formats import available_formats
+
+    formats = available_formats()
+    width = max(len(n) for n in formats)
+    lines = [f"{len(formats)} log formats (detected per file; --format NAME reads every file as one):", ""]
+    lines += [f"  {name.ljust(width)}  {fmt.description}" for name, fmt in formats.items()]
+    _emit(stdout, "\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def _run_providers(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.report.pricing import resolve_prices
+    from promptkit.providers.registry import available_providers
+
+    providers = available_providers()
+    prices = resolve_prices()
+    lines = [f"{len(providers)} provider profiles (what --provider takes):", ""]
+    for name, p in providers.items():
+        priced = sorted(m for m, price in prices.items() if price.provider == name)
+        lines.append(f"  {name}: {p.description}")
+        lines.append(
+            f"    tokenizer {p.tokenizer}, render {p.render}, cache model {p.cache_model}; "
+            f"default model {p.default_model or '(none)'}"
+        )
+        if priced:
+            lines.append(f"    priced models: {', '.join(priced)}")
+    _emit(stdout, "\n".join(lines) + "\n")
     return EXIT_OK
 
 
@@ -451,36 +567,52 @@ def _add_whatif_command(commands: Any) -> None:
             "(see docs/how-to/what-if.md). The replay changes only the prompts; it keeps the logged answers."
         ),
     )
-    whatif.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="log files or directories")
+    whatif.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="log files or directories (default: the bundled log promptkit/" + DEFAULT_LOG + ")",
+    )
     what = whatif.add_mutually_exclusive_group(required=True)
     what.add_argument(
-        "--transform", action="append", metavar="SPEC", help="a transform to apply (repeatable, applied in order)"
+        "--transform",
+        action="append",
+        metavar="SPEC",
+        help="a transform to apply (repeatable, applied in order)",
     )
     what.add_argument("--suggest", action="store_true", help="derive, replay and rank candidate transforms")
     whatif.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    whatif.add_argument("--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)")
-    whatif.add_argument("--provider", metavar="NAME", help="provider whose rules apply (default: each session's)")
+    whatif.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="suggestions shown (default: %(default)s)"
+    )
+    whatif.add_argument(
+        "--provider", metavar="NAME", help="provider whose rules apply (default: each session's)"
+    )
     whatif.add_argument("--format", metavar="NAME", help="read every file as this log format")
     whatif.add_argument("--view", choices=("consecutive", "simulated"), default="consecutive")
     whatif.add_argument("--model", metavar="NAME", help="model to price the calls at (default: the log's)")
-    whatif.add_argument("--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins")
+    whatif.add_argument(
+        "--prices", metavar="FILE", type=Path, help="JSON or CSV prices overriding the built-ins"
+    )
     whatif.set_defaults(handler=_run_whatif)
 
 
 def _run_whatif(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from promptkit.whatif.cli import run_whatif
 
-    _check_paths(args.paths)
-    try:
-        text = run_whatif(args)
-    except PromptkitError as exc:
-        from promptkit.errors import UsageError
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        try:
+            text = run_whatif(args, paths=paths)
+        except PromptkitError as exc:
+            from promptkit.errors import UsageError
 
-        raise CLIError(str(exc), EXIT_USAGE if isinstance(exc, UsageError) else EXIT_INPUT) from exc
-    except _input_errors() as exc:
-        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
-            raise
-        raise CLIError(_with_path(exc, args.paths)) from exc
+            raise CLIError(str(exc), EXIT_USAGE if isinstance(exc, UsageError) else EXIT_INPUT) from exc
+        except _input_errors() as exc:
+            if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+                raise
+            raise CLIError(_with_path(exc, paths)) from exc
     _emit(stdout, text)
     return EXIT_OK
 
@@ -602,134 +734,78 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -> Any:
     from promptkit.cache import analyze
 
-    options: dict[str, Any] = {"view": args.view, "progress": progress}
-    for name in ("provider", "tokenizer", "render", "format"):
-        value = getattr(args, name)
-        if value is not None:
-            options[name] = value
-    if getattr(args, "jobs", 1) != 1:
-        options["jobs"] = args.jobs
-    if getattr(args, "engine", "local") != "local":
-        options["engine"] = args.engine
-    if getattr(args, "stream", False):
-        options["stream"] = True
-    if getattr(args, "scheduler", None) is not None:
-        if options.get("engine") != "dask":
-            raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
-        options["client"] = args.scheduler  # a scheduler address
-    accepted = inspect.signature(analyze).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-    unsupported = [k for k in options if k not in accepted and not takes_any]
-    if unsupported:
-        raise CLIError(f"this version of analyze() does not accept --{unsupported[0]}", EXIT_USAGE)
-    return analyze(paths, **options)
-
-
-#: What a spreadsheet reads as the start of a formula (OWASP, CSV injection:
-#: https://owasp.org/www-community/attacks/CSV_Injection).
-_FORMULA_START: Final[str] = r"^[=+\-@\t\r]"
-
-
-def _write_csv(frame: Any, path: Path) -> None:
-    """Write ``frame`` as CSV with every text cell that a spreadsheet would run as a formula (a session id
-    ``=HYPERLINK(...)``, ``+1``, ``-2``, ``@SUM``) prefixed by ``'``, so it opens as text; numbers are
-    left as they are."""
-    import polars as pl
-
-    text = [c for c, t in frame.schema.items() if t == pl.String]
-    safe = frame.with_columns(
-        pl.when(pl.col(c).str.contains(_FORMULA_START))
-        .then(pl.lit("'") + pl.col(c))
-        .otherwise(pl.col(c))
-        .alias(c)
-        for c in text
+    if args.scheduler is not None and args.engine != "dask":
+        raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
+    return analyze(
+        paths,
+        stream=args.stream,
+        format=args.format,
+        provider=args.provider,
+        tokenizer=args.tokenizer,
+        render=args.render,
+        view=args.view,
+        progress=progress,
+        jobs=args.jobs,
+        engine=args.engine,
+        client=args.scheduler,  # a scheduler address, or None
     )
-    safe.write_csv(path)
 
 
-def _write_tables(result: Any, out: Path, summary_text: str) -> list[Path]:
-    import polars as pl
-
-    out.mkdir(parents=True, exist_ok=True)
-    requests: pl.DataFrame = result.requests
-    written = [out / "requests.parquet", out / "requests.csv", out / "summary.txt"]
-    requests.write_parquet(written[0])
-    # CSV holds scalars only: nested columns (lists, structs) are written as JSON text.
-    nested = [
-        c for c, t in requests.schema.items() if isinstance(t, pl.List | pl.Array | pl.Struct | pl.Object)
-    ]
-    flat = requests.with_columns(
-        pl.col(c).map_elements(
-            lambda v: json.dumps(v.to_list() if hasattr(v, "to_list") else v, default=str),
-            return_dtype=pl.String,
-        )
-        for c in nested
-    )
-    _write_csv(flat, written[1])
-    written[2].write_text(summary_text, encoding="utf-8")
-    if hasattr(result, "cache_model"):
-        from promptkit.cache.causes import explain_causes
-
-        _write_csv(explain_causes(result), out / "causes.csv")
-        written.append(out / "causes.csv")
-        if _has_writes(requests):
-            from promptkit.cache.causes_report import reads_invariant, write_accounting
-
-            _write_csv(write_accounting(result), out / "writes.csv")
-            written.append(out / "writes.csv")
-            if requests["reported_cache_write_tokens"].is_not_null().any():
-                _write_csv(reads_invariant(result), out / "reads-invariant.csv")
-                written.append(out / "reads-invariant.csv")
-    problems = getattr(result, "problems", None)
-    if isinstance(problems, pl.DataFrame) and problems.height:
-        _write_csv(problems, out / "problems.csv")
-        written.append(out / "problems.csv")
-    return written
-
-
-def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    with contextlib.ExitStack() as stack:
-        paths: list[Path] = list(args.paths) if args.paths else [_default_log(stack)]
-        return _analyze_paths(paths, args, stdout, stderr)
-
-
-def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.report import PriceError, format_summary, load_prices, summarize
-
-    info = _Info(stderr, quiet=args.quiet or args.json)
-    if not args.paths:
-        info(f"promptkit: no PATH given, analyzing the bundled log {paths[0]}")
-    _check_paths(paths)
-    prices = None
-    if args.prices is not None:
-        try:
-            prices = load_prices(args.prices)
-        except PriceError as exc:
-            raise CLIError(str(exc)) from exc
+def _check_names(args: argparse.Namespace) -> None:
+    """--provider and --format name known ones (a usage error listing them otherwise)."""
     if args.provider is not None:
         from promptkit.providers.registry import available_providers
 
         if args.provider not in available_providers():
             raise CLIError(
-                f"unknown provider {args.provider!r}; known: {', '.join(available_providers())}", EXIT_USAGE
+                f"unknown provider {args.provider!r}; known: {', '.join(available_providers())} "
+                "(see promptkit providers)",
+                EXIT_USAGE,
             )
     if args.format is not None:
         from promptkit.formats import available_formats
 
         if args.format not in available_formats():
             raise CLIError(
-                f"unknown log format {args.format!r}; known: {', '.join(available_formats())}", EXIT_USAGE
+                f"unknown log format {args.format!r}; known: {', '.join(available_formats())} "
+                "(see promptkit formats)",
+                EXIT_USAGE,
             )
-    progress = args.progress if args.progress is not None else stderr.isatty()
-    try:
-        result = _call_analyze(paths, args, progress)
-    except CLIError:
-        raise
-    except _input_errors() as exc:
-        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
-            raise  # a bug, not bad input: keep the traceback
-        raise CLIError(_with_path(exc, paths)) from exc
 
+
+def _report_formats(args: argparse.Namespace) -> list[str]:
+    from promptkit.cache.report.files import REPORT_FORMATS
+
+    dropped = {"html"} if args.no_html else set()
+    dropped |= {"png"} if args.no_plots else set()
+    return [f for f in REPORT_FORMATS if f not in dropped]
+
+
+def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.cache.report import format_summary, summarize
+    from promptkit.cache.report.files import check_out_dir, write_report
+    from promptkit.cache.runtime import phase
+    from promptkit.cache.summary import apply_expectation, quiet_text, summary_dict
+    from promptkit.errors import CalibrationError, ReportInputError
+
+    info = _Info(stderr, quiet=args.quiet or args.json)
+    prices = _prices(args.prices)
+    _check_names(args)
+    try:
+        out = check_out_dir(args.out)
+    except ReportInputError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
+    progress = args.progress if args.progress is not None else stderr.isatty()
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        try:
+            result = _call_analyze(paths, args, progress)
+        except CLIError:
+            raise
+        except _input_errors() as exc:
+            if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+                raise  # a bug, not bad input: keep the traceback
+            raise CLIError(_with_path(exc, paths)) from exc
     if result.requests.height == 0:
         problems = result.problems
         first = problems.row(0, named=True) if problems.height else None
@@ -739,56 +815,86 @@ def _analyze_paths(paths: list[Path], args: argparse.Namespace, stdout: TextIO, 
             f"{', '.join(map(str, paths))}: no request could be analyzed "
             f"({problems.height} problem(s){detail})"
         )
-    result, causes_line = _causes_and_expectation(result, args)
-    from promptkit.cache.runtime import phase
-
-    out: Path = args.out
-    header = _header(result, paths)
-    if args.provider is None:
-        defaulted = any("name no provider and none was recognised" in n for n in getattr(result, "notes", ()))
-        header += (
-            "\n(provider: no session named one or was recognised; the default was used, see the notes)"
-            if defaulted
-            else "\n(provider: recognised per session from the log's URLs, model names or usage)"
-        )
-    header += "\n" + causes_line
     try:
-        with phase("tables", enabled=progress, file=stderr):
-            tables = summarize(result, prices=prices, model=args.model)
-            legend = _legend(tables)
-            written = _write_tables(result, out, header + "\n\n" + format_summary(tables, width=200) + legend)
-        if not (args.quiet or args.json):
-            # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
-            width = max(60, shutil.get_terminal_size((200, 24)).columns)
-            _emit(stdout, header + "\n\n" + format_summary(tables, width=width) + legend)
-        if not args.no_html:
-            from promptkit.cache.html import write_html
-
-            target = args.html if args.html is not None else out / "report.html"
-            with phase("html", enabled=progress, file=stderr):
-                written.append(write_html(result, target, tables=tables, sources=_sources(args, paths)))
-        if not args.no_plots:
-            from promptkit.cache.plots import save_plots
-
-            with phase("plots", enabled=progress, file=stderr):
-                plots = save_plots(result, out)
-            written += list(plots.values())
-            for note in getattr(plots, "notes", ()):
-                info(f"promptkit: plot skipped: {note}")
+        result, expectation = apply_expectation(result, args.calibration)
+    except CalibrationError as exc:
+        raise CLIError(str(exc)) from exc
+    with phase("tables", enabled=progress, file=stderr):
+        tables = summarize(result, prices=prices, model=args.model)
+    if args.advice:
+        tables = _with_break_fixes(tables, paths, args, prices)
+    head = _analysis_head(result, paths, expectation, provider_given=args.provider is not None)
+    legend = _legend(tables)
+    try:
+        written = write_report(
+            result,
+            out,
+            formats=_report_formats(args),
+            summary_text=head + "\n\n" + format_summary(tables, width=200) + legend,
+            tables=tables,
+            html_path=args.html,
+            sources=_sources(args, paths),
+            progress=lambda name: phase(name, enabled=progress, file=stderr),
+        )
+    except ReportInputError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
     except OSError as exc:
         raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
+    for note in written.notes:
+        info(f"promptkit: {note}")
     if args.json:
-        from promptkit.cache.summary import summary_dict
-
-        summary = summary_dict(result, tables, paths=[str(p) for p in paths], files=[str(p) for p in written])
+        summary = summary_dict(
+            result,
+            tables,
+            paths=[str(p) for p in paths],
+            files=[str(p) for p in written.paths],
+            expectation=expectation,
+        )
         _emit(stdout, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
     elif args.quiet:
-        from promptkit.cache.summary import headline, headline_line
-
-        _emit(stdout, headline_line(headline(result, tables)) + "\n")
+        _emit(stdout, quiet_text(result, tables, expectation))
     else:
-        _emit(stdout, f"\nWrote {len(written)} files to {out}/: {', '.join(p.name for p in written)}\n")
+        # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
+        width = max(60, shutil.get_terminal_size((200, 24)).columns)
+        _emit(stdout, head + "\n\n" + format_summary(tables, width=width) + legend)
+        names = ", ".join(p.name for p in written.paths)
+        _emit(stdout, f"\nWrote {len(written.paths)} files to {out}/: {names}\n")
     return EXIT_OK
+
+
+def _with_break_fixes(tables: Any, paths: list[Path], args: argparse.Namespace, prices: Any) -> Any:
+    """The tables with ``break_fixes`` (after ``largest_breaks``): each break's fix, measured by replay."""
+    from promptkit.formats import read_logs
+    from promptkit.whatif.advice import break_fixes, lint_advice
+    from promptkit.whatif.cli import replay_arguments
+
+    advice = lint_advice(
+        read_logs(paths, format=args.format),
+        prices=prices,
+        model=args.model,
+        view=args.view,
+        provider=args.provider,
+    )
+    fixes = break_fixes(advice, tables["largest_breaks"], paths=replay_arguments(args))
+    ordered = {}
+    for name, table in tables.items():
+        ordered[name] = table
+        if name == "largest_breaks":
+            ordered["break_fixes"] = fixes
+    return ordered
+
+
+def _analysis_head(result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool) -> str:
+    """The header line, how the provider was chosen, the causes and the expectation."""
+    from promptkit.cache.summary import causes_lines, expectation_line, provider_line
+
+    lines = [_header(result, paths)]
+    if not provider_given:
+        lines.append(provider_line(result))
+    lines += causes_lines(result)
+    if expectation is not None:
+        lines.append(expectation_line(expectation))
+    return "\n".join(lines)
 
 
 def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
@@ -812,52 +918,6 @@ def _legend(tables: Any) -> str:
 
     legend = format_legend(tables)
     return "\n" + legend + "\n" if legend else ""
-
-
-def _has_writes(requests: Any) -> bool:
-    """Whether the analysis has cache writes (reported, or predicted by a model that bills them)."""
-    return any(
-        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
-        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
-    )
-
-
-def _causes_and_expectation(result: Any, args: argparse.Namespace) -> tuple[Any, str]:
-    """The analysis with ``expected_cached_tokens`` when a calibration applies, and the causes headline
-    (plus a line on cache writes and their waste when the analysis has writes)."""
-    from promptkit.cache.causes_report import causes_headline, write_accounting
-
-    line = causes_headline(result)
-    if hasattr(result, "cache_model") and _has_writes(result.requests):
-        writes = write_accounting(result)
-        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
-        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
-        line += (
-            f"\nCache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
-            f"never read before they expired: {wasted:,}"
-        )
-    spec = getattr(args, "calibration", None)
-    if spec is None:
-        return result, line
-    from promptkit.cache.calibration import apply_calibration, default_calibration, load_calibration
-    from promptkit.errors import CalibrationError
-
-    try:
-        cal = default_calibration(str(result.provider)) if spec == "default" else load_calibration(spec)
-    except CalibrationError as exc:
-        raise CLIError(str(exc)) from exc
-    if cal is None:
-        raise CLIError(f"--calibration default: no calibration is bundled for provider {result.provider!r}")
-    result = apply_calibration(result, cal)
-    prompt = int(result.requests["prompt_tokens"].sum())
-    if prompt:
-        expected = float(result.requests["expected_cached_tokens"].sum()) / prompt
-        learnt = ", learnt per session from its usage" if cal.learns else ""
-        line += (
-            f"\nExpected hit ratio {expected:.1%} (upper bound {result.hit_ratio:.1%}; "
-            f"calibration p(stale) = {cal.stale_probability:.3f}{learnt})"
-        )
-    return result, line
 
 
 def _emit(stream: TextIO, text: str) -> None:

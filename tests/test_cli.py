@@ -78,6 +78,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         render: str | None = None,
         view: str = "consecutive",
         progress: bool = False,
+        **options: Any,  # the CLI passes every analyze option by name (stream, format, jobs, ...)
     ) -> Any:
         seen.append(
             {
@@ -253,7 +254,7 @@ def test_prices_and_model_options_change_the_cost_table(tmp_path: Path, calls: l
         ]
     )
     assert code == 0
-    assert "no price for 'unknown-model'" in out
+    assert "no price for model 'unknown-model'" in out
 
 
 def test_no_path_uses_the_bundled_log(
@@ -277,11 +278,14 @@ def test_no_path_and_no_bundled_log_is_a_clear_error(
     assert calls == []
 
 
-def test_unwritable_output_exits_1(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
+def test_an_out_that_names_a_file_is_a_clear_usage_error(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     code, _, err = run(["analyze", str(_log(tmp_path)), "--out", str(blocker / "sub")])
-    assert code == 1 and "cannot write the report" in err
+    assert code == 2 and f"--out {blocker / 'sub'} (its parent {blocker}): is an existing file" in err
+    code, _, err = run(["analyze", str(_log(tmp_path)), "--out", str(blocker)])
+    assert code == 2 and "is an existing file, not a directory" in err and "File exists" not in err
+    assert calls == []  # refused before any analysis
 
 
 def test_module_entry_point_runs_without_traceback(tmp_path: Path) -> None:

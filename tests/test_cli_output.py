@@ -4,6 +4,7 @@ empty figure files, and ``python -m promptkit``. The real engine runs on small l
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -79,7 +80,8 @@ def test_json_prints_the_headline_sessions_and_problem_count(log: Path, tmp_path
     assert [s["session"] for s in summary["sessions"]] == ["alpha", "beta"]
     assert summary["problems"] == pl.read_csv(out_dir / "problems.csv").height == 1
     assert {Path(f).name for f in summary["files"]} >= {"requests.parquet", "report.html", "hit_ratio.png"}
-    assert summary["version"] == 1 and summary["paths"] == [str(log)]
+    assert summary["version"] == 2 and summary["paths"] == [str(log)]
+    assert summary["expectation"] is None and summary["causes"][0].startswith("Lost to your layout")
     causes = {row["cause"]: row["tokens_lost"] for row in summary["lost_by_cause"]}
     uncached = requests["reported_prompt_tokens"].sum() - requests["reported_cached_tokens"].sum()
     assert causes and sum(causes.values()) == uncached  # every uncached token has a cause
@@ -89,7 +91,14 @@ def test_json_prints_the_headline_sessions_and_problem_count(log: Path, tmp_path
 def test_quiet_prints_one_headline_line(log: Path, tmp_path: Path) -> None:
     code, out, err = run(["analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "o"), "-q"])
     assert code == 0, err
-    assert out.count("\n") == 1 and out.startswith("predicted hit ratio ")
+    first, *rest = out.splitlines()
+    assert first.startswith("predicted hit ratio ")
+    # then the causes and the notes, one per line (the same the text and --json show)
+    assert (
+        rest
+        and rest[0].startswith("Lost to your layout")
+        and all(line.startswith(("Lost to", "Cache writes", "note: ")) for line in rest)
+    )
     _, as_json, _ = run(["analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "j"), "--json"])
     head = json.loads(as_json)["headline"]
     assert f"{head['hit_ratio']:.2%}" in out and f"{head['reported_hit_ratio']:.2%}" in out
@@ -112,10 +121,11 @@ def test_text_output_ends_with_a_legend_of_the_headers_it_used(log: Path, tmp_pa
     assert code == 0, err
     tables, legend = out.split("\nColumns:\n", 1)
     explained = {line.split("  ")[1].strip() for line in legend.splitlines() if line.startswith("  ")}
-    headers = {
+    lines = tables.splitlines()
+    headers = {  # a table's header row is the line under its top border
         cell.strip()
-        for line in tables.splitlines()
-        if line.startswith("│ ") and "┆" in line and not any(ch.isdigit() for ch in line)
+        for above, line in itertools.pairwise(lines)
+        if above.startswith("┌") and line.startswith("│ ")
         for cell in line.strip("│").split("┆")
     }
     assert {"rep hit", "=prompt", "Δhit", "MAE", "lost"} <= headers

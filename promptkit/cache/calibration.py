@@ -616,7 +616,15 @@ def apply_calibration(result: AnalysisResult, calibration: Calibration) -> Analy
         if calibration.split_on is None
         else f" ({calibration.split_on} >= {calibration.threshold:g}: {calibration.stale_probability_above:.3f})"
     )
-    learnt = ", each session's rate learnt from its earlier usage" if calibration.learns else ""
+    has_usage = "reported_cached_tokens" in requests.columns and bool(
+        requests["reported_cached_tokens"].is_not_null().any()
+    )
+    if calibration.learns and has_usage:
+        learnt = ", each session's rate learnt from its earlier usage"
+    elif calibration.learns:
+        learnt = ", the population rate (the log has no usage to learn each session's rate from)"
+    else:
+        learnt = ""
     note = (
         f"expected_cached_tokens: stale-state calibration for {calibration.provider}, "
         f"p(stale) = {calibration.stale_probability:.3f}{split}{learnt}"

@@ -34,7 +34,7 @@ from promptkit.cache.causes import (
     PROVIDER_CAUSES,
     explain_causes,
 )
-from promptkit.providers.pricing import ModelPrice
+from promptkit.cache.report.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
@@ -152,7 +152,8 @@ def causes_by_change(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
 
 
 def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
-    """One line: how much of the prompt was lost to the user's own layout and how much to the provider.
+    """One line: how much of the prompt was lost to the user's own layout, to the provider, to what
+    no layout avoids, and (whenever it is not zero) how much no cause explains.
 
     Example::
 
@@ -170,15 +171,18 @@ def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
         n = int(sum(int(causes[f"lost_{c}"].sum()) for c in group)) if causes.height else 0
         return n, f"{100 * n / prompt:.1f}%" if prompt else "n/a"
 
-    (lay, lay_p), (prov, prov_p), (inh, inh_p) = (
+    (lay, lay_p), (prov, prov_p), (inh, inh_p), (unx, unx_p) = (
         part(LAYOUT_CAUSES),
         part(PROVIDER_CAUSES),
         part(INHERENT_CAUSES),
+        part(("unexplained",)),
     )
-    return (
+    line = (
         f"Lost to your layout: {lay:,} tokens ({lay_p} of the prompt); to the provider: {prov:,} ({prov_p}); "
         f"inherent (cold start, new tokens): {inh:,} ({inh_p})"
     )
+    # shown whenever it is not zero: what the log cannot attribute (our rendering against the provider's)
+    return line + (f"; unexplained: {unx:,} ({unx_p})" if unx else "")
 
 
 # ---------------------------------------------------------------------------------- cache writes

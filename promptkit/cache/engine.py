@@ -94,6 +94,7 @@ REQUEST_COLUMNS: Final[tuple[str, ...]] = (
     "cached_source",
     "divergence_cached_text",
     "divergence_prompt_text",
+    "divergence_context_text",
     # facts for promptkit.cache.causes (see its module docstring)
     "unexpired_cached_tokens",
     "unevicted_cached_tokens",
@@ -142,7 +143,7 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     requests = dict(
         zip(
             REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes, *ruler),
+            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, s, *causes, *ruler),
             strict=True,
         )
     )
@@ -928,6 +929,7 @@ def _run(
         d_msg = d_role = d_slot = d_key = d_tok = None
         d_cached_text: str | None = None
         d_prompt_text: str | None = None
+        d_context_text: str | None = None
         if outcome.diverged and prefix < prompt_len:
             d_tok = prefix
             source_messages = bodies.get(outcome.source) if outcome.source is not None else None
@@ -936,10 +938,13 @@ def _run(
                 cached = prev[0] if outcome.source == prev[3] else None
             else:
                 cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
+            decode = opaque_decoder(rt.decode)
+            # what the prompt sent, and the text just before the divergence (what the report shows in
+            # grey), even when no cached entry is left to show the other side (expired, below minimum)
+            d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
+            d_context_text = decode(tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist())
             if cached is not None and prefix < len(cached):
-                decode = opaque_decoder(rt.decode)
                 d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
-                d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
         if global_sim is not None:
             bodies[source_id] = prepared.body["messages"]
             recent_tokens[source_id] = tok.tokens
@@ -991,6 +996,7 @@ def _run(
                 "cached_source": outcome.source,
                 "divergence_cached_text": d_cached_text,
                 "divergence_prompt_text": d_prompt_text,
+                "divergence_context_text": d_context_text,
                 "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
                 "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
                 "idle_seconds": idle,

@@ -277,6 +277,7 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
     breaks = largest_breaks(frame, n=n, width=10_000)
     if breaks.height == 0:
         return []
+    changed = dict(zip(zip(breaks["session"], breaks["index"], strict=True), breaks["changed"], strict=True))
     # the raw excerpts (largest_breaks shows newlines as ⏎; here they are kept and shown by CSS)
     raw = frame.select(
         pl.col("session").cast(pl.String),
@@ -305,11 +306,22 @@ def _break_rows(result: Any, frame: pl.DataFrame, n: int) -> list[dict[str, Any]
                 **{k: row[k] for k in ("session", "index", "tokens_lost", "slot", "key")},
                 "context": row["_context"] or "",
                 "change": row["_change"],
+                "changed": changed.get((row["session"], row["index"])),
+                "fix": None,  # with promptkit analyze --advice: the break's measured fix (_with_fixes)
                 "cached": _pieces(cached, name if isinstance(name, str) else None, common),
                 "prompt": _pieces(prompt, name if isinstance(name, str) else None, common),
             }
         )
     return rows
+
+
+def _with_fixes(rows: list[dict[str, Any]], fixes: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """The break rows with their ``fix`` (a row of the ``break_fixes`` table, when the caller measured
+    them: ``promptkit analyze --advice``)."""
+    if fixes is None or fixes.height == 0:
+        return rows
+    by_request = {(f["session"], f["index"]): f for f in fixes.iter_rows(named=True)}
+    return [{**row, "fix": by_request.get((row["session"], row["index"]))} for row in rows]
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -459,7 +471,10 @@ def render_html(
         "lost_by_key": _table(by_key),
         "key_others": others,
         "lost_by_cause": _table(causes) if causes is not None and causes.height else None,
-        "breaks": _break_rows(result, frame, max_breaks) if "divergence_cached_text" in frame.columns else [],
+        "breaks": _with_fixes(
+            _break_rows(result, frame, max_breaks) if "divergence_cached_text" in frame.columns else [],
+            tables.get("break_fixes"),
+        ),
         "pvr": _table(pvr) if pvr.height else None,
         "scatter": _scatter_svg(pairs) if "predicted_cached_tokens" in pairs.columns else "",
         "scatter_points": pairs.height,

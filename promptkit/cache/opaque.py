@@ -48,6 +48,7 @@ __all__ = [
     "PLACEHOLDER_BASE",
     "OpaqueHead",
     "is_placeholder",
+    "opaque_blocks_of",
     "opaque_decoder",
     "opaque_head_of",
     "placeholder_ids",
@@ -151,10 +152,49 @@ def with_opaque_head(tok: TokenizedRequest, record: RequestRecord) -> TokenizedR
     >>> with_opaque_head(tok, rec).prompt_len
     5
     """
+    blocks = opaque_blocks_of(record)
+    if blocks:
+        import numpy as np
+
+        return shift_tokenized(tok, np.concatenate([placeholder_ids(k, n) for k, n in blocks]))
     head = opaque_head_of(record)
     if head is None:
         return tok
     return shift_tokenized(tok, placeholder_ids(head.key, head.tokens))
+
+
+def opaque_blocks_of(record: RequestRecord) -> list[tuple[str, int]]:
+    """The record's opaque head as a chain of blocks, from ``meta["opaque_head_blocks"]``: a list of
+    ``[key, tokens]`` (a block trace's chained hash ids: two records share a prefix exactly as long as
+    their leading blocks agree). Empty when it has none; raises
+    :class:`~promptkit.errors.RecordFormatError` naming the field when malformed.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> opaque_blocks_of(RequestRecord({"messages": []}, "s", meta={"opaque_head_blocks": [["b1", 512], ["b2", 40]]}))
+    [('b1', 512), ('b2', 40)]
+    """
+    raw = record.meta.get("opaque_head_blocks")
+    if raw is None:
+        return []
+    if not isinstance(raw, list | tuple):
+        raise RecordFormatError(
+            f"meta.opaque_head_blocks: expected a list of [key, tokens], got {type_name(raw)}"
+        )
+    blocks: list[tuple[str, int]] = []
+    for i, block in enumerate(raw):
+        if (
+            not isinstance(block, list | tuple)
+            or len(block) != 2
+            or not isinstance(block[0], str)
+            or isinstance(block[1], bool)
+            or not isinstance(block[1], int)
+            or not 0 <= block[1] < 1 << _POSITION_BITS
+        ):
+            raise RecordFormatError(
+                f"meta.opaque_head_blocks[{i}]: expected [key, tokens >= 0], got {block!r}"
+            )
+        blocks.append((block[0], block[1]))
+    return blocks
 
 
 def opaque_decoder(decode: Callable[[Sequence[int]], str]) -> Callable[[Sequence[int]], str]:

@@ -574,10 +574,24 @@ def write_predicted_vs_reported_png(requests: pl.DataFrame, path: str | Path, *,
     return canvas.save(Path(path))
 
 
+#: The tallest a row of composition panels gets (inches), and a panel's height per inch of its width.
+GRID_MAX_ROW_HEIGHT: Final[float] = 5.0
+GRID_PANEL_ASPECT: Final[float] = 0.6
+
+
+def grid_row_height(grid: CompositionGrid) -> float:
+    """The height of a row of panels (inches): :data:`GRID_ROW_HEIGHT` for a grid of many columns, taller
+    for few (a panel keeps about :data:`GRID_PANEL_ASPECT` height per width, up to
+    :data:`GRID_MAX_ROW_HEIGHT`), so one session's panel is not squashed into a strip."""
+    left, right, _bottom, _top = GRID_MARGINS
+    panel_width = (GRID_WIDTH - left - right) / max(1, grid.shape[1])
+    return min(GRID_MAX_ROW_HEIGHT, max(GRID_ROW_HEIGHT, GRID_PANEL_ASPECT * panel_width))
+
+
 def grid_png_size(grid: CompositionGrid, dpi: int = 100) -> tuple[int, int]:
     """The pixel size (width, height) of ``composition.png`` for ``grid``."""
     _left, _right, bottom, top = GRID_MARGINS
-    return round(GRID_WIDTH * dpi), round((bottom + top + grid.shape[0] * GRID_ROW_HEIGHT) * dpi)
+    return round(GRID_WIDTH * dpi), round((bottom + top + grid.shape[0] * grid_row_height(grid)) * dpi)
 
 
 def write_composition_png(grid: CompositionGrid, path: str | Path, *, title: str, dpi: int = 100) -> Path:
@@ -591,7 +605,7 @@ def write_composition_png(grid: CompositionGrid, path: str | Path, *, title: str
 
     left, right, bottom, top = GRID_MARGINS
     nrows, ncols = grid.shape
-    height_in = bottom + top + nrows * GRID_ROW_HEIGHT
+    height_in = bottom + top + nrows * grid_row_height(grid)
     colors = slot_colors(grid.slots)
     # axis-aligned drawing, no need to smooth: one palette index per pixel (slots first, then the panel)
     canvas = _PaletteCanvas(GRID_WIDTH, height_in, dpi, [_rgb(colors[s]) for s in grid.slots] + [_PANEL])

@@ -27,10 +27,117 @@ from promptkit.cache.report.metrics import requests_of
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
 
-__all__ = ["SUMMARY_VERSION", "headline", "headline_line", "summary_dict"]
+__all__ = [
+    "SUMMARY_VERSION",
+    "apply_expectation",
+    "causes_lines",
+    "expectation_line",
+    "headline",
+    "headline_line",
+    "provider_line",
+    "quiet_text",
+    "summary_dict",
+]
 
 #: Version of the ``--json`` document's shape; raised when a key changes meaning or disappears.
-SUMMARY_VERSION: Final[int] = 1
+#: 2: ``expectation``, ``causes`` and the cost notes added.
+SUMMARY_VERSION: Final[int] = 2
+
+
+def apply_expectation(
+    result: AnalysisResult, calibration: Any = None
+) -> tuple[AnalysisResult, dict[str, Any] | None]:
+    """``result`` with ``expected_cached_tokens`` when a calibration applies, and the expectation with
+    its basis (None without a calibration).
+
+    ``calibration``: a :class:`~promptkit.cache.calibration.Calibration`, a path to one, or
+    ``"default"`` (the one bundled for the result's provider). The expectation's keys:
+    ``expected_hit_ratio``, ``upper_bound`` (the predicted hit ratio), ``stale_probability``,
+    ``provider``, ``source`` (the file, or ``"bundled"``) and ``basis``: how each session's rate was
+    set (``"learnt per session from its usage"`` only when the calibration learns and the log has usage;
+    else ``"population rate"``). Raises :class:`~promptkit.errors.CalibrationError`.
+    """
+    if calibration is None:
+        return result, None
+    from promptkit.cache.calibration import (
+        Calibration,
+        apply_calibration,
+        default_calibration,
+        load_calibration,
+    )
+    from promptkit.errors import CalibrationError
+
+    if isinstance(calibration, Calibration):
+        cal, source = calibration, "given"
+    elif str(calibration) == "default":
+        found = default_calibration(str(result.provider))
+        if found is None:
+            raise CalibrationError(
+                f"--calibration default: no calibration is bundled for provider {result.provider!r}"
+            )
+        cal, source = found, "bundled"
+    else:
+        cal, source = load_calibration(calibration), str(calibration)
+    result = apply_calibration(result, cal)
+    requests = result.requests
+    prompt = int(requests["prompt_tokens"].sum())
+    has_usage = "reported_cached_tokens" in requests.columns and bool(
+        requests["reported_cached_tokens"].is_not_null().any()
+    )
+    learnt = cal.learns and has_usage
+    return result, {
+        "expected_hit_ratio": float(requests["expected_cached_tokens"].sum()) / prompt if prompt else None,
+        "upper_bound": result.hit_ratio,
+        "stale_probability": cal.stale_probability,
+        "provider": cal.provider,
+        "source": source,
+        "basis": "learnt per session from its usage" if learnt else "population rate",
+    }
+
+
+def expectation_line(expectation: Mapping[str, Any]) -> str:
+    """The expectation in one line.
+
+    >>> expectation_line({"expected_hit_ratio": 0.9, "upper_bound": 0.95, "stale_probability": 0.05,
+    ...                   "basis": "population rate"})
+    'Expected hit ratio 90.0% (upper bound 95.0%; calibration p(stale) = 0.050, population rate)'
+    """
+    expected = expectation.get("expected_hit_ratio")
+    shown = "n/a" if expected is None else f"{expected:.1%}"
+    return (
+        f"Expected hit ratio {shown} (upper bound {expectation['upper_bound']:.1%}; "
+        f"calibration p(stale) = {expectation['stale_probability']:.3f}, {expectation['basis']})"
+    )
+
+
+def provider_line(result: Any) -> str:
+    """How the provider was chosen, from the result's ``provider_assumed`` field (never its notes)."""
+    if getattr(result, "provider_assumed", False):
+        return "(provider: no session named one or was recognised; the default was used, see the notes)"
+    return "(provider: recognised per session from the log's URLs, model names or usage)"
+
+
+def causes_lines(result: Any) -> list[str]:
+    """The causes headline (layout / provider / inherent / unexplained) and, when the analysis has
+    cache writes, a line on them and their waste."""
+    if not hasattr(result, "cache_model"):
+        return []
+    from promptkit.cache.causes_report import causes_headline, write_accounting
+
+    lines = [causes_headline(result)]
+    requests = result.requests
+    if any(
+        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
+        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
+    ):
+        writes = write_accounting(result)
+        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
+        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
+        lines.append(
+            f"Cache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
+            f"never read before they expired: {wasted:,}"
+        )
+    return lines
 
 
 def _plain(value: Any) -> Any:
@@ -59,10 +166,14 @@ def headline(result: AnalysisResult, tables: Mapping[str, pl.DataFrame] | None =
     def cost_of(basis: str, column: str) -> float | None:
         if not cost.height:
             return None
-        part = cost.filter(pl.col("basis") == basis)
-        return float(part[column].sum()) if part.height else None
+        part = cost.filter(pl.col("basis") == basis)[column].drop_nulls()
+        # a model without a price has null costs: they are left out (a note says so), never counted as 0
+        return float(part.sum()) if part.len() else None
 
     model = getattr(result, "cache_model", None)
+    cost_notes = (
+        tables["notes"].filter(pl.col("table") == "cost")["note"].to_list() if "notes" in tables else []
+    )
     return {
         "requests": frame.height,
         "sessions": frame["session"].n_unique(),
@@ -83,6 +194,8 @@ def headline(result: AnalysisResult, tables: Mapping[str, pl.DataFrame] | None =
         "render": getattr(result, "render", None),
         "cache_model": getattr(model, "name", model),
         "view": getattr(result, "view", None),
+        "provider_assumed": bool(getattr(result, "provider_assumed", False)),
+        "cost_note": "; ".join(cost_notes) if cost_notes else None,
     }
 
 
@@ -109,8 +222,27 @@ def headline_line(figures: Mapping[str, Any]) -> str:
         parts.append(
             f"${figures['cost_with_cache']:,.4f} with cache, ${figures['cost_without_cache']:,.4f} without"
         )
+    elif figures.get("cost_note"):
+        parts.append("cost: n/a (no price: see the notes)")
     parts.append(f"{figures.get('problems', 0):,} problem(s)")
     return "; ".join(parts)
+
+
+def quiet_text(
+    result: AnalysisResult,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    expectation: Mapping[str, Any] | None = None,
+) -> str:
+    """What ``promptkit analyze --quiet`` prints: the headline line, then the causes, the expectation
+    and its basis (with ``--calibration``) and one ``note:`` line per note."""
+    if tables is None:
+        tables = summarize(result)
+    lines = [headline_line(headline(result, tables)), *causes_lines(result)]
+    if expectation is not None:
+        lines.append(expectation_line(expectation))
+    if "notes" in tables:
+        lines += [f"note: {n}" for n in tables["notes"]["note"].to_list()]
+    return "\n".join(lines) + "\n"
 
 
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
@@ -123,6 +255,7 @@ def summary_dict(
     *,
     paths: Sequence[str] = (),
     files: Sequence[str] = (),
+    expectation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The machine-readable summary ``promptkit analyze --json`` prints (JSON-ready values only).
 
@@ -131,12 +264,14 @@ def summary_dict(
     :func:`~promptkit.cache.report.hit_ratio_summary`), ``lost_by_slot``, ``lost_by_cause``
     (:func:`~promptkit.cache.html.causes_table`), ``predicted_vs_reported``
     (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
-    ``files`` (written into ``--out``).
+    ``files`` (written into ``--out``), ``expectation`` (:func:`apply_expectation`'s, None without a
+    calibration), ``causes`` (the lines of :func:`causes_lines`) and ``break_fixes`` (with
+    ``promptkit analyze --advice``: each largest break's fix, measured by replay; else None).
 
     >>> from promptkit.cache import analyze_requests
     >>> summary = summary_dict(analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact"))
     >>> sorted(summary)
-    ['files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
+    ['break_fixes', 'causes', 'expectation', 'files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
     """
     if tables is None:
         tables = summarize(result)
@@ -157,4 +292,7 @@ def summary_dict(
         "notes": _rows(tables["notes"]) if "notes" in tables else [],
         "problems": figures["problems"],
         "files": list(files),
+        "expectation": dict(expectation) if expectation is not None else None,
+        "causes": causes_lines(result),
+        "break_fixes": _rows(tables["break_fixes"]) if "break_fixes" in tables else None,
     }

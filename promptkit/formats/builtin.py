@@ -10,6 +10,7 @@ from promptkit.formats import (
     http_capture,
     litellm,
     mini_swe_agent,
+    mooncake_trace,
     opencode,
     otel_genai,
     promptkit_jsonl,
@@ -28,6 +29,7 @@ for _module in (
     litellm,
     atif,
     swe_agent,
+    mooncake_trace,
     opencode,
 ):
     register_format(_module.FORMAT, replace=True)

@@ -202,7 +202,9 @@ def request_arguments(
     naming the builder and the argument (``openai_request: temperature: expected a number or None,
     got str``).
     """
-    check_call_options(where, temperature=temperature, max_tokens=max_tokens, top_p=top_p, stop=stop, stream=stream)
+    check_call_options(
+        where, temperature=temperature, max_tokens=max_tokens, top_p=top_p, stop=stop, stream=stream
+    )
     if not isinstance(prompt_or_messages, ChatModelRequest):
         return RequestArguments(prompt_or_messages, tools, temperature, max_tokens, None)
     req = prompt_or_messages

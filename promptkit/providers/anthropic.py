@@ -39,7 +39,7 @@ from promptkit.providers._common import (
     tool_sequence,
     warn_not_sent,
 )
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = [
@@ -425,38 +425,47 @@ def anthropic_request(
     return merge_extra(body, extra, where=where)
 
 
-# Public list prices, USD per million tokens: platform.claude.com/docs/en/about-claude/pricing;
-# cache_write is the 5-minute write (1.25 x input), cache_write_1h the 1-hour write (2 x input), cache
-# hits are 0.1 x input; checked 2025-12.
+# Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (the "Model pricing" and "Prompt
+# caching" tables): 5-minute cache writes 1.25 x input, 1-hour writes 2 x input, cache hits and
+# refreshes 0.1 x input. Opus 4.5 and 4.6 cost $5 / $25, Opus 4 and 4.1 $15 / $75.
+_PRICE_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing"
+
+
+def _price(model: str, base: float, output: float) -> ModelPrice:
+    return ModelPrice(
+        "anthropic",
+        model,
+        cache_hit=round(0.1 * base, 6),
+        cache_miss=base,
+        output=output,
+        cache_write=round(1.25 * base, 6),
+        cache_write_1h=2 * base,
+        source=_PRICE_PAGE,
+        as_of=PRICES_AS_OF,
+    )
+
+
+#: Its models' list prices, one per model version (USD per million tokens), dated and sourced.
+PRICES = (
+    _price("claude-opus-4-6", 5.00, 25.00),
+    _price("claude-opus-4-5", 5.00, 25.00),
+    _price("claude-opus-4-1", 15.00, 75.00),
+    _price("claude-opus-4", 15.00, 75.00),
+    _price("claude-sonnet-4-5", 3.00, 15.00),
+    _price("claude-sonnet-4", 3.00, 15.00),
+    _price("claude-3-7-sonnet", 3.00, 15.00),
+    _price("claude-haiku-4-5", 1.00, 5.00),
+    _price("claude-3-5-haiku", 0.80, 4.00),
+    _price("claude-3-haiku", 0.25, 1.25),
+)
 PROFILE = ProviderProfile(
     name="anthropic",
+    prices=PRICES,
     description="Anthropic Messages: explicit cache_control breakpoints, 5-minute / 1-hour TTLs, billed writes",
     tokenizer="cl100k_base",
     render="chatml",
     cache_model=AnthropicCache(),
     build_request=anthropic_request,
-    prices=[
-        ModelPrice(
-            "anthropic",
-            m,
-            cache_hit=0.1 * i,
-            cache_miss=i,
-            output=o,
-            cache_write=1.25 * i,
-            cache_write_1h=2 * i,
-        )
-        for m, i, o in (
-            ("claude-opus-4-5", 5.00, 25.00),
-            ("claude-opus-4-1", 15.00, 75.00),
-            ("claude-opus-4", 15.00, 75.00),
-            ("claude-sonnet-4-5", 3.00, 15.00),
-            ("claude-sonnet-4", 3.00, 15.00),
-            ("claude-3-7-sonnet", 3.00, 15.00),
-            ("claude-haiku-4-5", 1.00, 5.00),
-            ("claude-3-5-haiku", 0.80, 4.00),
-            ("claude-3-haiku", 0.25, 1.25),
-        )
-    ],
     default_model="claude-sonnet-4-5",
     context_window=1_000_000,
     model_patterns=(r"claude",),

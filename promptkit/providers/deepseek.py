@@ -29,7 +29,7 @@ from promptkit.providers._common import (
     system_hint_content,
 )
 from promptkit.providers.openai import chat_completions_body
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
@@ -190,10 +190,17 @@ def _thinking_render(request: Mapping[str, Any]) -> str | None:
     return THINKING_RENDER if deepseek_thinking(request) else None
 
 
-# Public list prices, USD per million tokens: api-docs.deepseek.com/quick_start/pricing, DeepSeek-V3.2
-# prices in force since 2025-09-29 (deepseek-chat and deepseek-reasoner are priced alike); checked 2025-12.
+# DeepSeek: https://api-docs.deepseek.com/quick_start/pricing (DeepSeek-V3.2 prices in force since
+# 2025-09-29; deepseek-chat and deepseek-reasoner are priced alike; cache hit / cache miss / output).
+_PRICE_PAGE = "https://api-docs.deepseek.com/quick_start/pricing"
+#: Its models' list prices (cache hit, cache miss, output; USD per million tokens), dated and sourced.
+PRICES = (
+    ModelPrice("deepseek", "deepseek-chat", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("deepseek", "deepseek-reasoner", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+)
 PROFILE = ProviderProfile(
     name="deepseek",
+    prices=PRICES,
     description="DeepSeek API: its own tokenizer and chat template, 64-token cache units, system-to-user normalization",
     tokenizer="deepseek",
     render="deepseek",
@@ -201,10 +208,6 @@ PROFILE = ProviderProfile(
     build_request=deepseek_request,
     normalize=normalize_system_placement,
     thinking_render=_thinking_render,
-    prices=[
-        ModelPrice("deepseek", "deepseek-chat", cache_hit=0.028, cache_miss=0.28, output=0.42),
-        ModelPrice("deepseek", "deepseek-reasoner", cache_hit=0.028, cache_miss=0.28, output=0.42),
-    ],
     default_model="deepseek-chat",
     context_window=131_072,
     model_patterns=(r"deepseek",),

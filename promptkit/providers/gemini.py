@@ -37,7 +37,7 @@ from typing import Any, Final
 from promptkit.cache.models import PrefixCache
 from promptkit.layout import Usage, token_count as count
 from promptkit.providers.openai import openai_request
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
 from promptkit.providers.usage import normalize_usage
 
@@ -86,10 +86,19 @@ def gemini_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
 
 
 # Paid-tier list prices, USD per million tokens, prompts up to 200k tokens:
-# ai.google.dev/gemini-api/docs/pricing, checked 2025-11. ``cache_hit`` is the implicit-cache read price.
+# https://ai.google.dev/gemini-api/docs/pricing. ``cache_hit`` is the implicit-cache read ("context
+# caching") price; storage per hour is not a per-request cost and is left out.
 # gemini-3-pro-preview agrees to the cent with the cost OpenRouter reported on the shared real runs.
 _PRICES = [
-    ModelPrice("gemini", m, cache_hit=hit, cache_miss=miss, output=out)
+    ModelPrice(
+        "gemini",
+        m,
+        cache_hit=hit,
+        cache_miss=miss,
+        output=out,
+        source="https://ai.google.dev/gemini-api/docs/pricing",
+        as_of=PRICES_AS_OF,
+    )
     for m, miss, hit, out in (
         ("gemini-3-pro-preview", 2.00, 0.20, 12.00),
         ("gemini-2.5-pro", 1.25, 0.125, 10.00),

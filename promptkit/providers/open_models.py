@@ -37,7 +37,7 @@ from typing import Any
 from promptkit.cache.models import PrefixCache
 from promptkit.errors import TokenizerNotAvailableError
 from promptkit.providers.openai import openai_request
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = ["GLM", "KIMI", "MINIMAX", "PROFILES", "QWEN", "offline_chat_template", "offline_tokenizer"]

@@ -26,7 +26,7 @@ from promptkit.providers._common import (
     stop_list,
     warn_not_sent,
 )
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
@@ -223,27 +223,27 @@ def openai_request(
     )
 
 
-# Public list prices, USD per million tokens: platform.openai.com/docs/pricing ("Standard"), checked 2025-12.
+# OpenAI: https://platform.openai.com/docs/pricing ("Standard" tier: input, cached input, output).
+_PRICE_PAGE = "https://platform.openai.com/docs/pricing"
+#: Its models' list prices (cache hit, cache miss, output; USD per million tokens), dated and sourced.
+PRICES = (
+    ModelPrice("openai", "gpt-5", 0.125, 1.25, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-5-mini", 0.025, 0.25, 2.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-5-nano", 0.005, 0.05, 0.4, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-4.1", 0.5, 2.0, 8.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-4.1-mini", 0.1, 0.4, 1.6, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-4.1-nano", 0.025, 0.1, 0.4, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-4o", 1.25, 2.5, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    ModelPrice("openai", "gpt-4o-mini", 0.075, 0.15, 0.6, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+)
 PROFILE = ProviderProfile(
     name="openai",
+    prices=PRICES,
     description="OpenAI chat completions / Responses: automatic prefix caching from 1,024 tokens in 128-token steps",
     tokenizer="o200k_base",
     render="chatml",
     cache_model=OpenAICache(),
     build_request=openai_request,
-    prices=[
-        ModelPrice("openai", m, cache_hit=hit, cache_miss=miss, output=out)
-        for m, hit, miss, out in (
-            ("gpt-4o", 1.25, 2.50, 10.00),
-            ("gpt-4o-mini", 0.075, 0.15, 0.60),
-            ("gpt-4.1", 0.50, 2.00, 8.00),
-            ("gpt-4.1-mini", 0.10, 0.40, 1.60),
-            ("gpt-4.1-nano", 0.025, 0.10, 0.40),
-            ("gpt-5", 0.125, 1.25, 10.00),
-            ("gpt-5-mini", 0.025, 0.25, 2.00),
-            ("gpt-5-nano", 0.005, 0.05, 0.40),
-        )
-    ],
     default_model="gpt-4.1",
     context_window=1_047_576,
     model_patterns=(r"gpt-", r"o\d", r"chatgpt-", r"codex-", r"text-embedding-"),

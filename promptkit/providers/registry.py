@@ -25,7 +25,7 @@ import attrs
 
 from promptkit.errors import ProviderError
 from promptkit.layout import RequestRecord, Usage
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import ModelPrice, lookup_model
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -75,7 +75,7 @@ class ProviderProfile:
       :meth:`load_render` give the objects. ``cache_model``: the provider's
       :class:`~promptkit.cache.models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
       ``thinking_render(request)`` returns the render for a request in thinking mode (None otherwise).
-    - ``prices`` (model name -> :class:`~promptkit.providers.pricing.ModelPrice`; :meth:`price` looks a
+    - ``prices`` (model name -> :class:`~promptkit.providers.prices.ModelPrice`; :meth:`price` looks a
       model up) and ``default_model`` (priced when a log does not name its model); ``context_window``: the largest prompt any of its
       models takes, in tokens (None: unknown).
     - Recognition (:meth:`recognises`, :func:`infer_provider`): ``model_patterns`` (regular expressions
@@ -176,19 +176,20 @@ class ProviderProfile:
         return int(self.new_cache_model().min_cacheable_tokens(model))
 
     def price(self, model: str | None = None) -> ModelPrice | None:
-        """The list price of ``model`` (its bare name, router prefix off; the longest priced name it
-        starts with, so a dated version is priced as its family), else of :attr:`default_model`; None
-        when neither is priced.
+        """The list price of ``model``: its own version's entry (router prefix and case off, or a dated
+        snapshot of it: :func:`~promptkit.providers.prices.lookup_model`; never another version's), else
+        of :attr:`default_model` when no model is named; None when it has no price.
 
         >>> get_provider("gemini").price("google/gemini-3-pro-preview").cache_hit
         0.2
+        >>> get_provider("anthropic").price("claude-opus-4-6").cache_miss, get_provider("anthropic").price("claude-opus-9")
+        (5.0, None)
         """
-        if model:
-            bare = model.strip().lower().rsplit("/", 1)[-1]
-            best = max((m for m in self.prices if bare.startswith(m.lower())), key=len, default=None)
-            if best is not None:
-                return self.prices[best]
-        return self.prices.get(self.default_model) if self.default_model else None
+        name = model.strip() if model else self.default_model
+        if not name:
+            return None
+        key = lookup_model(name, self.prices)
+        return None if key is None else self.prices[key]
 
     def parse_usage(self, usage: Mapping[str, Any], where: str = "usage") -> Usage:
         """``usage`` (this provider's usage object) as a :class:`~promptkit.layout.Usage`."""

@@ -6,7 +6,8 @@
 - :mod:`promptkit.whatif.spec`: the ``--transform SPEC`` grammar (:func:`parse_transform`);
 - :mod:`promptkit.whatif.replays`: :func:`replay` -> :class:`WhatIf` (before / after analyses, comparison);
 - :mod:`promptkit.whatif.suggestions`: :func:`suggest` derives candidate transforms from where the cache breaks
-  and ranks them by measured cost saving.
+  and ranks them by measured cost saving (those that lose money apart, as costs with their trade-off);
+- :mod:`promptkit.whatif.advice`: :func:`lint_advice` gives every lint finding its fix, measured by replay.
 
 Names are imported lazily (polars loads only when a replay runs).
 
@@ -36,7 +37,8 @@ _export(
 )  # fmt: skip
 _export("spec", "parse_transform", "format_transform", "SPEC_NAMES")
 _export("replays", "replay", "compare", "format_whatif", "WhatIf", "REPLAY_NOTE", "COMPARISON_COLUMNS")
-_export("suggestions", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates")
+_export("suggestions", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates", "rank")
+_export("advice", "lint_advice", "LintAdvice", "Advice", "fix_for", "format_lint_advice")
 
 __all__ = sorted(_EXPORTS)
 

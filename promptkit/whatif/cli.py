@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from promptkit.errors import ReplayError, UsageError
 
-__all__ = ["run_whatif"]
+__all__ = ["replay_arguments", "run_whatif"]
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -31,8 +33,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def run_whatif(args: argparse.Namespace) -> str:
-    """The output of ``promptkit whatif`` for ``args`` (see ``promptkit whatif --help``).
+def run_whatif(args: argparse.Namespace, *, paths: Sequence[Path] | None = None) -> str:
+    """The output of ``promptkit whatif`` for ``args`` (see ``promptkit whatif --help``); ``paths``: the
+    logs to read (default ``args.paths``; the CLI passes the bundled log when none is given).
 
     >>> from pathlib import Path
     >>> from promptkit.cli import build_parser
@@ -64,21 +67,35 @@ def run_whatif(args: argparse.Namespace) -> str:
             )
     from promptkit.formats import read_logs
 
-    loaded = read_logs(args.paths, format=args.format)
+    paths = list(paths if paths is not None else args.paths)
+    loaded = read_logs(paths, format=args.format)
     if not loaded.records:
         first = loaded.problems[0] if loaded.problems else None
         detail = f"; first: {first.file}:{first.line}: {first.reason}" if first else ""
         raise ReplayError(
-            f"{', '.join(map(str, args.paths))}: no request to replay ({len(loaded.problems)} problem(s){detail})"
+            f"{', '.join(map(str, paths))}: no request to replay ({len(loaded.problems)} problem(s){detail})"
         )
     if args.suggest:
-        found = suggest(loaded, prices=prices, model=args.model, **options)[: args.limit]
+        found = suggest(loaded, prices=prices, model=args.model, **options)
+        gains = [s for s in found if not s.is_cost][: args.limit]
+        costs = [s for s in found if s.is_cost][: args.limit]
         if args.json:
-            return json.dumps([s.to_json() for s in found], indent=2, ensure_ascii=False) + "\n"
-        return _format_suggestions(found, REPLAY_NOTE)
+            return (
+                json.dumps(
+                    {
+                        "suggestions": [s.to_json() for s in gains],
+                        "costs": [s.to_json() for s in costs],
+                        "notes": [REPLAY_NOTE],
+                    },
+                    indent=2,
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+        return _format_suggestions(gains, costs, REPLAY_NOTE, replay_arguments(args))
     w = replay(loaded, transforms, prices=prices, model=args.model, **options)
     if w.before.requests.height == 0:
-        raise ReplayError(f"{', '.join(map(str, args.paths))}: no request could be analyzed")
+        raise ReplayError(f"{', '.join(map(str, paths))}: no request could be analyzed")
     if args.json:
         return (
             json.dumps(
@@ -97,26 +114,61 @@ def run_whatif(args: argparse.Namespace) -> str:
     return format_whatif(w) + "\n"
 
 
-def _format_suggestions(found: list[Any], note: str) -> str:
-    if not found:
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def _measured(s: Any) -> str:
+    from promptkit.whatif.suggestions import format_usd
+
+    cost = (
+        f"cost {s.before_cost_usd:.4f} → {s.after_cost_usd:.4f} (saving {'+' if s.saving_usd >= 0 else ''}"
+        f"{format_usd(s.saving_usd)})"
+        if s.priced
+        else "cost n/a (no price: pass --prices FILE or --model NAME)"
+    )
+    return (
+        f"    hit ratio {_pct(s.before_hit_ratio)} → {_pct(s.after_hit_ratio)}; prompt tokens "
+        f"{s.before_prompt_tokens:,} → {s.after_prompt_tokens:,}; {cost}"
+    )
+
+
+def _format_suggestions(gains: list[Any], costs: list[Any], note: str, paths: str = "") -> str:
+    if not gains and not costs:
         return (
             f"No candidate transform found: nothing in the stable head changes between calls.\nnote: {note}\n"
         )
-    lines = ["Suggestions, best saving first (replayed; cost in USD):", ""]
-    for k, s in enumerate(found, 1):
-        before = "n/a" if s.before_hit_ratio is None else f"{s.before_hit_ratio:.1%}"
-        after = "n/a" if s.after_hit_ratio is None else f"{s.after_hit_ratio:.1%}"
+    lines = ["Suggestions, largest measured saving first (replayed; cost in USD):", ""]
+    for k, s in enumerate(gains, 1):
         lines.append(f"{k:>2}. {s.transform.describe()}")
-        lines.append(
-            f"    --transform {s.spec!r}"
-            if " ; " not in s.spec
-            else "    " + " ".join(f"--transform {p!r}" for p in s.spec.split(" ; "))
-        )
-        lines.append(
-            f"    hit ratio {before} → {after}; prompt tokens {s.before_prompt_tokens:,} → {s.after_prompt_tokens:,}; "
-            f"cost {s.before_cost_usd:.4f} → {s.after_cost_usd:.4f} (saving {s.saving_usd:+.4f})"
-        )
+        lines.append(f"    {s.command(paths)}")
+        lines.append(_measured(s))
         if s.reason:
             lines.append(f"    why: {s.reason}")
+    if not gains:
+        lines.append("   (none saves anything on this log)")
+    if costs:
+        lines += ["", "Costs: these lose money on this log (replayed), least costly first:", ""]
+        for k, s in enumerate(costs, 1):
+            lines.append(f"{k:>2}. {s.transform.describe()}")
+            lines.append(f"    {s.command(paths)}")
+            lines.append(_measured(s))
+            if s.tradeoff:
+                lines.append(f"    trade-off: {s.tradeoff}")
     lines += ["", f"note: {note}"]
     return "\n".join(lines) + "\n"
+
+
+def replay_arguments(args: argparse.Namespace) -> str:
+    """The paths and analysis options the user gave, as ``promptkit whatif`` arguments (so a printed
+    fix replays the same analysis)."""
+    import shlex
+
+    words = [str(p) for p in args.paths]
+    for option in ("provider", "format", "model", "prices"):
+        value = getattr(args, option, None)
+        if value is not None:
+            words += [f"--{option}", str(value)]
+    if getattr(args, "view", "consecutive") != "consecutive":
+        words += ["--view", args.view]
+    return shlex.join(words)

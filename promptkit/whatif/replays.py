@@ -3,9 +3,9 @@
 :func:`replay` runs :func:`promptkit.cache.analyze_requests` on the records as they are (``before``) and
 on the records through the transforms (``after``), with the same analysis options, and compares hit
 ratio, prompt tokens, cached tokens and cost per session and overall. Costs are priced with
-:func:`promptkit.cache.report.request_costs`; the cache writes of a request whose breakpoints carry
-``"ttl": "1h"`` are priced at Anthropic's 1-hour write price (all of them when a request mixes TTLs: an
-upper bound).
+:func:`promptkit.cache.report.request_costs`, the one pricing path ``analyze`` and the report use too
+(the 1-hour writes are the analysis' own ``predicted_cache_write_1h_tokens``), so the *before* cost is
+the cost ``analyze`` prints for the same log.
 
 The replay changes only the prompts. The model's answers would change too (and with them the next
 prompts); the replay keeps the logged answers (:data:`REPLAY_NOTE`).
@@ -23,7 +23,7 @@ prompts); the replay keeps the logged answers (:data:`REPLAY_NOTE`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -60,8 +60,6 @@ COMPARISON_COLUMNS: Final[tuple[str, ...]] = (
     "saving_usd",
 )
 
-_MILLION: Final[float] = 1_000_000.0
-
 
 @attrs.frozen(slots=True, eq=False)
 class WhatIf:
@@ -92,7 +90,7 @@ class WhatIf:
         o = self.overall
         return (
             f"<WhatIf {self.describe()!r}: hit ratio {_pct(o['before_hit_ratio'])} -> {_pct(o['after_hit_ratio'])}, "
-            f"cost ${o['before_cost_usd']:.4f} -> ${o['after_cost_usd']:.4f}>"
+            f"cost {_usd(o['before_cost_usd'])} -> {_usd(o['after_cost_usd'])}>"
         )
 
 
@@ -100,59 +98,30 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def _writes_1h(records: Iterable[RequestRecord]) -> dict[tuple[str, int], bool]:
-    """Per (session, index): whether the request has a breakpoint with a 1-hour TTL."""
-
-    def has(obj: Any) -> bool:
-        if isinstance(obj, Mapping):
-            cc = obj.get("cache_control")
-            if isinstance(cc, Mapping) and cc.get("ttl") == "1h":
-                return True
-            return any(has(v) for v in obj.values() if isinstance(v, Mapping | list))
-        if isinstance(obj, list):
-            return any(has(v) for v in obj)
-        return False
-
-    return {(r.session, r.index): has(r.request) for r in records}
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
-def _costs(
-    result: AnalysisResult, records: Sequence[RequestRecord], prices: Any, model: str | None
-) -> pl.DataFrame:
-    """Per request: ``session, index, prompt_tokens, cached_tokens, cost_usd`` (1-hour writes priced as such)."""
+def _usd(value: float | None) -> str:
+    return "n/a (no price)" if value is None else f"${value:.4f}"
+
+
+def _costs(result: AnalysisResult, prices: Any, model: str | None) -> pl.DataFrame:
+    """Per request: ``session, index, prompt_tokens, cached_tokens, cost_usd``, priced by the one pricing
+    path :func:`promptkit.cache.report.request_costs` (its 1-hour writes are the analysis'
+    ``predicted_cache_write_1h_tokens``, priced as such), so ``whatif``'s *before* cost is ``analyze``'s.
+    A model without a price leaves ``cost_usd`` null."""
     import polars as pl
 
-    from promptkit.cache.report import request_costs, resolve_prices
+    from promptkit.cache.report import request_costs
 
-    costs = request_costs(result, prices=prices, model=model)
-    table = resolve_prices(prices)
-    extra = {
-        key: (p.cache_write_1h - (p.cache_write if p.cache_write is not None else p.cache_miss))
-        for key, p in table.items()
-        if p.cache_write_1h is not None
-    }
-    flags = _writes_1h(records)
-    one_hour = pl.Series(
-        "_1h",
-        [flags.get((s, i), False) for s, i in zip(costs["session"], costs["index"], strict=True)],
-        dtype=pl.Boolean,
-    )
-    premium = pl.Series(
-        "_premium",
-        [extra.get(k, 0.0) if k is not None else 0.0 for k in costs["priced_as"]],
-        dtype=pl.Float64,
-    )
-    return costs.with_columns(one_hour, premium).select(
+    costs = request_costs(result, prices=prices, model=model, missing="empty")
+    return costs.select(
         "session",
         "index",
         "prompt_tokens",
         pl.col("predicted_cached_tokens").alias("cached_tokens"),
-        (
-            pl.col("cost_predicted")
-            + pl.when(pl.col("_1h"))
-            .then(pl.col("predicted_cache_write_tokens") * pl.col("_premium") / _MILLION)
-            .otherwise(0.0)
-        ).alias("cost_usd"),
+        pl.col("cost_predicted").alias("cost_usd"),
     )
 
 
@@ -167,8 +136,9 @@ def compare(
 ) -> pl.DataFrame:
     """The comparison frame of two analyses of the same requests (columns :data:`COMPARISON_COLUMNS`):
     per session, then ``"(all)"``; hit ratios are token-weighted; costs in USD (``prices`` and ``model``
-    as for :func:`promptkit.cache.report.request_costs`; the records tell which requests write with a
-    1-hour TTL).
+    as for :func:`promptkit.cache.report.request_costs`; a side with a model without a price has a null
+    cost). ``records_before`` / ``records_after`` are accepted for compatibility and not needed: each
+    analysis carries its 1-hour writes.
 
     >>> from promptkit.cache import analyze_requests
     >>> r = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="deepseek")
@@ -178,19 +148,31 @@ def compare(
     import polars as pl
 
     sides = []
-    for name, result, records in (("before", before, records_before), ("after", after, records_after)):
-        c = _costs(result, records, prices, model)
+    for name, result in (("before", before), ("after", after)):
+        c = _costs(result, prices, model)
         sides.append(
             c.group_by("session", maintain_order=True).agg(
                 pl.len().cast(pl.Int64).alias(f"{name}_requests"),
                 pl.col("prompt_tokens").sum().alias(f"{name}_prompt_tokens"),
                 pl.col("cached_tokens").sum().alias(f"{name}_cached_tokens"),
-                pl.col("cost_usd").sum().alias(f"{name}_cost_usd"),
+                pl.when(pl.col("cost_usd").is_null().any())
+                .then(None)
+                .otherwise(pl.col("cost_usd").sum())
+                .alias(f"{name}_cost_usd"),
             )
         )
     joined = sides[0].join(sides[1], on="session", how="full", coalesce=True, maintain_order="left")
     sums = [c for c in joined.columns if c != "session"]
-    total = joined.select(pl.lit("(all)").alias("session"), *[pl.col(c).sum() for c in sums])
+    # a cost stays null when a session's is (a model without a price), never summed as 0
+    total = joined.select(
+        pl.lit("(all)").alias("session"),
+        *[
+            pl.when(pl.col(c).is_null().any()).then(None).otherwise(pl.col(c).sum()).alias(c)
+            if c.endswith("_cost_usd")
+            else pl.col(c).sum()
+            for c in sums
+        ],
+    )
     joined = pl.concat([joined, total], how="vertical_relaxed")
 
     def ratio(side: str) -> pl.Expr:
@@ -323,7 +305,7 @@ def format_whatif(whatif: WhatIf) -> str:
                 f"{_pct(row['before_hit_ratio'])} → {_pct(row['after_hit_ratio'])}",
                 f"{row['before_prompt_tokens'] or 0:,} → {row['after_prompt_tokens'] or 0:,}",
                 f"{row['before_cached_tokens'] or 0:,} → {row['after_cached_tokens'] or 0:,}",
-                f"{row['before_cost_usd'] or 0:.4f} → {row['after_cost_usd'] or 0:.4f}",
+                f"{_num(row['before_cost_usd'])} → {_num(row['after_cost_usd'])}",
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -337,9 +319,12 @@ def format_whatif(whatif: WhatIf) -> str:
         if k == 0 or k == len(rows) - 2:
             lines.append("  ".join("-" * w for w in widths))
     o = whatif.overall
-    saving = o["saving_usd"] or 0.0
-    before_cost = o["before_cost_usd"] or 0.0
-    share = f" ({saving / before_cost:.1%} of the cost)" if before_cost else ""
-    lines += ["", f"saving: {saving:.4f} USD{share}", ""]
+    if o["saving_usd"] is None:
+        lines += ["", "saving: n/a (a model without a price; pass --prices FILE or --model NAME)", ""]
+    else:
+        saving = o["saving_usd"]
+        before_cost = o["before_cost_usd"] or 0.0
+        share = f" ({saving / before_cost:.1%} of the cost)" if before_cost else ""
+        lines += ["", f"saving: {saving:.4f} USD{share}", ""]
     lines += [f"note: {n}" for n in (*whatif.notes, *whatif.after.notes)]
     return "\n".join(lines)

@@ -60,7 +60,7 @@ from promptkit.whatif.transforms import (
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
 
-__all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_volatile", "suggest"]
+__all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_volatile", "rank", "suggest"]
 
 #: Anthropic's default TTL and OpenAI's in-memory retention, seconds: gaps longer than these expire entries.
 _ANTHROPIC_TTL: Final[float] = 300.0
@@ -365,11 +365,36 @@ class Suggestion:
     before_cost_usd: float
     after_cost_usd: float
     whatif: WhatIf = attrs.field(repr=False, eq=False)
+    priced: bool = True
+    tradeoff: str | None = None
 
     @property
     def saving_usd(self) -> float:
-        """``before_cost_usd - after_cost_usd`` (negative: the transform costs more)."""
+        """``before_cost_usd - after_cost_usd`` (negative: the transform costs more; 0 unpriced)."""
         return self.before_cost_usd - self.after_cost_usd
+
+    @property
+    def hit_gain(self) -> float:
+        """The hit ratio after minus before (0 when either is unknown)."""
+        if self.before_hit_ratio is None or self.after_hit_ratio is None:
+            return 0.0
+        return self.after_hit_ratio - self.before_hit_ratio
+
+    @property
+    def is_cost(self) -> bool:
+        """Whether the replay measured it losing money (shown apart, as a cost with its trade-off)."""
+        return self.priced and self.saving_usd < -1e-12
+
+    def specs(self) -> list[str]:
+        """The ``--transform`` specs that apply it: every change of the set, in order."""
+        return self.spec.split(" ; ")
+
+    def command(self, paths: str = "") -> str:
+        """The ``promptkit whatif`` command line that replays it (``paths`` as the user gave them)."""
+        from shlex import quote
+
+        head = f"promptkit whatif {paths}".rstrip()
+        return head + "".join(f" --transform {quote(p)}" for p in self.specs())
 
     def to_json(self) -> dict[str, Any]:
         """The suggestion as plain JSON values (what ``promptkit whatif --suggest --json`` prints)."""
@@ -383,12 +408,71 @@ class Suggestion:
             "after_prompt_tokens": self.after_prompt_tokens,
             "before_cost_usd": self.before_cost_usd,
             "after_cost_usd": self.after_cost_usd,
-            "saving_usd": self.saving_usd,
+            "saving_usd": self.saving_usd if self.priced else None,
+            "priced": self.priced,
+            "is_cost": self.is_cost,
+            "tradeoff": self.tradeoff,
+            "specs": self.specs(),
         }
 
 
-def _suggestion(t: Transform, why: str, w: WhatIf) -> Suggestion:
+def _parts(t: Transform) -> list[Transform]:
+    return [p for q in t.transforms for p in _parts(q)] if isinstance(t, Chain) else [t]
+
+
+def _tradeoff(t: Transform, w: WhatIf, gaps: Sequence[float]) -> str:
+    """What a transform that loses money on this log trades, in words."""
     o = w.overall
+    tokens = int(o["after_prompt_tokens"] or 0) - int(o["before_prompt_tokens"] or 0)
+    if any(isinstance(p, SetTTL) for p in _parts(t)):
+        fit = sum(1 for g in gaps if _ANTHROPIC_TTL < g <= 3600.0)
+        return (
+            "a 1-hour cache write costs 2x the input price instead of 1.25x (platform.claude.com/docs/en/"
+            "build-with-claude/prompt-caching): it pays only when calls come back after an idle gap of 5 "
+            f"minutes to 1 hour and read what was written; this log has {fit} such gap(s) in {len(gaps)}, "
+            "too few to pay for the dearer writes"
+        )
+    if any(isinstance(p, Breakpoints) for p in _parts(t)):
+        return (
+            "Anthropic bills a cache write at 1.25x the input price: breakpoints pay only when later calls "
+            "read the written prefix within its TTL, which this log's calls do too rarely"
+        )
+    if tokens > 0:
+        return f"it adds {tokens:,} prompt tokens, which cost more than the extra cache hits save"
+    before, after = o["before_hit_ratio"], o["after_hit_ratio"]
+    hits = "n/a" if before is None or after is None else f"{before:.1%} → {after:.1%}"
+    extra = (o["after_cost_usd"] or 0.0) - (o["before_cost_usd"] or 0.0)
+    return (
+        f"it moves where the cache breaks without more hits (hit ratio {hits}), and the replayed calls "
+        f"cost {format_usd(extra)} USD more"
+    )
+
+
+def format_usd(value: float) -> str:
+    """A USD amount as the tables print it: 4 decimals, or 3 significant digits when smaller.
+
+    >>> format_usd(0.10507), format_usd(-0.0000161)
+    ('0.1051', '-1.61e-05')
+    """
+    return f"{value:.4f}" if value == 0 or abs(value) >= 5e-5 else f"{value:.2e}"
+
+
+def rank(found: Iterable[Suggestion]) -> list[Suggestion]:
+    """Suggestions in the order they are shown: those that save (or cost nothing) first, largest
+    measured saving first (then the larger hit-ratio gain); those that lose money after them, least
+    costly first. A suggestion with a negative saving is never ranked above one with a positive saving.
+
+    >>> rank([])
+    []
+    """
+    items = list(found)
+    return sorted(items, key=lambda s: (s.is_cost, -s.saving_usd, -s.hit_gain, s.spec))
+
+
+def _suggestion(t: Transform, why: str, w: WhatIf, gaps: Sequence[float] = ()) -> Suggestion:
+    o = w.overall
+    priced = o["before_cost_usd"] is not None and o["after_cost_usd"] is not None
+    saving = (o["before_cost_usd"] or 0.0) - (o["after_cost_usd"] or 0.0)
     return Suggestion(
         transform=t,
         spec=format_transform(t),
@@ -400,6 +484,8 @@ def _suggestion(t: Transform, why: str, w: WhatIf) -> Suggestion:
         before_cost_usd=float(o["before_cost_usd"] or 0.0),
         after_cost_usd=float(o["after_cost_usd"] or 0.0),
         whatif=w,
+        priced=priced,
+        tradeoff=_tradeoff(t, w, gaps) if priced and saving < -1e-12 else None,
     )
 
 
@@ -412,7 +498,8 @@ def suggest(
     combine: bool = True,
     **analysis_options: Any,
 ) -> list[Suggestion]:
-    """Candidate transforms for ``records``, each replayed, best saving (USD) first.
+    """Candidate transforms for ``records``, each replayed, ranked by :func:`rank`: best measured saving
+    (USD) first, and those that lose money after every one that saves, each with its ``tradeoff``.
 
     ``detector`` finds volatile values (default :func:`find_volatile`); ``prices`` / ``model`` price the
     calls; ``analysis_options`` go to :func:`promptkit.cache.analyze_requests`. With ``combine`` the
@@ -440,22 +527,30 @@ def suggest(
     before = analyze_requests(loaded if loaded is not None else items, **analysis_options)
     source: LoadResult | list[RequestRecord] = loaded if loaded is not None else items
     found: list[Suggestion] = []
+    gaps = _gaps(items)
     for t, why in candidates(items, before, detector=detector):
         w = replay(source, [t], prices=prices, model=model, before=before, **analysis_options)
-        found.append(_suggestion(t, why, w))
-    found.sort(key=lambda s: -s.saving_usd)
-    positive = [s for s in found if s.saving_usd > 0]
+        found.append(_suggestion(t, why, w, gaps))
+    found = rank(found)
+    positive = [s for s in found if not s.is_cost and (s.saving_usd > 0 or (not s.priced and s.hit_gain > 0))]
     if combine and len(positive) > 1:
         chain: list[Transform] = [positive[0].transform]
         best = positive[0]
         for s in positive[1:]:
             trial = [*chain, s.transform]
             w = replay(source, trial, prices=prices, model=model, before=before, **analysis_options)
-            candidate = _suggestion(Chain(tuple(trial)), "", w)
-            if candidate.after_cost_usd < best.after_cost_usd - _MIN_GAIN * best.saving_usd:
+            candidate = _suggestion(Chain(tuple(trial)), "", w, gaps)
+            better = (
+                candidate.after_cost_usd < best.after_cost_usd - _MIN_GAIN * best.saving_usd
+                if best.priced
+                else candidate.hit_gain > best.hit_gain * (1 + _MIN_GAIN)
+            )
+            if better:
                 chain, best = trial, candidate
         if len(chain) > 1:
             combined = Chain(tuple(chain))
-            found.append(_suggestion(combined, f"the {len(chain)} best suggestions together", best.whatif))
-            found.sort(key=lambda s: -s.saving_usd)
+            found.append(
+                _suggestion(combined, f"the {len(chain)} best suggestions together", best.whatif, gaps)
+            )
+            found = rank(found)
     return found

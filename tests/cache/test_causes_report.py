@@ -17,8 +17,8 @@ from promptkit.cache.causes_report import (
     write_accounting,
 )
 from promptkit.cache.engine import analyze_requests
+from promptkit.cache.report.pricing import ModelPrice
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
-from promptkit.providers.pricing import ModelPrice
 
 
 def _stamped(k: int) -> dict:

@@ -23,6 +23,7 @@ from promptkit.cache import analyze, analyze_requests
 from promptkit.cache.html import PAGE_ROWS, TIMELINE_POINTS, lost_by_cause, render_html, write_html
 from promptkit.cache.report import hit_ratio_summary
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium")
 #: How the test setup installs the browser (Debian); the browser tests fail, naming it, without it.
 INSTALL = "apt-get update && apt-get install -y chromium"
@@ -373,3 +374,51 @@ def test_chromium_renders_the_fleet_page(tmp_path: Path) -> None:
     }
     assert got == want
     assert "headline" not in dom.text  # the fleet page has no analysis sections
+
+
+_PROBE = """<script>
+window.addEventListener('load', () => { setTimeout(() => {
+  const out = {viewport: document.documentElement.clientWidth, page: document.documentElement.scrollWidth, tables: []};
+  for (const t of document.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect(), box = t.parentElement.getBoundingClientRect();
+    out.tables.push({id: t.id, right: r.right, width: r.width, box: box.width});
+  }
+  const pre = document.createElement('pre'); pre.id = 'layout-probe'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}, 50); });
+</script></body>"""
+
+
+def _layout(page: Path, profile: Path, width: int) -> dict[str, Any]:
+    """The rendered widths of the page and of every table, measured by a probe script in a copy."""
+    copy = page.with_name(f"probe-{width}.html")
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", _PROBE), encoding="utf-8")
+    dom = _chromium(copy, profile, f"--window-size={width},2000", "--virtual-time-budget=2000", "--dump-dom")
+    found = re.search(r'<pre id="layout-probe">(.*?)</pre>', dom.stdout, re.S)
+    assert found, "the probe script ran"
+    layout: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return layout
+
+
+def test_the_report_layout_fits_the_page_and_the_plots_keep_a_readable_shape(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from promptkit.cache.plots import save_plots
+
+    result = analyze(str(ROOT / "fixtures" / "real-logs" / "deepseek"), provider="deepseek")
+    page = write_html(result, tmp_path / "report.html")
+    wide = _layout(page, tmp_path / "profile", 1400)
+    assert wide["tables"] and {t["id"] for t in wide["tables"]} >= {"sessions", "pvr-table", "cost-table"}
+    for table in wide["tables"]:  # at 1400 px every table fits its box and the page: none is clipped
+        assert table["width"] <= table["box"] + 1 and table["right"] <= wide["viewport"] + 1, table
+    narrow = _layout(page, tmp_path / "profile", 900)
+    assert narrow["page"] <= narrow["viewport"] + 1  # narrower: a wide table scrolls in its box, the page not
+    shot = tmp_path / "report.png"
+    _chromium(page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1400,3000")
+    assert _png_colours(shot)[0] == (1400, 3000)
+    # the plots: one session's composition is not squashed into a strip
+    one = analyze(str(ROOT / "promptkit" / "data" / "default-session.jsonl"))
+    for name, path in save_plots(one, tmp_path / "plots").items():
+        with Image.open(path) as image:
+            w, h = image.size
+        assert w / h <= 2.5, (name, image.size)

@@ -99,7 +99,7 @@ def test_composition_png_is_the_grid_with_its_panels(tmp_path: Path) -> None:
     grid = plot_data.composition_grid(requests, comp)
     path = plot_png.write_composition_png(grid, tmp_path / "c.png", title="t")
     image = Image.open(path)
-    assert image.size == plot_png.grid_png_size(grid) == (1300, 275)
+    assert image.size == plot_png.grid_png_size(grid) == (1300, 420)  # two panels, 5.25 x 3.15 in
     pixels = np.asarray(image.convert("RGB"))
     left, right, bottom, top = plot_png.GRID_MARGINS
     # the two panels, side by side: session a's left half, session b's right half

@@ -301,8 +301,8 @@ def test_save_plots_writes_one_png_per_kind_of_plot(tmp_path: Path) -> None:
     # inches × dpi, as a matplotlib figure of that size would be
     assert _png(written["hit_ratio"]).size == (900, 450)
     assert _png(written["predicted_vs_reported"]).size == (750, 600)
-    # two sessions: one row of two panels
-    assert _png(written["composition"]).size == (1300, round((0.55 + 0.5 + 1.7) * 100))
+    # two sessions: one row of two panels, each 0.6 as tall as it is wide (not squashed into a strip)
+    assert _png(written["composition"]).size == (1300, round((0.55 + 0.5 + 0.6 * (13 - 2.5) / 2) * 100))
     half = plots.save_plots(_result(), tmp_path / "half", dpi=50)
     assert _png(half["hit_ratio"]).size == (450, 225)
 
@@ -315,10 +315,10 @@ def test_save_plots_limits_the_composition_panels_and_says_so(tmp_path: Path) ->
     written = plots.save_plots(_result(rows, comp), tmp_path / "all")
     assert written.skipped == {}
     # five sessions: 3 panels a row, 2 rows
-    assert _png(written["composition"]).size[1] == round((0.55 + 0.5 + 2 * 1.7) * 100)
+    assert _png(written["composition"]).size[1] == round((0.55 + 0.5 + 2 * 0.6 * (13 - 2.5) / 3) * 100)
     limited = plots.save_plots(_result(rows, comp), tmp_path / "two", max_sessions=2)
     assert "first 2 of 5 sessions" in limited.skipped["composition"]
-    assert _png(limited["composition"]).size[1] == round((0.55 + 0.5 + 1.7) * 100)
+    assert _png(limited["composition"]).size[1] == round((0.55 + 0.5 + 0.6 * (13 - 2.5) / 2) * 100)
 
 
 def test_composition_png_shows_exactly_the_slots_present(tmp_path: Path) -> None:

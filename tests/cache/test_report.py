@@ -21,7 +21,7 @@ from promptkit.cache.report import (
     PriceError,
     ReportInputError,
 )
-from promptkit.providers.pricing import ModelPrice
+from promptkit.cache.report.pricing import ModelPrice
 
 _SCHEMA: dict[str, Any] = {
     "session": pl.String,
@@ -418,7 +418,12 @@ def test_builtin_prices_are_complete_and_cheaper_when_cached() -> None:
     frame = report.prices_frame()
     assert set(frame.columns) == {
         "provider", "model", "cache_hit", "cache_miss", "output", "cache_write", "cache_write_1h",
+        "source", "as_of",
     }  # fmt: skip
+    # every built-in price is dated and names the page it was read from
+    for price in report.pricing.builtin_prices().values():
+        assert price.source is not None and price.source.startswith("https://")
+        assert price.as_of is not None and len(price.as_of) == 10
     assert frame.height == len(PRICES)
 
 
@@ -603,8 +608,10 @@ def test_summarize_gathers_every_table_and_notes_what_is_missing() -> None:
     assert tables["cost"].height == 2
     assert tables["notes"].height == 0
     no_price = report.summarize(fake_result(make_requests(TWO_SESSIONS), provider="vllm"))
-    assert no_price["cost"].height == 0
+    # the model's rows stay, with empty cost columns (never priced as another model), and a note says why
+    assert no_price["cost"]["cost_with_cache"].is_null().all()
     assert no_price["notes"]["table"].to_list() == ["cost"]
+    assert "no price for the requests that name no model" in no_price["notes"]["note"][0]
 
 
 def test_format_summary_prints_titles_short_headers_and_problems() -> None:

@@ -61,8 +61,9 @@ def test_transform_json_shape(planted: Path) -> None:
 def test_suggest_json_lists_ranked_suggestions(planted: Path) -> None:
     code, out, _ = _run(str(planted), "--suggest", "--json")
     assert code == 0
-    suggestions = json.loads(out)
-    assert suggestions
+    document = json.loads(out)
+    suggestions = document["suggestions"]
+    assert suggestions and isinstance(document["costs"], list) and document["notes"]
     for s in suggestions:
         assert {
             "transform",
@@ -82,7 +83,7 @@ def test_suggest_text_names_the_spec_to_use(planted: Path) -> None:
     code, out, _ = _run(str(planted), "--suggest", "--limit", "1")
     assert code == 0
     assert " 1. replace volatile values (timestamps)" in out
-    assert "--transform 'normalize:timestamps'" in out
+    assert "promptkit whatif " + str(planted) + " --transform normalize:timestamps" in out
     assert " 2. " not in out
 
 

@@ -16,6 +16,7 @@ MODULES = [
     "promptkit.whatif.replays",
     "promptkit.whatif.suggestions",
     "promptkit.whatif.cli",
+    "promptkit.whatif.advice",
 ]
 
 

@@ -104,9 +104,13 @@ def test_one_hour_ttl_hits_across_ten_minute_gaps_and_pays_the_one_hour_write_pr
     price = resolve_prices()["claude-sonnet-4-5"]
     assert price.cache_write is not None and price.cache_write_1h is not None
     writes = int(w.after.requests["predicted_cache_write_tokens"].sum())
-    plain = float(request_costs(w.after)["cost_predicted"].sum())
+    hour = int(w.after.requests["predicted_cache_write_1h_tokens"].sum())
+    assert writes > 0 and hour == writes  # every write is a 1-hour one
+    # one pricing path: whatif's cost is request_costs', which prices the 1-hour writes as such
+    assert abs(w.overall["after_cost_usd"] - float(request_costs(w.after)["cost_predicted"].sum())) < 1e-12
+    as_5m = w.after.requests.with_columns(pl.lit(0).alias("predicted_cache_write_1h_tokens"))
     premium = writes * (price.cache_write_1h - price.cache_write) / 1e6
-    assert writes > 0
+    plain = float(request_costs(as_5m)["cost_predicted"].sum())
     assert abs(w.overall["after_cost_usd"] - (plain + premium)) < 1e-12
 
 

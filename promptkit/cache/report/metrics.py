@@ -242,23 +242,71 @@ def visible_text(text: pl.Expr, limit: int) -> pl.Expr:
     )
 
 
+#: What a break inside a head the log does not record says, in words (see :mod:`promptkit.cache.opaque`).
+OPAQUE_CHANGE: Final[str] = (
+    "inside the opaque head: the log does not record that text, so what changed cannot be shown"
+)
+
+
+#: What a break says when the cache held no entry whose text could be shown at the divergence.
+NO_CACHED_TEXT: Final[str] = (
+    "the prompt differs from the previous request here, but the cache held no entry at that point to show"
+)
+
+
+def changed_values(frame: pl.DataFrame) -> pl.Expr:
+    """What changed at a break, for a reader: the changed values side by side (``09:02 → 09:04``, from
+    ``change_detail``), the change in words for a head the log cannot show (an opaque head) or a
+    compaction (``40 -> 12 messages``), else the change detail as the analysis gives it."""
+    detail = col_or_null(frame, "change_detail", pl.String).cast(pl.String)
+    change = col_or_null(frame, "change_class", pl.String).cast(pl.String)
+    cached = col_or_null(frame, "divergence_cached_text", pl.String).cast(pl.String)
+    prompt = col_or_null(frame, "divergence_prompt_text", pl.String).cast(pl.String)
+    pair = detail.str.extract_groups(r"'(?P<old>[^']*)' -> '(?P<new>[^']*)'$")
+    opaque = cached.str.starts_with("<opaque-head>").fill_null(False) | prompt.str.starts_with(
+        "<opaque-head>"
+    ).fill_null(False)
+    return (
+        pl.when(opaque)
+        .then(pl.lit(OPAQUE_CHANGE))
+        .when(pair.struct.field("old").is_not_null())
+        .then(pair.struct.field("old") + " → " + pair.struct.field("new"))
+        .when(change.is_not_null() & detail.is_not_null())
+        .then(change.str.replace_all("_", " ") + ": " + detail.str.replace(r"^[a-z_]+: ", ""))
+        .when(change.is_not_null())
+        .then(change.str.replace_all("_", " "))
+        .when(cached.is_null() & col_or_null(frame, "divergence_token").is_not_null())
+        .then(pl.lit(NO_CACHED_TEXT))
+    )
+
+
 def largest_breaks(result: AnalysisResult | pl.DataFrame, *, n: int = 10, width: int = 32) -> pl.DataFrame:
     """The ``n`` requests that lost the most tokens at a divergence, with what broke the prefix.
 
-    Columns: ``session, index, tokens_lost, slot, key`` (as in :func:`attribute_losses`) and
-    ``cached_text`` / ``prompt_text``: the tokens the cache held at the first divergent token and the
-    tokens the prompt sent instead (the engine's ``divergence_cached_text`` / ``divergence_prompt_text``,
-    on one line, cut to ``width`` characters). Requests that did not diverge (a cold start, or a prompt
-    that only appended to what was cached) are not listed.
+    Columns: ``session, index, tokens_lost, slot, key`` (as in :func:`attribute_losses`),
+    ``before_text`` (the text just before the divergence, the same in both: the engine's
+    ``divergence_context_text``, its last ``width`` characters), ``cached_text`` / ``prompt_text``: the
+    tokens the cache held at the first divergent token and the tokens the prompt sent instead (the
+    engine's ``divergence_cached_text`` / ``divergence_prompt_text``, on one line, cut to ``width``
+    characters), and ``changed``: :func:`changed_values` (``09:02 → 09:04``; a change the log cannot
+    show said in words). Requests that did not diverge (a cold start, or a prompt that only appended to
+    what was cached) are not listed.
     """
     frame = requests_of(result)
     losses = attribute_losses(frame)
     texts = frame.select(
         pl.col("session").cast(pl.String),
         pl.col("index"),
+        col_or_null(frame, "divergence_context_text", pl.String).cast(pl.String).alias("before_text"),
         col_or_null(frame, "divergence_cached_text", pl.String).cast(pl.String).alias("cached_text"),
         col_or_null(frame, "divergence_prompt_text", pl.String).cast(pl.String).alias("prompt_text"),
         col_or_null(frame, "divergence_token").alias("divergence_token"),
+        changed_values(frame).alias("changed"),
+    )
+    one_line = (
+        pl.col("before_text")
+        .str.replace_all("\n", "⏎", literal=True)
+        .str.replace_all("\t", "→", literal=True)
     )
     return (
         losses.join(texts, on=["session", "index"], how="left")
@@ -271,8 +319,13 @@ def largest_breaks(result: AnalysisResult | pl.DataFrame, *, n: int = 10, width:
             "tokens_lost",
             "slot",
             "key",
+            pl.when(one_line.str.len_chars() > width)
+            .then("…" + one_line.str.slice(-(width - 1)))
+            .otherwise(one_line)
+            .alias("before_text"),
             visible_text(pl.col("cached_text"), width).alias("cached_text"),
             visible_text(pl.col("prompt_text"), width).alias("prompt_text"),
+            "changed",
         )
     )
 

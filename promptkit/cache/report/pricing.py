@@ -1,5 +1,20 @@
-"""Prices and costs: the price table (the provider profiles' list prices, your overrides), and what each
-request cost without a cache, with the predicted cache and with the reported one."""
+"""Costs: what each request cost without a cache, with the predicted cache and with the reported one, at
+the dated list prices the provider profiles carry (:func:`builtin_prices`) or your overrides.
+
+The prices themselves are provider knowledge: each profile in :mod:`promptkit.providers` carries its
+models' :class:`~promptkit.providers.prices.ModelPrice`, with the page it was read from and the date.
+This is promptkit's one cost module: ``analyze``, ``whatif``, ``check`` and the HTML report all price
+through :func:`request_costs`. A model is priced only by its own entry (a dated snapshot such as
+``claude-sonnet-4-5-20250929`` or ``gpt-4o-2024-08-06`` by its version's entry): a model without one is
+never priced as another model. Its cost columns stay empty and :func:`summarize` notes why; pass
+``prices=`` (CLI: ``--prices FILE``) to price it.
+
+>>> ModelPrice("anthropic", "claude-sonnet-4-5", cache_hit=0.3, cache_miss=3, output=15, cache_write=3.75,
+...            cache_write_1h=6).cache_write_1h
+6.0
+>>> builtin_prices()["claude-opus-4-6"].cache_miss, builtin_prices()["claude-opus-4-6"].as_of
+(5.0, '2026-12-04')
+"""
 
 from __future__ import annotations
 
@@ -7,13 +22,13 @@ import csv
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 import attrs
 import polars as pl
 
 from promptkit.errors import PriceError, UsageError
-from promptkit.providers.pricing import ModelPrice
+from promptkit.providers.prices import ModelPrice, lookup_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.engine import AnalysisResult
@@ -27,24 +42,35 @@ from promptkit.cache.report.metrics import (
 )
 
 __all__ = [
+    "ModelPrice",
     "PriceTable",
+    "builtin_prices",
     "check_cost_arguments",
     "cost_summary",
     "load_prices",
+    "lookup_model",
     "prices_frame",
     "provider_name",
     "request_costs",
     "resolve_prices",
+    "unpriced_models",
 ]
 
 
 # -------------------------------------------------------------------------------------------- prices
 
 
-def _registry_prices() -> dict[str, ModelPrice]:
+def builtin_prices() -> dict[str, ModelPrice]:
+    """Every price the provider profiles carry (built-in and plugin profiles alike), by model version."""
     from promptkit.providers.registry import available_providers
 
-    return {m: p for profile in available_providers().values() for m, p in profile.prices.items()}
+    table: dict[str, ModelPrice] = {}
+    for profile in available_providers().values():
+        table.update(profile.prices)
+    return table
+
+
+_registry_prices = builtin_prices
 
 
 def _default_model(provider: str) -> str | None:
@@ -66,13 +92,15 @@ _PRICE_SCHEMA: Final[dict[str, Any]] = {
     "output": pl.Float64,
     "cache_write": pl.Float64,
     "cache_write_1h": pl.Float64,
+    "source": pl.String,
+    "as_of": pl.String,
 }
 
 
 def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> ModelPrice:
     if not isinstance(values, Mapping):
         raise PriceError(f"{where}: the price of {model!r} must be a mapping of {', '.join(_PRICE_FIELDS)}")
-    unknown = sorted(set(values) - {*_PRICE_FIELDS, "provider", "model"})
+    unknown = sorted(set(values) - {*_PRICE_FIELDS, "provider", "model", "source", "as_of"})
     if unknown:
         raise PriceError(f"{where}: unknown price field(s) {', '.join(unknown)} for {model!r}")
     missing = [f for f in ("cache_hit", "cache_miss", "output") if values.get(f) in (None, "")]
@@ -89,6 +117,8 @@ def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> Mo
             cache_write_1h=values.get("cache_write_1h")
             if values.get("cache_write_1h") not in ("",)
             else None,
+            source=str(values["source"]) if values.get("source") not in (None, "") else where,
+            as_of=str(values["as_of"]) if values.get("as_of") not in (None, "") else None,
         )
     except (TypeError, ValueError) as exc:
         raise PriceError(f"{where}: bad price for {model!r}: {exc}") from exc
@@ -145,7 +175,8 @@ def check_cost_arguments(where: str, *, prices: object, model: object, provider:
 
 
 def prices_frame(prices: PriceTable | None = None) -> pl.DataFrame:
-    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write, cache_write_1h``)."""
+    """The price table as a DataFrame (``provider, model, cache_hit, cache_miss, output, cache_write,
+    cache_write_1h, source, as_of``)."""
     table = resolve_prices(prices)
     return pl.DataFrame([attrs.asdict(p) for p in table.values()], schema=_PRICE_SCHEMA, orient="row")
 
@@ -187,21 +218,6 @@ def load_prices(path: str | Path) -> dict[str, ModelPrice]:
     return table
 
 
-def _lookup_model(name: str, table: Mapping[str, ModelPrice]) -> str | None:
-    """The key of ``table`` that prices ``name``: exact, then without a ``provider/`` prefix and
-    case, then the longest key that ``name`` starts with (``gpt-4o-2024-08-06`` -> ``gpt-4o``)."""
-    if name in table:
-        return name
-    bare = name.rsplit("/", 1)[-1].lower()
-    lowered = {k.lower(): k for k in table}
-    if bare in lowered:
-        return lowered[bare]
-    candidates = [
-        k for k in lowered if bare.startswith(k) and bare[len(k) : len(k) + 1] in ("", "-", "@", ":")
-    ]
-    return lowered[max(candidates, key=len)] if candidates else None
-
-
 def provider_name(result: object) -> str | None:
     provider = getattr(result, "provider", None)
     if provider is None or isinstance(provider, str):
@@ -216,6 +232,7 @@ def request_costs(
     prices: PriceTable | None = None,
     model: str | None = None,
     provider: str | None = None,
+    missing: Literal["raise", "empty"] = "raise",
 ) -> pl.DataFrame:
     """Per request: its cost in USD without any cache, with the predicted cache and with the reported one.
 
@@ -228,7 +245,8 @@ def request_costs(
     ``output_unknown`` when neither is known) at ``output``. The reported figures use the provider's
     own token counts and are null where the log has no usage.
 
-    Raises :class:`PriceError` naming any model without a price.
+    A model without a price of its own (see :func:`lookup_model`) raises :class:`PriceError` naming it,
+    or, with ``missing="empty"``, leaves its requests' ``priced_as`` and cost columns null.
     """
     frame = requests_of(result)
     check_cost_arguments("request_costs", prices=prices, model=model, provider=provider)
@@ -244,9 +262,9 @@ def request_costs(
         names = pl.lit(default, dtype=pl.String)
     work = frame.with_columns(names.alias("_model"))
     requested = work["_model"].unique(maintain_order=True).to_list()
-    mapping = {name: _lookup_model(name, table) if name is not None else None for name in requested}
+    mapping = {name: lookup_model(name, table) if name is not None else None for name in requested}
     unpriced = [name for name, key in mapping.items() if key is None]
-    if unpriced:
+    if unpriced and missing == "raise":
         what = ", ".join(repr(n) for n in unpriced if n is not None)
         if None in unpriced:
             what = (
@@ -312,6 +330,7 @@ def cost_summary(
     model: str | None = None,
     provider: str | None = None,
     by_session: bool = False,
+    missing: Literal["raise", "empty"] = "raise",
 ) -> pl.DataFrame:
     """What the calls cost (USD) with the predicted cache, without any cache, and with the reported cache.
 
@@ -319,9 +338,11 @@ def cost_summary(
     usage, ``"reported"`` (the provider's counts, requests with usage only); per model priced (and per
     session with ``by_session``). Columns: ``basis, model, requests, prompt_tokens, cached_tokens,
     cache_write_tokens, output_tokens, output_unknown, cost_without_cache, cost_with_cache, saving``
-    (without - with) and ``saving_ratio`` (saving / without). See :func:`request_costs` for pricing.
+    (without - with) and ``saving_ratio`` (saving / without). See :func:`request_costs` for pricing;
+    with ``missing="empty"`` a model without a price keeps its row with the cost columns null.
     """
-    costs = request_costs(result, prices=prices, model=model, provider=provider)
+    costs = request_costs(result, prices=prices, model=model, provider=provider, missing=missing)
+    priced = pl.col("priced_as").is_not_null().all().alias("_priced")
     groups = ["session", "model"] if by_session else ["model"]
     shared = [pl.len().cast(pl.Int64).alias("requests")]
     predicted = costs.group_by(groups, maintain_order=True).agg(
@@ -333,6 +354,7 @@ def cost_summary(
         pl.col("output_unknown").sum().cast(pl.Int64),
         pl.col("cost_no_cache").sum().alias("cost_without_cache"),
         pl.col("cost_predicted").sum().alias("cost_with_cache"),
+        priced,
     )
     reported = (
         costs.filter(pl.col("reported_cached_tokens").is_not_null())
@@ -346,6 +368,7 @@ def cost_summary(
             pl.col("output_unknown").sum().cast(pl.Int64),
             pl.col("cost_reported_no_cache").sum().alias("cost_without_cache"),
             pl.col("cost_reported").sum().alias("cost_with_cache"),
+            priced,
         )
     )
     table = pl.concat(
@@ -354,6 +377,9 @@ def cost_summary(
             reported.with_columns(pl.lit("reported").alias("basis")),
         ],
         how="vertical_relaxed",
+    ).with_columns(
+        pl.when(pl.col("_priced")).then(pl.col(c)).otherwise(None).alias(c)
+        for c in ("cost_without_cache", "cost_with_cache")
     )
     return table.select(
         "basis",
@@ -371,3 +397,18 @@ def cost_summary(
             pl.col("cost_without_cache") - pl.col("cost_with_cache"), pl.col("cost_without_cache")
         ).alias("saving_ratio"),
     )
+
+
+def unpriced_models(costs: pl.DataFrame) -> dict[str, int]:
+    """The models of :func:`request_costs` ``(missing="empty")`` rows left without a price, with their
+    request counts (a request that names no model, on a provider without a default, as ``"(none)"``).
+
+    >>> unpriced_models(pl.DataFrame({"model": ["gpt-9", "gpt-4o", "gpt-9"], "priced_as": [None, "gpt-4o", None]}))
+    {'gpt-9': 2}
+    """
+    rows = costs.filter(pl.col("priced_as").is_null())
+    counts: dict[str, int] = {}
+    for name in rows["model"].to_list():
+        key = "(none)" if name is None else str(name)
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -16,6 +16,7 @@ from promptkit.cache.report.metrics import (
     hit_ratio_summary,
     largest_breaks,
     predicted_vs_reported_summary,
+    requests_of,
     tokens_lost_by_key,
     tokens_lost_by_slot,
 )
@@ -35,9 +36,11 @@ __all__ = [
 
 _TITLES: Final[dict[str, str]] = {
     "hit_ratio": "Hit ratio per session (token-weighted)",
+    "lost_by_cause": "Tokens lost by cause (groups as in the headline: layout, provider, inherent, unexplained)",
     "lost_by_slot": "Tokens lost per slot (anchor / frame role)",
     "lost_by_key": "Tokens lost per contributor key",
     "largest_breaks": "Largest breaks: what the cache held at the first divergent token, and what the prompt sent",
+    "break_fixes": "Fixes for the largest breaks (promptkit whatif, measured by replay)",
     "predicted_vs_reported": "Predicted vs reported cached tokens (requests with usage)",
     "cost": "Cost in USD (per million-token prices)",
     "problems": "Load problems",
@@ -54,15 +57,20 @@ def summarize(
 ) -> dict[str, pl.DataFrame]:
     """Every summary table of an analysis, by name, in reading order.
 
-    Keys: ``hit_ratio``, ``lost_by_slot``, ``lost_by_key``, ``largest_breaks``, ``predicted_vs_reported`` (empty when the
+    Keys: ``hit_ratio``, ``lost_by_cause`` (for an analysis with causes: the by-cause table, same
+    groups as the causes headline, ``unexplained`` included whenever it is not zero), ``lost_by_slot``, ``lost_by_key``, ``largest_breaks``, ``predicted_vs_reported`` (empty when the
     log has no usage), ``cost``, ``problems`` (the load problems, ``file, line, reason``) and
     ``notes`` (``table, note``: what a table could not show and why, e.g. a model without a price;
     in that case ``cost`` is empty).
     """
     check_cost_arguments("summarize", prices=prices, model=model, provider=provider)
     notes: list[dict[str, str]] = []
-    tables: dict[str, pl.DataFrame] = {
-        "hit_ratio": hit_ratio_summary(result),
+    tables: dict[str, pl.DataFrame] = {"hit_ratio": hit_ratio_summary(result)}
+    if hasattr(result, "cache_model") and requests_of(result).height:
+        from promptkit.cache.causes_report import causes_by_cause
+
+        tables["lost_by_cause"] = causes_by_cause(result)
+    tables |= {
         "lost_by_slot": tokens_lost_by_slot(result),
         "lost_by_key": tokens_lost_by_key(result),
         "largest_breaks": largest_breaks(result),
@@ -71,10 +79,24 @@ def summarize(
     if tables["predicted_vs_reported"].height == 0:
         notes.append({"table": "predicted_vs_reported", "note": "the input has no provider usage figures"})
     try:
-        tables["cost"] = cost_summary(result, prices=prices, model=model, provider=provider)
+        tables["cost"] = cost_summary(result, prices=prices, model=model, provider=provider, missing="empty")
     except PriceError as exc:
         tables["cost"] = pl.DataFrame()
         notes.append({"table": "cost", "note": str(exc)})
+    else:
+        cost = tables["cost"]
+        unpriced = cost.filter((pl.col("basis") == "predicted") & pl.col("cost_with_cache").is_null())
+        for row in unpriced.iter_rows(named=True):
+            name = row["model"]
+            what = f"model {name!r}" if name is not None else "the requests that name no model"
+            notes.append(
+                {
+                    "table": "cost",
+                    "note": f"no price for {what} ({row['requests']} request(s)): its cost columns are empty "
+                    "(promptkit never prices a model as another one); pass --prices FILE (or prices=) "
+                    "with its prices, or --model NAME to price the calls as a model you name",
+                }
+            )
     problems = getattr(result, "problems", None)
     tables["problems"] = (
         problems
@@ -139,6 +161,8 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "share": "share of every token lost",
     "cached_text": "what the cache held from the first differing token on (⏎ = newline, → = tab)",
     "prompt_text": "what the prompt sent there instead",
+    "before_text": "the text just before the first differing token, the same on both sides",
+    "changed": "what changed there: the values side by side (09:02 → 09:04), or the change in words",
     "basis": "predicted: our token counts, every request; reported: the provider's, requests with usage",
     "model": "the model the calls are priced as",
     "written": "prompt tokens written to the cache (billed at the cache-write price)",
@@ -148,6 +172,15 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "$ with cache": "cost in USD with the cached tokens at the cache-hit price",
     "$ saved": "$ no cache - $ with cache",
     "saved": "$ saved / $ no cache",
+    "cause": "why the tokens were not cached (see docs/concepts/causes.md); unexplained: what no cause accounts for",
+    "group": "layout (yours to fix), provider (its cache rules), inherent (cold start, new tokens), unexplained",
+    "fix": "the replayed change that acts where the request broke (the complete set that gives the saving)",
+    "command": "the promptkit whatif command that replays the fix",
+    "before_hit_ratio": "the log's hit ratio, as replayed",
+    "after_hit_ratio": "the hit ratio the replay measures with the fix",
+    "before_cost_usd": "the log's cost in USD",
+    "after_cost_usd": "the cost in USD the replay measures with the fix",
+    "saving_usd": "before_cost_usd - after_cost_usd",
 }
 
 
