@@ -36,7 +36,7 @@ def command_lines(page: Path) -> list[list[str]]:
     prompt and a shell redirection removed)."""
     out = []
     for block in BASH.findall(page.read_text(encoding="utf-8")):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # a line continued with a backslash
             text = line.strip().removeprefix("$ ").strip()
             if not text.startswith("promptkit "):
                 continue

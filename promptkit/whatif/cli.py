@@ -169,6 +169,7 @@ def replay_arguments(args: argparse.Namespace) -> str:
         value = getattr(args, option, None)
         if value is not None:
             words += [f"--{option}", str(value)]
-    if getattr(args, "view", "consecutive") != "consecutive":
-        words += ["--view", args.view]
+    view = getattr(args, "view", None)
+    if view not in (None, "consecutive"):
+        words += ["--view", view]
     return shlex.join(words)
