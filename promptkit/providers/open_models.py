@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import zipfile
-from typing import Any
+from typing import Any, Final
 
 from promptkit.cache.models import PrefixCache
 from promptkit.errors import TokenizerNotAvailableError
@@ -119,8 +119,22 @@ def _minimax_tokenizer() -> Any:
     return offline_tokenizer("minimax")  # MiniMax-M2 family
 
 
+#: When these providers' pricing pages were read (the comments above each profile name the page).
+_PRICES_READ: Final[str] = "2025-12"
+_PRICE_PAGES: Final[dict[str, str]] = {
+    "qwen": "https://www.alibabacloud.com/help/en/model-studio/models",
+    "glm": "https://docs.z.ai/guides/overview/pricing",
+    "minimax": "https://platform.minimax.io/docs/pricing/overview",
+    "kimi": "https://platform.moonshot.ai/docs/pricing/chat",
+}
+
+
 def _prices(provider: str, rows: tuple[tuple[str, float, float, float], ...]) -> list[ModelPrice]:
-    return [ModelPrice(provider, m, cache_hit=hit, cache_miss=miss, output=out) for m, miss, hit, out in rows]
+    source = _PRICE_PAGES[provider]
+    return [
+        ModelPrice(provider, m, cache_hit=hit, cache_miss=miss, output=out, source=source, as_of=_PRICES_READ)
+        for m, miss, hit, out in rows
+    ]
 
 
 # Alibaba Cloud Model Studio, "Context cache" (alibabacloud.com/help/en/model-studio/context-cache,

@@ -345,7 +345,6 @@ def test_a_later_request_that_shares_no_token_with_the_cache_is_a_cold_start() -
     other = {"messages": [user("something else")]}
     causes = explain([rec(BASE, 0), rec(other, 1)])
     only(causes, 1, "cold_start")
-    assert causes["change_class"][1] is None
 
 
 def test_compaction_is_a_shrink_below_nine_tenths_of_the_characters() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -423,7 +424,8 @@ def test_builtin_prices_are_complete_and_cheaper_when_cached() -> None:
     # every built-in price is dated and names the page it was read from
     for price in report.pricing.builtin_prices().values():
         assert price.source is not None and price.source.startswith("https://")
-        assert price.as_of is not None and len(price.as_of) == 10
+        # an ISO 8601 date, to the day or (where the page was read in a month without a noted day) the month
+        assert price.as_of is not None and re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", price.as_of), price
     assert frame.height == len(PRICES)
 
 
