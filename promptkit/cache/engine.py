@@ -29,7 +29,7 @@ import inspect
 import os
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 
@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
     from promptkit.cache.executors import Executor
+    from promptkit.cache.models import CachePlan
+    from promptkit.cache.simulator import CacheOutcome
     from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
 
 __all__ = [
@@ -55,51 +57,72 @@ __all__ = [
     "REQUEST_COLUMNS",
     "VIEWS",
     "AnalysisResult",
+    "RequestRow",
     "analyze",
     "analyze_requests",
 ]
 
 VIEWS: Final[tuple[str, ...]] = ("consecutive", "simulated")
 
-#: Columns of :attr:`AnalysisResult.requests`, in order: the required ones, then the extras.
-REQUEST_COLUMNS: Final[tuple[str, ...]] = (
-    "session",
-    "index",
-    "timestamp",
-    "prompt_tokens",
-    "prefix_tokens",
-    "predicted_cached_tokens",
-    "hit_ratio",
-    "reported_prompt_tokens",
-    "reported_cached_tokens",
-    "divergence_message",
-    "divergence_role",
-    "divergence_anchor",
-    "divergence_key",
-    "file",
-    "line",
-    "model",
-    "completion_tokens",
-    "reported_completion_tokens",
-    "predicted_cache_write_tokens",
-    "reported_cache_write_tokens",
-    "divergence_token",
-    "cached_source",
-    "divergence_cached_text",
-    "divergence_prompt_text",
+
+def _column(dtype: str) -> Any:
+    """A :class:`RequestRow` field: a column of the requests frame of polars type ``dtype`` (``"str"``,
+    ``"int"`` or ``"float"``), null (None) unless set."""
+    return attrs.field(default=None, metadata={"dtype": dtype})
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RequestRow:
+    """One row of :attr:`AnalysisResult.requests`: the frame's columns are this class' fields, in
+    order, and their polars types are the fields' ``dtype`` metadata (:data:`REQUEST_COLUMNS` and the
+    frame schema are derived from it: a new column is one field here, set where the row is made).
+
+    >>> RequestRow(session="s", index=0, prompt_tokens=10).prompt_tokens
+    10
+    >>> REQUEST_COLUMNS[:3]
+    ('session', 'index', 'timestamp')
+    """
+
+    session: str | None = _column("str")
+    index: int | None = _column("int")
+    timestamp: float | None = _column("float")
+    prompt_tokens: int | None = _column("int")
+    prefix_tokens: int | None = _column("int")
+    predicted_cached_tokens: int | None = _column("int")
+    hit_ratio: float | None = _column("float")
+    reported_prompt_tokens: int | None = _column("int")
+    reported_cached_tokens: int | None = _column("int")
+    divergence_message: int | None = _column("int")
+    divergence_role: str | None = _column("str")
+    divergence_anchor: str | None = _column("str")
+    divergence_key: str | None = _column("str")
+    file: str | None = _column("str")
+    line: int | None = _column("int")
+    model: str | None = _column("str")
+    completion_tokens: int | None = _column("int")
+    reported_completion_tokens: int | None = _column("int")
+    predicted_cache_write_tokens: int | None = _column("int")
+    reported_cache_write_tokens: int | None = _column("int")
+    divergence_token: int | None = _column("int")
+    cached_source: str | None = _column("str")
+    divergence_cached_text: str | None = _column("str")
+    divergence_prompt_text: str | None = _column("str")
     # facts for promptkit.cache.causes (see its module docstring)
-    "unexpired_cached_tokens",
-    "unevicted_cached_tokens",
-    "idle_seconds",
-    "source_stored_tokens",
-    "model_switch_tokens",
-    "change_class",
-    "change_detail",
-    "predicted_cache_write_1h_tokens",
-    "reported_cache_write_1h_tokens",
-    "provider_miss_reason",
-    "provider_missed_tokens",
-)
+    unexpired_cached_tokens: int | None = _column("int")
+    unevicted_cached_tokens: int | None = _column("int")
+    idle_seconds: float | None = _column("float")
+    source_stored_tokens: int | None = _column("int")
+    model_switch_tokens: int | None = _column("int")
+    change_class: str | None = _column("str")
+    change_detail: str | None = _column("str")
+    predicted_cache_write_1h_tokens: int | None = _column("int")
+    reported_cache_write_1h_tokens: int | None = _column("int")
+    provider_miss_reason: str | None = _column("str")
+    provider_missed_tokens: int | None = _column("int")
+
+
+#: Columns of :attr:`AnalysisResult.requests`, in order: the fields of :class:`RequestRow`.
+REQUEST_COLUMNS: Final[tuple[str, ...]] = tuple(f.name for f in attrs.fields(RequestRow))
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
 EXCERPT_TOKENS: Final[int] = 12
@@ -125,14 +148,8 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
-    requests = dict(
-        zip(
-            REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, *causes),
-            strict=True,
-        )
-    )
+    dtypes = {"str": s, "int": i, "float": f}
+    requests = {a.name: dtypes[a.metadata["dtype"]] for a in attrs.fields(RequestRow)}
     composition = dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
     problems = dict(zip(PROBLEM_COLUMNS, (s, i, s), strict=True))
     return requests, composition, problems
@@ -591,8 +608,12 @@ def _merged(parts: Sequence[_Partial]) -> _Partial:
     )
 
 
-#: One tokenized request of phase 1 of a parallel simulated view: (tokens or the error, mended).
-_Tokenized = tuple["TokenizedRequest | str", bool]
+@attrs.frozen(slots=True)
+class _Tokenized:
+    """One request's tokens (or why it could not be tokenized) and whether lone surrogates were mended."""
+
+    value: TokenizedRequest | str
+    mended: bool
 
 
 def _tokenize_one(
@@ -605,8 +626,8 @@ def _tokenize_one(
         tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
         tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
     except (ValueError, KeyError, TypeError) as exc:
-        return prepared, (f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
-    return prepared, (tok, bool(mended)), think
+        return prepared, _Tokenized(f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
+    return prepared, _Tokenized(tok, bool(mended)), think
 
 
 @attrs.frozen(slots=True)
@@ -638,7 +659,8 @@ def _tokenize_chunk(
     last: dict[str, tuple[int, np.ndarray]] = {}
     out: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for pos, record in sorted(items, key=lambda t: t[0]):
-        result, mended = _tokenize_one(ctx, record, memo)[1]
+        tokenized = _tokenize_one(ctx, record, memo)[1]
+        result, mended = tokenized.value, tokenized.mended
         if isinstance(result, str):
             out[pos] = (result, mended)
             continue
@@ -682,7 +704,7 @@ def _undelta(
     for pos, record in sorted(items, key=lambda t: t[0]):
         delta, mended = shipped[pos]
         if isinstance(delta, str):
-            out[pos] = (delta, mended)
+            out[pos] = _Tokenized(delta, mended)
             continue
         head = tokens_at[delta.base][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
         tokens = np.concatenate((head, delta.tail.astype(np.int64)))
@@ -691,7 +713,7 @@ def _undelta(
             tokens_at.pop(previous, None)  # a session's stream refers only to its previous request
         tokens_at[pos] = tokens
         last_of[record.session] = pos
-        out[pos] = (
+        out[pos] = _Tokenized(
             TokenizedRequest(
                 tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
             ),
@@ -705,6 +727,331 @@ def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _
     return _run(_context_for(spec), items)
 
 
+class _Stored(NamedTuple):
+    """What a session's previous request left in the consecutive view's cache (the ``stored``
+    argument of :func:`~promptkit.cache.simulator.consecutive_outcome`)."""
+
+    tokens: np.ndarray
+    plan: CachePlan
+    at: float | None
+    source: str
+
+
+@attrs.frozen(slots=True)
+class _Facts:
+    """What :mod:`promptkit.cache.causes` compares of a request that a later one read from: its body,
+    model name, time and the tokens it stored."""
+
+    body: Mapping[str, Any]
+    model: str | None
+    at: float | None
+    stored_tokens: int
+
+
+@attrs.frozen(slots=True)
+class _Divergence:
+    """Where and why a prompt left what the cache held: the columns ``divergence_*``."""
+
+    message: int | None = None
+    role: str | None = None
+    anchor: str | None = None
+    key: str | None = None
+    token: int | None = None
+    cached_text: str | None = None
+    prompt_text: str | None = None
+
+
+@attrs.frozen(slots=True)
+class _Causes:
+    """The facts :mod:`promptkit.cache.causes` reads from a row: the idle gap before a lost entry, the
+    tokens its source stored, the tokens a model switch made unreadable, the class of the change."""
+
+    idle_seconds: float | None
+    source_stored_tokens: int | None
+    model_switch_tokens: int | None
+    change_class: str | None
+    change_detail: str | None
+
+
+class _Columns:
+    """The requests frame built column by column: :meth:`add` appends a :class:`RequestRow`'s fields to
+    one list per column; :meth:`frame` makes the frame (plus ``_pos`` and ``_seq``) from the lists."""
+
+    __slots__ = ("_lists", "_names")
+
+    def __init__(self) -> None:
+        self._names = (*REQUEST_COLUMNS, "_pos", "_seq")
+        self._lists: tuple[list[Any], ...] = tuple([] for _ in self._names)
+
+    def __len__(self) -> int:
+        return len(self._lists[0])
+
+    def add(self, row: RequestRow, pos: int) -> None:
+        seq = len(self)
+        for column, value in zip(self._lists, (*attrs.astuple(row, recurse=False), pos, seq), strict=True):
+            column.append(value)
+
+    def frame(self) -> pl.DataFrame:
+        import polars as pl
+
+        schema = {**_schemas()[0], "_pos": pl.Int64, "_seq": pl.Int64}
+        return pl.DataFrame(dict(zip(self._names, self._lists, strict=True)), schema=schema)
+
+
+class _RunState:
+    """One analysis run (:func:`_run`) over a chunk of records, request after request: the cache (a
+    simulator over every session in the simulated view; each session's previous request in the
+    consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
+    and what the chunk produces (rows, composition, problems, notes' counts)."""
+
+    def __init__(self, ctx: _Context, pretokenized: Mapping[int, _Tokenized] | None) -> None:
+        from promptkit.cache.composition import CompositionRows
+        from promptkit.cache.simulator import CacheSimulator
+
+        self.ctx = ctx
+        self.model, self.view, self.timed = ctx.model, ctx.spec.view, ctx.spec.timed
+        self.pretokenized = pretokenized
+        self.writes_nothing = 0  # requests whose plan stores no cache entry
+        self.recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
+        self.problems: list[tuple[int, LoadProblem]] = []
+        self.mended: list[tuple[int, str]] = []
+        self.thinking: dict[str, int] = {}
+        self.memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.rows = _Columns()
+        self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
+        self.sim = CacheSimulator(self.model) if self.view == "simulated" else None
+        self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
+        self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
+        self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.cache.causes compares
+
+    def order(self, items: Sequence[tuple[int, RequestRecord]]) -> list[int]:
+        """The order the records are analyzed in: time (simulated view, all timed), else position."""
+        if self.view == "simulated" and self.timed:
+            return sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
+        return sorted(range(len(items)), key=lambda j: items[j][0])
+
+    def tokenized(
+        self, pos: int, record: RequestRecord
+    ) -> tuple[_Prepared, RequestTokenizer, TokenizedRequest] | None:
+        """The record prepared and tokenized (None, with a problem recorded, when it cannot be)."""
+        if self.pretokenized is not None:
+            prepared = _prepare(record)
+            rt, think = self.ctx.tokenizer_for(record)
+            result = self.pretokenized[pos]
+        else:
+            prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
+            rt = self.ctx.rt if think is None else self.ctx.thinking[think]
+        if think is not None:
+            self.thinking.setdefault(think, pos)
+        if result.mended:
+            self.mended.append((pos, _source_id(record)))
+        if isinstance(result.value, str):
+            self.problems.append((pos, LoadProblem(record.file, record.line, result.value)))
+            return None
+        return prepared, rt, result.value
+
+    def lookup(
+        self,
+        record: RequestRecord,
+        rt: RequestTokenizer,
+        tok: TokenizedRequest,
+        plan: CachePlan,
+        now: float | None,
+    ) -> tuple[CacheOutcome, _Stored | None]:
+        """The cache's outcome for the request, and (consecutive view) the session's previous request."""
+        import numpy as np
+
+        from promptkit.cache.simulator import consecutive_outcome
+
+        source_id = _source_id(record)
+        if self.sim is not None:
+            return self.sim.step(tok.tokens, plan, now, source_id), None
+        # a cache holding only what the session's previous request stored
+        prev = self.previous.get(record.session)
+        # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
+        # the lookup compares from there on only
+        shared = rt.shared_prefix if self.pretokenized is None else None
+        known = shared if shared is not None and prev is not None and shared[0] is prev.tokens else None
+        outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
+        self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
+        return outcome, prev
+
+    def source_facts(
+        self, outcome: CacheOutcome, plan: CachePlan, model_name: str | None, now: float | None
+    ) -> tuple[CacheOutcome, _Facts | None, int | None, float | None]:
+        """The facts of the request read from (or whose content was lost), the outcome with nothing read
+        when the model switched (the provider's cache is per model), the switch's tokens and the idle gap."""
+        src_id = outcome.source if outcome.source is not None else outcome.lost_source
+        src = self.facts.get(src_id) if src_id is not None else None
+        switched = None
+        if (
+            src is not None
+            and outcome.source is not None
+            and src.model != model_name
+            and outcome.cached_tokens > 0
+        ):
+            switched = outcome.cached_tokens
+            outcome = attrs.evolve(
+                outcome, cached_tokens=0, write_tokens=self.model.write_tokens(plan, 0), source=None
+            )
+        idle = None
+        if outcome.lost_source is not None and src is not None and src.at is not None and now is not None:
+            idle = now - src.at
+        return outcome, src, switched, idle
+
+    def divergence(
+        self,
+        p: _Prepared,
+        rt: RequestTokenizer,
+        tok: TokenizedRequest,
+        outcome: CacheOutcome,
+        prefix: int,
+        prompt_len: int,
+        prev: _Stored | None,
+    ) -> _Divergence:
+        """The divergence columns of a request whose prompt left the cached content at token ``prefix``."""
+        source_messages = self.bodies.get(outcome.source) if outcome.source is not None else None
+        message, role, anchor, key = _divergence(p, tok, prefix, source_messages)
+        if prev is not None:  # consecutive: the session's previous request is the only source
+            cached = prev.tokens if outcome.source == prev.source else None
+        else:
+            cached = self.recent_tokens.get(outcome.source) if outcome.source is not None else None
+        if cached is None or prefix >= len(cached):
+            return _Divergence(message, role, anchor, key, prefix)
+        decode = opaque_decoder(rt.decode)
+        end = min(prefix + EXCERPT_TOKENS, prompt_len)
+        return _Divergence(
+            message,
+            role,
+            anchor,
+            key,
+            prefix,
+            decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist()),
+            decode(tok.tokens[prefix:end].tolist()),
+        )
+
+    def remember(self, source_id: str, p: _Prepared, tok: TokenizedRequest, prev: _Stored | None) -> None:
+        """Keep what later requests look back at: the messages (and, simulated, the recent tokens)."""
+        if self.sim is not None:
+            self.bodies[source_id] = p.body["messages"]
+            self.recent_tokens[source_id] = tok.tokens
+            if len(self.recent_tokens) > _EXCERPT_SOURCES:
+                self.recent_tokens.popitem(last=False)
+            return
+        if prev is not None:  # perf: memory: a session needs only its predecessor's messages and facts
+            self.bodies.pop(prev.source, None)
+            self.facts.pop(prev.source, None)
+        self.bodies[source_id] = p.body["messages"]
+
+    def add(self, pos: int, record: RequestRecord) -> None:
+        """Analyze one record and add its row (or its problem)."""
+        done = self.tokenized(pos, record)
+        if done is None:
+            return
+        p, rt, tok = done
+        source_id = _source_id(record)
+        plan = self.model.plan(tok, p.body, p.layout)
+        if not plan.entries:
+            self.writes_nothing += 1
+        now = record.timestamp if self.timed else None
+        outcome, prev = self.lookup(record, rt, tok, plan, now)
+        model_name = record.request.get("model")
+        model_name = model_name if isinstance(model_name, str) else None
+        outcome, src, switched, idle = self.source_facts(outcome, plan, model_name, now)
+        self.facts[source_id] = _Facts(
+            p.body, model_name, now, max((e.length for e in plan.entries), default=0)
+        )
+        prompt_len = plan.prompt_len
+        prefix = min(outcome.prefix_tokens, prompt_len)
+        diverged = outcome.diverged and prefix < prompt_len
+        div = self.divergence(p, rt, tok, outcome, prefix, prompt_len, prev) if diverged else _Divergence()
+        self.remember(source_id, p, tok, prev)
+        change_class = change_detail = None
+        if switched is not None:
+            change_class, change_detail = "model_switch", f"{src.model if src else None} -> {model_name}"
+        elif diverged and src is not None:
+            from promptkit.cache.causes import classify_change
+
+            change_class, change_detail = classify_change(src.body, p.body, div.message, shifted=p.shifted)
+        causes = _Causes(
+            idle, src.stored_tokens if src is not None else None, switched, change_class, change_detail
+        )
+        self.rows.add(_request_row(record, tok, plan, outcome, div, causes, model_name), pos)
+        head = opaque_head_of(record)
+        self.composition.add(
+            record.session,
+            record.index,
+            p.body,
+            tok,
+            layout=p.layout,
+            shifted=p.shifted,
+            opaque=(head.tokens, head.key) if head is not None else None,
+            position=pos,
+        )
+
+    def partial(self) -> _Partial:
+        """What the run produced."""
+        _, comp_schema, _ = _schemas()
+        composition = self.composition.frame(comp_schema, position=True).rename({"_position": "_pos"})
+        return _Partial(
+            self.rows.frame(), composition, self.problems, self.writes_nothing, self.thinking, self.mended
+        )
+
+
+def _request_row(
+    record: RequestRecord,
+    tok: TokenizedRequest,
+    plan: CachePlan,
+    outcome: CacheOutcome,
+    div: _Divergence,
+    causes: _Causes,
+    model_name: str | None,
+) -> RequestRow:
+    """The row of a request: its record's figures, the cache's outcome, the divergence, the causes' facts."""
+    usage = record.usage
+    prompt_len = plan.prompt_len
+    miss_reason, missed = _provider_diagnostics(record.meta)
+    return RequestRow(
+        session=record.session,
+        index=record.index,
+        timestamp=record.timestamp,
+        prompt_tokens=prompt_len,
+        prefix_tokens=min(outcome.prefix_tokens, prompt_len),
+        predicted_cached_tokens=outcome.cached_tokens,
+        hit_ratio=outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
+        reported_prompt_tokens=usage.prompt_tokens if usage else None,
+        reported_cached_tokens=usage.cached_tokens if usage else None,
+        divergence_message=div.message,
+        divergence_role=div.role,
+        divergence_anchor=div.anchor,
+        divergence_key=div.key,
+        file=record.file,
+        line=record.line,
+        model=model_name,
+        completion_tokens=len(tok.tokens) - prompt_len if record.completion is not None else None,
+        reported_completion_tokens=usage.completion_tokens if usage else None,
+        predicted_cache_write_tokens=outcome.write_tokens,
+        reported_cache_write_tokens=usage.cache_write_tokens if usage else None,
+        divergence_token=div.token,
+        cached_source=outcome.source,
+        divergence_cached_text=div.cached_text,
+        divergence_prompt_text=div.prompt_text,
+        unexpired_cached_tokens=outcome.unexpired_cached_tokens,
+        unevicted_cached_tokens=outcome.unevicted_cached_tokens,
+        idle_seconds=causes.idle_seconds,
+        source_stored_tokens=causes.source_stored_tokens,
+        model_switch_tokens=causes.model_switch_tokens,
+        change_class=causes.change_class,
+        change_detail=causes.change_detail,
+        predicted_cache_write_1h_tokens=_write_1h(plan, outcome.cached_tokens)
+        if outcome.write_tokens is not None
+        else None,
+        reported_cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
+        provider_miss_reason=miss_reason,
+        provider_missed_tokens=missed,
+    )
+
+
 def _run(
     ctx: _Context,
     items: Sequence[tuple[int, RequestRecord]],
@@ -713,198 +1060,18 @@ def _run(
 ) -> _Partial:
     """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
     record of the group in the simulated view. ``pretokenized`` holds phase 1's tokens by position."""
-    import numpy as np
-    import polars as pl
-
-    from promptkit.cache.composition import CompositionRows
-    from promptkit.cache.simulator import CacheSimulator, consecutive_outcome
-
-    model, view, timed = ctx.model, ctx.spec.view, ctx.spec.timed
-    writes_nothing = 0  # requests whose plan stores no cache entry
-    recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens, for excerpts
-    problems: list[tuple[int, LoadProblem]] = []
-    mended: list[tuple[int, str]] = []
-    thinking: dict[str, int] = {}
-    memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
-
-    if view == "simulated" and timed:
-        order = sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
-    else:
-        order = sorted(range(len(items)), key=lambda j: items[j][0])
-
-    req_schema, comp_schema, _ = _schemas()
-    out: list[dict[str, Any]] = []
-    comp_rows = CompositionRows()  # perf: numpy rows per request, strings as codes
-    global_sim = CacheSimulator(model) if view == "simulated" else None
-    previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
-    bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
-    # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
-    facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
-
-    bar: Any = order
+    state = _RunState(ctx, pretokenized)
+    order: Iterable[int] = state.order(items)
+    bar: Any = None
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
         from tqdm.auto import tqdm
 
-        bar = tqdm(order, total=len(order), desc=f"analyze ({view})", unit="req", delay=0.5)
-    for j in bar:
-        pos, record = items[j]
-        if pretokenized is not None:
-            prepared = _prepare(record)
-            rt, think = ctx.tokenizer_for(record)
-            result = pretokenized[pos]
-        else:
-            prepared, result, think = _tokenize_one(ctx, record, memo)
-            rt = ctx.rt if think is None else ctx.thinking[think]
-        if think is not None:
-            thinking.setdefault(think, pos)
-        if result[1]:
-            mended.append((pos, _source_id(record)))
-        if isinstance(result[0], str):
-            problems.append((pos, LoadProblem(record.file, record.line, result[0])))
-            continue
-        tok = result[0]
-        source_id = _source_id(record)
-        plan = model.plan(tok, prepared.body, prepared.layout)
-        if not plan.entries:
-            writes_nothing += 1
-        now = record.timestamp if timed else None
-        prev = None
-        if global_sim is not None:
-            outcome = global_sim.step(tok.tokens, plan, now, source_id)
-        else:  # a cache holding only what the session's previous request stored
-            prev = previous.get(record.session)
-            # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from
-            # it): the lookup compares from there on only
-            shared = rt.shared_prefix if pretokenized is None else None
-            known = shared if shared is not None and prev is not None and shared[0] is prev[0] else None
-            outcome = consecutive_outcome(model, prev, tok.tokens, plan, now, known=known)
-            previous[record.session] = (np.asarray(tok.tokens), plan, now, source_id)
-
-        prompt_len = plan.prompt_len
-        # -- causes facts (promptkit.cache.causes): model switch, expiry / eviction, class of change
-        model_name = record.request.get("model")
-        model_name = model_name if isinstance(model_name, str) else None
-        src_id = outcome.source if outcome.source is not None else outcome.lost_source
-        src = facts.get(src_id) if src_id is not None else None
-        switched = None
-        if (
-            src is not None
-            and outcome.source is not None
-            and src[1] != model_name
-            and outcome.cached_tokens > 0
-        ):
-            switched = outcome.cached_tokens  # the provider's cache is per model: nothing of it is read
-            outcome = attrs.evolve(
-                outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
-            )
-        idle = (
-            now - src[2]
-            if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
-            else None
-        )
-        facts[source_id] = (
-            prepared.body,
-            model_name,
-            now,
-            max((e.length for e in plan.entries), default=0),
-        )
-        prefix = min(outcome.prefix_tokens, prompt_len)
-        d_msg = d_role = d_slot = d_key = d_tok = None
-        d_cached_text: str | None = None
-        d_prompt_text: str | None = None
-        if outcome.diverged and prefix < prompt_len:
-            d_tok = prefix
-            source_messages = bodies.get(outcome.source) if outcome.source is not None else None
-            d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
-            if prev is not None:  # consecutive: the session's previous request is the only source
-                cached = prev[0] if outcome.source == prev[3] else None
-            else:
-                cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
-            if cached is not None and prefix < len(cached):
-                decode = opaque_decoder(rt.decode)
-                d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
-                d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
-        if global_sim is not None:
-            bodies[source_id] = prepared.body["messages"]
-            recent_tokens[source_id] = tok.tokens
-            if len(recent_tokens) > _EXCERPT_SOURCES:
-                recent_tokens.popitem(last=False)
-        else:  # perf: memory: a session's requests need only their predecessor's messages and facts
-            if prev is not None:
-                bodies.pop(prev[3], None)
-                facts.pop(prev[3], None)
-            bodies[source_id] = prepared.body["messages"]
-        usage = record.usage
-        change_class = change_detail = None
-        if switched is not None:
-            change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"
-        elif outcome.diverged and prefix < prompt_len and src is not None:
-            from promptkit.cache.causes import classify_change
-
-            change_class, change_detail = classify_change(
-                src[0], prepared.body, d_msg, shifted=prepared.shifted
-            )
-        miss_reason, missed = _provider_diagnostics(record.meta)
-        out.append(
-            {
-                "session": record.session,
-                "index": record.index,
-                "timestamp": record.timestamp,
-                "prompt_tokens": prompt_len,
-                "prefix_tokens": prefix,
-                "predicted_cached_tokens": outcome.cached_tokens,
-                "hit_ratio": outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
-                "reported_prompt_tokens": usage.prompt_tokens if usage else None,
-                "reported_cached_tokens": usage.cached_tokens if usage else None,
-                "divergence_message": d_msg,
-                "divergence_role": d_role,
-                "divergence_anchor": d_slot,
-                "divergence_key": d_key,
-                "file": record.file,
-                "line": record.line,
-                "model": model_name,
-                "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
-                "reported_completion_tokens": usage.completion_tokens if usage else None,
-                "predicted_cache_write_tokens": outcome.write_tokens,
-                "reported_cache_write_tokens": usage.cache_write_tokens if usage else None,
-                "divergence_token": d_tok,
-                "cached_source": outcome.source,
-                "divergence_cached_text": d_cached_text,
-                "divergence_prompt_text": d_prompt_text,
-                "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
-                "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
-                "idle_seconds": idle,
-                "source_stored_tokens": src[3] if src is not None else None,
-                "model_switch_tokens": switched,
-                "change_class": change_class,
-                "change_detail": change_detail,
-                "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
-                if outcome.write_tokens is not None
-                else None,
-                "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
-                "provider_miss_reason": miss_reason,
-                "provider_missed_tokens": missed,
-                "_pos": pos,
-                "_seq": len(out),
-            }
-        )
-        head = opaque_head_of(record)
-        comp_rows.add(
-            record.session,
-            record.index,
-            prepared.body,
-            tok,
-            layout=prepared.layout,
-            shifted=prepared.shifted,
-            opaque=(head.tokens, head.key) if head is not None else None,
-            position=pos,
-        )
-    if progress:
+        order = bar = tqdm(order, total=len(items), desc=f"analyze ({state.view})", unit="req", delay=0.5)
+    for j in order:
+        state.add(*items[j])
+    if bar is not None:
         bar.close()
-    schema = {**req_schema, "_pos": pl.Int64, "_seq": pl.Int64}
-    requests = pl.DataFrame(out, schema=schema, orient="row")
-    composition = comp_rows.frame(comp_schema, position=True).rename({"_position": "_pos"})
-    return _Partial(requests, composition, problems, writes_nothing, thinking, mended)
+    return state.partial()
 
 
 def _take_frames(partials: Sequence[_Partial], name: str) -> list[pl.DataFrame]:
