@@ -546,6 +546,14 @@ class _Context:
         self.rt = RequestTokenizer(render_spec, tok_spec, reject_surrogates=True, **bound)
         self.thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
 
+    @property
+    def tokenizer_name(self) -> str:
+        return _name_of(self.rt.tokenizer)
+
+    @property
+    def render_name(self) -> str:
+        return _name_of(self.rt.render_model)
+
     def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
         """The request tokenizer for ``record`` and the thinking render's name when it is one: the
         provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
@@ -560,6 +568,18 @@ class _Context:
 
             self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
         return self.thinking[name], name
+
+
+@attrs.frozen(slots=True)
+class _Described:
+    """What :func:`_finish` reads of a :class:`_Context`, without a tokenizer loaded (a coordinator
+    whose workers did the tokenizing only names it)."""
+
+    spec: _Spec
+    profile: ProviderProfile
+    model: CacheModel
+    tokenizer_name: str
+    render_name: str
 
 
 _CONTEXTS: dict[bytes, _Context] = {}  # per process: worker processes rebuild a context once
@@ -690,36 +710,36 @@ def _tokenize_chunk(
     return out
 
 
-def _undelta(
-    shipped: Mapping[int, tuple[_TokenDelta | str, bool]], items: Sequence[tuple[int, RequestRecord]]
-) -> dict[int, _Tokenized]:
-    """Phase 2's tokens from phase 1's delta streams (each session's requests in position order)."""
-    import numpy as np
+class _Undelta:
+    """Phase 2's tokens from phase 1's delta streams, rebuilt as phase 2 asks for them: a request's
+    tokens are its session's previous tokenized request's first ``shared`` tokens and its ``tail``.
+    Only each session's latest tokens are held (phase 2 takes a session's requests in its order), not
+    every request's."""
 
-    from promptkit.cache.tokenize import TokenizedRequest
+    __slots__ = ("_last", "_shipped")
 
-    tokens_at: dict[int, np.ndarray] = {}
-    last_of: dict[str, int] = {}
-    out: dict[int, _Tokenized] = {}
-    for pos, record in sorted(items, key=lambda t: t[0]):
-        delta, mended = shipped[pos]
+    def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
+        self._shipped = shipped
+        self._last: dict[str, np.ndarray] = {}
+
+    def take(self, pos: int, session: str) -> _Tokenized:
+        """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
+        import numpy as np
+
+        from promptkit.cache.tokenize import TokenizedRequest
+
+        delta, mended = self._shipped.pop(pos)
         if isinstance(delta, str):
-            out[pos] = _Tokenized(delta, mended)
-            continue
-        head = tokens_at[delta.base][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
+            return _Tokenized(delta, mended)
+        head = self._last[session][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
         tokens = np.concatenate((head, delta.tail.astype(np.int64)))
-        previous = last_of.get(record.session)
-        if previous is not None:
-            tokens_at.pop(previous, None)  # a session's stream refers only to its previous request
-        tokens_at[pos] = tokens
-        last_of[record.session] = pos
-        out[pos] = _Tokenized(
+        self._last[session] = tokens
+        return _Tokenized(
             TokenizedRequest(
                 tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
             ),
             mended,
         )
-    return out
 
 
 def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
@@ -804,7 +824,7 @@ class _RunState:
     consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
     and what the chunk produces (rows, composition, problems, notes' counts)."""
 
-    def __init__(self, ctx: _Context, pretokenized: Mapping[int, _Tokenized] | None) -> None:
+    def __init__(self, ctx: _Context, pretokenized: _Undelta | None) -> None:
         from promptkit.cache.composition import CompositionRows
         from promptkit.cache.simulator import CacheSimulator
 
@@ -837,7 +857,7 @@ class _RunState:
         if self.pretokenized is not None:
             prepared = _prepare(record)
             rt, think = self.ctx.tokenizer_for(record)
-            result = self.pretokenized[pos]
+            result = self.pretokenized.take(pos, record.session)
         else:
             prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
             rt = self.ctx.rt if think is None else self.ctx.thinking[think]
@@ -1055,7 +1075,7 @@ def _request_row(
 def _run(
     ctx: _Context,
     items: Sequence[tuple[int, RequestRecord]],
-    pretokenized: Mapping[int, _Tokenized] | None = None,
+    pretokenized: _Undelta | None = None,
     progress: bool = False,
 ) -> _Partial:
     """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
@@ -1101,7 +1121,7 @@ def _by_position(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def _finish(
-    ctx: _Context, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
+    ctx: _Context | _Described, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
 ) -> AnalysisResult:
     """One group's result from its chunks: frames in record order, problems and notes."""
     import polars as pl
@@ -1191,8 +1211,8 @@ def _finish(
         composition=composition.drop("_pos"),
         problems=problem_frame,
         provider=profile.name,
-        tokenizer=_name_of(ctx.rt.tokenizer),
-        render=_name_of(ctx.rt.render_model),
+        tokenizer=ctx.tokenizer_name,
+        render=ctx.render_name,
         cache_model=model,
         view=view,
         notes=tuple(notes),
@@ -1247,9 +1267,7 @@ def _analyze_group(
     shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
         shipped.update(part)
-    tokenized = _undelta(shipped, items)
-    del shipped
-    return _finish(ctx, [_run(ctx, items, tokenized, progress=progress)], load_problems, len(items))
+    return _finish(ctx, [_run(ctx, items, _Undelta(shipped), progress=progress)], load_problems, len(items))
 
 
 #: The provider assumed for records whose provider nothing in the log recognises.
