@@ -592,7 +592,9 @@ def _context_for(spec: _Spec) -> _Context:
     if key not in _CONTEXTS:
         _CONTEXTS.clear()
         _CONTEXTS[key] = _Context(spec)
-    return _CONTEXTS[key]
+    ctx = _CONTEXTS[key]
+    ctx.spec = spec  # the same but for ``timed``, which a context made for another analysis may differ in
+    return ctx
 
 
 @attrs.define(slots=True, eq=False)
@@ -1353,6 +1355,35 @@ def analyze_requests(
     if not isinstance(view, str) or view not in VIEWS:
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        return _analyze_records(
+            records,
+            executor,
+            provider=provider,
+            tokenizer=tokenizer,
+            render=render,
+            cache_model=cache_model,
+            view=view,
+            progress=progress,
+        )
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+def _analyze_records(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+    executor: Executor | None,
+    *,
+    provider: str | ProviderProfile | None,
+    tokenizer: Any,
+    render: Any,
+    cache_model: str | CacheModel | None,
+    view: str,
+    progress: bool,
+) -> AnalysisResult:
+    """:func:`analyze_requests` on ``executor`` (None: in this process)."""
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
     groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
@@ -1368,28 +1399,23 @@ def analyze_requests(
         notes.append(_defaulted_note(len(defaulted)))
     if not groups:
         groups[provider if provider is not None else DEFAULT_PROVIDER] = []
-    executor = make_executor(engine, jobs, client=client)
-    try:
-        results = [
-            _analyze_group(
-                items,
-                load_problems if i == 0 else [],
-                _Spec(
-                    name,
-                    tokenizer,
-                    render,
-                    cache_model,
-                    view,
-                    bool(items) and all(r.timestamp is not None for _, r in items),
-                ),
-                executor=executor,
-                progress=progress,
-            )
-            for i, (name, items) in enumerate(groups.items())
-        ]
-    finally:
-        if executor is not None:
-            executor.close()
+    results = [
+        _analyze_group(
+            items,
+            load_problems if i == 0 else [],
+            _Spec(
+                name,
+                tokenizer,
+                render,
+                cache_model,
+                view,
+                bool(items) and all(r.timestamp is not None for _, r in items),
+            ),
+            executor=executor,
+            progress=progress,
+        )
+        for i, (name, items) in enumerate(groups.items())
+    ]
     return _combine(results, notes, view)
 
 
@@ -1534,6 +1560,46 @@ def analyze(
         )
     if stream:
         return _analyze_stream(paths, fmt, **kwargs)
+    if kwargs.get("jobs", 1) != 1 or kwargs.get("engine", "local") != "local":
+        return _analyze_by_file(paths, fmt, **kwargs)
     with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
         loaded = read_logs(paths, format=fmt)
     return analyze_requests(loaded, **kwargs)
+
+
+def _analyze_by_file(
+    paths: Any,
+    fmt: Any,
+    *,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    client: Any = None,
+) -> AnalysisResult:
+    """:func:`analyze` on workers, one task per log file (:func:`~promptkit.cache.filetasks.analyze_files`),
+    or, when a session spans files, by loading the records here and shipping them by session."""
+    from promptkit.cache.executors import make_executor
+    from promptkit.cache.filetasks import analyze_files
+
+    if not isinstance(view, str) or view not in VIEWS:
+        raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_arguments((), provider=provider, progress=progress)
+    settings: dict[str, Any] = dict(
+        provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
+    )
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        if executor is not None:
+            result = analyze_files(paths, executor=executor, format=fmt, **settings)
+            if result is not None:
+                return result
+        loaded = read_logs(paths, format=fmt)
+        return _analyze_records(loaded, executor, progress=progress, **settings)
+    finally:
+        if executor is not None:
+            executor.close()

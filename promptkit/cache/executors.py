@@ -39,6 +39,10 @@ class Executor(Protocol):
 
     def map(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[Any]: ...
 
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Start ``fn(*args)``; the returned future's ``result()`` waits for it."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -68,6 +72,10 @@ class ProcessPool:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Start ``fn(*args)`` in a worker: a ``concurrent.futures.Future``."""
+        return self._pool.submit(fn, *args)
 
     def close(self) -> None:
         """Shut the worker processes down."""
@@ -123,6 +131,10 @@ class DaskExecutor:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Start ``fn(*args)`` on the cluster: a ``distributed.Future``."""
+        return self.client.submit(fn, *args, pure=False)
 
     def close(self) -> None:
         """Close the client and cluster this executor started (not one it was given)."""
