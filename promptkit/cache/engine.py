@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.cache.executors import Executor
     from promptkit.cache.models import CachePlan
     from promptkit.cache.simulator import CacheOutcome
-    from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
+    from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
 
 __all__ = [
     "COMPOSITION_COLUMNS",
@@ -715,27 +715,28 @@ def _tokenize_chunk(
 class _Undelta:
     """Phase 2's tokens from phase 1's delta streams, rebuilt as phase 2 asks for them: a request's
     tokens are its session's previous tokenized request's first ``shared`` tokens and its ``tail``.
-    Only each session's latest tokens are held (phase 2 takes a session's requests in its order), not
-    every request's."""
+    memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
+    (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
     __slots__ = ("_last", "_shipped")
 
     def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
         self._shipped = shipped
-        self._last: dict[str, np.ndarray] = {}
+        self._last: dict[str, _TokenBuffer] = {}
 
     def take(self, pos: int, session: str) -> _Tokenized:
         """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
         import numpy as np
 
-        from promptkit.cache.tokenize import TokenizedRequest
+        from promptkit.cache.tokenize import TokenizedRequest, _TokenBuffer
 
         delta, mended = self._shipped.pop(pos)
         if isinstance(delta, str):
             return _Tokenized(delta, mended)
-        head = self._last[session][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
-        tokens = np.concatenate((head, delta.tail.astype(np.int64)))
-        self._last[session] = tokens
+        buffer = self._last.get(session) if delta.base is not None else None
+        tokens, self._last[session], _ = _TokenBuffer.extend(
+            buffer, delta.shared if buffer is not None else 0, delta.tail.astype(np.int64)
+        )
         return _Tokenized(
             TokenizedRequest(
                 tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends

@@ -98,6 +98,7 @@ class _FilePiece:
     reordered: tuple[str, ...]
     defaulted: tuple[str, ...]
     groups: tuple[_GroupPiece, ...]
+    loaded: tuple[RequestRecord, ...] = ()  # simulated view: the records, pickled together (below)
 
 
 def _to_ipc(frame: pl.DataFrame) -> bytes:
@@ -194,7 +195,14 @@ def _file_task(
         groups.setdefault(name, []).append((k, r))
     pieces = tuple(_group_piece(options, key, items, key in untimed) for key, items in groups.items())
     sessions = tuple(dict.fromkeys(r.session for r in records))
-    return _FilePiece(len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces)
+    # simulated view: the records go back for phase 2 (the messages a divergence is read from). One
+    # pickle holds them all, and the loader interned each session's repeated messages (and tools): each
+    # message object is serialized once, so what is shipped grows with the new content, not with the
+    # prompts (a log that repeats the conversation on every line is parsed here, once)
+    loaded = tuple(records) if options.view != "consecutive" else ()
+    return _FilePiece(
+        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded
+    )
 
 
 def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
@@ -254,16 +262,8 @@ def analyze_files(
     options = _Options(provider, tokenizer, render, cache_model, view)
     files, notes = _tasks(paths, format)
     todo = [(k, path, fmt) for k, (path, fmt, _) in enumerate(files) if fmt is not None]
-    if view == "consecutive":
-        results = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
-        pieces = dict(zip((k for k, _, _ in todo), results, strict=True))
-        loaded = None
-    else:  # the workers tokenize while this process reads the records phase 2 needs
-        from promptkit.formats import read_logs
-
-        futures = [(k, executor.submit(_file_task, options, path, fmt)) for k, path, fmt in todo]
-        loaded = read_logs(paths, format=format)
-        pieces = {k: future.result() for k, future in futures}
+    results = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
+    pieces = dict(zip((k for k, _, _ in todo), results, strict=True))
     seen: set[str] = set()
     for piece in pieces.values():
         if seen.intersection(piece.sessions):
@@ -273,7 +273,7 @@ def analyze_files(
         return None
     if view == "consecutive":
         _retime(pieces, files, options, executor)
-    return _assemble(pieces, files, notes, options, loaded)
+    return _assemble(pieces, files, notes, options)
 
 
 def _retime(
@@ -302,7 +302,6 @@ def _assemble(
     files: list[tuple[str, LogFormat | None, LoadProblem | None]],
     notes: list[str],
     options: _Options,
-    loaded: Any,
 ) -> AnalysisResult:
     """The result from the files' pieces: each group's frames finished in load order, then joined."""
     from promptkit.cache.engine import _combine, _defaulted_note
@@ -312,6 +311,7 @@ def _assemble(
     reordered: list[str] = []
     defaulted: set[str] = set()
     groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
+    loaded: list[RequestRecord] = []  # simulated view: the records in load order
     offset = 0
     for k, (_, _, sniffed) in enumerate(files):
         if sniffed is not None:
@@ -321,6 +321,7 @@ def _assemble(
             continue
         problems.extend(piece.problems)
         reordered.extend(piece.reordered)
+        loaded.extend(piece.loaded)
         defaulted.update(piece.defaulted)
         for group in piece.groups:
             groups.setdefault(group.key, []).append((offset, group))
@@ -341,7 +342,7 @@ def _finish_group(
     parts: list[tuple[int, _GroupPiece]],
     problems: list[LoadProblem],
     options: _Options,
-    loaded: Any,
+    loaded: list[RequestRecord],
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
     their token deltas (simulated)."""
@@ -358,7 +359,7 @@ def _finish_group(
 
 
 def _simulate(
-    spec: Any, parts: list[tuple[int, _GroupPiece]], problems: list[LoadProblem], loaded: Any
+    spec: Any, parts: list[tuple[int, _GroupPiece]], problems: list[LoadProblem], loaded: list[RequestRecord]
 ) -> AnalysisResult:
     """Phase 2 of the simulated view over one group: the ordered cache simulation in this process."""
     from promptkit.cache.engine import _Context, _finish, _run, _Undelta
@@ -367,6 +368,6 @@ def _simulate(
     for offset, group in parts:
         assert group.deltas is not None
         shipped.update((pos + offset, value) for pos, value in group.deltas.items())
-    items = [(k, r) for k, r in enumerate(loaded.records) if k in shipped]
+    items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
     ctx = _Context(spec)
     return _finish(ctx, [_run(ctx, items, _Undelta(shipped))], problems, len(items))
