@@ -58,6 +58,31 @@ def _digest(result: Any) -> str:
     return h.hexdigest()
 
 
+def _proc(pid: int) -> tuple[float, int]:
+    """CPU seconds (user + system) and peak RSS (kB) of a live process, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    status = Path(f"/proc/{pid}/status").read_text()
+    peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+    return cpu, peak
+
+
+def _pool_usage(pool: Any) -> tuple[float, int] | None:
+    """The CPU seconds of a local pool's workers and of the fork server they came from (its imports),
+    and the largest worker's peak RSS (kB), read before the pool shuts down (forked workers are not
+    this process' children: ``RUSAGE_CHILDREN`` does not see them). None without ``/proc``."""
+    import multiprocessing.forkserver as fs
+
+    if not Path("/proc/self/stat").exists():
+        return None
+    pids = list(pool._pool._processes)
+    server = getattr(fs._forkserver, "_forkserver_pid", None)
+    usage = [_proc(pid) for pid in pids]
+    cpu = sum(c for c, _ in usage) + (_proc(server)[0] if server else 0.0)
+    return cpu, max(peak for _, peak in usage)
+
+
 def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> dict[str, Any]:
     """One configuration in this (fresh) process: ``jobs=1``, ``pool N`` or ``dask N``."""
     from promptkit.cache.engine import _analyze_records, analyze
@@ -92,8 +117,15 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
             result = analyze_files(corpus, executor=executor, view=view, **options)
             if result is None:  # a session spans files: the records plan
                 result = _analyze_records(
-                    read_logs(corpus), executor, view=view, progress=False, render=None, cache_model=None, **options
+                    read_logs(corpus),
+                    executor,
+                    view=view,
+                    progress=False,
+                    render=None,
+                    cache_model=None,
+                    **options,
                 )
+            pool_usage = _pool_usage(executor) if kind == "pool" else None
         finally:
             executor.close()
     wall = time.perf_counter() - t
@@ -101,6 +133,8 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     coordinator = _cpu(self1) - _cpu(self0)
     workers = _cpu(children1) - _cpu(children0)
     worker_rss = children1.ru_maxrss
+    if kind == "pool" and pool_usage is not None:
+        workers, worker_rss = pool_usage
     if client is not None:
         after = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
         workers = sum(after[w] - workers_before[w] for w in after)
@@ -149,7 +183,9 @@ def main(argv: list[str] | None = None) -> None:
     from corpus import write_corpus
 
     jobs = [int(j) for j in args.jobs.split(",")]
-    configs = ["jobs 1"] + [f"pool {n}" for n in jobs] + ([f"dask {n}" for n in jobs if n > 1] if args.dask else [])
+    configs = (
+        ["jobs 1"] + [f"pool {n}" for n in jobs] + ([f"dask {n}" for n in jobs if n > 1] if args.dask else [])
+    )
     with tempfile.TemporaryDirectory() as tmp:
         corpus = args.corpus
         if corpus is None:
@@ -169,7 +205,9 @@ def main(argv: list[str] | None = None) -> None:
                 assert all(r["digest"] == base["digest"] for r in runs), f"{view} {config}: results differ"
                 cpu = best["coordinator_cpu"] + best["worker_cpu"]
                 share = best["coordinator_cpu"] / cpu if config != "jobs 1" else 1.0
-                worker = f"{best['worker_rss_mb']:>9,.0f}" if best["worker_rss_mb"] is not None else f"{'-':>9}"
+                worker = (
+                    f"{best['worker_rss_mb']:>9,.0f}" if best["worker_rss_mb"] is not None else f"{'-':>9}"
+                )
                 print(
                     f"{view:<12} {config:<8} {best['wall']:>7.2f} {base['wall'] / best['wall']:>7.2f}x "
                     f"{cpu:>7.2f} {share:>11.1%} {best['coordinator_rss_mb']:>9,.0f} {worker}",
