@@ -663,10 +663,10 @@ class _TokenDelta:
     base: int | None
     shared: int
     tail: np.ndarray
-    message_starts: tuple[int, ...]
+    message_starts: np.ndarray  # memory: int32 arrays, not tuples of int objects (made at phase 2)
     header_len: int
     prompt_len: int
-    message_ends: tuple[int, ...] | None
+    message_ends: np.ndarray | None
 
 
 def _tokenize_chunk(
@@ -701,10 +701,10 @@ def _tokenize_chunk(
                 base,
                 shared,
                 tail,
-                result.message_starts,
+                np.asarray(result.message_starts, dtype=np.int32),
                 result.header_len,
                 result.prompt_len,
-                result.message_ends,
+                None if result.message_ends is None else np.asarray(result.message_ends, dtype=np.int32),
             ),
             mended,
         )

@@ -368,6 +368,7 @@ def _simulate(
     for offset, group in parts:
         assert group.deltas is not None
         shipped.update((pos + offset, value) for pos, value in group.deltas.items())
+        group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
     items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
     ctx = _Context(spec)
     return _finish(ctx, [_run(ctx, items, _Undelta(shipped))], problems, len(items))
