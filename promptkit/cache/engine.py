@@ -1124,7 +1124,10 @@ def _by_position(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def _finish(
-    ctx: _Context | _Described, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
+    ctx: _Context | _Described,
+    partials: Sequence[_Partial],
+    load_problems: Sequence[LoadProblem],
+    records: int,
 ) -> AnalysisResult:
     """One group's result from its chunks: frames in record order, problems and notes."""
     import polars as pl

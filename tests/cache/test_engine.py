@@ -648,7 +648,9 @@ def test_request_row_is_the_frame_schema() -> None:
     from promptkit.cache.engine import RequestRow
 
     result = analyze("fixtures/real-logs/deepseek", view="simulated")
-    assert tuple(result.requests.columns) == REQUEST_COLUMNS == tuple(f.name for f in attrs.fields(RequestRow))
+    assert (
+        tuple(result.requests.columns) == REQUEST_COLUMNS == tuple(f.name for f in attrs.fields(RequestRow))
+    )
     kinds = {pl.String: "s", pl.Int64: "i", pl.Float64: "f"}
     assert "".join(kinds[t] for t in result.requests.dtypes) == "sifiiifiiissssisiiiiisssiifiissiisi"
     row = RequestRow(session="s", index=3, prompt_tokens=10)
