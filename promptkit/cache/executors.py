@@ -52,6 +52,9 @@ _PRELOAD: tuple[str, ...] = (
     "promptkit.cache.engine",
     "promptkit.cache.filetasks",
     "promptkit.cache.tokenize",
+    "promptkit.cache.simulator",
+    "promptkit.formats",
+    "tiktoken",
     "polars",
 )
 
