@@ -554,20 +554,34 @@ class _Context:
     def render_name(self) -> str:
         return _name_of(self.rt.render_model)
 
+    def thinking_name(self, record: RequestRecord) -> str | None:
+        return _thinking_name(self.spec, self.profile, record)
+
+    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
+        """The request tokenizer of the render ``think`` (None: the profile's)."""
+        return self.rt if think is None else self.tokenizer_for_render(think)
+
     def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
-        """The request tokenizer for ``record`` and the thinking render's name when it is one: the
-        provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
-        ``thinking: {"type": "enabled"}``) unless a render model was given."""
-        if self.spec.render is not None or self.profile.thinking_render is None:
-            return self.rt, None
-        name = self.profile.thinking_render(record.request)
-        if name is None:
-            return self.rt, None
+        """The request tokenizer for ``record`` and the thinking render's name when it is one (see
+        :func:`_thinking_name`)."""
+        name = _thinking_name(self.spec, self.profile, record)
+        return (self.rt, None) if name is None else (self.tokenizer_for_render(name), name)
+
+    def tokenizer_for_render(self, name: str) -> RequestTokenizer:
+        """The request tokenizer of the thinking render ``name``, made on first use."""
         if name not in self.thinking:
             from promptkit.cache.tokenize import RequestTokenizer  # perf: imported once a render is made
 
             self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
-        return self.thinking[name], name
+        return self.thinking[name]
+
+
+def _thinking_name(spec: _Spec, profile: ProviderProfile, record: RequestRecord) -> str | None:
+    """The provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
+    ``thinking: {"type": "enabled"}``) unless a render model was given; None for any other call."""
+    if spec.render is not None or profile.thinking_render is None:
+        return None
+    return profile.thinking_render(record.request)
 
 
 @attrs.frozen(slots=True)
@@ -580,6 +594,13 @@ class _Described:
     model: CacheModel
     tokenizer_name: str
     render_name: str
+
+    def thinking_name(self, record: RequestRecord) -> str | None:
+        return _thinking_name(self.spec, self.profile, record)
+
+    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
+        """None: no tokenizer here (:class:`_RunState` leaves the excerpts to decode elsewhere)."""
+        return None
 
 
 _CONTEXTS: dict[bytes, _Context] = {}  # per process: worker processes rebuild a context once
@@ -745,6 +766,19 @@ class _Undelta:
         )
 
 
+def _decode_excerpts(
+    spec: _Spec, excerpts: Sequence[tuple[str | None, list[int], list[int]]]
+) -> list[tuple[str, str]]:
+    """Decode divergence excerpts ``(thinking render, cached ids, prompt ids)`` (runs in a worker,
+    whose tokenizer is loaded: the coordinator of a parallel simulated view loads none)."""
+    ctx = _context_for(spec)
+    out = []
+    for think, cached, prompt in excerpts:
+        decode = opaque_decoder(ctx.request_tokenizer(think).decode)  # type: ignore[union-attr]
+        out.append((decode(cached), decode(prompt)))
+    return out
+
+
 def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
     """The consecutive view of whole sessions (runs in a worker)."""
     return _run(_context_for(spec), items)
@@ -809,6 +843,9 @@ class _Columns:
     def __len__(self) -> int:
         return len(self._lists[0])
 
+    def set(self, row: int, name: str, value: Any) -> None:
+        self._lists[self._names.index(name)][row] = value
+
     def add(self, row: RequestRow, pos: int) -> None:
         seq = len(self)
         for column, value in zip(self._lists, (*attrs.astuple(row, recurse=False), pos, seq), strict=True):
@@ -827,7 +864,7 @@ class _RunState:
     consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
     and what the chunk produces (rows, composition, problems, notes' counts)."""
 
-    def __init__(self, ctx: _Context, pretokenized: _Undelta | None) -> None:
+    def __init__(self, ctx: _Context | _Described, pretokenized: _Undelta | None) -> None:
         from promptkit.cache.composition import CompositionRows
         from promptkit.cache.simulator import CacheSimulator
 
@@ -846,6 +883,9 @@ class _RunState:
         self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
         self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
         self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.cache.causes compares
+        # without a tokenizer here (a coordinator whose workers tokenized): the divergences' token ids,
+        # decoded elsewhere (row, thinking render, cached ids, prompt ids); see set_excerpts
+        self.excerpts: list[tuple[int, str | None, list[int], list[int]]] = []
 
     def order(self, items: Sequence[tuple[int, RequestRecord]]) -> list[int]:
         """The order the records are analyzed in: time (simulated view, all timed), else position."""
@@ -855,15 +895,18 @@ class _RunState:
 
     def tokenized(
         self, pos: int, record: RequestRecord
-    ) -> tuple[_Prepared, RequestTokenizer, TokenizedRequest] | None:
-        """The record prepared and tokenized (None, with a problem recorded, when it cannot be)."""
+    ) -> tuple[_Prepared, RequestTokenizer | None, TokenizedRequest, str | None] | None:
+        """The record prepared and tokenized, its request tokenizer (None: none here) and thinking
+        render (None, with a problem recorded, when it cannot be tokenized)."""
         if self.pretokenized is not None:
             prepared = _prepare(record)
-            rt, think = self.ctx.tokenizer_for(record)
+            think = self.ctx.thinking_name(record)
+            rt = self.ctx.request_tokenizer(think)
             result = self.pretokenized.take(pos, record.session)
         else:
+            assert isinstance(self.ctx, _Context)
             prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
-            rt = self.ctx.rt if think is None else self.ctx.thinking[think]
+            rt = self.ctx.request_tokenizer(think)
         if think is not None:
             self.thinking.setdefault(think, pos)
         if result.mended:
@@ -871,12 +914,12 @@ class _RunState:
         if isinstance(result.value, str):
             self.problems.append((pos, LoadProblem(record.file, record.line, result.value)))
             return None
-        return prepared, rt, result.value
+        return prepared, rt, result.value, think
 
     def lookup(
         self,
         record: RequestRecord,
-        rt: RequestTokenizer,
+        rt: RequestTokenizer | None,
         tok: TokenizedRequest,
         plan: CachePlan,
         now: float | None,
@@ -893,7 +936,7 @@ class _RunState:
         prev = self.previous.get(record.session)
         # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
         # the lookup compares from there on only
-        shared = rt.shared_prefix if self.pretokenized is None else None
+        shared = rt.shared_prefix if self.pretokenized is None and rt is not None else None
         known = shared if shared is not None and prev is not None and shared[0] is prev.tokens else None
         outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
         self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
@@ -925,7 +968,8 @@ class _RunState:
     def divergence(
         self,
         p: _Prepared,
-        rt: RequestTokenizer,
+        rt: RequestTokenizer | None,
+        think: str | None,
         tok: TokenizedRequest,
         outcome: CacheOutcome,
         prefix: int,
@@ -941,17 +985,20 @@ class _RunState:
             cached = self.recent_tokens.get(outcome.source) if outcome.source is not None else None
         if cached is None or prefix >= len(cached):
             return _Divergence(message, role, anchor, key, prefix)
+        cached_ids = cached[prefix : prefix + EXCERPT_TOKENS].tolist()
+        prompt_ids = tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist()
+        if rt is None:  # decoded after the run (set_excerpts)
+            self.excerpts.append((len(self.rows), think, cached_ids, prompt_ids))
+            return _Divergence(message, role, anchor, key, prefix)
         decode = opaque_decoder(rt.decode)
-        end = min(prefix + EXCERPT_TOKENS, prompt_len)
-        return _Divergence(
-            message,
-            role,
-            anchor,
-            key,
-            prefix,
-            decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist()),
-            decode(tok.tokens[prefix:end].tolist()),
-        )
+        return _Divergence(message, role, anchor, key, prefix, decode(cached_ids), decode(prompt_ids))
+
+    def set_excerpts(self, texts: Sequence[tuple[str, str]]) -> None:
+        """The decoded :attr:`excerpts` (cached text, prompt text), into their rows."""
+        for (row, _, _, _), (cached, prompt) in zip(self.excerpts, texts, strict=True):
+            self.rows.set(row, "divergence_cached_text", cached)
+            self.rows.set(row, "divergence_prompt_text", prompt)
+        self.excerpts.clear()
 
     def remember(self, source_id: str, p: _Prepared, tok: TokenizedRequest, prev: _Stored | None) -> None:
         """Keep what later requests look back at: the messages (and, simulated, the recent tokens)."""
@@ -971,7 +1018,7 @@ class _RunState:
         done = self.tokenized(pos, record)
         if done is None:
             return
-        p, rt, tok = done
+        p, rt, tok, think = done
         source_id = _source_id(record)
         plan = self.model.plan(tok, p.body, p.layout)
         if not plan.entries:
@@ -987,7 +1034,11 @@ class _RunState:
         prompt_len = plan.prompt_len
         prefix = min(outcome.prefix_tokens, prompt_len)
         diverged = outcome.diverged and prefix < prompt_len
-        div = self.divergence(p, rt, tok, outcome, prefix, prompt_len, prev) if diverged else _Divergence()
+        div = (
+            self.divergence(p, rt, think, tok, outcome, prefix, prompt_len, prev)
+            if diverged
+            else _Divergence()
+        )
         self.remember(source_id, p, tok, prev)
         change_class = change_detail = None
         if switched is not None:

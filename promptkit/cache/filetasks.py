@@ -273,7 +273,7 @@ def analyze_files(
         return None
     if view == "consecutive":
         _retime(pieces, files, options, executor)
-    return _assemble(pieces, files, notes, options)
+    return _assemble(pieces, files, notes, options, executor)
 
 
 def _retime(
@@ -302,6 +302,7 @@ def _assemble(
     files: list[tuple[str, LogFormat | None, LoadProblem | None]],
     notes: list[str],
     options: _Options,
+    executor: Executor,
 ) -> AnalysisResult:
     """The result from the files' pieces: each group's frames finished in load order, then joined."""
     from promptkit.cache.engine import _combine, _defaulted_note
@@ -331,7 +332,7 @@ def _assemble(
         notes.append(_defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
     results = [
-        _finish_group(key, groups[key], problems if i == 0 else [], options, loaded)
+        _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
         for i, key in enumerate(order)
     ]
     return _combine(results, notes, options.view)
@@ -343,6 +344,7 @@ def _finish_group(
     problems: list[LoadProblem],
     options: _Options,
     loaded: list[RequestRecord],
+    executor: Executor,
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
     their token deltas (simulated)."""
@@ -355,14 +357,19 @@ def _finish_group(
         profile, _, _, model = _resolve(key, options.tokenizer, options.render, options.cache_model)
         described = _Described(spec, profile, model, *parts[0][1].names)
         return _finish(described, [_shifted(group, offset) for offset, group in parts], problems, count)
-    return _simulate(spec, parts, problems, loaded)
+    return _simulate(spec, parts, problems, loaded, executor)
 
 
 def _simulate(
-    spec: Any, parts: list[tuple[int, _GroupPiece]], problems: list[LoadProblem], loaded: list[RequestRecord]
+    spec: Any,
+    parts: list[tuple[int, _GroupPiece]],
+    problems: list[LoadProblem],
+    loaded: list[RequestRecord],
+    executor: Executor,
 ) -> AnalysisResult:
-    """Phase 2 of the simulated view over one group: the ordered cache simulation in this process."""
-    from promptkit.cache.engine import _Context, _finish, _run, _Undelta
+    """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
+    no tokenizer loaded here (a worker decodes the divergences' excerpts)."""
+    from promptkit.cache.engine import _decode_excerpts, _Described, _finish, _resolve, _RunState, _Undelta
 
     shipped: dict[int, tuple[Any, bool]] = {}
     for offset, group in parts:
@@ -370,5 +377,12 @@ def _simulate(
         shipped.update((pos + offset, value) for pos, value in group.deltas.items())
         group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
     items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
-    ctx = _Context(spec)
-    return _finish(ctx, [_run(ctx, items, _Undelta(shipped))], problems, len(items))
+    profile, _, _, model = _resolve(spec.provider, spec.tokenizer, spec.render, spec.cache_model)
+    described = _Described(spec, profile, model, *parts[0][1].names)
+    state = _RunState(described, _Undelta(shipped))
+    for j in state.order(items):
+        state.add(*items[j])
+    if state.excerpts:
+        wanted = [(think, cached, prompt) for _, think, cached, prompt in state.excerpts]
+        state.set_excerpts(executor.submit(_decode_excerpts, spec, wanted).result())
+    return _finish(described, [state.partial()], problems, len(items))
