@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
@@ -1212,49 +1212,9 @@ def _finish(
         return [v for _, v in (sorted(pairs, key=lambda t: t[0]) if consecutive else pairs)]
 
     problems = list(load_problems) + ordered(q for p in partials for q in p.problems)
-    writes_nothing = sum(p.writes_nothing for p in partials)
-    warm = analyzed.filter(
-        (pl.col("index") == 0)
-        & (pl.col("reported_cached_tokens").fill_null(0) > 0)
-        & (pl.col("predicted_cached_tokens").fill_null(0) == 0)
-    )
-    if consecutive and warm.height:
-        notes.append(
-            f"{warm.height} session(s) hit the provider's cache on their first request (e.g. "
-            f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
-        )
-    if writes_nothing:
-        why = (
-            "no cache_control breakpoint and no layout to place automatic ones: Anthropic caches nothing for them"
-            if model.name == "anthropic"
-            else "nothing to store under its rules"
-        )
-        notes.append(
-            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): {why}"
-        )
-    firsts: dict[str, int] = {}
-    for p in partials:
-        for name, pos in p.thinking.items():
-            firsts[name] = min(pos, firsts.get(name, pos))
-    thinking = list(firsts) if not consecutive else sorted(firsts, key=lambda n: firsts[n])
-    if thinking:
-        notes.append(f"thinking-mode requests were rendered with {', '.join(thinking)}")
-    mended = ordered(m for p in partials for m in p.mended)
-    if mended:
-        notes.append(
-            f"{len(mended)} request(s) hold lone UTF-16 surrogates (e.g. {mended[0]}), which no provider can "
-            "tokenize: they were analyzed with each one replaced by U+FFFD"
-        )
-    window = profile.context_window
-    if window is not None and requests.height:
-        over = analyzed.filter(pl.col("prompt_tokens") > window)
-        if over.height:
-            row = over.row(0, named=True)
-            notes.append(
-                f"{over.height} request(s) are longer than the largest context window of {profile.name} "
-                f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
-                f"{row['prompt_tokens']:,}): the provider would have rejected them"
-            )
+    notes += _warm_notes(analyzed) if consecutive else []
+    notes += _partial_notes(model, partials, requests.height, consecutive, ordered)
+    notes += _window_notes(profile, analyzed)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -1274,6 +1234,75 @@ def _finish(
         view=view,
         notes=tuple(notes),
     )
+
+
+def _warm_notes(analyzed: pl.DataFrame) -> list[str]:
+    """The consecutive view's note on sessions whose first request the provider found cached."""
+    import polars as pl
+
+    warm = analyzed.filter(
+        (pl.col("index") == 0)
+        & (pl.col("reported_cached_tokens").fill_null(0) > 0)
+        & (pl.col("predicted_cached_tokens").fill_null(0) == 0)
+    )
+    if not warm.height:
+        return []
+    return [
+        f"{warm.height} session(s) hit the provider's cache on their first request (e.g. "
+        f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
+    ]
+
+
+def _partial_notes(
+    model: CacheModel,
+    partials: Sequence[_Partial],
+    total: int,
+    consecutive: bool,
+    ordered: Callable[[Iterable[tuple[int, Any]]], list[Any]],
+) -> list[str]:
+    """The notes on what the chunks counted: requests that store nothing, thinking renders, mended
+    surrogates."""
+    notes: list[str] = []
+    writes_nothing = sum(p.writes_nothing for p in partials)
+    if writes_nothing:
+        why = (
+            "no cache_control breakpoint and no layout to place automatic ones: Anthropic caches nothing for them"
+            if model.name == "anthropic"
+            else "nothing to store under its rules"
+        )
+        notes.append(f"{writes_nothing} of {total} requests write no cache entry ({model.name}): {why}")
+    firsts: dict[str, int] = {}
+    for p in partials:
+        for name, pos in p.thinking.items():
+            firsts[name] = min(pos, firsts.get(name, pos))
+    thinking = list(firsts) if not consecutive else sorted(firsts, key=lambda n: firsts[n])
+    if thinking:
+        notes.append(f"thinking-mode requests were rendered with {', '.join(thinking)}")
+    mended = ordered(m for p in partials for m in p.mended)
+    if mended:
+        notes.append(
+            f"{len(mended)} request(s) hold lone UTF-16 surrogates (e.g. {mended[0]}), which no provider can "
+            "tokenize: they were analyzed with each one replaced by U+FFFD"
+        )
+    return notes
+
+
+def _window_notes(profile: ProviderProfile, analyzed: pl.DataFrame) -> list[str]:
+    """The note on requests longer than the provider's largest context window."""
+    import polars as pl
+
+    window = profile.context_window
+    if window is None or not analyzed.height:
+        return []
+    over = analyzed.filter(pl.col("prompt_tokens") > window)
+    if not over.height:
+        return []
+    row = over.row(0, named=True)
+    return [
+        f"{over.height} request(s) are longer than the largest context window of {profile.name} "
+        f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
+        f"{row['prompt_tokens']:,}): the provider would have rejected them"
+    ]
 
 
 def composition_frame_empty(schema: Mapping[str, Any]) -> pl.DataFrame:
