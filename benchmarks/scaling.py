@@ -12,6 +12,8 @@ one's peak memory is its own):
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
   127.0.0.1, started before the clock starts.
 
+Start-up is left out of every configuration alike: numpy, polars, promptkit and the log-format
+registry are loaded before the clock starts (a pool's fork server and workers start inside it).
 CPU time is user + system time: the coordinator's (``RUSAGE_SELF``) and the workers'
 (``RUSAGE_CHILDREN`` after the pool is shut down; for Dask, each worker's own ``getrusage`` before and
 after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator's, and the largest
@@ -93,7 +95,9 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     from promptkit.cache.executors import DaskExecutor, ProcessPool
     from promptkit.cache.filetasks import analyze_files
     from promptkit.formats import read_logs
+    from promptkit.formats.base import available_formats
 
+    available_formats()  # the format registry (entry points) too: start-up, the same for every run
     kind, _, n = config.partition(" ")
     workers_before: dict[str, Any] = {}
     client = cluster = None
