@@ -1679,7 +1679,7 @@ def _analyze_by_file(
     executor = make_executor(engine, jobs, client=client)
     try:
         if executor is not None:
-            result = analyze_files(paths, executor=executor, format=fmt, **settings)
+            result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)
             if result is not None:
                 return result
         loaded = read_logs(paths, format=fmt)

@@ -257,13 +257,19 @@ def analyze_files(
     render: Any = None,
     cache_model: str | CacheModel | None = None,
     view: str = "consecutive",
+    progress: bool = False,
 ) -> AnalysisResult | None:
     """Analyze the logs under ``paths`` with one task per file on ``executor`` (see the module
-    docstring); None when a session spans files (the caller then loads the records and ships them)."""
+    docstring; ``progress`` shows a bar over the files); None when a session spans files (the caller
+    then loads the records and ships them)."""
     options = _Options(provider, tokenizer, render, cache_model, view)
     files, notes = _tasks(paths, format)
     todo = [(k, path, fmt) for k, (path, fmt, _) in enumerate(files) if fmt is not None]
-    results = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
+    results: Any = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
+    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+        from tqdm.auto import tqdm
+
+        results = tqdm(results, total=len(todo), desc=f"analyze ({view}, by file)", unit="file", delay=0.5)
     pieces = dict(zip((k for k, _, _ in todo), results, strict=True))
     seen: set[str] = set()
     for piece in pieces.values():
