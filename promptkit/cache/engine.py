@@ -1628,6 +1628,10 @@ def analyze(
     (:func:`~promptkit.formats.stream_logs`) and analyzes and releases them session by session: memory
     holds the sessions open at once instead of every record. Same result.
 
+    ``jobs`` > 1 or ``engine="dask"`` (without ``stream``) runs one task per log file: the workers read,
+    parse and analyze their own files and this process joins their frames
+    (:mod:`promptkit.cache.filetasks`). Same result.
+
     Example::
 
         >>> r = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated")   # doctest: +SKIP

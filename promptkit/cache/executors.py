@@ -6,6 +6,9 @@ independent); in the simulated view the chunks are tokenized there (phase 1) and
 simulation runs in the calling process over the tokens (phase 2). Results are the same on every
 executor: chunks carry each record's position and are put back in record order.
 
+:func:`~promptkit.cache.engine.analyze` on paths sends one task per log file instead
+(:mod:`promptkit.cache.filetasks`): the workers read the files themselves.
+
 - :class:`ProcessPool` (``jobs=N``): ``concurrent.futures.ProcessPoolExecutor`` with ``N`` worker
   processes (forked from a fresh server process that imported the analysis once; each builds its own
   tokenizer once and reuses it across the tasks it gets).
