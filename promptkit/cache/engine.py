@@ -836,31 +836,34 @@ _ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)
 
 
 class _Columns:
-    """The requests frame built column by column: :meth:`add` appends a :class:`RequestRow`'s fields to
-    one list per column; :meth:`frame` makes the frame (plus ``_pos`` and ``_seq``) from the lists."""
+    """The requests frame of a run: :meth:`add` keeps a :class:`RequestRow`'s fields as one tuple
+    (perf: one append per row); :meth:`frame` turns them into one list per column (``zip``, in C) and
+    the frame (plus ``_pos`` and ``_seq``)."""
 
-    __slots__ = ("_lists", "_names")
+    __slots__ = ("_names", "_rows", "_set")
 
     def __init__(self) -> None:
         self._names = (*REQUEST_COLUMNS, "_pos", "_seq")
-        self._lists: tuple[list[Any], ...] = tuple([] for _ in self._names)
+        self._rows: list[tuple[Any, ...]] = []
+        self._set: dict[tuple[int, int], Any] = {}  # (row, column) -> a value set after the row was added
 
     def __len__(self) -> int:
-        return len(self._lists[0])
+        return len(self._rows)
 
     def set(self, row: int, name: str, value: Any) -> None:
-        self._lists[self._names.index(name)][row] = value
+        self._set[row, self._names.index(name)] = value
 
     def add(self, row: RequestRow, pos: int) -> None:
-        seq = len(self)
-        for column, value in zip(self._lists, (*_ROW_FIELDS(row), pos, seq), strict=True):
-            column.append(value)
+        self._rows.append((*_ROW_FIELDS(row), pos, len(self._rows)))
 
     def frame(self) -> pl.DataFrame:
         import polars as pl
 
         schema = {**_schemas()[0], "_pos": pl.Int64, "_seq": pl.Int64}
-        return pl.DataFrame(dict(zip(self._names, self._lists, strict=True)), schema=schema)
+        columns = [list(c) for c in zip(*self._rows, strict=True)] or [[] for _ in self._names]
+        for (row, column), value in self._set.items():
+            columns[column][row] = value
+        return pl.DataFrame(dict(zip(self._names, columns, strict=True)), schema=schema)
 
 
 class _RunState:
