@@ -1,29 +1,38 @@
-"""Scaling of the analysis over workers, measured side by side in one run, plus the figures behind the
-100M-request estimate in ``docs/how-to/cluster.md``.
+"""Scaling of the analysis over workers: wall time, speed-up, CPU time, the coordinator's share of it
+and the peak memory of the coordinator and of a worker, for each job count, side by side.
 
 On the corpus of ``benchmarks/corpus.py`` (generated into a temporary directory unless ``--corpus``)
-it times :func:`promptkit.cache.analyze` for each view with: the local engine in one process
-(``jobs=1``), a local process pool (``jobs=2``), and a ``dask.distributed`` LocalCluster on 127.0.0.1
-with 1 and with 2 worker processes (the cluster is started before the clock starts). Every result is
-checked equal to ``jobs=1``. It then prints:
+it runs :func:`promptkit.cache.analyze` for each view in a fresh process per configuration (so each
+one's peak memory is its own):
 
-- the speed-up of each configuration over ``jobs=1``;
-- prompt tokens analyzed per second per core (consecutive view, ``jobs=1``) and new tokens per second
-  (each session's tokens counted once: the work incremental tokenization really does);
-- the bytes phase 1 of the simulated view ships per request (per-session token delta streams, pickled)
-  next to full token arrays (8 bytes a token) and to Mooncake-style chained block hashes (16 bytes per
-  512-token block).
+- ``jobs=1``: the whole analysis in one process (the reference for speed-up and memory);
+- ``pool N``: the file plan (:mod:`promptkit.cache.filetasks`) on a local pool of N worker processes,
+  for each N of ``--jobs`` (``pool 1`` measures the coordinator's share with one worker: the part of
+  the work that more workers cannot divide);
+- ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
+  127.0.0.1, started before the clock starts.
 
-    python benchmarks/scaling.py [--provider openai --tokenizer cl100k_base] [--corpus DIR]
-                                 [--sessions 20] [--calls 130]
+Start-up is left out of every configuration alike: numpy, polars, promptkit and the log-format
+registry are loaded before the clock starts (a pool's fork server and workers start inside it).
+CPU time is user + system time: the coordinator's (``RUSAGE_SELF``) and the workers'
+(``RUSAGE_CHILDREN`` after the pool is shut down; for Dask, each worker's own ``getrusage`` before and
+after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator's, and the largest
+worker's. Every result is checked equal to ``jobs=1`` (requests and composition frames, notes). Each
+configuration runs ``--runs`` times; the table shows the fastest run (others load this machine too).
+
+    python benchmarks/scaling.py [--jobs 1,2,4] [--views consecutive,simulated] [--dask]
+                                 [--provider openai --tokenizer cl100k_base] [--corpus DIR]
+                                 [--sessions 20] [--calls 130] [--runs 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
-import pickle
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,17 +41,137 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import write_corpus
-from polars.testing import assert_frame_equal
-
-from promptkit.cache.engine import _session_chunks, _Spec, _tokenize_chunk, analyze
-from promptkit.formats import read_logs
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def _timed(corpus: Path, **kwargs: Any) -> tuple[float, Any]:
+def _cpu(usage: resource.struct_rusage) -> float:
+    return usage.ru_utime + usage.ru_stime
+
+
+def _digest(result: Any) -> str:
+    """A fingerprint of a result's frames and notes, to check every configuration against ``jobs=1``."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for frame in (result.requests, result.composition, result.problems):
+        h.update(str(frame.schema).encode())
+        h.update(frame.hash_rows().to_numpy().tobytes())
+    h.update(repr(result.notes).encode())
+    return h.hexdigest()
+
+
+def _proc(pid: int) -> tuple[float, int]:
+    """CPU seconds (user + system) and peak RSS (kB) of a live process, from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    status = Path(f"/proc/{pid}/status").read_text()
+    peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+    return cpu, peak
+
+
+def _pool_usage(pool: Any) -> tuple[float, float, int] | None:
+    """The CPU seconds of a local pool's workers and of the fork server they came from (its imports),
+    and the largest worker's peak RSS (kB), read before the pool shuts down (forked workers are not
+    this process' children: ``RUSAGE_CHILDREN`` does not see them), and the fork server's plus the
+    busiest worker's CPU seconds (the workers' critical path). None without ``/proc``."""
+    import multiprocessing.forkserver as fs
+
+    if not Path("/proc/self/stat").exists():
+        return None
+    pids = list(pool._pool._processes)
+    server = getattr(fs._forkserver, "_forkserver_pid", None)
+    usage = [_proc(pid) for pid in pids]
+    start = _proc(server)[0] if server else 0.0  # the fork server's imports: before any worker runs
+    return sum(c for c, _ in usage) + start, start + max(c for c, _ in usage), max(peak for _, peak in usage)
+
+
+def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> dict[str, Any]:
+    """One configuration in this (fresh) process: ``jobs=1``, ``pool N`` or ``dask N``."""
+    import numpy  # noqa: F401  # imported before the clock in every configuration: start-up is not measured
+    import polars  # noqa: F401
+
+    from promptkit.cache.engine import _analyze_records, analyze
+    from promptkit.cache.executors import DaskExecutor, ProcessPool
+    from promptkit.cache.filetasks import analyze_files
+    from promptkit.formats import read_logs
+    from promptkit.formats.base import available_formats
+
+    available_formats()  # the format registry (entry points) too: start-up, the same for every run
+    kind, _, n = config.partition(" ")
+    workers_before: dict[str, Any] = {}
+    client = cluster = None
+    if kind == "dask":
+        from distributed import Client, LocalCluster
+
+        cluster = LocalCluster(
+            n_workers=int(n),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        )
+        client = Client(cluster)
+        client.wait_for_workers(int(n))
+        workers_before = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
+    self0, children0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    result = analyze(corpus, **kwargs)
-    return time.perf_counter() - t, result
+    if kind == "jobs":
+        result = analyze(corpus, view=view, **options)
+    else:
+        executor = ProcessPool(int(n)) if kind == "pool" else DaskExecutor(client)
+        try:
+            result = analyze_files(corpus, executor=executor, view=view, **options)
+            if result is None:  # a session spans files: the records plan
+                result = _analyze_records(
+                    read_logs(corpus),
+                    executor,
+                    view=view,
+                    progress=False,
+                    render=None,
+                    cache_model=None,
+                    **options,
+                )
+            pool_usage = _pool_usage(executor) if kind == "pool" else None
+        finally:
+            executor.close()
+    wall = time.perf_counter() - t
+    self1, children1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    coordinator = _cpu(self1) - _cpu(self0)
+    workers = _cpu(children1) - _cpu(children0)
+    worker_rss = children1.ru_maxrss
+    busiest = workers
+    if kind == "pool" and pool_usage is not None:
+        workers, busiest, worker_rss = pool_usage
+    if client is not None:
+        after = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
+        workers = sum(after[w] - workers_before[w] for w in after)
+        busiest = max(after[w] - workers_before[w] for w in after)
+        worker_rss = max(client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).values())
+        client.close()
+        assert cluster is not None
+        cluster.close()
+    return {
+        "wall": wall,
+        "coordinator_cpu": coordinator,
+        "worker_cpu": workers,
+        "busiest_worker_cpu": busiest,
+        "coordinator_rss_mb": self1.ru_maxrss / 1024,
+        "worker_rss_mb": worker_rss / 1024 if kind != "jobs" else None,
+        "digest": _digest(result),
+        "requests": result.requests.height,
+    }
+
+
+def _measure(corpus: Path, view: str, config: str, args: argparse.Namespace) -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run(
+        [sys.executable, __file__, "--one", view, config, "--corpus", str(corpus),
+         "--provider", args.provider, "--tokenizer", args.tokenizer],
+        check=True, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -52,82 +181,58 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--calls", type=int, default=130)
+    parser.add_argument("--jobs", default="1,2,4", help="worker counts, comma-separated")
+    parser.add_argument("--views", default="consecutive,simulated")
+    parser.add_argument("--dask", action="store_true", help="also run on a local Dask cluster")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--one", nargs=2, metavar=("VIEW", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]
-    )  # for worker processes
-    from distributed import Client, LocalCluster
-
     options = {"provider": args.provider, "tokenizer": args.tokenizer}
+    if args.one:
+        print(json.dumps(run_one(args.corpus, args.one[0], args.one[1], options)))
+        return
+    from corpus import write_corpus
+
+    jobs = [int(j) for j in args.jobs.split(",")]
+    configs = (
+        ["jobs 1"] + [f"pool {n}" for n in jobs] + ([f"dask {n}" for n in jobs if n > 1] if args.dask else [])
+    )
     with tempfile.TemporaryDirectory() as tmp:
         corpus = args.corpus
         if corpus is None:
             corpus = Path(tmp) / "corpus"
             write_corpus(corpus, sessions=args.sessions, calls=args.calls)
-        loaded = read_logs(corpus)
-        print(f"corpus: {len(loaded.records):,} requests in {args.sessions} sessions; {os.cpu_count()} cores")
-        clusters = {}
-        for n in (1, 2):
-            cluster = LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                host="127.0.0.1",
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
-            clusters[n] = (cluster, Client(cluster))
-        rows = []
-        try:
-            for view in ("consecutive", "simulated"):
-                base_time, base = _timed(corpus, view=view, **options)
-                rows.append((view, "local, jobs=1", base_time))
-                runs: list[tuple[str, dict[str, Any]]] = [
-                    ("local, jobs=2", {"jobs": 2}),
-                    ("dask, 1 worker", {"engine": "dask", "client": clusters[1][1]}),
-                    ("dask, 2 workers", {"engine": "dask", "client": clusters[2][1]}),
-                ]
-                for label, extra in runs:
-                    elapsed, result = _timed(corpus, view=view, **options, **extra)
-                    assert_frame_equal(base.requests, result.requests)
-                    assert_frame_equal(base.composition, result.composition)
-                    assert base.notes == result.notes
-                    rows.append((view, label, elapsed))
-                if view == "consecutive":
-                    prompt_tokens = int(base.requests["prompt_tokens"].sum())
-                    new_tokens = int(base.requests.group_by("session").agg(
-                        __import__("polars").col("prompt_tokens").max()
-                    )["prompt_tokens"].sum())
-                    per_core = (prompt_tokens / base_time, new_tokens / base_time)
-        finally:
-            for cluster, client in clusters.values():
-                client.close()
-                cluster.close()
-        print(f"\n{'view':<12} {'engine':<16} {'seconds':>8} {'speed-up':>9}")
-        firsts = {v: t for v, label, t in rows if label == "local, jobs=1"}
-        for view, label, elapsed in rows:
-            print(f"{view:<12} {label:<16} {elapsed:>8.1f} {firsts[view] / elapsed:>8.2f}x")
-        print(f"\nconsecutive, jobs=1: {per_core[0]:,.0f} prompt tokens/s per core; "
-              f"{per_core[1]:,.0f} new tokens/s per core (each session's final prompt counted once)")
-
-        items = list(enumerate(loaded.records))
-        spec = _Spec(args.provider, args.tokenizer, None, None, "simulated", True)
-        shipped = 0
-        tokens = 0
-        blocks = 0
-        for chunk in _session_chunks(items, 8):
-            part = _tokenize_chunk(spec, chunk)
-            shipped += len(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
-            for delta, _ in part.values():
-                if not isinstance(delta, str):
-                    tokens += delta.shared + len(delta.tail)
-                    blocks += -(-delta.prompt_len // 512)
-        n = len(items)
+        size = sum(f.stat().st_size for f in corpus.rglob("*") if f.is_file())
+        print(f"corpus: {corpus} ({size / 1e6:,.0f} MB); {os.cpu_count()} cores; best of {args.runs} run(s)")
+        header = (f"{'view':<12} {'run':<8} {'wall s':>7} {'speed-up':>8} {'CPU s':>7} {'coord. share':>12} "
+                  f"{'path s':>7} {'path speed-up':>13} {'coord. MB':>9} {'worker MB':>9}")  # fmt: skip
+        print(header)
+        for view in args.views.split(","):
+            base: dict[str, Any] | None = None
+            for config in configs:
+                runs = [_measure(corpus, view, config, args) for _ in range(args.runs)]
+                best = min(runs, key=lambda r: r["wall"])
+                base = base or best
+                assert all(r["digest"] == base["digest"] for r in runs), f"{view} {config}: results differ"
+                print(_line(view, config, best, base), flush=True)
         print(
-            f"simulated phase 1 ships {shipped / n:,.0f} bytes/request as token deltas; full token arrays "
-            f"would be {8 * tokens / n:,.0f} bytes/request, Mooncake block hashes (16 B per 512 tokens) "
-            f"{16 * blocks / n:,.0f} bytes/request; {tokens / n:,.0f} tokens/request on average"
+            "CPU: coordinator + workers (user + system). path: the coordinator's CPU plus the busiest "
+            "worker's (and the fork server's imports), about the wall time with a free core per process; "
+            "path speed-up: jobs 1's CPU over it."
         )
+
+
+def _line(view: str, config: str, best: dict[str, Any], base: dict[str, Any]) -> str:
+    cpu = best["coordinator_cpu"] + best["worker_cpu"]
+    one = config == "jobs 1"
+    share = 1.0 if one else best["coordinator_cpu"] / cpu
+    path = cpu if one else best["coordinator_cpu"] + best["busiest_worker_cpu"]
+    base_cpu = base["coordinator_cpu"] + base["worker_cpu"]
+    worker = f"{best['worker_rss_mb']:>9,.0f}" if best["worker_rss_mb"] is not None else f"{'-':>9}"
+    return (
+        f"{view:<12} {config:<8} {best['wall']:>7.2f} {base['wall'] / best['wall']:>7.2f}x {cpu:>7.2f} "
+        f"{share:>11.1%} {path:>7.2f} {base_cpu / path:>12.2f}x {best['coordinator_rss_mb']:>9,.0f} {worker}"
+    )
 
 
 if __name__ == "__main__":

@@ -27,10 +27,11 @@ Example::
 from __future__ import annotations
 
 import inspect
+import operator
 import os
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 
@@ -54,7 +55,9 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
     from promptkit.cache.executors import Executor
-    from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest
+    from promptkit.cache.models import CachePlan
+    from promptkit.cache.simulator import CacheOutcome
+    from promptkit.cache.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
 
 __all__ = [
     "COMPOSITION_COLUMNS",
@@ -62,57 +65,78 @@ __all__ = [
     "REQUEST_COLUMNS",
     "VIEWS",
     "AnalysisResult",
+    "RequestRow",
     "analyze",
     "analyze_requests",
 ]
 
 VIEWS: Final[tuple[str, ...]] = ("consecutive", "simulated")
 
-#: Columns of :attr:`AnalysisResult.requests`, in order: the required ones, then the extras.
-REQUEST_COLUMNS: Final[tuple[str, ...]] = (
-    "session",
-    "index",
-    "timestamp",
-    "prompt_tokens",
-    "prefix_tokens",
-    "predicted_cached_tokens",
-    "hit_ratio",
-    "reported_prompt_tokens",
-    "reported_cached_tokens",
-    "divergence_message",
-    "divergence_role",
-    "divergence_anchor",
-    "divergence_key",
-    "file",
-    "line",
-    "model",
-    "completion_tokens",
-    "reported_completion_tokens",
-    "predicted_cache_write_tokens",
-    "reported_cache_write_tokens",
-    "divergence_token",
-    "cached_source",
-    "divergence_cached_text",
-    "divergence_prompt_text",
-    "divergence_context_text",
+
+def _column(dtype: str) -> Any:
+    """A :class:`RequestRow` field: a column of the requests frame of polars type ``dtype`` (``"str"``,
+    ``"int"``, ``"float"`` or ``"bool"``), null (None) unless set."""
+    return attrs.field(default=None, metadata={"dtype": dtype})
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RequestRow:
+    """One row of :attr:`AnalysisResult.requests`: the frame's columns are this class' fields, in
+    order, and their polars types are the fields' ``dtype`` metadata (:data:`REQUEST_COLUMNS` and the
+    frame schema are derived from it: a new column is one field here, set where the row is made).
+
+    >>> RequestRow(session="s", index=0, prompt_tokens=10).prompt_tokens
+    10
+    >>> REQUEST_COLUMNS[:3]
+    ('session', 'index', 'timestamp')
+    """
+
+    session: str | None = _column("str")
+    index: int | None = _column("int")
+    timestamp: float | None = _column("float")
+    prompt_tokens: int | None = _column("int")
+    prefix_tokens: int | None = _column("int")
+    predicted_cached_tokens: int | None = _column("int")
+    hit_ratio: float | None = _column("float")
+    reported_prompt_tokens: int | None = _column("int")
+    reported_cached_tokens: int | None = _column("int")
+    divergence_message: int | None = _column("int")
+    divergence_role: str | None = _column("str")
+    divergence_anchor: str | None = _column("str")
+    divergence_key: str | None = _column("str")
+    file: str | None = _column("str")
+    line: int | None = _column("int")
+    model: str | None = _column("str")
+    completion_tokens: int | None = _column("int")
+    reported_completion_tokens: int | None = _column("int")
+    predicted_cache_write_tokens: int | None = _column("int")
+    reported_cache_write_tokens: int | None = _column("int")
+    divergence_token: int | None = _column("int")
+    cached_source: str | None = _column("str")
+    divergence_cached_text: str | None = _column("str")
+    divergence_prompt_text: str | None = _column("str")
+    divergence_context_text: str | None = _column("str")
     # facts for promptkit.cache.causes (see its module docstring)
-    "unexpired_cached_tokens",
-    "unevicted_cached_tokens",
-    "idle_seconds",
-    "source_stored_tokens",
-    "model_switch_tokens",
-    "change_class",
-    "change_detail",
-    "predicted_cache_write_1h_tokens",
-    "reported_cache_write_1h_tokens",
-    "provider_miss_reason",
-    "provider_missed_tokens",
+    unexpired_cached_tokens: int | None = _column("int")
+    unevicted_cached_tokens: int | None = _column("int")
+    idle_seconds: float | None = _column("float")
+    source_stored_tokens: int | None = _column("int")
+    model_switch_tokens: int | None = _column("int")
+    change_class: str | None = _column("str")
+    change_detail: str | None = _column("str")
+    predicted_cache_write_1h_tokens: int | None = _column("int")
+    reported_cache_write_1h_tokens: int | None = _column("int")
+    provider_miss_reason: str | None = _column("str")
+    provider_missed_tokens: int | None = _column("int")
     # ruler mode (promptkit.cache.ruler): how the positions were placed, where the prompt's head ends
-    "position_basis",
-    "head_end_tokens",
-    "best_effort_cache",
-    "log_events",
-)
+    position_basis: str | None = _column("str")
+    head_end_tokens: int | None = _column("int")
+    best_effort_cache: bool | None = _column("bool")
+    log_events: str | None = _column("str")
+
+
+#: Columns of :attr:`AnalysisResult.requests`, in order: the fields of :class:`RequestRow`.
+REQUEST_COLUMNS: Final[tuple[str, ...]] = tuple(f.name for f in attrs.fields(RequestRow))
 
 #: Tokens decoded on each side of a divergence for ``divergence_cached_text`` / ``divergence_prompt_text``.
 EXCERPT_TOKENS: Final[int] = 12
@@ -138,15 +162,8 @@ def _schemas() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     import polars as pl
 
     s, i, f = pl.String, pl.Int64, pl.Float64
-    causes = (i, i, f, i, i, s, s, i, i, s, i)  # the facts for promptkit.cache.causes
-    ruler = (s, i, pl.Boolean, s)  # ruler mode and the log's events
-    requests = dict(
-        zip(
-            REQUEST_COLUMNS,
-            (s, i, f, i, i, i, f, i, i, i, s, s, s, s, i, s, i, i, i, i, i, s, s, s, s, *causes, *ruler),
-            strict=True,
-        )
-    )
+    dtypes = {"str": s, "int": i, "float": f, "bool": pl.Boolean}
+    requests = {a.name: dtypes[a.metadata["dtype"]] for a in attrs.fields(RequestRow)}
     composition = dict(zip(COMPOSITION_COLUMNS, (s, i, s, s, i, i, i, s), strict=True))
     problems = dict(zip(PROBLEM_COLUMNS, (s, i, s), strict=True))
     return requests, composition, problems
@@ -640,20 +657,61 @@ class _Context:
         self.rt = RequestTokenizer(render_spec, tok_spec, reject_surrogates=True, **bound)
         self.thinking: dict[str, RequestTokenizer] = {}  # thinking-mode renders, made on first use
 
+    @property
+    def tokenizer_name(self) -> str:
+        return _name_of(self.rt.tokenizer)
+
+    @property
+    def render_name(self) -> str:
+        return _name_of(self.rt.render_model)
+
+    def thinking_name(self, record: RequestRecord) -> str | None:
+        return _thinking_name(self.spec, self.profile, record)
+
+    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
+        """The request tokenizer of the render ``think`` (None: the profile's)."""
+        return self.rt if think is None else self.tokenizer_for_render(think)
+
     def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
-        """The request tokenizer for ``record`` and the thinking render's name when it is one: the
-        provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
-        ``thinking: {"type": "enabled"}``) unless a render model was given."""
-        if self.spec.render is not None or self.profile.thinking_render is None:
-            return self.rt, None
-        name = self.profile.thinking_render(record.request)
-        if name is None:
-            return self.rt, None
+        """The request tokenizer for ``record`` and the thinking render's name when it is one (see
+        :func:`_thinking_name`)."""
+        name = _thinking_name(self.spec, self.profile, record)
+        return (self.rt, None) if name is None else (self.tokenizer_for_render(name), name)
+
+    def tokenizer_for_render(self, name: str) -> RequestTokenizer:
+        """The request tokenizer of the thinking render ``name``, made on first use."""
         if name not in self.thinking:
             from promptkit.cache.tokenize import RequestTokenizer  # perf: imported once a render is made
 
             self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
-        return self.thinking[name], name
+        return self.thinking[name]
+
+
+def _thinking_name(spec: _Spec, profile: ProviderProfile, record: RequestRecord) -> str | None:
+    """The provider's thinking-mode render for a thinking call (DeepSeek: deepseek-reasoner, or
+    ``thinking: {"type": "enabled"}``) unless a render model was given; None for any other call."""
+    if spec.render is not None or profile.thinking_render is None:
+        return None
+    return profile.thinking_render(record.request)
+
+
+@attrs.frozen(slots=True)
+class _Described:
+    """What :func:`_finish` reads of a :class:`_Context`, without a tokenizer loaded (a coordinator
+    whose workers did the tokenizing only names it)."""
+
+    spec: _Spec
+    profile: ProviderProfile
+    model: CacheModel
+    tokenizer_name: str
+    render_name: str
+
+    def thinking_name(self, record: RequestRecord) -> str | None:
+        return _thinking_name(self.spec, self.profile, record)
+
+    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
+        """None: no tokenizer here (:class:`_RunState` leaves the excerpts to decode elsewhere)."""
+        return None
 
 
 _CONTEXTS: dict[bytes, _Context] = {}  # per process: worker processes rebuild a context once
@@ -666,7 +724,9 @@ def _context_for(spec: _Spec) -> _Context:
     if key not in _CONTEXTS:
         _CONTEXTS.clear()
         _CONTEXTS[key] = _Context(spec)
-    return _CONTEXTS[key]
+    ctx = _CONTEXTS[key]
+    ctx.spec = spec  # the same but for ``timed``, which a context made for another analysis may differ in
+    return ctx
 
 
 @attrs.define(slots=True, eq=False)
@@ -702,8 +762,12 @@ def _merged(parts: Sequence[_Partial]) -> _Partial:
     )
 
 
-#: One tokenized request of phase 1 of a parallel simulated view: (tokens or the error, mended).
-_Tokenized = tuple["TokenizedRequest | str", bool]
+@attrs.frozen(slots=True)
+class _Tokenized:
+    """One request's tokens (or why it could not be tokenized) and whether lone surrogates were mended."""
+
+    value: TokenizedRequest | str
+    mended: bool
 
 
 def _tokenize_one(
@@ -716,8 +780,8 @@ def _tokenize_one(
         tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
         tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
     except (ValueError, KeyError, TypeError) as exc:
-        return prepared, (f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
-    return prepared, (tok, bool(mended)), think
+        return prepared, _Tokenized(f"{_source_id(record)}: cannot tokenize: {exc}", bool(mended)), think
+    return prepared, _Tokenized(tok, bool(mended)), think
 
 
 @attrs.frozen(slots=True)
@@ -731,10 +795,10 @@ class _TokenDelta:
     base: int | None
     shared: int
     tail: np.ndarray
-    message_starts: tuple[int, ...]
+    message_starts: np.ndarray  # memory: int32 arrays, not tuples of int objects (made at phase 2)
     header_len: int
     prompt_len: int
-    message_ends: tuple[int, ...] | None
+    message_ends: np.ndarray | None
 
 
 def _tokenize_chunk(
@@ -749,7 +813,8 @@ def _tokenize_chunk(
     last: dict[str, tuple[int, np.ndarray]] = {}
     out: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for pos, record in sorted(items, key=lambda t: t[0]):
-        result, mended = _tokenize_one(ctx, record, memo)[1]
+        tokenized = _tokenize_one(ctx, record, memo)[1]
+        result, mended = tokenized.value, tokenized.mended
         if isinstance(result, str):
             out[pos] = (result, mended)
             continue
@@ -768,10 +833,10 @@ def _tokenize_chunk(
                 base,
                 shared,
                 tail,
-                result.message_starts,
+                np.asarray(result.message_starts, dtype=np.int32),
                 result.header_len,
                 result.prompt_len,
-                result.message_ends,
+                None if result.message_ends is None else np.asarray(result.message_ends, dtype=np.int32),
             ),
             mended,
         )
@@ -779,35 +844,50 @@ def _tokenize_chunk(
     return out
 
 
-def _undelta(
-    shipped: Mapping[int, tuple[_TokenDelta | str, bool]], items: Sequence[tuple[int, RequestRecord]]
-) -> dict[int, _Tokenized]:
-    """Phase 2's tokens from phase 1's delta streams (each session's requests in position order)."""
-    import numpy as np
+class _Undelta:
+    """Phase 2's tokens from phase 1's delta streams, rebuilt as phase 2 asks for them: a request's
+    tokens are its session's previous tokenized request's first ``shared`` tokens and its ``tail``.
+    memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
+    (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
-    from promptkit.cache.tokenize import TokenizedRequest
+    __slots__ = ("_last", "_shipped")
 
-    tokens_at: dict[int, np.ndarray] = {}
-    last_of: dict[str, int] = {}
-    out: dict[int, _Tokenized] = {}
-    for pos, record in sorted(items, key=lambda t: t[0]):
-        delta, mended = shipped[pos]
+    def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
+        self._shipped = shipped
+        self._last: dict[str, _TokenBuffer] = {}
+
+    def take(self, pos: int, session: str) -> _Tokenized:
+        """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
+        import numpy as np
+
+        from promptkit.cache.tokenize import TokenizedRequest, _TokenBuffer
+
+        delta, mended = self._shipped.pop(pos)
         if isinstance(delta, str):
-            out[pos] = (delta, mended)
-            continue
-        head = tokens_at[delta.base][: delta.shared] if delta.base is not None else np.zeros(0, np.int64)
-        tokens = np.concatenate((head, delta.tail.astype(np.int64)))
-        previous = last_of.get(record.session)
-        if previous is not None:
-            tokens_at.pop(previous, None)  # a session's stream refers only to its previous request
-        tokens_at[pos] = tokens
-        last_of[record.session] = pos
-        out[pos] = (
+            return _Tokenized(delta, mended)
+        buffer = self._last.get(session) if delta.base is not None else None
+        tokens, self._last[session], _ = _TokenBuffer.extend(
+            buffer, delta.shared if buffer is not None else 0, delta.tail.astype(np.int64)
+        )
+        return _Tokenized(
             TokenizedRequest(
                 tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
             ),
             mended,
         )
+
+
+def _decode_excerpts(
+    spec: _Spec, excerpts: Sequence[tuple[str | None, list[int] | None, list[int], list[int]]]
+) -> list[tuple[str | None, str, str]]:
+    """Decode divergence excerpts ``(thinking render, cached ids or None, prompt ids, context ids)``
+    (runs in a worker, whose tokenizer is loaded: the coordinator of a parallel simulated view loads
+    none)."""
+    ctx = _context_for(spec)
+    out = []
+    for think, cached, prompt, context in excerpts:
+        decode = opaque_decoder(ctx.request_tokenizer(think).decode)  # type: ignore[union-attr]
+        out.append((decode(cached) if cached is not None else None, decode(prompt), decode(context)))
     return out
 
 
@@ -816,228 +896,452 @@ def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _
     return _run(_context_for(spec), items)
 
 
-def _run(
-    ctx: _Context,
-    items: Sequence[tuple[int, RequestRecord]],
-    pretokenized: Mapping[int, _Tokenized] | None = None,
-    progress: bool = False,
-) -> _Partial:
-    """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
-    record of the group in the simulated view. ``pretokenized`` holds phase 1's tokens by position."""
-    import numpy as np
-    import polars as pl
+class _Stored(NamedTuple):
+    """What a session's previous request left in the consecutive view's cache (the ``stored``
+    argument of :func:`~promptkit.cache.simulator.consecutive_outcome`)."""
 
-    from promptkit.cache.composition import CompositionRows
-    from promptkit.cache.simulator import CacheSimulator, consecutive_outcome
+    tokens: np.ndarray
+    plan: CachePlan
+    at: float | None
+    source: str
 
-    model, view, timed = ctx.model, ctx.spec.view, ctx.spec.timed
-    writes_nothing = 0  # requests whose plan stores no cache entry
-    recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens, for excerpts
-    problems: list[tuple[int, LoadProblem]] = []
-    mended: list[tuple[int, str]] = []
-    thinking: dict[str, int] = {}
-    memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
 
-    if view == "simulated" and timed:
-        order = sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
-    else:
-        order = sorted(range(len(items)), key=lambda j: items[j][0])
+@attrs.frozen(slots=True)
+class _Facts:
+    """What :mod:`promptkit.cache.causes` compares of a request that a later one read from: its body,
+    model name, time and the tokens it stored."""
 
-    req_schema, comp_schema, _ = _schemas()
-    out: list[dict[str, Any]] = []
-    comp_rows = CompositionRows()  # perf: numpy rows per request, strings as codes
-    global_sim = CacheSimulator(model) if view == "simulated" else None
-    previous: dict[str, tuple[np.ndarray, Any, float | None, str]] = {}
-    bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
-    # request id -> (body, model, timestamp, stored tokens): what promptkit.cache.causes compares
-    facts: dict[str, tuple[Mapping[str, Any], str | None, float | None, int]] = {}
-    rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.cache.ruler)
-    last_usage: dict[str, Any] = {}  # session -> its previous call's usage (to check reads against)
-    exact_units = ctx.profile.exact_tokenizer  # the local tokenizer is the provider's: positions are exact
-    best_effort = ctx.profile.best_effort
+    body: Mapping[str, Any]
+    model: str | None
+    at: float | None
+    stored_tokens: int
 
-    bar: Any = order
-    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
-        from tqdm.auto import tqdm
 
-        bar = tqdm(order, total=len(order), desc=f"analyze ({view})", unit="req", delay=0.5)
-    for j in bar:
-        pos, record = items[j]
-        if pretokenized is not None:
+@attrs.frozen(slots=True)
+class _Divergence:
+    """Where and why a prompt left what the cache held: the columns ``divergence_*``."""
+
+    message: int | None = None
+    role: str | None = None
+    anchor: str | None = None
+    key: str | None = None
+    token: int | None = None
+    cached_text: str | None = None
+    prompt_text: str | None = None
+    context_text: str | None = None
+
+
+@attrs.frozen(slots=True)
+class _RulerFacts:
+    """Ruler mode's columns of a row as made (:func:`_measure` converts its positions afterwards)."""
+
+    position_basis: str | None
+    head_end_tokens: int
+    best_effort: bool
+    log_events: str | None
+
+
+@attrs.frozen(slots=True)
+class _Causes:
+    """The facts :mod:`promptkit.cache.causes` reads from a row: the idle gap before a lost entry, the
+    tokens its source stored, the tokens a model switch made unreadable, the class of the change."""
+
+    idle_seconds: float | None
+    source_stored_tokens: int | None
+    model_switch_tokens: int | None
+    change_class: str | None
+    change_detail: str | None
+
+
+#: A :class:`RequestRow`'s fields as a tuple, in column order (perf: one C call, not ``attrs.astuple``).
+_ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)
+
+
+class _Columns:
+    """The requests frame of a run: :meth:`add` keeps a :class:`RequestRow`'s fields as one tuple
+    (perf: one append per row); :meth:`frame` turns them into one list per column (``zip``, in C) and
+    the frame (plus ``_pos`` and ``_seq``)."""
+
+    __slots__ = ("_names", "_rows", "_set")
+
+    def __init__(self) -> None:
+        self._names = (*REQUEST_COLUMNS, "_pos", "_seq")
+        self._rows: list[tuple[Any, ...]] = []
+        self._set: dict[tuple[int, int], Any] = {}  # (row, column) -> a value set after the row was added
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def set(self, row: int, name: str, value: Any) -> None:
+        self._set[row, self._names.index(name)] = value
+
+    def add(self, row: RequestRow, pos: int) -> None:
+        self._rows.append((*_ROW_FIELDS(row), pos, len(self._rows)))
+
+    def frame(self) -> pl.DataFrame:
+        import polars as pl
+
+        schema = {**_schemas()[0], "_pos": pl.Int64, "_seq": pl.Int64}
+        columns = [list(c) for c in zip(*self._rows, strict=True)] or [[] for _ in self._names]
+        for (row, column), value in self._set.items():
+            columns[column][row] = value
+        return pl.DataFrame(dict(zip(self._names, columns, strict=True)), schema=schema)
+
+
+class _RunState:
+    """One analysis run (:func:`_run`) over a chunk of records, request after request: the cache (a
+    simulator over every session in the simulated view; each session's previous request in the
+    consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
+    and what the chunk produces (rows, composition, problems, notes' counts)."""
+
+    def __init__(self, ctx: _Context | _Described, pretokenized: _Undelta | None) -> None:
+        from promptkit.cache.composition import CompositionRows
+        from promptkit.cache.simulator import CacheSimulator
+
+        self.ctx = ctx
+        self.model, self.view, self.timed = ctx.model, ctx.spec.view, ctx.spec.timed
+        self.pretokenized = pretokenized
+        self.writes_nothing = 0  # requests whose plan stores no cache entry
+        self.recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
+        self.problems: list[tuple[int, LoadProblem]] = []
+        self.mended: list[tuple[int, str]] = []
+        self.thinking: dict[str, int] = {}
+        self.memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.rows = _Columns()
+        self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
+        self.sim = CacheSimulator(self.model) if self.view == "simulated" else None
+        self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
+        self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
+        self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.cache.causes compares
+        # without a tokenizer here (a coordinator whose workers tokenized): the divergences' token ids,
+        # decoded elsewhere (row, thinking render, cached ids or None, prompt ids, context ids); see
+        # set_excerpts
+        self.excerpts: list[tuple[int, str | None, list[int] | None, list[int], list[int]]] = []
+        self.rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.cache.ruler)
+        self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
+        # the local tokenizer is the provider's: positions are exact and need no ruler
+        self.exact_units = ctx.profile.exact_tokenizer
+        self.best_effort = ctx.profile.best_effort
+
+    def order(self, items: Sequence[tuple[int, RequestRecord]]) -> list[int]:
+        """The order the records are analyzed in: time (simulated view, all timed), else position."""
+        if self.view == "simulated" and self.timed:
+            return sorted(range(len(items)), key=lambda j: (items[j][1].timestamp, items[j][0]))
+        return sorted(range(len(items)), key=lambda j: items[j][0])
+
+    def tokenized(
+        self, pos: int, record: RequestRecord
+    ) -> tuple[_Prepared, RequestTokenizer | None, TokenizedRequest, str | None] | None:
+        """The record prepared and tokenized, its request tokenizer (None: none here) and thinking
+        render (None, with a problem recorded, when it cannot be tokenized)."""
+        if self.pretokenized is not None:
             prepared = _prepare(record)
-            rt, think = ctx.tokenizer_for(record)
-            result = pretokenized[pos]
+            think = self.ctx.thinking_name(record)
+            rt = self.ctx.request_tokenizer(think)
+            result = self.pretokenized.take(pos, record.session)
         else:
-            prepared, result, think = _tokenize_one(ctx, record, memo)
-            rt = ctx.rt if think is None else ctx.thinking[think]
+            assert isinstance(self.ctx, _Context)
+            prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
+            rt = self.ctx.request_tokenizer(think)
         if think is not None:
-            thinking.setdefault(think, pos)
-        if result[1]:
-            mended.append((pos, _surrogate_where(record)))
-        if isinstance(result[0], str):
-            problems.append((pos, LoadProblem(record.file, record.line, result[0])))
-            continue
-        tok = result[0]
-        source_id = _source_id(record)
-        plan = model.plan(tok, prepared.body, prepared.layout)
-        if not plan.entries:
-            writes_nothing += 1
-        now = record.timestamp if timed else None
-        prev = None
-        if global_sim is not None:
-            outcome = global_sim.step(tok.tokens, plan, now, source_id)
-        else:  # a cache holding only what the session's previous request stored
-            prev = previous.get(record.session)
-            # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from
-            # it): the lookup compares from there on only
-            shared = rt.shared_prefix if pretokenized is None else None
-            known = shared if shared is not None and prev is not None and shared[0] is prev[0] else None
-            outcome = consecutive_outcome(model, prev, tok.tokens, plan, now, known=known)
-            previous[record.session] = (np.asarray(tok.tokens), plan, now, source_id)
+            self.thinking.setdefault(think, pos)
+        if result.mended:
+            self.mended.append((pos, _surrogate_where(record)))
+        if isinstance(result.value, str):
+            self.problems.append((pos, LoadProblem(record.file, record.line, result.value)))
+            return None
+        return prepared, rt, result.value, think
 
-        prompt_len = plan.prompt_len
-        # -- causes facts (promptkit.cache.causes): model switch, expiry / eviction, class of change
-        model_name = record.request.get("model")
-        model_name = model_name if isinstance(model_name, str) else None
+    def lookup(
+        self,
+        record: RequestRecord,
+        rt: RequestTokenizer | None,
+        tok: TokenizedRequest,
+        plan: CachePlan,
+        now: float | None,
+    ) -> tuple[CacheOutcome, _Stored | None]:
+        """The cache's outcome for the request, and (consecutive view) the session's previous request."""
+        import numpy as np
+
+        from promptkit.cache.simulator import consecutive_outcome
+
+        source_id = _source_id(record)
+        if self.sim is not None:
+            return self.sim.step(tok.tokens, plan, now, source_id), None
+        # a cache holding only what the session's previous request stored
+        prev = self.previous.get(record.session)
+        # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
+        # the lookup compares from there on only
+        shared = rt.shared_prefix if self.pretokenized is None and rt is not None else None
+        known = shared if shared is not None and prev is not None and shared[0] is prev.tokens else None
+        outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
+        self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
+        return outcome, prev
+
+    def source_facts(
+        self,
+        outcome: CacheOutcome,
+        plan: CachePlan,
+        model_name: str | None,
+        now: float | None,
+        prev: _Stored | None,
+    ) -> tuple[CacheOutcome, str | None, _Facts | None, int | None, float | None]:
+        """The request read from (or whose content was lost) and its facts, the outcome with nothing
+        read when the model switched (the provider's cache is per model), the switch's tokens and the
+        idle gap. Consecutive view: a prompt that read nothing but left the previous one is compared
+        with it."""
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
         if src_id is None and prev is not None and outcome.diverged:
-            src_id = prev[3]  # nothing read, but the prompt left the previous one: compare with it
-        src = facts.get(src_id) if src_id is not None else None
+            src_id = prev.source
+        src = self.facts.get(src_id) if src_id is not None else None
         switched = None
         if (
             src is not None
             and outcome.source is not None
-            and src[1] != model_name
+            and src.model != model_name
             and outcome.cached_tokens > 0
         ):
-            switched = outcome.cached_tokens  # the provider's cache is per model: nothing of it is read
+            switched = outcome.cached_tokens
             outcome = attrs.evolve(
-                outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
+                outcome, cached_tokens=0, write_tokens=self.model.write_tokens(plan, 0), source=None
             )
-        idle = (
-            now - src[2]
-            if outcome.lost_source is not None and src is not None and src[2] is not None and now is not None
-            else None
+        idle = None
+        if outcome.lost_source is not None and src is not None and src.at is not None and now is not None:
+            idle = now - src.at
+        return outcome, src_id, src, switched, idle
+
+    def divergence(
+        self,
+        p: _Prepared,
+        rt: RequestTokenizer | None,
+        think: str | None,
+        tok: TokenizedRequest,
+        outcome: CacheOutcome,
+        prefix: int,
+        prompt_len: int,
+        prev: _Stored | None,
+    ) -> _Divergence:
+        """The divergence columns of a request whose prompt left the cached content at token ``prefix``."""
+        source_messages = self.bodies.get(outcome.source) if outcome.source is not None else None
+        message, role, anchor, key = _divergence(p, tok, prefix, source_messages)
+        if prev is not None:  # consecutive: the session's previous request is the only source
+            cached = prev.tokens if outcome.source == prev.source else None
+        else:
+            cached = self.recent_tokens.get(outcome.source) if outcome.source is not None else None
+        # what the prompt sent, and the text just before the divergence (what the report shows in grey),
+        # even when no cached entry is left to show the other side (expired, below the minimum)
+        cached_ids = cached[prefix : prefix + EXCERPT_TOKENS].tolist() if cached is not None and prefix < len(cached) else None
+        prompt_ids = tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist()
+        context_ids = tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist()
+        if rt is None:  # decoded after the run (set_excerpts)
+            self.excerpts.append((len(self.rows), think, cached_ids, prompt_ids, context_ids))
+            return _Divergence(message, role, anchor, key, prefix)
+        decode = opaque_decoder(rt.decode)
+        return _Divergence(
+            message,
+            role,
+            anchor,
+            key,
+            prefix,
+            decode(cached_ids) if cached_ids is not None else None,
+            decode(prompt_ids),
+            decode(context_ids),
         )
-        facts[source_id] = (
-            prepared.body,
-            model_name,
-            now,
-            max((e.length for e in plan.entries), default=0),
-        )
-        prefix = min(outcome.prefix_tokens, prompt_len)
-        d_msg = d_role = d_slot = d_key = d_tok = None
-        d_cached_text: str | None = None
-        d_prompt_text: str | None = None
-        d_context_text: str | None = None
-        if outcome.diverged and prefix < prompt_len:
-            d_tok = prefix
-            source_messages = bodies.get(outcome.source) if outcome.source is not None else None
-            d_msg, d_role, d_slot, d_key = _divergence(prepared, tok, prefix, source_messages)
-            if prev is not None:  # consecutive: the session's previous request is the only source
-                cached = prev[0] if outcome.source == prev[3] else None
-            else:
-                cached = recent_tokens.get(outcome.source) if outcome.source is not None else None
-            decode = opaque_decoder(rt.decode)
-            # what the prompt sent, and the text just before the divergence (what the report shows in
-            # grey), even when no cached entry is left to show the other side (expired, below minimum)
-            d_prompt_text = decode(tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist())
-            d_context_text = decode(tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist())
-            if cached is not None and prefix < len(cached):
-                d_cached_text = decode(cached[prefix : prefix + EXCERPT_TOKENS].tolist())
-        if global_sim is not None:
-            bodies[source_id] = prepared.body["messages"]
-            recent_tokens[source_id] = tok.tokens
-            if len(recent_tokens) > _EXCERPT_SOURCES:
-                recent_tokens.popitem(last=False)
-        else:  # perf: memory: a session's requests need only their predecessor's messages and facts
-            if prev is not None:
-                bodies.pop(prev[3], None)
-                facts.pop(prev[3], None)
-            bodies[source_id] = prepared.body["messages"]
+
+    def set_excerpts(self, texts: Sequence[tuple[str | None, str, str]]) -> None:
+        """The decoded :attr:`excerpts` (cached text or None, prompt text, context text), into their rows."""
+        for (row, *_), (cached, prompt, context) in zip(self.excerpts, texts, strict=True):
+            self.rows.set(row, "divergence_cached_text", cached)
+            self.rows.set(row, "divergence_prompt_text", prompt)
+            self.rows.set(row, "divergence_context_text", context)
+        self.excerpts.clear()
+
+    def remember(self, source_id: str, p: _Prepared, tok: TokenizedRequest, prev: _Stored | None) -> None:
+        """Keep what later requests look back at: the messages (and, simulated, the recent tokens)."""
+        if self.sim is not None:
+            self.bodies[source_id] = p.body["messages"]
+            self.recent_tokens[source_id] = tok.tokens
+            if len(self.recent_tokens) > _EXCERPT_SOURCES:
+                self.recent_tokens.popitem(last=False)
+            return
+        if prev is not None:  # perf: memory: a session needs only its predecessor's messages and facts
+            self.bodies.pop(prev.source, None)
+            self.facts.pop(prev.source, None)
+        self.bodies[source_id] = p.body["messages"]
+
+    def check_usage(self, pos: int, record: RequestRecord) -> None:
+        """A usage that contradicts itself is a problem naming file, line and field, kept as reported."""
         usage = record.usage
-        if usage is not None:  # a usage that contradicts itself is a problem, kept as reported
-            for reason in usage_contradictions(usage, last_usage.get(record.session)):
-                problems.append((pos, LoadProblem(record.file, record.line, f"{reason}; kept as reported")))
-            last_usage[record.session] = usage
+        if usage is None:
+            return
+        for reason in usage_contradictions(usage, self.last_usage.get(record.session)):
+            self.problems.append((pos, LoadProblem(record.file, record.line, f"{reason}; kept as reported")))
+        self.last_usage[record.session] = usage
+
+    def measure(
+        self,
+        row: RequestRow,
+        source_id: str,
+        src_id: str | None,
+        outcome: CacheOutcome,
+        plan: CachePlan,
+        usage: Any,
+        prev: _Stored | None,
+    ) -> RequestRow:
+        """Ruler mode: where the local tokenizer is not the provider's, the row's positions in provider
+        units from the anchors the request shares with its source and its own usage's (:func:`_measure`)."""
+        if self.exact_units:  # positions are already the provider's: no anchors needed
+            return row
+        values = attrs.asdict(row, recurse=False)
+        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model)
+        if prev is not None and prev.source != source_id:  # memory: the consecutive view needs no older one
+            self.rulers.pop(prev.source, None)
+        return RequestRow(**values)
+
+    def add(self, pos: int, record: RequestRecord) -> None:
+        """Analyze one record and add its row (or its problem)."""
+        done = self.tokenized(pos, record)
+        if done is None:
+            return
+        p, rt, tok, think = done
+        source_id = _source_id(record)
+        plan = self.model.plan(tok, p.body, p.layout)
+        if not plan.entries:
+            self.writes_nothing += 1
+        now = record.timestamp if self.timed else None
+        outcome, prev = self.lookup(record, rt, tok, plan, now)
+        model_name = record.request.get("model")
+        model_name = model_name if isinstance(model_name, str) else None
+        outcome, src_id, src, switched, idle = self.source_facts(outcome, plan, model_name, now, prev)
+        self.facts[source_id] = _Facts(
+            p.body, model_name, now, max((e.length for e in plan.entries), default=0)
+        )
+        prompt_len = plan.prompt_len
+        prefix = min(outcome.prefix_tokens, prompt_len)
+        diverged = outcome.diverged and prefix < prompt_len
+        div = (
+            self.divergence(p, rt, think, tok, outcome, prefix, prompt_len, prev)
+            if diverged
+            else _Divergence()
+        )
+        self.remember(source_id, p, tok, prev)
+        self.check_usage(pos, record)
         change_class = change_detail = None
         if switched is not None:
-            change_class, change_detail = "model_switch", f"{src[1] if src else None} -> {model_name}"
-        elif outcome.diverged and prefix < prompt_len and src is not None:
+            change_class, change_detail = "model_switch", f"{src.model if src else None} -> {model_name}"
+        elif diverged and src is not None:
             from promptkit.cache.causes import classify_change
 
-            change_class, change_detail = classify_change(
-                src[0], prepared.body, d_msg, shifted=prepared.shifted
-            )
-        miss_reason, missed = _provider_diagnostics(record.meta)
-        out.append(
-            {
-                "session": record.session,
-                "index": record.index,
-                "timestamp": record.timestamp,
-                "prompt_tokens": prompt_len,
-                "prefix_tokens": prefix,
-                "predicted_cached_tokens": outcome.cached_tokens,
-                "hit_ratio": outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
-                "reported_prompt_tokens": usage.prompt_tokens if usage else None,
-                "reported_cached_tokens": usage.cached_tokens if usage else None,
-                "divergence_message": d_msg,
-                "divergence_role": d_role,
-                "divergence_anchor": d_slot,
-                "divergence_key": d_key,
-                "file": record.file,
-                "line": record.line,
-                "model": model_name,
-                "completion_tokens": len(tok.tokens) - prompt_len if record.completion is not None else None,
-                "reported_completion_tokens": usage.completion_tokens if usage else None,
-                "predicted_cache_write_tokens": outcome.write_tokens,
-                "reported_cache_write_tokens": usage.cache_write_tokens if usage else None,
-                "divergence_token": d_tok,
-                "cached_source": outcome.source,
-                "divergence_cached_text": d_cached_text,
-                "divergence_prompt_text": d_prompt_text,
-                "divergence_context_text": d_context_text,
-                "unexpired_cached_tokens": outcome.unexpired_cached_tokens,
-                "unevicted_cached_tokens": outcome.unevicted_cached_tokens,
-                "idle_seconds": idle,
-                "source_stored_tokens": src[3] if src is not None else None,
-                "model_switch_tokens": switched,
-                "change_class": change_class,
-                "change_detail": change_detail,
-                "predicted_cache_write_1h_tokens": _write_1h(plan, outcome.cached_tokens)
-                if outcome.write_tokens is not None
-                else None,
-                "reported_cache_write_1h_tokens": usage.cache_write_1h_tokens if usage else None,
-                "provider_miss_reason": miss_reason,
-                "provider_missed_tokens": missed,
-                "position_basis": None,
-                "head_end_tokens": _head_end(tok, prepared.body),
-                "best_effort_cache": best_effort,
-                "log_events": _log_events(record),
-                "_pos": pos,
-                "_seq": len(out),
-            }
+            change_class, change_detail = classify_change(src.body, p.body, div.message, shifted=p.shifted)
+        causes = _Causes(
+            idle, src.stored_tokens if src is not None else None, switched, change_class, change_detail
         )
-        _measure(out[-1], rulers, source_id, src_id, outcome, plan, usage, exact_units, model)
-        if prev is not None and prev[3] != source_id:  # memory: the consecutive view needs no older one
-            rulers.pop(prev[3], None)
+        facts = _RulerFacts(
+            "exact" if self.exact_units else None, _head_end(tok, p.body), self.best_effort, _log_events(record)
+        )
+        row = _request_row(record, tok, plan, outcome, div, causes, model_name, facts)
+        self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev), pos)
         head = opaque_head_of(record)
-        comp_rows.add(
+        self.composition.add(
             record.session,
             record.index,
-            prepared.body,
+            p.body,
             tok,
-            layout=prepared.layout,
-            shifted=prepared.shifted,
+            layout=p.layout,
+            shifted=p.shifted,
             opaque=(head.tokens, head.key) if head is not None else None,
             position=pos,
         )
-    if progress:
+
+    def partial(self) -> _Partial:
+        """What the run produced."""
+        _, comp_schema, _ = _schemas()
+        composition = self.composition.frame(comp_schema, position=True).rename({"_position": "_pos"})
+        return _Partial(
+            self.rows.frame(), composition, self.problems, self.writes_nothing, self.thinking, self.mended
+        )
+
+
+def _request_row(
+    record: RequestRecord,
+    tok: TokenizedRequest,
+    plan: CachePlan,
+    outcome: CacheOutcome,
+    div: _Divergence,
+    causes: _Causes,
+    model_name: str | None,
+    ruler: _RulerFacts,
+) -> RequestRow:
+    """The row of a request: its record's figures, the cache's outcome, the divergence, the causes' facts."""
+    usage = record.usage
+    prompt_len = plan.prompt_len
+    miss_reason, missed = _provider_diagnostics(record.meta)
+    return RequestRow(
+        session=record.session,
+        index=record.index,
+        timestamp=record.timestamp,
+        prompt_tokens=prompt_len,
+        prefix_tokens=min(outcome.prefix_tokens, prompt_len),
+        predicted_cached_tokens=outcome.cached_tokens,
+        hit_ratio=outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
+        reported_prompt_tokens=usage.prompt_tokens if usage else None,
+        reported_cached_tokens=usage.cached_tokens if usage else None,
+        divergence_message=div.message,
+        divergence_role=div.role,
+        divergence_anchor=div.anchor,
+        divergence_key=div.key,
+        file=record.file,
+        line=record.line,
+        model=model_name,
+        completion_tokens=len(tok.tokens) - prompt_len if record.completion is not None else None,
+        reported_completion_tokens=usage.completion_tokens if usage else None,
+        predicted_cache_write_tokens=outcome.write_tokens,
+        reported_cache_write_tokens=usage.cache_write_tokens if usage else None,
+        divergence_token=div.token,
+        cached_source=outcome.source,
+        divergence_cached_text=div.cached_text,
+        divergence_prompt_text=div.prompt_text,
+        divergence_context_text=div.context_text,
+        unexpired_cached_tokens=outcome.unexpired_cached_tokens,
+        unevicted_cached_tokens=outcome.unevicted_cached_tokens,
+        idle_seconds=causes.idle_seconds,
+        source_stored_tokens=causes.source_stored_tokens,
+        model_switch_tokens=causes.model_switch_tokens,
+        change_class=causes.change_class,
+        change_detail=causes.change_detail,
+        predicted_cache_write_1h_tokens=_write_1h(plan, outcome.cached_tokens)
+        if outcome.write_tokens is not None
+        else None,
+        reported_cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
+        provider_miss_reason=miss_reason,
+        provider_missed_tokens=missed,
+        position_basis=ruler.position_basis,
+        head_end_tokens=ruler.head_end_tokens,
+        best_effort_cache=ruler.best_effort,
+        log_events=ruler.log_events,
+    )
+
+
+def _run(
+    ctx: _Context,
+    items: Sequence[tuple[int, RequestRecord]],
+    pretokenized: _Undelta | None = None,
+    progress: bool = False,
+) -> _Partial:
+    """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
+    record of the group in the simulated view. ``pretokenized`` holds phase 1's tokens by position."""
+    state = _RunState(ctx, pretokenized)
+    order: Iterable[int] = state.order(items)
+    bar: Any = None
+    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+        from tqdm.auto import tqdm
+
+        order = bar = tqdm(order, total=len(items), desc=f"analyze ({state.view})", unit="req", delay=0.5)
+    for j in order:
+        state.add(*items[j])
+    if bar is not None:
         bar.close()
-    schema = {**req_schema, "_pos": pl.Int64, "_seq": pl.Int64}
-    requests = pl.DataFrame(out, schema=schema, orient="row")
-    composition = comp_rows.frame(comp_schema, position=True).rename({"_position": "_pos"})
-    return _Partial(requests, composition, problems, writes_nothing, thinking, mended)
+    return state.partial()
 
 
 def _take_frames(partials: Sequence[_Partial], name: str) -> list[pl.DataFrame]:
@@ -1067,7 +1371,10 @@ def _by_position(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
 
 def _finish(
-    ctx: _Context, partials: Sequence[_Partial], load_problems: Sequence[LoadProblem], records: int
+    ctx: _Context | _Described,
+    partials: Sequence[_Partial],
+    load_problems: Sequence[LoadProblem],
+    records: int,
 ) -> AnalysisResult:
     """One group's result from its chunks: frames in record order, problems and notes."""
     import polars as pl
@@ -1101,21 +1408,61 @@ def _finish(
         return [v for _, v in (sorted(pairs, key=lambda t: t[0]) if consecutive else pairs)]
 
     problems = list(load_problems) + ordered(q for p in partials for q in p.problems)
-    writes_nothing = sum(p.writes_nothing for p in partials)
+    notes += _warm_notes(analyzed) if consecutive else []
+    notes += _partial_notes(model, partials, requests.height, consecutive, ordered)
+    notes += _window_notes(profile, analyzed)
+    problem_frame = pl.DataFrame(
+        {
+            "file": [p.file for p in problems],
+            "line": [p.line for p in problems],
+            "reason": [p.reason for p in problems],
+        },
+        schema=prob_schema,
+    )
+    return AnalysisResult(
+        requests=requests.drop("_pos", "_seq"),
+        composition=composition.drop("_pos"),
+        problems=problem_frame,
+        provider=profile.name,
+        tokenizer=ctx.tokenizer_name,
+        render=ctx.render_name,
+        cache_model=model,
+        view=view,
+        notes=tuple(notes),
+    )
+
+
+def _warm_notes(analyzed: pl.DataFrame) -> list[str]:
+    """The consecutive view's note on sessions whose first request the provider found cached."""
+    import polars as pl
+
     warm = analyzed.filter(
         (pl.col("index") == 0)
         & (pl.col("reported_cached_tokens").fill_null(0) > 0)
         & (pl.col("predicted_cached_tokens").fill_null(0) == 0)
     )
-    if consecutive and warm.height:
-        notes.append(
-            f"{warm.height} session(s) hit the provider's cache on their first request (e.g. "
-            f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
-        )
+    if not warm.height:
+        return []
+    return [
+        f"{warm.height} session(s) hit the provider's cache on their first request (e.g. "
+        f"{warm['session'][0]!r}): a head shared across sessions, which only the simulated view (--view simulated) can credit"
+    ]
+
+
+def _partial_notes(
+    model: CacheModel,
+    partials: Sequence[_Partial],
+    total: int,
+    consecutive: bool,
+    ordered: Callable[[Iterable[tuple[int, Any]]], list[Any]],
+) -> list[str]:
+    """The notes on what the chunks counted: requests that store nothing, thinking renders, mended
+    surrogates."""
+    notes: list[str] = []
+    writes_nothing = sum(p.writes_nothing for p in partials)
     if writes_nothing:
         notes.append(
-            f"{writes_nothing} of {requests.height} requests write no cache entry ({model.name}): "
-            f"{model.no_write_reason}"
+            f"{writes_nothing} of {total} requests write no cache entry ({model.name}): {model.no_write_reason}"
         )
     firsts: dict[str, int] = {}
     for p in partials:
@@ -1130,35 +1477,25 @@ def _finish(
             f"{len(mended)} request(s) hold lone UTF-16 surrogates (e.g. {mended[0]}), which no provider can "
             "tokenize: they were analyzed with each one replaced by U+FFFD"
         )
+    return notes
+
+
+def _window_notes(profile: ProviderProfile, analyzed: pl.DataFrame) -> list[str]:
+    """The note on requests longer than the provider's largest context window."""
+    import polars as pl
+
     window = profile.context_window
-    if window is not None and requests.height:
-        over = analyzed.filter(pl.col("prompt_tokens") > window)
-        if over.height:
-            row = over.row(0, named=True)
-            notes.append(
-                f"{over.height} request(s) are longer than the largest context window of {profile.name} "
-                f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
-                f"{row['prompt_tokens']:,}): the provider would have rejected them"
-            )
-    problem_frame = pl.DataFrame(
-        {
-            "file": [p.file for p in problems],
-            "line": [p.line for p in problems],
-            "reason": [p.reason for p in problems],
-        },
-        schema=prob_schema,
-    )
-    return AnalysisResult(
-        requests=requests.drop("_pos", "_seq"),
-        composition=composition.drop("_pos"),
-        problems=problem_frame,
-        provider=profile.name,
-        tokenizer=_name_of(ctx.rt.tokenizer),
-        render=_name_of(ctx.rt.render_model),
-        cache_model=model,
-        view=view,
-        notes=tuple(notes),
-    )
+    if window is None or not analyzed.height:
+        return []
+    over = analyzed.filter(pl.col("prompt_tokens") > window)
+    if not over.height:
+        return []
+    row = over.row(0, named=True)
+    return [
+        f"{over.height} request(s) are longer than the largest context window of {profile.name} "
+        f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
+        f"{row['prompt_tokens']:,}): the provider would have rejected them"
+    ]
 
 
 def composition_frame_empty(schema: Mapping[str, Any]) -> pl.DataFrame:
@@ -1209,9 +1546,7 @@ def _analyze_group(
     shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
     for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
         shipped.update(part)
-    tokenized = _undelta(shipped, items)
-    del shipped
-    return _finish(ctx, [_run(ctx, items, tokenized, progress=progress)], load_problems, len(items))
+    return _finish(ctx, [_run(ctx, items, _Undelta(shipped), progress=progress)], load_problems, len(items))
 
 
 #: The provider assumed for records whose provider nothing in the log recognises: the generic rules
@@ -1314,6 +1649,35 @@ def analyze_requests(
     if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        return _analyze_records(
+            records,
+            executor,
+            provider=provider,
+            tokenizer=tokenizer,
+            render=render,
+            cache_model=cache_model,
+            view=view,
+            progress=progress,
+        )
+    finally:
+        if executor is not None:
+            executor.close()
+
+
+def _analyze_records(
+    records: LoadResult | Iterable[RequestRecord | Mapping[str, Any] | tuple[Mapping[str, Any], Any]],
+    executor: Executor | None,
+    *,
+    provider: str | ProviderProfile | None,
+    tokenizer: Any,
+    render: Any,
+    cache_model: str | CacheModel | None,
+    view: str | None,
+    progress: bool,
+) -> AnalysisResult:
+    """:func:`analyze_requests` on ``executor`` (None: in this process)."""
     record_list, load_problems = _as_records(records)
     load_notes = list(records.notes) if isinstance(records, LoadResult) else []
     if view is None:
@@ -1336,28 +1700,23 @@ def analyze_requests(
         notes.append(_defaulted_note(len(defaulted)))
     if not groups:
         groups[provider if provider is not None else DEFAULT_PROVIDER] = []
-    executor = make_executor(engine, jobs, client=client)
-    try:
-        results = [
-            _analyze_group(
-                items,
-                load_problems if i == 0 else [],
-                _Spec(
-                    name,
-                    tokenizer,
-                    render,
-                    cache_model,
-                    view,
-                    bool(items) and all(r.timestamp is not None for _, r in items),
-                ),
-                executor=executor,
-                progress=progress,
-            )
-            for i, (name, items) in enumerate(groups.items())
-        ]
-    finally:
-        if executor is not None:
-            executor.close()
+    results = [
+        _analyze_group(
+            items,
+            load_problems if i == 0 else [],
+            _Spec(
+                name,
+                tokenizer,
+                render,
+                cache_model,
+                view,
+                bool(items) and all(r.timestamp is not None for _, r in items),
+            ),
+            executor=executor,
+            progress=progress,
+        )
+        for i, (name, items) in enumerate(groups.items())
+    ]
     return attrs.evolve(_combine(results, notes, view), provider_assumed=bool(defaulted))
 
 
@@ -1486,6 +1845,10 @@ def analyze(
     (:func:`~promptkit.formats.stream_logs`) and analyzes and releases them session by session: memory
     holds the sessions open at once instead of every record. Same result.
 
+    ``jobs`` > 1 or ``engine="dask"`` (without ``stream``) runs one task per log file: the workers read,
+    parse and analyze their own files and this process joins their frames
+    (:mod:`promptkit.cache.filetasks`). Same result.
+
     Example::
 
         >>> r = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated")
@@ -1502,6 +1865,47 @@ def analyze(
         )
     if stream:
         return _analyze_stream(paths, fmt, **kwargs)
+    if kwargs.get("jobs", 1) != 1 or kwargs.get("engine", "local") != "local":
+        return _analyze_by_file(paths, fmt, **kwargs)
     with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
         loaded = read_logs(paths, format=fmt)
     return analyze_requests(loaded, **kwargs)
+
+
+def _analyze_by_file(
+    paths: Any,
+    fmt: Any,
+    *,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str | None = None,
+    progress: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    client: Any = None,
+) -> AnalysisResult:
+    """:func:`analyze` on workers, one task per log file (:func:`~promptkit.cache.filetasks.analyze_files`),
+    or, when a session spans files or the view is to be chosen from the records (``view=None``), by
+    loading the records here and shipping them by session."""
+    from promptkit.cache.executors import make_executor
+    from promptkit.cache.filetasks import analyze_files
+
+    if view is not None and (not isinstance(view, str) or view not in VIEWS):
+        raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_arguments((), provider=provider, progress=progress)
+    settings: dict[str, Any] = dict(
+        provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
+    )
+    executor = make_executor(engine, jobs, client=client)
+    try:
+        if executor is not None and view is not None:
+            result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)
+            if result is not None:
+                return result
+        loaded = read_logs(paths, format=fmt)
+        return _analyze_records(loaded, executor, progress=progress, **settings)
+    finally:
+        if executor is not None:
+            executor.close()

@@ -649,3 +649,21 @@ def test_lone_surrogates_are_mended_where_they_are_rendered(provider: str) -> No
     expected = analyze_requests(log(fix=True), provider=provider)
     cols = ["prompt_tokens", "completion_tokens", "predicted_cached_tokens"]
     assert result.requests.select(cols).equals(expected.requests.select(cols))
+
+
+def test_request_row_is_the_frame_schema() -> None:
+    """The requests frame's columns and types are RequestRow's fields: names, order and polars types
+    (strings, 64-bit integers, floats) as they were before the frame was derived from the class."""
+    import attrs
+    import polars as pl
+
+    from promptkit.cache.engine import RequestRow
+
+    result = analyze("fixtures/real-logs/deepseek", view="simulated")
+    assert (
+        tuple(result.requests.columns) == REQUEST_COLUMNS == tuple(f.name for f in attrs.fields(RequestRow))
+    )
+    kinds = {pl.String: "s", pl.Int64: "i", pl.Float64: "f"}
+    assert "".join(kinds[t] for t in result.requests.dtypes) == "sifiiifiiissssisiiiiisssiifiissiisi"
+    row = RequestRow(session="s", index=3, prompt_tokens=10)
+    assert attrs.astuple(row)[:4] == ("s", 3, None, 10)
