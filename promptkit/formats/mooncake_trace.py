@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.fields import loads_json
 from promptkit.layout import LoadProblem, RequestRecord
 
 __all__ = ["FORMAT"]
@@ -44,7 +45,7 @@ def sniff(source: Source) -> bool:
     for line in source.head.splitlines():
         if line.strip():
             try:
-                return _is_trace_line(json.loads(line))
+                return _is_trace_line(loads_json(line))
             except json.JSONDecodeError:
                 return False
     return False
@@ -79,7 +80,7 @@ def read(source: Source) -> Iterator[Item]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)
         except json.JSONDecodeError as exc:
             yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
             continue
