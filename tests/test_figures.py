@@ -7,7 +7,6 @@ measured on a given machine.
 
 from __future__ import annotations
 
-import math
 import pathlib
 import re
 from typing import Any
@@ -799,10 +798,10 @@ def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> N
         in performance
     )
     assert f"DeepSeek-V3.2 + tokenizer ({deepseek['prompt_tokens'].sum() / 1e6:.1f}M tokens) |" in performance
-    mean = f"{cl100k['prompt_tokens'].mean():,.0f}"  # benchmarks/scaling.py's default: openai, cl100k_base
-    assert f"({n:,} requests of {mean} prompt tokens on average.)" in cluster
-    assert f"`benchmarks/corpus.py`'s corpus ({len(files)} sessions, {n:,} requests," in _flat(cluster)
-    assert f"average {mean} prompt tokens per request" in cluster
+    assert (
+        f"{len(files)} sessions, {n:,} requests, prompts growing to 30–60k tokens, {size / 1e6:.0f} MB"
+        in _flat(cluster)
+    )
 
 
 def test_the_report_and_format_pages_state_what_the_fixtures_give() -> None:
@@ -846,35 +845,15 @@ def test_the_report_and_format_pages_state_what_the_fixtures_give() -> None:
 
 
 def test_the_cluster_page_s_100m_estimate_follows_from_its_measurements() -> None:
-    """docs/how-to/cluster.md, "100M requests, on paper": the measured inputs (marked as measured by
-    ``benchmarks/scaling.py`` on that page: the new-token rate, the 1-job and 2-worker times, the bytes
-    shipped per request) are read from the page, and every figure derived from them is recomputed."""
+    """docs/how-to/cluster.md, "100M requests, on paper": the simulated view's coordinator rate is
+    read from its measurement on that page (requests and seconds of coordinator CPU, measured by
+    ``benchmarks/scaling.py``), and the rounded rate and the hours for 100M requests are recomputed."""
     page = _flat((ROOT / "docs" / "how-to" / "cluster.md").read_text(encoding="utf-8"))
-
-    def number(pattern: str) -> float:
-        found = re.search(pattern, page)
-        assert found is not None, pattern
-        return float(found.group(1).replace(",", ""))
-
-    rate = number(r"\*\*([\d,]+)\*\* new tokens/s per core")
-    serial = number(r"\| consecutive \| local, `jobs=1` \| ([\d.]+) \|")
-    simulated = number(r"\| simulated \| dask, 2 workers \| ([\d.]+) \|")
-    requests = number(r"\(([\d,]+) requests of [\d,]+ prompt tokens on average\.\)")
-    shipped = number(r"phase 1 ships \*\*([\d,]+)\*\* bytes per request")
-    full = number(r"full token arrays would be ([\d,]+) \(8 bytes a token\)")
-    hashes = number(r"Mooncake block hashes ([\d,]+) \(16 bytes per 512 tokens\)")
-    new = round(rate * serial / requests)
-    assert f"about {new} ({rate:,.0f} × {serial} s / {requests:,.0f}) are new" in page
-    assert f"took {simulated} s for {requests:,.0f} requests" in page
-    throughput = math.floor(requests / simulated)  # "at least"
-    assert f"so at least **{throughput}** requests/s here" in page
-    core_seconds = 100e6 * new / rate
-    assert f"100M × {new} / {rate:,.0f} ≈ {round(core_seconds, -4):,.0f} core-seconds" in page
-    assert f"≈ **{core_seconds / 3600:.0f}** core-hours" in page
-    assert f"about {core_seconds / 3600 / 100:.1f} hours on 100 cores" in page
-    assert f"100M × {shipped:,.0f} B ≈ **{100e6 * shipped / 1e9:.0f} GB** of token deltas" in page
-    assert (
-        f"(block hashes: {100e6 * hashes / 1e9:.0f} GB; full token arrays: {100e6 * full / 1e12:.0f} TB)"
-        in page
+    found = re.search(
+        r"about ([\d,]+) requests per second here \(([\d,]+) requests in ([\d.]+) s of its CPU\)", page
     )
-    assert f"at most 100M / {throughput} s ≈ **{100e6 / throughput / 3600:.0f}** hours" in page
+    assert found is not None
+    stated, requests, seconds = (float(g.replace(",", "")) for g in found.groups())
+    rate = requests / seconds
+    assert stated == float(f"{rate:.2g}"), (stated, rate)  # "about": two significant figures
+    assert f"That is about {100e6 / stated / 3600:.0f} hours for 100M requests" in page
