@@ -30,6 +30,10 @@ LOGS: dict[str, tuple[list[str], list[str]]] = {
     "otel-genai": (["fixtures/otel_genai"], []),
     "atif": (["fixtures/atif"], []),
     "swe-agent": (["fixtures/swe_agent"], []),
+    "real-gemini": (["fixtures/real-logs/gemini"], []),
+    "gemini-cli": (["fixtures/gemini-cli"], []),
+    "opencode": (["fixtures/opencode"], []),
+    "mooncake-trace": (["fixtures/traces/mooncake-conversation-head.jsonl"], []),
 }
 FRAMES = ("requests.csv", "causes.csv")
 
