@@ -4,13 +4,13 @@ On the corpus of ``benchmarks/corpus.py`` (generated into a temporary directory 
 given) it measures, side by side:
 
 - **load**: :func:`promptkit.formats.read_logs` (JSON parsing; the same for every approach);
-- **analysis**: :func:`promptkit.cache.analyze_requests` on the loaded records (what
+- **analysis**: :func:`promptkit.analysis.analyze_requests` on the loaded records (what
   ``promptkit analyze --no-plots`` runs after loading);
 - **naive**: render and tokenize every request (and its answer) in full, with no reuse
   (``RequestTokenizer.tokenize_naive``);
 - **lower bound**: tokenize each session's final request once (render it and encode each text
   segment between special tokens once, with a fresh ``RequestTokenizer``);
-- **plots**: :func:`promptkit.cache.plots.save_plots` on the analysis result (PNG files);
+- **plots**: :func:`promptkit.report.plots.save_plots` on the analysis result (PNG files);
 
 and prints analysis / lower bound, naive / analysis and plots / analysis. Analysis, plots (of that
 analysis' result) and lower bound run ``--repeat`` times, taking turns; each is reported by its fastest
@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import write_corpus
 
-from promptkit.cache.engine import analyze_requests
-from promptkit.cache.plots import save_plots
-from promptkit.cache.runtime import gc_paused
-from promptkit.cache.tokenize import RequestTokenizer
+from promptkit.analysis.engine import analyze_requests
+from promptkit.analysis.runtime import gc_paused
+from promptkit.analysis.tokenize import RequestTokenizer
 from promptkit.formats import read_logs as load_requests
 from promptkit.providers.registry import get_provider
+from promptkit.report.plots import save_plots
 
 
 def main(argv: list[str] | None = None) -> None:

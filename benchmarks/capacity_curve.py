@@ -5,7 +5,7 @@ Reads Mooncake traces (the bundled slice by default; pass the published traces, 
 then times, in turns and best of ``--repeat``:
 
 - the curve: :func:`promptkit.analysis.capacity.capacity_curve` at every power of two blocks and unbounded;
-- one simulation: :func:`promptkit.cache.trace.simulate_trace` at one capacity (``--capacity`` tokens,
+- one simulation: :func:`promptkit.analysis.trace.simulate_trace` at one capacity (``--capacity`` tokens,
   default 1M) and unbounded (the simulator's fastest case),
 
 checks that the curve gives the simulated hit ratio at that capacity, and prints both times and the ratio
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from promptkit.analysis.capacity import capacity_curve
-from promptkit.cache.trace import TraceRecord, read_trace, simulate_trace, trace_hit_ratio
+from promptkit.analysis.trace import TraceRecord, read_trace, simulate_trace, trace_hit_ratio
 
 SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "mooncake-conversation-head.jsonl"
 

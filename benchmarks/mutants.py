@@ -36,35 +36,35 @@ class Mutant:
     tests: tuple[str, ...]
 
 
-CAUSES = ("tests/cache/test_causes.py",)
+CAUSES = ("tests/analysis/test_causes.py",)
 TRIM = ("tests/assembly/test_trim.py",)
 CLAUDE = ("tests/formats/test_claude_code.py",)
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "causes: the reported surplus taken off the last causes",
-        "promptkit/cache/causes.py",
+        "promptkit/analysis/causes.py",
         "unexplained -= _take_front(segments, rc - c)",
         "unexplained -= _take_back(segments, rc - c)",
         CAUSES,
     ),
     Mutant(
         "causes: compaction threshold 0.9 -> 0.5",
-        "promptkit/cache/causes.py",
+        "promptkit/analysis/causes.py",
         "shrank = size_new < size_old * 0.9",
         "shrank = size_new < size_old * 0.5",
         CAUSES,
     ),
     Mutant(
         "causes: compaction boundary < -> <=",
-        "promptkit/cache/causes.py",
+        "promptkit/analysis/causes.py",
         "shrank = size_new < size_old * 0.9",
         "shrank = size_new <= size_old * 0.9",
         CAUSES,
     ),
     Mutant(
         "causes: cold_start only on a session's first request",
-        "promptkit/cache/causes.py",
+        "promptkit/analysis/causes.py",
         "if first or (reach == 0 and base == 0 and not switched):",
         "if first:",
         CAUSES,

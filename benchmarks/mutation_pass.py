@@ -84,7 +84,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "        except json.JSONDecodeError:\n            return True\n        return False",
      "        except json.JSONDecodeError:\n            return False\n        return False",
      "tests/formats/test_bad_inputs.py::test_a_truncated_har_is_named_as_such"),
-    ("surrogate note without its place", "promptkit/cache/engine.py",
+    ("surrogate note without its place", "promptkit/analysis/engine.py",
      "            mended.append((pos, _surrogate_where(record)))", "            mended.append((pos, _source_id(record)))",
      "tests/formats/test_bad_inputs.py::test_a_lone_surrogate_is_named_by_file_line_and_field"),
     ("counter results not checked", "promptkit/assembly/tokens.py", "        return _checked(count)",

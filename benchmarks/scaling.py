@@ -2,11 +2,11 @@
 and the peak memory of the coordinator and of a worker, for each job count, side by side.
 
 On the corpus of ``benchmarks/corpus.py`` (generated into a temporary directory unless ``--corpus``)
-it runs :func:`promptkit.cache.analyze` for each view in a fresh process per configuration (so each
+it runs :func:`promptkit.analysis.analyze` for each view in a fresh process per configuration (so each
 one's peak memory is its own):
 
 - ``jobs=1``: the whole analysis in one process (the reference for speed-up and memory);
-- ``pool N``: the file plan (:mod:`promptkit.cache.filetasks`) on a local pool of N worker processes,
+- ``pool N``: the file plan (:mod:`promptkit.analysis.filetasks`) on a local pool of N worker processes,
   for each N of ``--jobs`` (``pool 1`` measures the coordinator's share with one worker: the part of
   the work that more workers cannot divide);
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
@@ -91,9 +91,9 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     import numpy  # noqa: F401  # imported before the clock in every configuration: start-up is not measured
     import polars  # noqa: F401
 
-    from promptkit.cache.engine import _analyze_records, analyze
-    from promptkit.cache.executors import DaskExecutor, ProcessPool
-    from promptkit.cache.filetasks import analyze_files
+    from promptkit.analysis.engine import _analyze_records, analyze
+    from promptkit.analysis.executors import DaskExecutor, ProcessPool
+    from promptkit.analysis.filetasks import analyze_files
     from promptkit.formats import read_logs
     from promptkit.formats.base import available_formats
 

@@ -5,7 +5,7 @@ turns of a user question, zero to two tool calls with their results, and an answ
 Chinese and code), and replays it once per trimming configuration: every model call of every turn is
 one request (the head, the history trimmed with :func:`promptkit.assembly.trim_to_budget`, a volatile
 block that changes every turn, the current message and this turn's tool loop). The requests go through
-:func:`promptkit.cache.analyze_requests` (consecutive view, with timestamps: a turn every 40 seconds,
+:func:`promptkit.analysis.analyze_requests` (consecutive view, with timestamps: a turn every 40 seconds,
 a call every 5) under three providers' rules:
 
 - DeepSeek: ``deepseek_request`` bodies, the DeepSeek-V3.2 render and the DeepSeek tokenizer (the
@@ -21,7 +21,7 @@ a call every 5) under three providers' rules:
 
 Budgets are counted with cl100k_base (``count=`` a cached tiktoken counter). For each configuration it
 prints the token-weighted hit ratio, the prompt cost per 1,000 turns (input tokens only, at the
-provider's default model prices in ``promptkit.cache.report``: cache reads, writes and misses; the
+provider's default model prices in ``promptkit.report``: cache reads, writes and misses; the
 answers cost the same under every policy and are left out), the same without any cache, the mean
 prompt length (how much context the model sees) and the number of cuts.
 
@@ -135,7 +135,7 @@ class Config:
 
 @functools.cache
 def _counter() -> Callable[[str], int]:
-    from promptkit.cache import get_tokenizer
+    from promptkit.analysis import get_tokenizer
 
     encode = get_tokenizer("cl100k_base").encode
     return functools.lru_cache(maxsize=None)(lambda text: len(encode(text)))
@@ -205,7 +205,7 @@ def analyze(
 ) -> Any:
     """The calls as ``provider``'s request bodies, analyzed under its rules (``tokenizer``: None for the
     provider's own)."""
-    from promptkit.cache import analyze_requests, records_from_requests
+    from promptkit.analysis import analyze_requests, records_from_requests
     from promptkit.providers import anthropic_request
     from promptkit.providers.record import request_record
 
@@ -254,7 +254,7 @@ def measure(task: Task) -> list[dict[str, Any]]:
     """The rows of one configuration: replay once, then analyze and price under each provider's rules."""
     import polars as pl
 
-    from promptkit.cache.report import request_costs
+    from promptkit.report import request_costs
 
     budget, config, analyses, turns, seed = task
     head, conversation = build_conversation(turns, seed)
@@ -327,7 +327,7 @@ def run(work: Sequence[Task], *, jobs: int = 2) -> list[dict[str, Any]]:
 
 def provider_heading(provider: str) -> str:
     """The line above a provider's table: its rules, prices, tokenizer and render (from its profile)."""
-    from promptkit.cache.render import get_render_model
+    from promptkit.analysis.render import get_render_model
     from promptkit.providers.registry import get_provider
 
     profile = get_provider(provider)

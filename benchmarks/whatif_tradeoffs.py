@@ -120,7 +120,7 @@ def elision_row(provider: str, steps: int, lines: int) -> dict[str, Any]:
     The log as sent (with Anthropic's breakpoints) is analyzed once: it is the *before* side of both
     replays, so its figures are their ``before_*`` columns.
     """
-    from promptkit.cache import analyze_requests
+    from promptkit.analysis import analyze_requests
     from promptkit.whatif import apply_transforms
 
     keep_records = apply_transforms(agent_log(steps, lines, provider), _prepare(provider))

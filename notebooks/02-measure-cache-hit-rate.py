@@ -51,10 +51,11 @@ import polars as pl
 from IPython.display import display
 from matplotlib.figure import Figure
 
-from promptkit import Anchor
-from promptkit.cache import analyze, plots, report
+from promptkit import Anchor, report
+from promptkit.analysis import analyze
 from promptkit.formats import read_logs
 from promptkit.providers import request_record, write_jsonl
+from promptkit.report import plots
 
 matplotlib.rcParams["figure.dpi"] = 80
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets

@@ -37,10 +37,11 @@ from pathlib import Path
 import matplotlib
 import polars as pl
 
-from promptkit import Anchor, PromptRegistry, PromptView
+from promptkit import Anchor, PromptRegistry, PromptView, report
+from promptkit.analysis import analyze, get_tokenizer
 from promptkit.assembly import audit, turn_frame
-from promptkit.cache import analyze, get_tokenizer, plots, report
 from promptkit.providers import request_record, write_jsonl
+from promptkit.report import plots
 
 matplotlib.rcParams["figure.dpi"] = 80
 warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm in a kernel without ipywidgets

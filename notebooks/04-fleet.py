@@ -39,8 +39,8 @@ from IPython.display import display
 from promptkit.analysis.capacity import capacity_curve
 from promptkit.analysis.fleet import RouterSettings, compare_fleet
 from promptkit.analysis.kv_bytes import known_model, kv_bytes_table
-from promptkit.cache.fleet_report import fleet_table, plot_fleet
-from promptkit.cache.trace import TraceRecord
+from promptkit.analysis.trace import TraceRecord
+from promptkit.report.fleet import fleet_table, plot_fleet
 
 matplotlib.rcParams["figure.dpi"] = 80
 table_config = pl.Config(tbl_rows=40, tbl_cols=16, tbl_width_chars=200, fmt_str_lengths=60)

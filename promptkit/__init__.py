@@ -3,7 +3,7 @@
 The core API is re-exported here and imported lazily, so ``import promptkit`` stays cheap: polars,
 matplotlib and the tokenizers load only when the cache analysis is used. Everything else lives in its
 subpackage: :mod:`promptkit.chat` (message contracts, chat-platform grammars, the mandatory exit),
-:mod:`promptkit.assembly`, :mod:`promptkit.providers`, :mod:`promptkit.formats`, :mod:`promptkit.cache`
+:mod:`promptkit.assembly`, :mod:`promptkit.providers`, :mod:`promptkit.formats`, :mod:`promptkit.analysis`
 (the analysis), :mod:`promptkit.whatif`, :mod:`promptkit.proxy`, :mod:`promptkit.capture`.
 
 >>> import promptkit
@@ -49,9 +49,9 @@ _export("promptkit.providers.prices", "ModelPrice")
 # reading logs
 _export("promptkit.formats", "read_logs", "records_from_requests", "available_formats")
 # the analysis and its report
-_export("promptkit.cache", "analyze", "analyze_requests", "AnalysisResult")
-_export("promptkit.cache.report", "summarize", "format_summary", "cost_summary", "largest_breaks")
-_export("promptkit.cache.plots", "plot_hit_ratio", "plot_composition", "plot_predicted_vs_reported")
+_export("promptkit.analysis", "analyze", "analyze_requests", "AnalysisResult")
+_export("promptkit.report", "summarize", "format_summary", "cost_summary", "largest_breaks")
+_export("promptkit.report.plots", "plot_hit_ratio", "plot_composition", "plot_predicted_vs_reported")
 # errors
 _export("promptkit.errors", "PromptkitError", "LogFileError", "RecordFormatError")
 
@@ -81,6 +81,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and IDEs
+    from promptkit.analysis import (
+        AnalysisResult as AnalysisResult,
+        analyze as analyze,
+        analyze_requests as analyze_requests,
+    )
     from promptkit.assembly import (
         Anchor as Anchor,
         AssembledPrompt as AssembledPrompt,
@@ -91,22 +96,6 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         layout_of as layout_of,
         trim_to_budget as trim_to_budget,
         turn_frame as turn_frame,
-    )
-    from promptkit.cache import (
-        AnalysisResult as AnalysisResult,
-        analyze as analyze,
-        analyze_requests as analyze_requests,
-    )
-    from promptkit.cache.plots import (
-        plot_composition as plot_composition,
-        plot_hit_ratio as plot_hit_ratio,
-        plot_predicted_vs_reported as plot_predicted_vs_reported,
-    )
-    from promptkit.cache.report import (
-        cost_summary as cost_summary,
-        format_summary as format_summary,
-        largest_breaks as largest_breaks,
-        summarize as summarize,
     )
     from promptkit.chat.egress import prepare_llm_messages as prepare_llm_messages
     from promptkit.chat.message import Message as Message, ToolCall as ToolCall
@@ -140,4 +129,15 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         available_providers as available_providers,
         get_provider as get_provider,
         infer_provider as infer_provider,
+    )
+    from promptkit.report import (
+        cost_summary as cost_summary,
+        format_summary as format_summary,
+        largest_breaks as largest_breaks,
+        summarize as summarize,
+    )
+    from promptkit.report.plots import (
+        plot_composition as plot_composition,
+        plot_hit_ratio as plot_hit_ratio,
+        plot_predicted_vs_reported as plot_predicted_vs_reported,
     )

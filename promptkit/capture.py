@@ -254,7 +254,7 @@ class Recorder:
     ``log``, and :meth:`layout` to attach a promptkit layout to the calls made inside a ``with`` block."""
 
     def __init__(self, client: Any, log: RecordLog, session: str | None) -> None:
-        from promptkit.proxy.sessions import SessionTracker
+        from promptkit.formats.wire.sessions import SessionTracker
 
         self.client = client
         self.log = log

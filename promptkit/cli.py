@@ -1,4 +1,4 @@
-"""The ``promptkit`` command line: a thin shell over :mod:`promptkit.cache`.
+"""The ``promptkit`` command line: a thin shell over :mod:`promptkit.analysis`.
 
 ``promptkit analyze [PATH ...]`` analyzes request logs (JSONL or ``.traj.json``), prints the summary
 tables with a legend of their columns (``--json``: a machine-readable summary; ``--quiet``: the headline
@@ -274,7 +274,7 @@ def _log_paths(args: argparse.Namespace, stack: contextlib.ExitStack, stderr: Te
 
 
 def _analyze_for(args: argparse.Namespace, paths: list[Path]) -> Any:
-    from promptkit.cache import analyze
+    from promptkit.analysis import analyze
 
     try:
         result = analyze(paths, view=args.view, provider=args.provider, format=args.format)
@@ -290,9 +290,9 @@ def _analyze_for(args: argparse.Namespace, paths: list[Path]) -> Any:
 def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     import polars as pl
 
-    from promptkit.cache.calibration import fit_calibration, leave_one_run_out
-    from promptkit.cache.report import table_config
+    from promptkit.analysis.calibration import fit_calibration, leave_one_run_out
     from promptkit.errors import CalibrationError
+    from promptkit.report import table_config
 
     with contextlib.ExitStack() as stack:
         result = _analyze_for(args, _log_paths(args, stack, stderr))
@@ -325,7 +325,7 @@ def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
 
 
 def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.causes_report import check_gate
+    from promptkit.report.causes import check_gate
 
     if args.min_hit is None and args.max_layout_loss is None:
         raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
@@ -383,7 +383,7 @@ def _replay_note() -> str:
 def _prices(path: Path | None) -> Any:
     if path is None:
         return None
-    from promptkit.cache.report import PriceError, load_prices
+    from promptkit.report import PriceError, load_prices
 
     try:
         return load_prices(path)
@@ -403,8 +403,8 @@ def _run_formats(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 
 
 def _run_providers(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.report.pricing import resolve_prices
     from promptkit.providers.registry import available_providers
+    from promptkit.report.pricing import resolve_prices
 
     providers = available_providers()
     prices = resolve_prices()
@@ -697,8 +697,8 @@ def _add_fleet_command(commands: Any) -> None:
 
 
 def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.fleet_report import fleet_report, fleet_table
-    from promptkit.cache.report import table_config
+    from promptkit.report import table_config
+    from promptkit.report.fleet import fleet_report, fleet_table
 
     _check_paths(args.paths)
     tokens = [None if v is None else int(v) for kind, v in args.capacity if kind == "tokens"]
@@ -732,7 +732,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
 
 
 def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -> Any:
-    from promptkit.cache import analyze
+    from promptkit.analysis import analyze
 
     if args.scheduler is not None and args.engine != "dask":
         raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
@@ -774,7 +774,7 @@ def _check_names(args: argparse.Namespace) -> None:
 
 
 def _report_formats(args: argparse.Namespace) -> list[str]:
-    from promptkit.cache.report.files import REPORT_FORMATS
+    from promptkit.report.files import REPORT_FORMATS
 
     dropped = {"html"} if args.no_html else set()
     dropped |= {"png"} if args.no_plots else set()
@@ -782,11 +782,11 @@ def _report_formats(args: argparse.Namespace) -> list[str]:
 
 
 def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.cache.report import format_summary, summarize
-    from promptkit.cache.report.files import check_out_dir, write_report
-    from promptkit.cache.runtime import phase
-    from promptkit.cache.summary import apply_expectation, quiet_text, summary_dict
+    from promptkit.analysis.runtime import phase
     from promptkit.errors import CalibrationError, ReportInputError
+    from promptkit.report import format_summary, summarize
+    from promptkit.report.files import check_out_dir, write_report
+    from promptkit.report.summary import apply_expectation, quiet_text, summary_dict
 
     info = _Info(stderr, quiet=args.quiet or args.json)
     prices = _prices(args.prices)
@@ -886,7 +886,7 @@ def _with_break_fixes(tables: Any, paths: list[Path], args: argparse.Namespace, 
 
 def _analysis_head(result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool) -> str:
     """The header line, how the provider was chosen, the causes and the expectation."""
-    from promptkit.cache.summary import causes_lines, expectation_line, provider_line
+    from promptkit.report.summary import causes_lines, expectation_line, provider_line
 
     lines = [_header(result, paths)]
     if not provider_given:
@@ -914,7 +914,7 @@ class _Info:
 
 
 def _legend(tables: Any) -> str:
-    from promptkit.cache.report import format_legend
+    from promptkit.report import format_legend
 
     legend = format_legend(tables)
     return "\n" + legend + "\n" if legend else ""

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from promptkit.errors import CacheGateError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.cache.causes_report import GateResult
     from promptkit.layout import LoadResult, RequestRecord
+    from promptkit.report.causes import GateResult
 
 __all__ = ["CacheGateError", "assert_cache_stable"]
 
@@ -47,9 +47,9 @@ def assert_cache_stable(
     """
     import polars as pl
 
-    from promptkit.cache.causes import explain_causes
-    from promptkit.cache.causes_report import check_gate
-    from promptkit.cache.engine import analyze_requests
+    from promptkit.analysis.causes import explain_causes
+    from promptkit.analysis.engine import analyze_requests
+    from promptkit.report.causes import check_gate
 
     result = analyze_requests(records, provider=provider, view=view)
     gate = check_gate(result, min_hit=min_hit, max_layout_loss=max_layout_loss)

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-import promptkit.cache
+import promptkit.analysis
 from promptkit import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +67,7 @@ def _fake_result(paths: list[Path]) -> SimpleNamespace:
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Replace promptkit.cache.analyze with a fake that records its arguments."""
+    """Replace promptkit.analysis.analyze with a fake that records its arguments."""
     seen: list[dict[str, Any]] = []
 
     def analyze(
@@ -95,7 +95,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 raise ValueError(f"{p}: line 1: request.messages: expected a list")
         return _fake_result(list(paths))
 
-    monkeypatch.setattr(promptkit.cache, "analyze", analyze, raising=False)
+    monkeypatch.setattr(promptkit.analysis, "analyze", analyze, raising=False)
     return seen
 
 
@@ -347,7 +347,7 @@ def _write_log(
 
 
 def test_end_to_end_with_the_real_engine(tmp_path: Path) -> None:
-    from promptkit.cache.report import REQUEST_COLUMNS
+    from promptkit.report import REQUEST_COLUMNS
 
     log = tmp_path / "calls.jsonl"
     usages = _write_log(log, bad_line_at=3)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from promptkit import cli
-from promptkit.cache.calibration import load_calibration
+from promptkit.analysis.calibration import load_calibration
 from promptkit.layout import RequestRecord
 
 LONG = "You are a careful assistant. " * 4
@@ -127,8 +127,8 @@ def test_analyze_default_calibration_needs_a_bundled_one(tmp_path: Path, spec: s
 
 
 def test_anthropic_cache_diagnostics_from_a_captured_log_are_compared(tmp_path: Path) -> None:
-    from promptkit.cache.causes_report import diagnostics_comparison
-    from promptkit.cache.engine import analyze
+    from promptkit.analysis.engine import analyze
+    from promptkit.report.causes import diagnostics_comparison
 
     system_a, system_b = "Rules v1. " + LONG, "Rules v2, stricter. " + LONG
     lines = []

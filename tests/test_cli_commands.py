@@ -92,8 +92,8 @@ def test_the_terminal_shows_the_by_cause_table_with_unexplained_when_not_zero(tm
         str(tmp_path),
     )
     assert code == 0 and "Tokens lost by cause" in out
-    from promptkit.cache import analyze
-    from promptkit.cache.causes_report import causes_by_cause
+    from promptkit.analysis import analyze
+    from promptkit.report.causes import causes_by_cause
 
     table = causes_by_cause(analyze(str(root / "fixtures/real-logs/deepseek")))
     for cause in table["cause"].to_list():
@@ -105,7 +105,7 @@ def test_the_terminal_shows_the_by_cause_table_with_unexplained_when_not_zero(tm
 def test_the_header_reads_provider_assumed_as_a_field_never_the_note_text() -> None:
     from types import SimpleNamespace
 
-    from promptkit.cache.summary import provider_line
+    from promptkit.report.summary import provider_line
 
     note = "2 session(s) name no provider and none was recognised; the default was used"
     assert "the default was used" in provider_line(SimpleNamespace(provider_assumed=True, notes=()))

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from promptkit.analysis.fleet import compare_fleet
-from promptkit.cache.trace import read_trace
+from promptkit.analysis.trace import read_trace
 from promptkit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]

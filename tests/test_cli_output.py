@@ -14,8 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from promptkit import cli
-from promptkit.cache import report
+from promptkit import cli, report
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from promptkit.cache import analyze
+from promptkit.analysis import analyze
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -71,7 +71,7 @@ def test_bundled_default_figures() -> None:
     assert 0 < turns < len(records) == before.requests.height
     assert f"{turns} turns and {before.requests.height} calls" in README
     # "almost all of the loss is the `account-snapshot` block in the `context` anchor"
-    from promptkit.cache.report.metrics import tokens_lost_by_key
+    from promptkit.report.metrics import tokens_lost_by_key
 
     top = tokens_lost_by_key(before).row(0, named=True)
     assert (top["slot"], top["key"]) == ("context", "account-snapshot") and top["share"] > 0.9
@@ -302,8 +302,8 @@ def test_the_what_if_tables_are_what_the_benchmark_computes(benchmarks: dict[str
 
 def test_the_what_if_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import whatif_tradeoffs as wt
-    from promptkit.cache import get_tokenizer
-    from promptkit.cache.report import resolve_prices
+    from promptkit.analysis import get_tokenizer
+    from promptkit.report import resolve_prices
 
     page = _flat(WHAT_IF)
     rows = benchmarks["elision"]
@@ -620,9 +620,9 @@ def test_the_tour_prose_states_what_its_examples_compute(
 
 
 def test_the_constants_the_pages_state() -> None:
+    from promptkit.analysis.models import anthropic_min_cacheable_tokens
     from promptkit.assembly.registry import DEFAULT_BUILD_TIMEOUT, SLOW_STEP_SECONDS
-    from promptkit.cache.models import anthropic_min_cacheable_tokens
-    from promptkit.cache.report import resolve_prices
+    from promptkit.report import resolve_prices
     from promptkit.whatif import suggestions
 
     contributors = _page("how-to", "contributors.md")
@@ -639,7 +639,7 @@ def test_the_constants_the_pages_state() -> None:
     assert m("claude-opus-4-1") == m("claude-sonnet-4-5") and m("claude-3-5-haiku") == m("claude-sonnet-4-6")
     assert m("claude-opus-4-6") == m("claude-haiku-4-5") == m("claude-opus-4-5")
     # cache models: each default rule and its worked example
-    from promptkit.cache.models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
+    from promptkit.analysis.models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
 
     models = _page("concepts", "cache-models.md")
     deepseek, openai, vllm = DeepSeekCache(), OpenAICache(), VLLMCache()
@@ -659,8 +659,8 @@ def test_the_constants_the_pages_state() -> None:
     # tokenization: the chunk size of long texts and the default bound of the segment cache
     import inspect
 
-    from promptkit.cache.tokenize import RequestTokenizer
-    from promptkit.cache.tokenizers import ENCODE_CHUNK_CHARS
+    from promptkit.analysis.tokenize import RequestTokenizer
+    from promptkit.analysis.tokenizers import ENCODE_CHUNK_CHARS
 
     tokenization = _page("guide", "tokenization.md")
     assert f"`ENCODE_CHUNK_CHARS` ({ENCODE_CHUNK_CHARS:,} characters)" in tokenization
@@ -677,8 +677,8 @@ def test_the_constants_the_pages_state() -> None:
 def test_the_token_estimate_against_cl100k_on_the_real_logs() -> None:
     """guide/assembly.md: estimate_tokens is 0.90 to 0.93 of cl100k_base; the 0.93 is the real agent
     logs (English and code; the 0.90 is measured on Chinese documents the repository does not hold)."""
+    from promptkit.analysis import get_tokenizer
     from promptkit.assembly.tokens import estimate_tokens
-    from promptkit.cache import get_tokenizer
     from promptkit.formats import read_logs
 
     cl100k = get_tokenizer("cl100k_base")
@@ -732,7 +732,7 @@ def test_the_ci_gate_page_shows_what_check_and_lint_print() -> None:
     assert out.getvalue() == block.group(2)
     lint_cmd = re.search(r"`promptkit lint (\S+) --provider (\S+)`", page)
     assert lint_cmd is not None
-    from promptkit.cache.causes_report import lint
+    from promptkit.report.causes import lint
 
     table = lint(analyze(ROOT / lint_cmd.group(1), provider=lint_cmd.group(2)))
     assert table.height == 1
@@ -779,7 +779,7 @@ def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> N
     """The corpus of benchmarks/corpus.py (default arguments), as the performance and cluster pages
     describe it: files, size, requests and the prompt tokens each provider counts."""
     from benchmarks.corpus import write_corpus
-    from promptkit.cache.engine import analyze_requests
+    from promptkit.analysis.engine import analyze_requests
     from promptkit.formats import read_logs
 
     files = write_corpus(tmp_path / "corpus")
@@ -810,10 +810,10 @@ def test_the_report_and_format_pages_state_what_the_fixtures_give() -> None:
     a cache written by an earlier session) and formats/codex.md (its token_count lines and calls)."""
     import json
 
-    from promptkit.cache.engine import EXCERPT_TOKENS
-    from promptkit.cache.plot_png import MANY_SESSIONS
-    from promptkit.cache.report import largest_breaks
+    from promptkit.analysis.engine import EXCERPT_TOKENS
     from promptkit.formats import read_logs
+    from promptkit.report import largest_breaks
+    from promptkit.report.plot_png import MANY_SESSIONS
 
     reports = _flat(_page("guide", "reports.md"))
     top = largest_breaks(analyze(ROOT / "fixtures" / "logs" / "session-before.jsonl"), n=1).row(0, named=True)

@@ -9,8 +9,8 @@ import re
 import polars as pl
 import pytest
 
-from promptkit.cache import analyze
-from promptkit.cache.calibration import (
+from promptkit.analysis import analyze
+from promptkit.analysis.calibration import (
     apply_calibration,
     calibration_events,
     default_calibration,

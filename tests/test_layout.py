@@ -37,8 +37,8 @@ def test_one_vocabulary() -> None:
     assert SLOTS == ANCHORS + FRAME_SLOTS
     assert HEAD_SLOTS < set(SLOTS)
     # the assembly package and the analysis read the same objects, not copies
+    from promptkit.analysis import LayoutEntry as CacheEntry
     from promptkit.assembly import LayoutEntry as AssemblyEntry
-    from promptkit.cache import LayoutEntry as CacheEntry
 
     assert AssemblyEntry is LayoutEntry is CacheEntry
 

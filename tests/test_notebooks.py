@@ -344,7 +344,7 @@ def test_notebook_02_figures_the_notebooks_guide_states(executed: dict[str, Any]
 
 
 def test_notebook_04_curve_is_the_simulators_and_routing_ranks(executed: dict[str, Any]) -> None:
-    from promptkit.cache.trace import TraceRecord, simulate_trace, trace_hit_ratio
+    from promptkit.analysis.trace import TraceRecord, simulate_trace, trace_hit_ratio
 
     _, data = _run(executed, "04-fleet")
     trace = [TraceRecord(**r) for r in data["trace"]]

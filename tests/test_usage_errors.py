@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 
 from promptkit import Message
+from promptkit.analysis import analyze, analyze_requests
 from promptkit.assembly import PromptRegistry, PromptView
-from promptkit.cache import analyze, analyze_requests
-from promptkit.cache.report import request_costs, summarize
 from promptkit.chat.attachments import parse_attachment_refs
 from promptkit.chat.identity import strip_sender_prefix
 from promptkit.chat.mentions import extract_mentions, parse_cq_segments, split_markup_text
@@ -27,6 +26,7 @@ from promptkit.providers.anthropic import anthropic_request
 from promptkit.providers.deepseek import deepseek_request
 from promptkit.providers.ollama import ollama_request
 from promptkit.providers.openai import openai_request
+from promptkit.report import request_costs, summarize
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOG = str(ROOT / "fixtures" / "logs" / "session-after.jsonl")

@@ -21,7 +21,7 @@ def markdown_of(text: str) -> str:
     """A docstring's reST-isms as Markdown: roles become code spans (the last dotted part), a paragraph
     ending in ``::`` ends in ``:``, and doctest runs are fenced (:func:`fence_doctests`).
 
-    >>> markdown_of("See :func:`~promptkit.cache.engine.analyze` and :class:`Usage`. Example::")
+    >>> markdown_of("See :func:`~promptkit.analysis.engine.analyze` and :class:`Usage`. Example::")
     'See `analyze` and `Usage`. Example:'
     """
     text = _ROLE.sub(lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", text)

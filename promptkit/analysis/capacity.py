@@ -8,8 +8,8 @@ block a request reads, how many distinct blocks were used since that block's las
 distance*) gives the hit ratio at every capacity at once: a read hits at capacity ``C`` exactly when
 its distance is at most ``C``.
 
-The recency order is the one of :func:`promptkit.cache.trace.simulate_trace` (a
-:class:`~promptkit.cache.simulator.RadixCache` over the block ids): a request uses all its blocks at
+The recency order is the one of :func:`promptkit.analysis.trace.simulate_trace` (a
+:class:`~promptkit.analysis.simulator.RadixCache` over the block ids): a request uses all its blocks at
 once, and among them the deeper block counts as less recent (the radix tree trims a leaf from its
 tail). A block is then never more recent than its prefix, the cache is always a set of whole
 prefixes, and a request's hit (its longest cached prefix) is the number of its blocks whose distance
@@ -33,7 +33,7 @@ is 0.007 at ``R = 0.5``, 0.008 at ``R = 0.1``, 0.041 at ``R = 0.01`` and 0.19 at
 
 Example::
 
-    >>> from promptkit.cache.trace import TraceRecord
+    >>> from promptkit.analysis.trace import TraceRecord
     >>> trace = [TraceRecord(0, 1024, 0, [1, 2]), TraceRecord(1, 512, 0, [3]), TraceRecord(2, 1024, 0, [1, 2])]
     >>> capacity_curve(trace, [512, 1024, 1536]).select("capacity_tokens", "hit_ratio").rows()
     [(512, 0.0), (1024, 0.2), (1536, 0.4)]
@@ -52,7 +52,7 @@ from promptkit.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.cache.trace import TraceRecord
+    from promptkit.analysis.trace import TraceRecord
 
 __all__ = ["StackDistances", "capacity_curve", "stack_distances"]
 
@@ -121,7 +121,7 @@ class StackDistances:
     def hit_tokens(self, capacity_blocks: Sequence[int | None]) -> np.ndarray:
         """Cached input tokens at each capacity in blocks (None = unbounded), estimated when sampled.
 
-        >>> from promptkit.cache.trace import TraceRecord
+        >>> from promptkit.analysis.trace import TraceRecord
         >>> d = stack_distances([TraceRecord(0, 512, 0, [1]), TraceRecord(1, 512, 0, [1])])
         >>> d.hit_tokens([1, None]).tolist()
         [512.0, 512.0]
@@ -205,10 +205,10 @@ def stack_distances(
     """The LRU stack distance of every block read of ``trace``, in time order (ties keep file order).
 
     ``sample_rate < 1`` keeps only the blocks SHARDS samples (see the module docstring), so a trace
-    read lazily (any iterable of :class:`~promptkit.cache.trace.TraceRecord`) needs memory for the
+    read lazily (any iterable of :class:`~promptkit.analysis.trace.TraceRecord`) needs memory for the
     sample only.
 
-    >>> from promptkit.cache.trace import TraceRecord
+    >>> from promptkit.analysis.trace import TraceRecord
     >>> trace = [TraceRecord(0, 1024, 0, [1, 2]), TraceRecord(1, 512, 0, [3]), TraceRecord(2, 1024, 0, [1, 2])]
     >>> stack_distances(trace).distances.tolist()   # request 2 reads block 1 (distance 2) and 2 (3)
     [0, 0, 0, 3, 2]
@@ -273,7 +273,7 @@ def capacity_curve(
     ``sample_rate``. Without ``capacities``: powers of two blocks up to the distinct blocks, and
     unbounded. ``trace`` may also be the :class:`StackDistances` of an earlier call.
 
-    >>> from promptkit.cache.trace import read_trace
+    >>> from promptkit.analysis.trace import read_trace
     >>> sample = read_trace("fixtures/traces/mooncake-readme-sample.jsonl")
     >>> capacity_curve(sample, [4096, None])["hit_ratio"].round(3).to_list()
     [0.305, 0.458]

@@ -1,7 +1,7 @@
 """A fleet of replicas, each with its own prefix cache, behind a routing policy: replayed offline.
 
 Each replica keeps its own LRU cache of blocks (the policy of
-:func:`promptkit.cache.trace.simulate_trace` and :mod:`promptkit.analysis.capacity`: a request uses
+:func:`promptkit.analysis.trace.simulate_trace` and :mod:`promptkit.analysis.capacity`: a request uses
 all its blocks at once, the deeper block counts as less recent), ``capacity`` tokens each. Requests
 arrive in timestamp order (ties keep input order); the router picks a replica; the request reads its
 longest cached prefix there, then stores all its blocks there. Routing policies (:data:`POLICIES`):
@@ -29,7 +29,7 @@ reads its prefix from its replica's cache and continues it from the shared tier.
 
 Example::
 
-    >>> from promptkit.cache.trace import TraceRecord
+    >>> from promptkit.analysis.trace import TraceRecord
     >>> doc = list(range(8))                              # a shared 4k-token document, 8 blocks
     >>> trace = [TraceRecord(t, 4608, 1, doc + [100 + t]) for t in range(8)]
     >>> fleet = simulate_fleet(trace, replicas=4, policy="round_robin", capacity=None)
@@ -58,7 +58,7 @@ from promptkit.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.cache.trace import TraceRecord
+    from promptkit.analysis.trace import TraceRecord
 
 __all__ = [
     "POLICIES",
@@ -366,7 +366,7 @@ def simulate_fleet(
     tier), ``mean_replica_hit_ratio`` (the plain mean of the replicas' ratios), ``load_imbalance``
     (max / mean input tokens per replica). ``replicas``: the same counts per replica.
 
-    >>> from promptkit.cache.trace import read_trace
+    >>> from promptkit.analysis.trace import read_trace
     >>> head = read_trace("fixtures/traces/mooncake-conversation-head.jsonl")
     >>> simulate_fleet(head, replicas=0, policy="round_robin", capacity=None)
     Traceback (most recent call last):
@@ -419,7 +419,7 @@ def compare_fleet(
     layer counts). With ``models``, the summary also has ``model``, ``bytes_per_token`` and
     ``capacity_bytes``. Every value is checked before the first replay.
 
-    >>> from promptkit.cache.trace import read_trace
+    >>> from promptkit.analysis.trace import read_trace
     >>> head = read_trace("fixtures/traces/mooncake-conversation-head.jsonl")
     >>> frame = compare_fleet(head, replicas=[1, 4], policies=["round_robin", "prefix_aware"]).summary
     >>> frame.select("policy", "replicas", "cached_tokens").rows()
@@ -490,14 +490,14 @@ def load_fleet_input(
 
     Logs are tokenized as the analysis does (the provider's tokenizer and render model; ``provider``
     defaults to the one the first record names, else ``deepseek``) and cut into chained blocks of
-    ``block_size`` tokens (:func:`~promptkit.cache.trace.trace_from_requests`); their session ids are
+    ``block_size`` tokens (:func:`~promptkit.analysis.trace.trace_from_requests`); their session ids are
     kept for the ``session`` policy. Records the loader skipped are counted in ``notes``.
 
     >>> data = load_fleet_input("fixtures/traces/mooncake-readme-sample.jsonl")
     >>> len(data.trace), data.sessions
     (2, None)
     """
-    from promptkit.cache.trace import read_trace, trace_from_requests
+    from promptkit.analysis.trace import read_trace, trace_from_requests
     from promptkit.formats import read_logs
 
     items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)

@@ -129,7 +129,7 @@ def message_tokens(message: Message, count: Counter = estimate_tokens) -> int:
     """Tokens one message costs in a request: :data:`MESSAGE_OVERHEAD`, its content, its name (plus one)
     and its tool calls' names and arguments.
 
-    An estimate of the chat template (the exact render is :mod:`promptkit.cache`'s job): images, the
+    An estimate of the chat template (the exact render is :mod:`promptkit.analysis`'s job): images, the
     prefixes :func:`promptkit.prepare_llm_messages` adds, and ``reasoning_content`` are not counted.
 
     >>> message_tokens(Message(role="user", content="abcd", name="u1"), count=len)

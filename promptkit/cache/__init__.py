@@ -1,71 +1,80 @@
-"""Cache analysis: load request logs, tokenize them, model each provider's prefix cache, report.
+"""Deprecated alias: ``promptkit.cache`` moved to :mod:`promptkit.analysis` and :mod:`promptkit.report`.
 
-The public names are imported lazily (``from promptkit.cache import analyze`` loads the engine, which
-loads polars and numpy only when it runs), so importing this package is cheap.
-
-Example::
-
-    >>> from promptkit.cache import analyze
-    >>> result = analyze("fixtures/real-logs/deepseek", provider="deepseek")  # from the repository root
-    >>> result.requests.height, round(result.hit_ratio, 4)
-    (154, 0.9794)
+The analysis (engine, tokenizing, renders, cache models, simulator, causes, calibration, traces,
+executors) is :mod:`promptkit.analysis`; its presentation (metrics, pricing, summary, causes tables,
+text, HTML, plots) is :mod:`promptkit.report`. Old imports keep working for one release, with a
+:class:`DeprecationWarning` naming the new home: ``from promptkit.cache import analyze`` and
+``import promptkit.cache.engine`` both resolve to the moved modules (the same module objects).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
-# public name -> module that defines it
-_EXPORTS: dict[str, str] = {}
+# old submodule (under promptkit.cache) -> its new home
+MOVED: dict[str, str] = {
+    **{m: f"promptkit.analysis.{m}" for m in (
+        "calibration", "causes", "composition", "engine", "executors", "models", "opaque", "runtime",
+        "simulator", "tokenize", "tokenizers", "trace", "ruler", "filetasks",
+        "render", "render.base", "render.chatml",
+        "render.deepseek", "render.jinja",
+    )},
+    "causes_report": "promptkit.report.causes", "html": "promptkit.report.html",
+    "plots": "promptkit.report.plots", "plot_data": "promptkit.report.plot_data",
+    "plot_png": "promptkit.report.plot_png", "summary": "promptkit.report.summary",
+    "fleet_report": "promptkit.report.fleet",
+    "report": "promptkit.report", "report.metrics": "promptkit.report.metrics",
+    "report.pricing": "promptkit.report.pricing", "report.text": "promptkit.report.text",
+    "report.files": "promptkit.report.files",
+}  # fmt: skip
 
 
-def _export(module: str, *names: str) -> None:
-    for name in names:
-        _EXPORTS[name] = module if module.startswith("promptkit.") else f"promptkit.cache.{module}"
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"{old} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)
 
 
-_export(
-    "models",
-    "get_cache_model", "register_cache_model", "CacheModel", "CachePlan", "CacheEntry", "ExactCache",
-    "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache", "PrefixCache",
-    "anthropic_min_cacheable_tokens",
-)  # fmt: skip
-_export("simulator", "RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome")
-_export(
-    "engine",
-    "analyze", "analyze_requests", "AnalysisResult", "DEFAULT_PROVIDER", "REQUEST_COLUMNS",
-    "COMPOSITION_COLUMNS", "VIEWS",
-)  # fmt: skip
-_export("tokenizers", "get_tokenizer", "Tokenizer")
-_export("causes", "explain_causes", "classify_change", "CAUSES")
-_export(
-    "calibration",
-    "Calibration", "fit_calibration", "load_calibration", "apply_calibration", "default_calibration",
-)  # fmt: skip
-_export(
-    "causes_report",
-    "causes_by_cause", "causes_by_slot", "causes_by_change", "causes_headline", "write_accounting",
-    "reads_invariant", "diagnostics_comparison", "check_gate", "lint",
-)  # fmt: skip
-# the record contract and the log readers, re-exported for analysis code
-_export("promptkit.formats", "read_logs", "records_from_requests")
-_export("promptkit.providers.usage", "normalize_usage")
-_export("promptkit.layout", "RequestRecord", "LoadResult", "LoadProblem", "Usage", "LayoutEntry")
-_export("render", "get_render_model", "RenderModel")
-_export("tokenize", "RequestTokenizer", "TokenizedRequest")
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
 
-__all__ = sorted(_EXPORTS)
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        _warn(self.old, self.new)
+        return importlib.import_module(self.new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        """The moved module is already executed."""
+
+
+class _AliasFinder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        prefix = f"{__name__}."
+        if not fullname.startswith(prefix):
+            return None
+        new = MOVED.get(fullname[len(prefix) :])
+        if new is None:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(fullname, new))
+
+
+if not any(isinstance(finder, _AliasFinder) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _AliasFinder())
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptkit.cache' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    if name in MOVED and "." not in name:
+        return importlib.import_module(f"{__name__}.{name}")
+    for package in ("promptkit.analysis", "promptkit.report"):
+        module = importlib.import_module(package)
+        if name in getattr(module, "__all__", ()):
+            _warn(f"promptkit.cache.{name}", f"{package}.{name}")
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,12 @@
 """Mooncake block traces as a log format: ``promptkit analyze trace.jsonl`` reads them like any log.
 
-A Mooncake trace (kvcache-ai/Mooncake, ``FAST25-release/traces``; see :mod:`promptkit.cache.trace`) has
+A Mooncake trace (kvcache-ai/Mooncake, ``FAST25-release/traces``; see :mod:`promptkit.analysis.trace`) has
 no text, only token counts and chained block hashes, one request per line::
 
     {"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, ..., 2354]}
 
 Each line becomes a request whose prompt is an opaque head of blocks (``meta["opaque_head_blocks"]``:
-one ``[hash id, tokens]`` per block of :data:`~promptkit.cache.trace.MOONCAKE_BLOCK_SIZE` tokens, the
+one ``[hash id, tokens]`` per block of :data:`~promptkit.analysis.trace.MOONCAKE_BLOCK_SIZE` tokens, the
 last one what is left of ``input_length``), analyzed with the ``exact`` provider (an exact prefix
 cache: a trace has no provider). Two requests share a cached prefix exactly as long as their leading
 hash ids agree. The trace is one session (a serving trace mixes users; analyze it with

@@ -10,7 +10,7 @@ size of that hidden head::
 taken on the group's **first call with reported usage**, where the visible part is smallest, so the
 error of our own tokenizer (a model of the provider's, not a copy) weighs least; N is floored at 0. Every
 record of the group gets ``meta["opaque_head_tokens"] = N`` and ``meta["opaque_head_key"] = key``;
-:mod:`promptkit.cache.opaque` turns them into placeholder tokens at analysis time. The count uses the
+:mod:`promptkit.analysis.opaque` turns them into placeholder tokens at analysis time. The count uses the
 provider profile's render and tokenizer, exactly what the analysis uses, so the shifted prompt of the
 first call equals its reported prompt tokens.
 
@@ -43,7 +43,7 @@ def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], An
     >>> visible_prompt_tokens(RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s", provider="openai"))
     9
     """
-    from promptkit.cache.tokenize import RequestTokenizer
+    from promptkit.analysis.tokenize import RequestTokenizer
     from promptkit.providers.registry import GENERIC_PROVIDER, get_provider, infer_record_provider
 
     profile = get_provider(infer_record_provider(record) or GENERIC_PROVIDER)

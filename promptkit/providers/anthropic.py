@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from promptkit.cache.models import AnthropicCache
+from promptkit.analysis.models import AnthropicCache
 from promptkit.chat.message import Message
 from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (

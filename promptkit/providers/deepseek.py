@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
-from promptkit.cache.models import DeepSeekCache
+from promptkit.analysis.models import DeepSeekCache
 from promptkit.chat.egress import to_llm_role
 from promptkit.chat.message import Message, is_directive_block
 from promptkit.providers._common import (

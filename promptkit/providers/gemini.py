@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from promptkit.cache.models import PrefixCache
+from promptkit.analysis.models import PrefixCache
 from promptkit.layout import Usage, token_count as count
 from promptkit.providers.openai import openai_request
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
@@ -144,7 +144,7 @@ PROFILE = ProviderProfile(
     usage_parser=gemini_usage,
     exact_tokenizer=False,
     best_effort=True,
-    # fitted on the two shared OpenRouter runs, in the provider's units (tests/cache/test_accuracy.py)
+    # fitted on the two shared OpenRouter runs, in the provider's units (tests/analysis/test_accuracy.py)
     calibration="calibration-gemini.json",
 )
 

@@ -9,7 +9,7 @@ and an exact longest-common-prefix cache.
 
 from __future__ import annotations
 
-from promptkit.cache.models import ExactCache, PrefixCache, VLLMCache
+from promptkit.analysis.models import ExactCache, PrefixCache, VLLMCache
 from promptkit.providers.openai import openai_request
 from promptkit.providers.registry import GENERIC_PROVIDER, ProviderProfile
 

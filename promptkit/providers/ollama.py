@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promptkit.cache.models import VLLMCache
+from promptkit.analysis.models import VLLMCache
 from promptkit.providers._common import (
     MediaFormatError,
     RequestBuildError,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from promptkit.cache.models import OpenAICache
+from promptkit.analysis.models import OpenAICache
 from promptkit.chat.message import Message, to_openai_dict
 from promptkit.providers._common import (
     MediaFormatError,

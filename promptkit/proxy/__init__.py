@@ -3,10 +3,11 @@ unchanged and recorded whole, with live cache figures per session.
 
 - :mod:`promptkit.proxy.server`: :class:`ProxyConfig`, :func:`serve`, :func:`run_proxy` (needs the
   ``proxy`` extra: ``pip install 'promptkit[proxy]'``, which installs aiohttp);
-- :mod:`promptkit.proxy.sessions`: how requests are grouped into sessions;
-- :mod:`promptkit.proxy.live`: the live figures (reported and predicted hit ratio, last breaks).
+- :mod:`promptkit.proxy.live`: the live figures (reported and predicted hit ratio, last breaks);
+- how requests are grouped into sessions is :mod:`promptkit.formats.wire.sessions`, shared with the
+  capture wrapper.
 
-The names are imported lazily, so ``promptkit.proxy.sessions`` works without aiohttp.
+The names are imported lazily, so ``promptkit.proxy.live`` works without aiohttp.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 promptkit's analyzer, and the last breaks with their cause.
 
 The proxy calls :meth:`LiveFigures.observe` with every record it writes. Reported figures are added at
-once; the prediction runs the analyzer (:func:`promptkit.cache.analyze_requests`, consecutive view) on
+once; the prediction runs the analyzer (:func:`promptkit.analysis.analyze_requests`, consecutive view) on
 the session's previous request and this one, in one background thread, so forwarding never waits for
 it. A *break* is a request whose prompt shares less with the previous request than that whole previous
 prompt: the cause is the first message (its index, role, and layout slot/key when the record has a
@@ -237,7 +237,7 @@ class LiveFigures:
             return sum(1 for s in self._sessions.values() if s.last is not None)
 
     def _predict(self, state: _Session, previous: RequestRecord | None, current: RequestRecord) -> None:
-        from promptkit.cache import analyze_requests
+        from promptkit.analysis import analyze_requests
 
         records = [current] if previous is None else [previous, current]
         try:

@@ -3,7 +3,7 @@ record each LLM call whole in promptkit's log format.
 
 Built on aiohttp (server and client). Per request:
 
-1. The body is read; the session is decided (:mod:`promptkit.proxy.sessions`).
+1. The body is read; the session is decided (:mod:`promptkit.formats.wire.sessions`).
 2. The request goes upstream as it came (method, path and query, headers but the hop-by-hop ones, the
    body's bytes; aiohttp adds none of its default headers the client did not send).
 3. The status, headers and body bytes come back to the client unchanged, chunk by chunk as they arrive
@@ -69,8 +69,8 @@ from promptkit.formats.wire import (
     session_hint,
     url_credentials,
 )
+from promptkit.formats.wire.sessions import SessionTracker
 from promptkit.proxy.live import LiveFigures, render_page
-from promptkit.proxy.sessions import SessionTracker
 
 __all__ = [
     "LIVE_PATH",

@@ -1,6 +1,6 @@
 """The advice engine: every lint finding with one concrete fix, measured by replay.
 
-:func:`lint_advice` lints a log (:func:`promptkit.cache.causes_report.lint`: the head regions that change
+:func:`lint_advice` lints a log (:func:`promptkit.report.causes.lint`: the head regions that change
 between requests), replays the candidate transforms (:func:`promptkit.whatif.suggest`) and gives each
 finding the suggestion that fixes it with the largest measured saving: a ``promptkit whatif`` command the
 user can run, the hit ratio and cost before and after, and the *complete* set of changes that gives that
@@ -28,7 +28,7 @@ from promptkit.whatif.transforms import Chain, Move, Normalize, SortTools, Trans
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.cache.engine import AnalysisResult
+    from promptkit.analysis.engine import AnalysisResult
 
 __all__ = [
     "BREAK_FIX_COLUMNS",
@@ -56,7 +56,7 @@ BREAK_FIX_COLUMNS = (
 
 @attrs.frozen(slots=True)
 class Advice:
-    """One lint finding (a row of :func:`~promptkit.cache.causes_report.lint`, as a dict) and its
+    """One lint finding (a row of :func:`~promptkit.report.causes.lint`, as a dict) and its
     ``fix``: the replayed suggestion that addresses it with the largest measured saving (None when no
     candidate addresses it). ``saves``: whether that fix saves anything measurable."""
 
@@ -132,10 +132,10 @@ def lint_advice(
     """Lint ``records`` and give each finding its fix, measured by replay (see the module docstring).
 
     ``prices`` / ``model`` price the calls; ``analysis_options`` (``provider``, ``view`` ...) go to
-    :func:`promptkit.cache.analyze_requests`.
+    :func:`promptkit.analysis.analyze_requests`.
     """
-    from promptkit.cache.causes_report import lint
-    from promptkit.cache.engine import analyze_requests
+    from promptkit.analysis.engine import analyze_requests
+    from promptkit.report.causes import lint
 
     source: LoadResult | list[RequestRecord] = records if isinstance(records, LoadResult) else list(records)
     found = suggest(source, prices=prices, model=model, **analysis_options)
@@ -205,7 +205,7 @@ def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
 
 
 def break_fixes(advice: LintAdvice, breaks: pl.DataFrame, *, paths: str = "") -> pl.DataFrame:
-    """One fix per break of ``breaks`` (:func:`~promptkit.cache.report.largest_breaks`' frame): the
+    """One fix per break of ``breaks`` (:func:`~promptkit.report.largest_breaks`' frame): the
     replayed suggestion that acts where the request broke (its contributor key, or its change), with
     its measured hit ratio and cost before and after (columns :data:`BREAK_FIX_COLUMNS`); ``fix`` says
     so when nothing replayed saves anything there. ``paths``: the ``promptkit whatif`` arguments.

@@ -55,7 +55,7 @@ def run_whatif(args: argparse.Namespace, *, paths: Sequence[Path] | None = None)
     options = _options(args)
     prices = None
     if args.prices is not None:
-        from promptkit.cache.report import load_prices
+        from promptkit.report import load_prices
 
         prices = load_prices(args.prices)
     if args.format is not None:

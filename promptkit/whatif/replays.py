@@ -1,9 +1,9 @@
 """Replay a log under transforms: analyze it as logged and as transformed, and compare.
 
-:func:`replay` runs :func:`promptkit.cache.analyze_requests` on the records as they are (``before``) and
+:func:`replay` runs :func:`promptkit.analysis.analyze_requests` on the records as they are (``before``) and
 on the records through the transforms (``after``), with the same analysis options, and compares hit
 ratio, prompt tokens, cached tokens and cost per session and overall. Costs are priced with
-:func:`promptkit.cache.report.request_costs`, the one pricing path ``analyze`` and the report use too
+:func:`promptkit.report.request_costs`, the one pricing path ``analyze`` and the report use too
 (the 1-hour writes are the analysis' own ``predicted_cache_write_1h_tokens``), so the *before* cost is
 the cost ``analyze`` prints for the same log.
 
@@ -35,7 +35,7 @@ from promptkit.whatif.transforms import Chain, Transform, apply_transforms
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.cache.engine import AnalysisResult
+    from promptkit.analysis.engine import AnalysisResult
 
 __all__ = ["COMPARISON_COLUMNS", "REPLAY_NOTE", "WhatIf", "compare", "format_whatif", "replay"]
 
@@ -108,12 +108,12 @@ def _usd(value: float | None) -> str:
 
 def _costs(result: AnalysisResult, prices: Any, model: str | None) -> pl.DataFrame:
     """Per request: ``session, index, prompt_tokens, cached_tokens, cost_usd``, priced by the one pricing
-    path :func:`promptkit.cache.report.request_costs` (its 1-hour writes are the analysis'
+    path :func:`promptkit.report.request_costs` (its 1-hour writes are the analysis'
     ``predicted_cache_write_1h_tokens``, priced as such), so ``whatif``'s *before* cost is ``analyze``'s.
     A model without a price leaves ``cost_usd`` null."""
     import polars as pl
 
-    from promptkit.cache.report import request_costs
+    from promptkit.report import request_costs
 
     costs = request_costs(result, prices=prices, model=model, missing="empty")
     return costs.select(
@@ -136,11 +136,11 @@ def compare(
 ) -> pl.DataFrame:
     """The comparison frame of two analyses of the same requests (columns :data:`COMPARISON_COLUMNS`):
     per session, then ``"(all)"``; hit ratios are token-weighted; costs in USD (``prices`` and ``model``
-    as for :func:`promptkit.cache.report.request_costs`; a side with a model without a price has a null
+    as for :func:`promptkit.report.request_costs`; a side with a model without a price has a null
     cost). ``records_before`` / ``records_after`` are accepted for compatibility and not needed: each
     analysis carries its 1-hour writes.
 
-    >>> from promptkit.cache import analyze_requests
+    >>> from promptkit.analysis import analyze_requests
     >>> r = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="deepseek")
     >>> compare(r, r)["before_cost_usd"].to_list() == compare(r, r)["after_cost_usd"].to_list()
     True
@@ -228,10 +228,10 @@ def replay(
 ) -> WhatIf:
     """Analyze ``records`` as logged and through ``transforms``, and compare (see :class:`WhatIf`).
 
-    ``analysis_options`` go to :func:`promptkit.cache.analyze_requests` for both sides (``provider``,
+    ``analysis_options`` go to :func:`promptkit.analysis.analyze_requests` for both sides (``provider``,
     ``view``, ``cache_model``...); a transform's :meth:`~promptkit.whatif.transforms.Transform.after_options`
     override them on the *after* side. ``prices`` / ``model`` price the calls (see
-    :func:`promptkit.cache.report.request_costs`). ``before`` reuses an analysis of the same records
+    :func:`promptkit.report.request_costs`). ``before`` reuses an analysis of the same records
     with the same options (what :func:`promptkit.whatif.suggest` does for each candidate).
 
     Example::
@@ -242,7 +242,7 @@ def replay(
         >>> w.overall["after_hit_ratio"] > w.overall["before_hit_ratio"]
         True
     """
-    from promptkit.cache.engine import analyze_requests
+    from promptkit.analysis.engine import analyze_requests
 
     items, loaded = _records(records)
     chain = _transforms(transforms)

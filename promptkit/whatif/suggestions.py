@@ -58,7 +58,7 @@ from promptkit.whatif.transforms import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.cache.engine import AnalysisResult
+    from promptkit.analysis.engine import AnalysisResult
 
 __all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_volatile", "rank", "suggest"]
 
@@ -502,7 +502,7 @@ def suggest(
     (USD) first, and those that lose money after every one that saves, each with its ``tradeoff``.
 
     ``detector`` finds volatile values (default :func:`find_volatile`); ``prices`` / ``model`` price the
-    calls; ``analysis_options`` go to :func:`promptkit.cache.analyze_requests`. With ``combine`` the
+    calls; ``analysis_options`` go to :func:`promptkit.analysis.analyze_requests`. With ``combine`` the
     candidates that save money are also chained greedily (best first, each kept only if it adds at least
     5% to the chain's saving) and the chain is one more suggestion.
 
@@ -517,7 +517,7 @@ def suggest(
         >>> best.spec, f"{best.before_hit_ratio:.0%} -> {best.after_hit_ratio:.0%}"
         ('normalize:timestamps', '0% -> 71%')
     """
-    from promptkit.cache.engine import analyze_requests
+    from promptkit.analysis.engine import analyze_requests
 
     if isinstance(records, LoadResult):
         loaded: LoadResult | None = records

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.capacity import capacity_curve, stack_distances
-from promptkit.cache.trace import TraceRecord, iter_trace, read_trace, simulate_trace
+from promptkit.analysis.trace import TraceRecord, iter_trace, read_trace, simulate_trace
 from promptkit.errors import PromptkitError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_bad_input_is_one_clear_error(kwargs: dict[str, object], named: str) -> 
 
 
 def test_a_lazy_trace_gives_the_same_curve(tmp_path: Path) -> None:
-    from promptkit.cache.trace import write_trace
+    from promptkit.analysis.trace import write_trace
 
     path = write_trace(_synthetic(400, seed=2), tmp_path / "trace.jsonl")
     caps = [512 * 64, None]

@@ -15,7 +15,7 @@ from promptkit.analysis.fleet import (
     load_fleet_input,
     simulate_fleet,
 )
-from promptkit.cache.trace import TraceRecord, read_trace, simulate_trace
+from promptkit.analysis.trace import TraceRecord, read_trace, simulate_trace
 from promptkit.errors import PromptkitError
 
 ROOT = Path(__file__).resolve().parents[2]

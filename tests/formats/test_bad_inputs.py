@@ -256,7 +256,7 @@ def test_impossible_usage_is_a_problem_naming_file_line_and_field(
 
 
 def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path: Path) -> None:
-    from promptkit.cache import analyze
+    from promptkit.analysis import analyze
 
     path = tmp_path / "calls.jsonl"
     bad = {"request": {"model": "deepseek-chat", "messages": [{"role": "system", "content": "sys"},

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from promptkit.cache import analyze
+from promptkit.analysis import analyze
 from promptkit.formats import get_format, read_logs, sniff_format
 from promptkit.formats.base import Source
 from promptkit.formats.opaque_head import visible_prompt_tokens

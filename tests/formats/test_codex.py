@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings, strategies as st
 
-from promptkit.cache import analyze
+from promptkit.analysis import analyze
 from promptkit.formats import get_format, read_logs, sniff_format
 from promptkit.formats.base import Source
 from promptkit.formats.http_capture import responses_request_to_chat

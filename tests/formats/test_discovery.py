@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from promptkit.cache import analyze, analyze_requests
+from promptkit.analysis import analyze, analyze_requests
 from promptkit.errors import LogFileError, PromptkitError
 from promptkit.formats import available_formats, read_logs
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from promptkit.cache import LoadProblem, RequestRecord, analyze_requests
+from promptkit.analysis import LoadProblem, RequestRecord, analyze_requests
 from promptkit.formats import http_capture as hc
 from tests.proxy import fake_upstream as fake
 

@@ -6,8 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from promptkit.cache import analyze
-from promptkit.cache.trace import read_trace, simulate_trace
+from promptkit.analysis import analyze
+from promptkit.analysis.trace import read_trace, simulate_trace
 from promptkit.cli import main
 from promptkit.formats import read_logs
 

@@ -11,10 +11,10 @@ from promptkit.providers.registry import available_providers
 
 #: Modules whose provider tables and name comparisons were replaced by capability questions.
 CLEANED = (
-    "promptkit/cache/engine.py",
-    "promptkit/cache/simulator.py",
-    "promptkit/cache/causes.py",
-    "promptkit/cache/calibration.py",
+    "promptkit/analysis/engine.py",
+    "promptkit/analysis/simulator.py",
+    "promptkit/analysis/causes.py",
+    "promptkit/analysis/calibration.py",
     "promptkit/formats/opaque_head.py",
     "promptkit/formats/litellm.py",
     "promptkit/formats/otel_genai.py",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promptkit.cache.models import CacheModel, PrefixCache
+from promptkit.analysis.models import CacheModel, PrefixCache
 from promptkit.errors import RecordFormatError
 from promptkit.providers.gemini import gemini_usage
 from promptkit.providers.registry import (
@@ -126,7 +126,7 @@ def test_minimum_per_model() -> None:
 
 
 def test_the_best_effort_providers_with_real_logs_have_a_bundled_calibration() -> None:
-    from promptkit.cache.calibration import default_calibration
+    from promptkit.analysis.calibration import default_calibration
 
     assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek", "gemini"}
     assert default_calibration("gemini").provider == "gemini"
@@ -178,7 +178,7 @@ def test_built_ins_are_registered_through_the_entry_points_declared_in_pyproject
 
 
 def test_prefix_cache_rules() -> None:
-    from promptkit.cache.models import CacheEntry, CachePlan
+    from promptkit.analysis.models import CacheEntry, CachePlan
 
     model = PrefixCache(min_tokens=100, min_tokens_by_model={"big-": 1000}, unit=16)
     plan = CachePlan(prompt_len=500, entries=(CacheEntry(500),))
@@ -208,7 +208,7 @@ def test_a_profile_prices_its_models_by_family() -> None:
 
 
 def test_glm_and_minimax_render_with_their_own_chat_templates() -> None:
-    from promptkit.cache.render.base import rendered_text
+    from promptkit.analysis.render.base import rendered_text
 
     body = {"messages": [{"role": "system", "content": "terse"}, {"role": "user", "content": "hi"}]}
     glm = rendered_text(get_provider("glm").load_render().render(body))

@@ -13,7 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from promptkit.cache import analyze
+from promptkit.analysis import analyze
 from promptkit.formats import read_logs as load_log
 from promptkit.proxy import ProxyConfig, ProxyConfigError, serve
 from promptkit.proxy.server import LIVE_PATH

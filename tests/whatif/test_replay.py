@@ -10,9 +10,9 @@ import attrs
 import polars as pl
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from promptkit.cache import analyze_requests
-from promptkit.cache.report import request_costs, resolve_prices
+from promptkit.analysis import analyze_requests
 from promptkit.layout import RequestRecord
+from promptkit.report import request_costs, resolve_prices
 from promptkit.whatif import (
     COMPARISON_COLUMNS,
     REPLAY_NOTE,
@@ -185,7 +185,7 @@ def test_replayed_chains_analyze_every_request(chain: list[Transform]) -> None:
 
 
 def test_replay_predicts_the_log_assembled_with_the_moved_contributors() -> None:
-    from promptkit.cache import analyze
+    from promptkit.analysis import analyze
     from promptkit.formats import read_logs
     from promptkit.whatif import parse_transform
 

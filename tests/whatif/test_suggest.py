@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from promptkit.cache import analyze_requests
+from promptkit.analysis import analyze_requests
 from promptkit.layout import RequestRecord
 from promptkit.whatif import Move, Normalize, SortTools, VolatileFinding, candidates, find_volatile, suggest
 from promptkit.whatif.spec import format_transform

@@ -1,0 +1,322 @@
+"""The composition rows of a tokenized request, built with numpy: one span per header, message, gap and
+generation prompt, in token order.
+
+The engine's ``composition`` frame has one row per span of every request, so its size grows with
+requests × messages; :class:`CompositionRows` records each request's message offsets as it comes and
+computes every request's spans at once with numpy (no Python loop over the messages beyond reading
+their slot and role). Its example shows the rows of one request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import chain
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+    from promptkit.analysis.tokenize import TokenizedRequest
+
+__all__ = ["COMPOSITION_COLUMNS", "CompositionRows"]
+
+#: Columns of the composition frame, in order.
+COMPOSITION_COLUMNS: Final[tuple[str, ...]] = (
+    "session",
+    "index",
+    "slot",
+    "key",
+    "start",
+    "tokens",
+    "message",
+    "role",
+)
+_STRING_COLUMNS: Final[frozenset[str]] = frozenset({"session", "slot", "key", "role"})
+
+
+class CompositionRows:
+    """The composition rows of many requests, built for the engine's hot path.
+
+    A request's spans, in token order: the header (``tools`` when the body has tools, else ``header``)
+    when it has tokens, split off an ``opaque-head`` span first when the log omits one; each message
+    with tokens (its layout ``slot`` and ``key``, else its role), sorted by start, after a ``template``
+    span where it starts past what came before; the trailing ``generation`` prompt. :meth:`add` only records each
+    request's message offsets and string codes (its messages' roles are read only for the messages the
+    session's previous request did not have: the lists are compared in C, by identity first, as the
+    loaders intern a session's repeated messages); :meth:`frame` computes every request's spans at once
+    with numpy and makes each string column with one gather from a vocabulary.
+
+    >>> from promptkit.analysis.tokenize import RequestTokenizer
+    >>> rt = RequestTokenizer("chatml", "cl100k_base")
+    >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
+    >>> rows = CompositionRows()
+    >>> rows.add("s", 0, body, rt.tokenize(body))
+    >>> frame = rows.frame()
+    >>> frame["slot"].to_list(), frame["start"].to_list(), frame["message"].to_list()
+    (['system', 'user', 'generation'], [0, 8, 14], [0, 1, None])
+    """
+
+    __slots__ = ("_bad", "_codes", "_ends", "_heads", "_last", "_messages", "_names", "_requests", "_starts")
+
+    def __init__(self) -> None:
+        self._names: list[str | None] = [None]  # code 0 is null
+        self._codes: dict[str, int] = {}
+        self._last: dict[str, tuple[list[Any], np.ndarray]] = {}  # session -> messages, role codes
+        # per request: session code, index, position, message count, header_len, prompt_len, shifted,
+        # and the slot and key codes of its template and generation spans (-1: none, an error if used)
+        self._requests: list[tuple[int, ...]] = []
+        # every request's message starts and ends, one tuple per request (perf: a list append per
+        # request; numpy reads them all at once in _columns)
+        self._starts: list[Sequence[int]] = []
+        self._ends: list[Sequence[int]] = []
+        # slot, key and role codes of each message, one array per request each
+        self._messages: tuple[list[np.ndarray], list[np.ndarray | None], list[np.ndarray | None]] = (
+            [],
+            [],
+            [],
+        )
+        # (request, start, size, slot, key) of each header span
+        self._heads: list[tuple[int, int, int, int, int]] = []
+        self._bad: list[tuple[int, int]] = []  # (request, first message) whose slot lies past the table
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return 0
+        code = self._codes.get(value)
+        if code is None:
+            code = self._codes[value] = len(self._names)
+            self._names.append(value)
+        return code
+
+    def _role_codes(self, session: str, messages: Sequence[Any]) -> np.ndarray:
+        last = self._last.get(session)
+        if last is not None and isinstance(messages, list) and len(messages) >= len(last[0]):
+            k = len(last[0])
+            try:
+                same = bool(messages[:k] == last[0])
+            except (ValueError, TypeError):  # no truth value (an array inside): read every role
+                same = False
+            if same:
+                new = np.array([self._code(m["role"]) for m in messages[k:]], dtype=np.int64)
+                codes = np.concatenate((last[1], new)) if new.shape[0] else last[1]
+                self._last[session] = (messages, codes)
+                return codes
+        codes = np.fromiter((self._code(m["role"]) for m in messages), np.int64)
+        if isinstance(messages, list):
+            self._last[session] = (messages, codes)
+        return codes
+
+    def add(
+        self,
+        session: str,
+        index: int,
+        body: Mapping[str, Any],
+        tok: TokenizedRequest,
+        *,
+        layout: Sequence[Any] | None = None,
+        shifted: bool = False,
+        opaque: tuple[int, str] | None = None,
+        position: int = 0,
+    ) -> None:
+        """Add the rows of request ``index`` of ``session``: ``body`` tokenized as ``tok``; ``layout``,
+        one entry per message, names the slots and keys (else the roles do); ``shifted``: the body's
+        first message was prepended (an Anthropic top-level system), so message indices shift by one;
+        ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.analysis.opaque`),
+        the first ``tokens`` of the header. ``position`` fills the ``_position`` column of
+        :meth:`frame` (``position=True``)."""
+        r = len(self._requests)
+        n = len(tok.message_starts)
+        code = self._code
+        roles = self._role_codes(session, body["messages"])[:n]
+        # a row's slot and key: entry `code` of these tables, where code i < n is
+        # message i, then come the header, template, generation and opaque-head spans
+        header = code("tools" if body.get("tools") else "header")
+        spans = [header, code("template"), code("generation"), code("opaque-head")]
+        span_keys = [0, 0, 0, code(opaque[1] if opaque is not None else None)]
+        if layout is None:
+            # the roles are the slots and there are no keys: marked, and made in _columns (perf)
+            self._messages[0].append(roles)
+            self._messages[1].append(None)
+            self._messages[2].append(None)
+            slots, keys = spans, span_keys
+        else:
+            slots = [code(entry.slot) for entry in layout[:n]] + spans
+            keys = [code(entry.key) for entry in layout[:n]] + span_keys
+            if len(slots) < n + 4:  # a layout shorter than the messages: the tables shift
+                if len(slots) < n:  # messages past the tables: an error if one of them has tokens
+                    self._bad.append((r, len(slots)))
+                pad = [-1] * (n + 4 - len(slots))
+                slots, keys = slots + pad, keys + pad
+            self._messages[0].append(np.array(slots[:n], dtype=np.int64))
+            self._messages[1].append(np.array(keys[:n], dtype=np.int64))
+            self._messages[2].append(roles)
+            slots, keys = slots[n:], keys[n:]
+        self._starts.append(tok.message_starts)
+        if tok.message_ends is not None:
+            self._ends.append(tok.message_ends)
+        else:  # each message ends where the next one in token order starts
+            st = np.asarray(tok.message_starts, dtype=np.int64)
+            by_start = np.lexsort((np.arange(n), st))
+            nxt = np.empty(n, dtype=np.int64)
+            nxt[by_start[:-1]] = st[by_start[1:]]
+            if n:
+                nxt[by_start[-1]] = tok.prompt_len
+            self._ends.append(nxt.tolist())
+        header_len = int(tok.header_len)
+        self._requests.append(
+            (
+                code(session),
+                index,
+                position,
+                n,
+                header_len,
+                int(tok.prompt_len),
+                1 if shifted else 0,
+                slots[1],  # template
+                keys[1],
+                slots[2],  # generation
+                keys[2],
+            )
+        )
+        if header_len > 0:  # the header span comes first, split when it starts with an opaque head
+            heads = [(0, header_len, 0)]
+            if opaque is not None and opaque[0] > 0:
+                size = min(opaque[0], header_len)
+                heads = [(0, size, 3)] + ([(size, header_len - size, 0)] if header_len > size else [])
+            for start, size, which in heads:
+                if slots[which] < 0:
+                    raise IndexError(f"composition: request {r} has no layout entry for its header")
+                self._heads.append((r, start, size, slots[which], keys[which]))
+
+    def frame(self, schema: Mapping[str, Any] | None = None, *, position: bool = False) -> pl.DataFrame:
+        """The rows added so far as a frame with :data:`COMPOSITION_COLUMNS` (``message`` null for the header, gaps and generation prompt),
+        and a ``_position`` column after them when ``position``."""
+        import polars as pl
+
+        s_, i_ = pl.String, pl.Int64
+        dtypes = (
+            dict(schema)
+            if schema is not None
+            else dict(zip(COMPOSITION_COLUMNS, (s_, i_, s_, s_, i_, i_, i_, s_), strict=True))
+        )
+        columns = self._columns()
+        names = pl.Series(self._names, dtype=pl.String)
+        out: list[pl.Series] = []
+        for name in (*COMPOSITION_COLUMNS, "_position") if position else COMPOSITION_COLUMNS:
+            values = columns[name]
+            if name in _STRING_COLUMNS:
+                series = names.gather(values).alias(name)
+                if dtypes[name] != pl.String:
+                    series = series.cast(dtypes[name])
+            else:
+                series = pl.Series(name, values, dtype=dtypes.get(name, pl.Int64))
+                if name == "message":
+                    series = pl.select(pl.when(series >= 0).then(series)).to_series().alias(name)
+            out.append(series)
+        return pl.DataFrame(out)
+
+    def _message_codes(self) -> list[np.ndarray]:
+        """The slot, key and role codes of every message, requests in the order added. A request
+        without a layout (marked None) has its roles as slots and no keys."""
+        slots, keys, roles = self._messages
+        if not slots:
+            return [np.zeros(0, np.int64)] * 3
+        slot = np.concatenate(slots)
+        if all(k is None for k in keys):  # perf: no request has a layout
+            return [slot, np.zeros(slot.shape[0], np.int64), slot]
+        key = np.concatenate(
+            [np.zeros(s.shape[0], np.int64) if k is None else k for s, k in zip(slots, keys, strict=True)]
+        )
+        role = np.concatenate([s if r is None else r for s, r in zip(slots, roles, strict=True)])
+        return [slot, key, role]
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """Every row's columns (strings as codes), requests in the order added; in each request the
+        header span(s), then each message with tokens in token order, preceded by a ``template`` span
+        where it starts past what came before, then the ``generation`` span."""
+        i64 = np.int64
+        req = np.fromiter(chain.from_iterable(self._requests), i64, count=11 * len(self._requests)).reshape(
+            -1, 11
+        )
+        n_req = req.shape[0]
+        session, index, pos, count, header_len, prompt_len, shifted = req.T[:7]
+        template_slot, template_key, generation_slot, generation_key = req.T[7:]
+        rid = np.repeat(np.arange(n_req, dtype=i64), count)
+        first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(i64)
+        msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
+        total_messages = int(count.sum())
+        st = np.fromiter(chain.from_iterable(self._starts), i64, count=total_messages)
+        en = np.fromiter(chain.from_iterable(self._ends), i64, count=total_messages)
+        codes = self._message_codes()
+        # the messages with tokens, by request, then start, then index
+        kept = np.flatnonzero(en > st)
+        every = kept.shape[0] == st.shape[0]  # perf: every message has tokens (the usual case)
+
+        def take(values: np.ndarray) -> np.ndarray:  # the kept messages' values
+            return values if every else values[kept]
+
+        r, s, e = take(rid), take(st), take(en)
+        if kept.shape[0] > 1 and not np.all((np.diff(r) > 0) | (np.diff(s) >= 0)):
+            again = np.lexsort((take(msg), s, r))
+            kept, r, s, e = kept[again], r[again], s[again], e[again]
+            every = False
+        for req_id, past in self._bad:
+            if np.any((r == req_id) & (take(msg) >= past)):
+                raise IndexError(f"composition: a message of request {req_id} has no layout entry")
+        k = kept.shape[0]
+        # what the spans before cover: the header, then the furthest end so far (per request)
+        big = int(max(en.max(initial=0), header_len.max(initial=0), prompt_len.max(initial=0))) + 1
+        reach = np.maximum.accumulate(e + r * big)  # offset by request: one running maximum for all
+        before = np.zeros(k, dtype=i64)
+        if k > 1:
+            before[1:] = reach[:-1] - r[1:] * big
+            before[1:][r[1:] != r[:-1]] = 0  # a request's first message: nothing before it
+        before = np.maximum(before, header_len[r])
+        gap = s > before
+        final = header_len.copy()
+        if k:
+            np.maximum.at(final, r, e)
+        generation = final < prompt_len
+        # row counts per request: header spans, messages, gaps, generation
+        heads = np.fromiter(chain.from_iterable(self._heads), i64, count=5 * len(self._heads)).reshape(-1, 5)
+        n_heads = np.bincount(heads[:, 0], minlength=n_req) if heads.shape[0] else np.zeros(n_req, i64)
+        n_msgs = np.bincount(r, minlength=n_req) if k else np.zeros(n_req, i64)
+        n_gaps = np.bincount(r, weights=gap, minlength=n_req).astype(i64) if k else np.zeros(n_req, i64)
+        rows = n_heads + n_msgs + n_gaps + generation
+        base = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(i64)
+        total = int(rows.sum())
+        out = {name: np.zeros(total, i64) for name in (*COMPOSITION_COLUMNS, "_position")}
+        out["message"][:] = -1
+        request_of = np.repeat(np.arange(n_req, dtype=i64), rows)
+        out["session"] = session[request_of]
+        out["index"] = index[request_of]
+        out["_position"] = pos[request_of]
+        if heads.shape[0]:  # a request's header spans come first, in the order added
+            h_req = heads[:, 0]
+            h_first = np.concatenate(([0], np.cumsum(n_heads)[:-1]))
+            at = base[h_req] + np.arange(heads.shape[0]) - h_first[h_req]
+            out["start"][at], out["tokens"][at] = heads[:, 1], heads[:, 2]
+            out["slot"][at], out["key"][at] = heads[:, 3], heads[:, 4]
+        if k:  # each message, after its gap when it has one
+            rank = np.arange(k, dtype=i64) - np.concatenate(([0], np.cumsum(n_msgs)[:-1]))[r]
+            gaps_so_far = np.cumsum(gap) - np.concatenate(([0], np.cumsum(n_gaps)[:-1]))[r]
+            at = base[r] + n_heads[r] + rank + gaps_so_far
+            out["start"][at], out["tokens"][at] = s, e - s
+            out["slot"][at], out["key"][at], out["role"][at] = take(codes[0]), take(codes[1]), take(codes[2])
+            number = take(msg) - shifted[r]
+            out["message"][at] = np.where(number >= 0, number, -1)
+            g = np.flatnonzero(gap)
+            if np.any(template_slot[r[g]] < 0):
+                raise IndexError("composition: a request has no layout entry for a template span")
+            out["start"][at[g] - 1], out["tokens"][at[g] - 1] = before[g], s[g] - before[g]
+            out["slot"][at[g] - 1], out["key"][at[g] - 1] = template_slot[r[g]], template_key[r[g]]
+        last = np.flatnonzero(generation)
+        if last.shape[0]:
+            if np.any(generation_slot[last] < 0):
+                raise IndexError("composition: a request has no layout entry for its generation span")
+            at = base[last] + rows[last] - 1
+            out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
+            out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]
+        return out

@@ -1,0 +1,395 @@
+"""Scale-out by file: the workers read, parse and analyze their own log files; the coordinator ships
+paths and joins columnar pieces.
+
+:func:`~promptkit.analysis.engine.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
+(:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
+
+- the coordinator lists the files and sniffs each one's format (a few kB each); it sends a worker the
+  path, never records;
+- the worker reads and parses the file (each session's calls in time order, as
+  :func:`~promptkit.formats.read_logs` puts them), groups its records by provider and, for each group:
+  in the consecutive view analyzes them (sessions are independent) and returns the requests and
+  composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
+  token delta streams (each new token once: what a request adds to its session's previous one) and
+  the file's records, in one pickle (a session's interned messages are written once);
+- the coordinator puts the pieces at their places in the load order (a file's positions follow the
+  files before it) and finishes each provider's frames. In the simulated view it runs the ordered
+  cache simulation over the delta streams, without a tokenizer of its own: a worker decodes the
+  divergences' excerpts afterwards.
+
+A worker holds one file at a time; the coordinator of the consecutive view never holds a record. The
+result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
+analyzed) makes the plan step back to the records-shipping plan of
+:func:`~promptkit.analysis.engine.analyze_requests`, and a group whose records turn out not all timed
+is re-analyzed without times in the files that assumed them.
+
+Example::
+
+    >>> from promptkit.analysis.executors import ProcessPool
+    >>> with ProcessPool(2) as pool:                                              # doctest: +SKIP
+    ...     result = analyze_files("fixtures/real-logs/deepseek", executor=pool)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from promptkit.analysis.models import CacheModel
+from promptkit.layout import LoadProblem, RequestRecord
+from promptkit.providers.registry import ProviderProfile, infer_record_provider
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+    from promptkit.analysis.engine import AnalysisResult, _Partial, _TokenDelta
+    from promptkit.analysis.executors import Executor
+    from promptkit.formats.base import LogFormat
+
+__all__ = ["analyze_files"]
+
+_Key = str | ProviderProfile  # a provider group: the name (or profile) its records are analyzed with
+
+
+@attrs.frozen(slots=True)
+class _Options:
+    """The analysis' settings, as a worker needs them (picklable)."""
+
+    provider: str | ProviderProfile | None
+    tokenizer: Any
+    render: Any
+    cache_model: str | CacheModel | None
+    view: str
+
+
+@attrs.frozen(slots=True)
+class _GroupPiece:
+    """One provider group of one file, as the worker returns it. Positions are the file's own (0 =
+    its first record). ``requests`` / ``composition``: Arrow IPC bytes (consecutive view);
+    ``deltas``: per-position token deltas or errors (simulated view)."""
+
+    key: _Key
+    first: int
+    count: int
+    timed: bool
+    requests: bytes | None
+    composition: bytes | None
+    problems: tuple[tuple[int, LoadProblem], ...]
+    writes_nothing: int
+    thinking: dict[str, int]
+    mended: tuple[tuple[int, str], ...]
+    deltas: dict[int, tuple[_TokenDelta | str, bool]] | None
+    names: tuple[str, str]  # the tokenizer's and the render's names
+
+
+@attrs.frozen(slots=True)
+class _FilePiece:
+    """What a worker returns for one file: its record count, load problems, sessions (in first-seen
+    order), the sessions whose calls it reordered and those no provider was recognised for, and one
+    piece per provider group."""
+
+    records: int
+    problems: tuple[LoadProblem, ...]
+    sessions: tuple[str, ...]
+    reordered: tuple[str, ...]
+    defaulted: tuple[str, ...]
+    groups: tuple[_GroupPiece, ...]
+    loaded: tuple[RequestRecord, ...] = ()  # simulated view: the records, pickled together (below)
+
+
+def _to_ipc(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    return buffer.getvalue()
+
+
+def _from_ipc(data: bytes) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.read_ipc(io.BytesIO(data))
+
+
+def _read_file(path: Path, fmt: LogFormat) -> tuple[list[RequestRecord], list[LoadProblem], list[str]]:
+    """One file's records as :func:`~promptkit.formats.read_logs` loads them (interned, provider
+    recognised, each session's calls in time order in its slots), its problems and the sessions whose
+    calls were reordered."""
+    from promptkit.formats.base import Source
+    from promptkit.formats.discovery import _infer, _order_session, intern_messages
+
+    records: list[RequestRecord] = []
+    problems: list[LoadProblem] = []
+    last: dict[str, RequestRecord] = {}
+    for item in fmt.read(Source.open(path)):
+        if isinstance(item, RequestRecord):
+            item = intern_messages(last.get(item.session), _infer(item))
+            last[item.session] = item
+            records.append(item)
+        else:
+            problems.append(item)
+    if not records and not any(p.file == str(path) for p in problems):
+        problems.append(LoadProblem(str(path), None, f"no requests in this {fmt.name} log"))
+    slots: dict[str, list[int]] = {}
+    for k, r in enumerate(records):
+        slots.setdefault(r.session, []).append(k)
+    reordered: list[str] = []
+    for session, places in slots.items():
+        group, _, moved = _order_session([records[k] for k in places])
+        if moved:
+            reordered.append(session)
+        for k, r in zip(places, group, strict=True):
+            records[k] = r
+    return records, problems, reordered
+
+
+def _group_piece(
+    options: _Options, key: _Key, items: list[tuple[int, RequestRecord]], untimed: bool
+) -> _GroupPiece:
+    """Analyze (consecutive) or tokenize (simulated) one provider group of a file."""
+    from promptkit.analysis.engine import _context_for, _run, _Spec, _tokenize_chunk
+
+    timed = all(r.timestamp is not None for _, r in items)
+    spec = _Spec(
+        key, options.tokenizer, options.render, options.cache_model, options.view, timed and not untimed
+    )
+    ctx = _context_for(spec)
+    names = (ctx.tokenizer_name, ctx.render_name)
+    if options.view != "consecutive":
+        deltas = _tokenize_chunk(spec, items)
+        return _GroupPiece(key, items[0][0], len(items), timed, None, None, (), 0, {}, (), deltas, names)
+    part = _run(ctx, items)
+    return _GroupPiece(
+        key,
+        items[0][0],
+        len(items),
+        timed,
+        _to_ipc(part.requests),
+        _to_ipc(part.composition),
+        tuple(part.problems),
+        part.writes_nothing,
+        part.thinking,
+        tuple(part.mended),
+        None,
+        names,
+    )
+
+
+def _file_task(
+    options: _Options, path: str, fmt: LogFormat, untimed: frozenset[_Key] = frozenset()
+) -> _FilePiece:
+    """A worker's task: read, parse and analyze (or tokenize) one log file (``untimed``: the groups to
+    analyze without times, as some record of theirs elsewhere has none)."""
+    from promptkit.analysis.engine import DEFAULT_PROVIDER
+
+    records, problems, reordered = _read_file(Path(path), fmt)
+    groups: dict[_Key, list[tuple[int, RequestRecord]]] = {}
+    defaulted: dict[str, None] = {}
+    for k, r in enumerate(records):
+        name = options.provider if options.provider is not None else infer_record_provider(r)
+        if name is None:
+            name = DEFAULT_PROVIDER
+            defaulted[r.session] = None
+        groups.setdefault(name, []).append((k, r))
+    pieces = tuple(_group_piece(options, key, items, key in untimed) for key, items in groups.items())
+    sessions = tuple(dict.fromkeys(r.session for r in records))
+    # simulated view: the records go back for phase 2 (the messages a divergence is read from). One
+    # pickle holds them all, and the loader interned each session's repeated messages (and tools): each
+    # message object is serialized once, so what is shipped grows with the new content, not with the
+    # prompts (a log that repeats the conversation on every line is parsed here, once)
+    loaded = tuple(records) if options.view != "consecutive" else ()
+    return _FilePiece(
+        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded
+    )
+
+
+def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
+    """A consecutive group piece as the engine's partial, its positions moved to the load order's."""
+    import polars as pl
+
+    from promptkit.analysis.engine import _Partial
+
+    assert piece.requests is not None and piece.composition is not None
+    requests = _from_ipc(piece.requests).with_columns(pl.col("_pos") + offset)
+    composition = _from_ipc(piece.composition).with_columns(pl.col("_pos") + offset)
+    return _Partial(
+        requests,
+        composition,
+        [(pos + offset, problem) for pos, problem in piece.problems],
+        piece.writes_nothing,
+        {name: pos + offset for name, pos in piece.thinking.items()},
+        [(pos + offset, source) for pos, source in piece.mended],
+    )
+
+
+def _tasks(
+    paths: Any, fmt: str | LogFormat | None
+) -> tuple[list[tuple[str, LogFormat | None, LoadProblem | None]], list[str]]:
+    """The files to read, each with its format (None and the problem: a file of no known format found in
+    a directory), and the loader's note on files passed over."""
+    from promptkit.formats.base import Source, get_format
+    from promptkit.formats.discovery import _format_of, find_log_files
+
+    forced = get_format(fmt) if isinstance(fmt, str) else fmt
+    files, passed = find_log_files(paths)
+    out: list[tuple[str, LogFormat | None, LoadProblem | None]] = []
+    for path, named in files:
+        problems: list[LoadProblem] = []
+        chosen = _format_of(Source.open(path), forced, named=named, problems=problems)
+        out.append((str(path), chosen, problems[0] if problems else None))
+    notes = []
+    if passed:
+        listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
+        notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
+    return out, notes
+
+
+def analyze_files(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    *,
+    executor: Executor,
+    format: str | LogFormat | None = None,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str = "consecutive",
+    progress: bool = False,
+) -> AnalysisResult | None:
+    """Analyze the logs under ``paths`` with one task per file on ``executor`` (see the module
+    docstring; ``progress`` shows a bar over the files); None when a session spans files (the caller
+    then loads the records and ships them)."""
+    options = _Options(provider, tokenizer, render, cache_model, view)
+    files, notes = _tasks(paths, format)
+    todo = [(k, path, fmt) for k, (path, fmt, _) in enumerate(files) if fmt is not None]
+    results: Any = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
+    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+        from tqdm.auto import tqdm
+
+        results = tqdm(results, total=len(todo), desc=f"analyze ({view}, by file)", unit="file", delay=0.5)
+    pieces = dict(zip((k for k, _, _ in todo), results, strict=True))
+    seen: set[str] = set()
+    for piece in pieces.values():
+        if seen.intersection(piece.sessions):
+            return None  # a session spans files: its calls are merged before any is analyzed
+        seen.update(piece.sessions)
+    if not seen:
+        return None
+    if view == "consecutive":
+        _retime(pieces, files, options, executor)
+    return _assemble(pieces, files, notes, options, executor)
+
+
+def _retime(
+    pieces: dict[int, _FilePiece],
+    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    options: _Options,
+    executor: Executor,
+) -> None:
+    """Re-analyze without times the files whose group assumed times some other file's records lack."""
+    timed: dict[_Key, bool] = {}
+    for piece in pieces.values():
+        for group in piece.groups:
+            timed[group.key] = timed.get(group.key, True) and group.timed
+    redo = {
+        k: frozenset(g.key for g in piece.groups if g.timed and not timed[g.key])
+        for k, piece in pieces.items()
+    }
+    redo = {k: keys for k, keys in redo.items() if keys}
+    calls = [(options, files[k][0], files[k][1], keys) for k, keys in redo.items()]
+    for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
+        pieces[k] = piece
+
+
+def _assemble(
+    pieces: dict[int, _FilePiece],
+    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    notes: list[str],
+    options: _Options,
+    executor: Executor,
+) -> AnalysisResult:
+    """The result from the files' pieces: each group's frames finished in load order, then joined."""
+    from promptkit.analysis.engine import _combine, _defaulted_note
+    from promptkit.formats.discovery import _session_notes
+
+    problems: list[LoadProblem] = []
+    reordered: list[str] = []
+    defaulted: set[str] = set()
+    groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
+    loaded: list[RequestRecord] = []  # simulated view: the records in load order
+    offset = 0
+    for k, (_, _, sniffed) in enumerate(files):
+        if sniffed is not None:
+            problems.append(sniffed)
+        piece = pieces.get(k)
+        if piece is None:
+            continue
+        problems.extend(piece.problems)
+        reordered.extend(piece.reordered)
+        loaded.extend(piece.loaded)
+        defaulted.update(piece.defaulted)
+        for group in piece.groups:
+            groups.setdefault(group.key, []).append((offset, group))
+        offset += piece.records
+    _session_notes([], reordered, notes)
+    if defaulted:
+        notes.append(_defaulted_note(len(defaulted)))
+    order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
+    results = [
+        _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
+        for i, key in enumerate(order)
+    ]
+    return _combine(results, notes, options.view)
+
+
+def _finish_group(
+    key: _Key,
+    parts: list[tuple[int, _GroupPiece]],
+    problems: list[LoadProblem],
+    options: _Options,
+    loaded: list[RequestRecord],
+    executor: Executor,
+) -> AnalysisResult:
+    """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
+    their token deltas (simulated)."""
+    from promptkit.analysis.engine import _Described, _finish, _resolve, _Spec
+
+    timed = all(group.timed for _, group in parts)
+    spec = _Spec(key, options.tokenizer, options.render, options.cache_model, options.view, timed)
+    count = sum(group.count for _, group in parts)
+    if options.view == "consecutive":
+        profile, _, _, model = _resolve(key, options.tokenizer, options.render, options.cache_model)
+        described = _Described(spec, profile, model, *parts[0][1].names)
+        return _finish(described, [_shifted(group, offset) for offset, group in parts], problems, count)
+    return _simulate(spec, parts, problems, loaded, executor)
+
+
+def _simulate(
+    spec: Any,
+    parts: list[tuple[int, _GroupPiece]],
+    problems: list[LoadProblem],
+    loaded: list[RequestRecord],
+    executor: Executor,
+) -> AnalysisResult:
+    """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
+    no tokenizer loaded here (a worker decodes the divergences' excerpts)."""
+    from promptkit.analysis.engine import _decode_excerpts, _Described, _finish, _resolve, _RunState, _Undelta
+
+    shipped: dict[int, tuple[Any, bool]] = {}
+    for offset, group in parts:
+        assert group.deltas is not None
+        shipped.update((pos + offset, value) for pos, value in group.deltas.items())
+        group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
+    items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
+    profile, _, _, model = _resolve(spec.provider, spec.tokenizer, spec.render, spec.cache_model)
+    described = _Described(spec, profile, model, *parts[0][1].names)
+    state = _RunState(described, _Undelta(shipped))
+    for j in state.order(items):
+        state.add(*items[j])
+    if state.excerpts:
+        wanted = [(think, cached, prompt, context) for _, think, cached, prompt, context in state.excerpts]
+        state.set_excerpts(executor.submit(_decode_excerpts, spec, wanted).result())
+    return _finish(described, [state.partial()], problems, len(items))

@@ -1,0 +1,298 @@
+"""The headline figures of an analysis, as plain values: one line for a terminal, a dict for JSON.
+
+``promptkit analyze --quiet`` prints :func:`headline_line`, ``promptkit analyze --json`` prints
+:func:`summary_dict`, and the HTML report's headline cards show :func:`headline`.
+
+>>> from promptkit.analysis import analyze_requests
+>>> body = {"messages": [{"role": "system", "content": "Be terse. " * 50}, {"role": "user", "content": "hi"}]}
+>>> result = analyze_requests([body, body], provider="exact")
+>>> figures = headline(result)
+>>> figures["requests"], figures["sessions"], figures["reported_hit_ratio"]
+(2, 1, None)
+>>> headline_line(figures).startswith(f"predicted hit ratio {result.hit_ratio:.2%} (reported: no usage)")
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+
+from promptkit.report import ALL_SESSIONS, summarize
+from promptkit.report.metrics import requests_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from promptkit.analysis.engine import AnalysisResult
+
+__all__ = [
+    "SUMMARY_VERSION",
+    "apply_expectation",
+    "causes_lines",
+    "expectation_line",
+    "headline",
+    "headline_line",
+    "provider_line",
+    "quiet_text",
+    "summary_dict",
+]
+
+#: Version of the ``--json`` document's shape; raised when a key changes meaning or disappears.
+#: 2: ``expectation``, ``causes`` and the cost notes added.
+SUMMARY_VERSION: Final[int] = 2
+
+
+def apply_expectation(
+    result: AnalysisResult, calibration: Any = None
+) -> tuple[AnalysisResult, dict[str, Any] | None]:
+    """``result`` with ``expected_cached_tokens`` when a calibration applies, and the expectation with
+    its basis (None without a calibration).
+
+    ``calibration``: a :class:`~promptkit.analysis.calibration.Calibration`, a path to one, or
+    ``"default"`` (the one bundled for the result's provider). The expectation's keys:
+    ``expected_hit_ratio``, ``upper_bound`` (the predicted hit ratio), ``stale_probability``,
+    ``provider``, ``source`` (the file, or ``"bundled"``) and ``basis``: how each session's rate was
+    set (``"learnt per session from its usage"`` only when the calibration learns and the log has usage;
+    else ``"population rate"``). Raises :class:`~promptkit.errors.CalibrationError`.
+    """
+    if calibration is None:
+        return result, None
+    from promptkit.analysis.calibration import (
+        Calibration,
+        apply_calibration,
+        default_calibration,
+        load_calibration,
+    )
+    from promptkit.errors import CalibrationError
+
+    if isinstance(calibration, Calibration):
+        cal, source = calibration, "given"
+    elif str(calibration) == "default":
+        found = default_calibration(str(result.provider))
+        if found is None:
+            raise CalibrationError(
+                f"--calibration default: no calibration is bundled for provider {result.provider!r}"
+            )
+        cal, source = found, "bundled"
+    else:
+        cal, source = load_calibration(calibration), str(calibration)
+    result = apply_calibration(result, cal)
+    requests = result.requests
+    prompt = int(requests["prompt_tokens"].sum())
+    has_usage = "reported_cached_tokens" in requests.columns and bool(
+        requests["reported_cached_tokens"].is_not_null().any()
+    )
+    learnt = cal.learns and has_usage
+    return result, {
+        "expected_hit_ratio": float(requests["expected_cached_tokens"].sum()) / prompt if prompt else None,
+        "upper_bound": result.hit_ratio,
+        "stale_probability": cal.stale_probability,
+        "provider": cal.provider,
+        "source": source,
+        "basis": "learnt per session from its usage" if learnt else "population rate",
+    }
+
+
+def expectation_line(expectation: Mapping[str, Any]) -> str:
+    """The expectation in one line.
+
+    >>> expectation_line({"expected_hit_ratio": 0.9, "upper_bound": 0.95, "stale_probability": 0.05,
+    ...                   "basis": "population rate"})
+    'Expected hit ratio 90.0% (upper bound 95.0%; calibration p(stale) = 0.050, population rate)'
+    """
+    expected = expectation.get("expected_hit_ratio")
+    shown = "n/a" if expected is None else f"{expected:.1%}"
+    return (
+        f"Expected hit ratio {shown} (upper bound {expectation['upper_bound']:.1%}; "
+        f"calibration p(stale) = {expectation['stale_probability']:.3f}, {expectation['basis']})"
+    )
+
+
+def provider_line(result: Any) -> str:
+    """How the provider was chosen, from the result's ``provider_assumed`` field (never its notes)."""
+    if getattr(result, "provider_assumed", False):
+        return "(provider: no session named one or was recognised; the default was used, see the notes)"
+    return "(provider: recognised per session from the log's URLs, model names or usage)"
+
+
+def causes_lines(result: Any) -> list[str]:
+    """The causes headline (layout / provider / inherent / unexplained) and, when the analysis has
+    cache writes, a line on them and their waste."""
+    if not hasattr(result, "cache_model"):
+        return []
+    from promptkit.report.causes import causes_headline, write_accounting
+
+    lines = [causes_headline(result)]
+    requests = result.requests
+    if any(
+        c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
+        for c in ("reported_cache_write_tokens", "predicted_cache_write_tokens")
+    ):
+        writes = write_accounting(result)
+        five, hour = int(writes["write_5m_tokens"].sum()), int(writes["write_1h_tokens"].sum())
+        wasted = int(writes["wasted_5m_tokens"].sum()) + int(writes["wasted_1h_tokens"].sum())
+        lines.append(
+            f"Cache writes: {five + hour:,} tokens (5-minute {five:,}, 1-hour {hour:,}); "
+            f"never read before they expired: {wasted:,}"
+        )
+    return lines
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready scalar: NaN becomes None."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def headline(result: AnalysisResult, tables: Mapping[str, pl.DataFrame] | None = None) -> dict[str, Any]:
+    """The headline figures: requests, sessions, tokens, predicted and reported hit ratio, cost, configuration.
+
+    Keys: ``requests, sessions, prompt_tokens, predicted_cached_tokens, hit_ratio, reported_requests,
+    reported_prompt_tokens, reported_cached_tokens, reported_hit_ratio`` (None without usage),
+    ``cost_with_cache, cost_without_cache`` (USD, predicted token counts; None without a price),
+    ``reported_cost_with_cache``, ``problems`` (load and analysis problems), ``notes`` (count) and
+    ``provider, tokenizer, render, cache_model, view``. ``tables`` are :func:`summarize`'s when you
+    have them (else computed).
+    """
+    frame = requests_of(result)
+    if tables is None:
+        tables = summarize(result)
+    total = tables["hit_ratio"].filter(pl.col("session") == ALL_SESSIONS).row(0, named=True)
+    cost = tables.get("cost", pl.DataFrame())
+
+    def cost_of(basis: str, column: str) -> float | None:
+        if not cost.height:
+            return None
+        part = cost.filter(pl.col("basis") == basis)[column].drop_nulls()
+        # a model without a price has null costs: they are left out (a note says so), never counted as 0
+        return float(part.sum()) if part.len() else None
+
+    model = getattr(result, "cache_model", None)
+    cost_notes = (
+        tables["notes"].filter(pl.col("table") == "cost")["note"].to_list() if "notes" in tables else []
+    )
+    return {
+        "requests": frame.height,
+        "sessions": frame["session"].n_unique(),
+        "prompt_tokens": total["prompt_tokens"],
+        "predicted_cached_tokens": total["predicted_cached_tokens"],
+        "hit_ratio": _plain(total["hit_ratio"]),
+        "reported_requests": total["reported_requests"],
+        "reported_prompt_tokens": total["reported_prompt_tokens"],
+        "reported_cached_tokens": total["reported_cached_tokens"],
+        "reported_hit_ratio": _plain(total["reported_hit_ratio"]),
+        "cost_with_cache": cost_of("predicted", "cost_with_cache"),
+        "cost_without_cache": cost_of("predicted", "cost_without_cache"),
+        "reported_cost_with_cache": cost_of("reported", "cost_with_cache"),
+        "problems": tables["problems"].height if "problems" in tables else 0,
+        "notes": tables["notes"].height if "notes" in tables else 0,
+        "provider": getattr(result, "provider", None),
+        "tokenizer": getattr(result, "tokenizer", None),
+        "render": getattr(result, "render", None),
+        "cache_model": getattr(model, "name", model),
+        "view": getattr(result, "view", None),
+        "provider_assumed": bool(getattr(result, "provider_assumed", False)),
+        "cost_note": "; ".join(cost_notes) if cost_notes else None,
+    }
+
+
+def headline_line(figures: Mapping[str, Any]) -> str:
+    """The headline in one line (what ``promptkit analyze --quiet`` prints).
+
+    >>> headline_line({"hit_ratio": 0.2074, "reported_hit_ratio": None, "requests": 71, "sessions": 1,
+    ...                "prompt_tokens": 580316, "cost_with_cache": 0.1351, "cost_without_cache": 0.1654,
+    ...                "problems": 0})
+    'predicted hit ratio 20.74% (reported: no usage) over 71 requests in 1 session(s), 580,316 prompt tokens; $0.1351 with cache, $0.1654 without; 0 problem(s)'
+    """
+
+    def pct(value: Any) -> str:
+        return "n/a" if value is None else f"{value:.2%}"
+
+    reported = figures.get("reported_hit_ratio")
+    parts = [
+        f"predicted hit ratio {pct(figures.get('hit_ratio'))} "
+        f"(reported: {pct(reported) if reported is not None else 'no usage'}) over "
+        f"{figures['requests']:,} requests in {figures['sessions']:,} session(s), "
+        f"{figures['prompt_tokens']:,} prompt tokens"
+    ]
+    if figures.get("cost_with_cache") is not None:
+        parts.append(
+            f"${figures['cost_with_cache']:,.4f} with cache, ${figures['cost_without_cache']:,.4f} without"
+        )
+    elif figures.get("cost_note"):
+        parts.append("cost: n/a (no price: see the notes)")
+    parts.append(f"{figures.get('problems', 0):,} problem(s)")
+    return "; ".join(parts)
+
+
+def quiet_text(
+    result: AnalysisResult,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    expectation: Mapping[str, Any] | None = None,
+) -> str:
+    """What ``promptkit analyze --quiet`` prints: the headline line, then the causes, the expectation
+    and its basis (with ``--calibration``) and one ``note:`` line per note."""
+    if tables is None:
+        tables = summarize(result)
+    lines = [headline_line(headline(result, tables)), *causes_lines(result)]
+    if expectation is not None:
+        lines.append(expectation_line(expectation))
+    if "notes" in tables:
+        lines += [f"note: {n}" for n in tables["notes"]["note"].to_list()]
+    return "\n".join(lines) + "\n"
+
+
+def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.iter_rows(named=True)]
+
+
+def summary_dict(
+    result: AnalysisResult,
+    tables: Mapping[str, pl.DataFrame] | None = None,
+    *,
+    paths: Sequence[str] = (),
+    files: Sequence[str] = (),
+    expectation: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The machine-readable summary ``promptkit analyze --json`` prints (JSON-ready values only).
+
+    Keys: ``version`` (:data:`SUMMARY_VERSION`), ``paths`` (analyzed), ``headline``
+    (:func:`headline`), ``sessions`` (one object per session: the columns of
+    :func:`~promptkit.report.hit_ratio_summary`), ``lost_by_slot``, ``lost_by_cause``
+    (:func:`~promptkit.report.html.causes_table`), ``predicted_vs_reported``
+    (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
+    ``files`` (written into ``--out``), ``expectation`` (:func:`apply_expectation`'s, None without a
+    calibration), ``causes`` (the lines of :func:`causes_lines`) and ``break_fixes`` (with
+    ``promptkit analyze --advice``: each largest break's fix, measured by replay; else None).
+
+    >>> from promptkit.analysis import analyze_requests
+    >>> summary = summary_dict(analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact"))
+    >>> sorted(summary)
+    ['break_fixes', 'causes', 'expectation', 'files', 'headline', 'lost_by_cause', 'lost_by_slot', 'notes', 'paths', 'predicted_vs_reported', 'problems', 'sessions', 'version']
+    """
+    if tables is None:
+        tables = summarize(result)
+    sessions = tables["hit_ratio"].filter(pl.col("session") != ALL_SESSIONS)
+    pvr = tables["predicted_vs_reported"]
+    figures = headline(result, tables)
+    from promptkit.report.html import causes_table
+
+    causes = causes_table(result)
+    return {
+        "version": SUMMARY_VERSION,
+        "paths": [str(p) for p in paths],
+        "headline": figures,
+        "sessions": _rows(sessions),
+        "lost_by_slot": _rows(tables["lost_by_slot"]),
+        "lost_by_cause": _rows(causes) if causes is not None else [],
+        "predicted_vs_reported": _rows(pvr.filter(pl.col("session") != ALL_SESSIONS)) if pvr.height else [],
+        "notes": _rows(tables["notes"]) if "notes" in tables else [],
+        "problems": figures["problems"],
+        "files": list(files),
+        "expectation": dict(expectation) if expectation is not None else None,
+        "causes": causes_lines(result),
+        "break_fixes": _rows(tables["break_fixes"]) if "break_fixes" in tables else None,
+    }

@@ -1,0 +1,236 @@
+"""Tests for promptkit.analysis.calibration: a synthetic provider with a known stale rate is recovered,
+the fit keeps a split only when the data supports it, files round-trip, the bundled default loads."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from promptkit.analysis.calibration import (
+    Calibration,
+    apply_calibration,
+    calibration_events,
+    default_calibration,
+    expected_cached,
+    fit_calibration,
+    leave_one_run_out,
+    load_calibration,
+)
+from promptkit.analysis.engine import analyze_requests
+from promptkit.errors import CalibrationError
+from promptkit.layout import RequestRecord, Usage
+from tests.analysis.test_causes import LONG, TINY, bot, sys, user
+
+
+def _sessions(n_sessions: int, calls: int, gap: Any, seed: int) -> list[RequestRecord]:
+    rng = random.Random(seed)
+    records = []
+    for s in range(n_sessions):
+        messages = [sys(LONG), user(f"task {s}")]
+        t = 0.0
+        for i in range(calls):
+            t += gap(rng)
+            records.append(
+                RequestRecord({"messages": list(messages)}, session=f"run{s}", index=i, timestamp=t)
+            )
+            messages += [bot(f"step {i} " * rng.randint(1, 6)), user(f"output {i} " * rng.randint(2, 12))]
+    return records
+
+
+def _synthetic(records: list[RequestRecord], p_of_gap: Any, seed: int) -> list[RequestRecord]:
+    """The provider: each call gets the upper bound, or with probability p(gap) what the previous call got."""
+    upper = analyze_requests(records, provider="exact", **TINY).requests
+    rng = random.Random(seed)
+    out, served, last_t = [], {}, {}
+    for r, row in zip(records, upper.iter_rows(named=True), strict=True):
+        c = row["predicted_cached_tokens"]
+        before = served.get(r.session)
+        gap = None if before is None else r.timestamp - last_t[r.session]  # type: ignore[operator]
+        value = c if before is None or rng.random() >= p_of_gap(gap) else min(before, c)
+        served[r.session], last_t[r.session] = value, r.timestamp
+        usage = Usage(row["prompt_tokens"], 5, value)
+        out.append(
+            RequestRecord(r.request, session=r.session, index=r.index, timestamp=r.timestamp, usage=usage)
+        )
+    return out
+
+
+def test_fit_recovers_a_known_stale_rate() -> None:
+    records = _synthetic(_sessions(20, 16, lambda rng: rng.uniform(2, 6), seed=1), lambda gap: 0.3, seed=2)
+    result = analyze_requests(records, provider="exact", **TINY)
+    cal = fit_calibration(result)
+    assert cal.fitted_on["events"] > 250
+    assert cal.stale_probability == pytest.approx(0.3, abs=0.06)
+    assert cal.split_on is None  # the rate does not depend on anything: no split kept
+
+
+def test_fit_keeps_a_split_the_data_supports() -> None:
+    gap = lambda rng: 3.0 if rng.random() < 0.4 else 20.0  # noqa: E731
+    records = _synthetic(
+        _sessions(20, 16, gap, seed=3), lambda g: 0.6 if g is not None and g >= 10 else 0.1, seed=4
+    )
+    cal = fit_calibration(analyze_requests(records, provider="exact", **TINY))
+    assert cal.split_on == "gap_seconds"
+    assert cal.stale_probability == pytest.approx(0.1, abs=0.07)
+    assert cal.stale_probability_above == pytest.approx(0.6, abs=0.08)
+
+
+def test_expectation_tracks_the_reported_aggregate_on_held_out_runs() -> None:
+    records = _synthetic(_sessions(6, 20, lambda rng: rng.uniform(2, 6), seed=5), lambda gap: 0.3, seed=6)
+    result = analyze_requests(records, provider="exact", **TINY)
+    runs = {
+        s: result.requests.filter(pl.col("session") == s) for s in result.requests["session"].unique().sort()
+    }
+    table = leave_one_run_out(runs)
+    assert table["run"].to_list()[-1] == "(all)"
+    everything = table.row(-1, named=True)
+    upper_error = 100 * (everything["upper_hit_ratio"] - everything["reported_hit_ratio"])
+    assert abs(everything["error_pp"]) < abs(upper_error) / 2  # far closer than the upper bound
+
+
+def test_expected_cached_is_between_the_stale_value_and_the_bound() -> None:
+    df = pl.DataFrame(
+        {
+            "session": ["s"] * 3,
+            "index": [0, 1, 2],
+            "timestamp": [0.0, 1.0, 2.0],
+            "predicted_cached_tokens": [0, 100, 300],
+        }
+    )
+    assert expected_cached(df, Calibration("x", 0.5))["expected_cached_tokens"].to_list() == [
+        0.0,
+        50.0,
+        175.0,
+    ]
+    assert expected_cached(df, Calibration("x", 0.0))["expected_cached_tokens"].to_list() == [
+        0.0,
+        100.0,
+        300.0,
+    ]
+
+
+def test_events_classify_fresh_stale_same_other() -> None:
+    df = pl.DataFrame(
+        {
+            "session": ["s"] * 5, "index": list(range(5)), "timestamp": [0.0, 1, 2, 3, 4],
+            "predicted_cached_tokens": [0, 100, 200, 100, 300], "reported_cached_tokens": [0, 100, 100, 100, 250],
+        }
+    )  # fmt: skip
+    assert calibration_events(df)["outcome"].to_list() == ["fresh", "stale", "same", "other"]
+
+
+def test_no_usage_is_an_error() -> None:
+    df = pl.DataFrame(
+        {
+            "session": ["s", "s"],
+            "index": [0, 1],
+            "predicted_cached_tokens": [0, 10],
+            "reported_cached_tokens": [None, None],
+        },
+        schema_overrides={"reported_cached_tokens": pl.Int64},
+    )
+    with pytest.raises(CalibrationError, match="no request can be told"):
+        fit_calibration(df, provider="x")
+
+
+def test_save_load_round_trip_and_errors(tmp_path: Path) -> None:
+    cal = Calibration("deepseek", 0.2, "gap_seconds", 10.0, 0.5, {"runs": 3}, run_counts=[(3, 4), (0, 9)])
+    path = cal.save(tmp_path / "cal.json")
+    assert load_calibration(path) == cal
+    assert load_calibration(path).run_counts == ((3, 4), (0, 9))
+    (tmp_path / "bad.json").write_text(json.dumps({"provider": "x", "stale_probability": 1.5}))
+    with pytest.raises(CalibrationError, match=r"bad\.json: calibration stale_probability"):
+        load_calibration(tmp_path / "bad.json")
+    (tmp_path / "missing.json").write_text(json.dumps({"provider": "x"}))
+    with pytest.raises(CalibrationError, match="missing field 'stale_probability'"):
+        load_calibration(tmp_path / "missing.json")
+
+
+def test_bundled_deepseek_default_matches_a_fit_on_the_real_logs() -> None:
+    from promptkit.analysis.engine import analyze
+
+    bundled = default_calibration("deepseek")
+    assert bundled is not None
+    fitted = fit_calibration(analyze("fixtures/real-logs/deepseek", provider="deepseek"))
+    assert bundled.stale_probability == pytest.approx(fitted.stale_probability)
+    assert default_calibration("exact") is None
+
+
+def test_apply_adds_the_column_and_a_note() -> None:
+    result = analyze_requests([{"messages": [sys(LONG), user("hi")]}], provider="exact", **TINY)
+    applied = apply_calibration(result, Calibration("exact", 0.1))
+    assert applied.requests["expected_cached_tokens"].to_list() == [0.0]
+    assert any("p(stale) = 0.100" in n for n in applied.notes)
+
+
+def _two_kinds_of_run(seed: int) -> pl.DataFrame:
+    """Eight runs: half whose calls miss the newest write 60% of the time, half that never do."""
+    records = _sessions(8, 24, lambda rng: rng.uniform(2, 6), seed=seed)
+    stale_runs = {f"run{s}" for s in range(0, 8, 2)}
+    rng = random.Random(seed + 1)
+    by_run: list[RequestRecord] = []
+    for s in sorted({r.session for r in records}):
+        p = 0.6 if s in stale_runs else 0.0
+        by_run += _synthetic([r for r in records if r.session == s], lambda gap, p=p: p, rng.randrange(10**6))
+    return analyze_requests(by_run, provider="exact", **TINY).requests
+
+
+def test_each_run_s_rate_is_learnt_from_its_own_earlier_usage() -> None:
+    frame = _two_kinds_of_run(seed=21)
+    runs = {s: frame.filter(pl.col("session") == s) for s in frame["session"].unique().sort()}
+    table = leave_one_run_out(runs).filter(pl.col("run") != "(all)")
+    learnt = table["error_pp"].abs().mean()
+    prior = table["prior_error_pp"].abs().mean()
+    assert learnt < prior / 2  # the forecast follows each run; the population rate cannot
+    fit = fit_calibration(frame)
+    assert fit.learns and len(fit.run_counts) == 8
+    assert {s > 0 for s, _ in fit.run_counts} == {True, False}
+
+
+def test_the_forecast_never_uses_the_reported_figure_of_the_call_it_predicts() -> None:
+    frame = _two_kinds_of_run(seed=23).filter(pl.col("session") == "run0")
+    cal = fit_calibration(_two_kinds_of_run(seed=24))
+    base = expected_cached(frame, cal)["expected_cached_tokens"].to_list()
+    for n in (3, 10, 17):
+        changed = frame.with_columns(
+            pl.when(pl.col("index") == n)
+            .then(pl.col("predicted_cached_tokens"))
+            .otherwise(pl.col("reported_cached_tokens"))
+            .alias("reported_cached_tokens")
+        )
+        after = expected_cached(changed, cal)["expected_cached_tokens"].to_list()
+        assert after[: n + 1] == base[: n + 1]  # call n and before: unchanged
+
+
+def test_learn_false_ignores_every_reported_figure() -> None:
+    frame = _two_kinds_of_run(seed=25)
+    cal = fit_calibration(frame)
+    blind = expected_cached(frame, cal, learn=False)
+    no_usage = frame.with_columns(pl.lit(None, dtype=pl.Int64).alias("reported_cached_tokens"))
+    assert blind.equals(expected_cached(no_usage, cal))
+    assert not blind.equals(expected_cached(frame, cal))
+
+
+def test_a_version_1_file_is_the_fixed_rate_model(tmp_path: Path) -> None:
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({"format": 1, "provider": "deepseek", "stale_probability": 0.3}))
+    cal = load_calibration(path)
+    assert not cal.learns and cal.run_counts == ()
+    frame = pl.DataFrame(
+        {"session": ["s"] * 3, "index": [0, 1, 2], "predicted_cached_tokens": [0, 100, 200],
+         "reported_cached_tokens": [0, 0, 0]}
+    )  # fmt: skip
+    # fixed rate: the reported stale outcome teaches it nothing, p stays 0.3
+    assert expected_cached(frame, cal)["expected_cached_tokens"].to_list() == pytest.approx(
+        [0.0, 70.0, 140.0]
+    )
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"provider": "x", "stale_probability": 0.3, "run_counts": [[1, -2]]})
+    )
+    with pytest.raises(CalibrationError, match=r"bad\.json: calibration run_counts"):
+        load_calibration(tmp_path / "bad.json")

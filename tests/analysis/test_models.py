@@ -1,0 +1,323 @@
+"""Tests for promptkit.analysis.models: every cache-model rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+from promptkit.analysis.models import (
+    ANTHROPIC_MIN_CACHEABLE_TOKENS,
+    AnthropicCache,
+    CacheEntry,
+    CacheModel,
+    CachePlan,
+    DeepSeekCache,
+    ExactCache,
+    OpenAICache,
+    VLLMCache,
+    anthropic_min_cacheable_tokens,
+    get_cache_model,
+    register_cache_model,
+)
+from promptkit.analysis.tokenize import TokenizedRequest
+from promptkit.layout import LayoutEntry
+
+
+def plan(prompt: int) -> CachePlan:
+    return CachePlan(prompt_len=prompt)
+
+
+def tokenized(
+    total: int, prompt: int, starts: list[int], ends: list[int], header: int = 0
+) -> TokenizedRequest:
+    return TokenizedRequest(
+        tokens=np.arange(total, dtype=np.int64),
+        message_starts=tuple(starts),
+        header_len=header,
+        prompt_len=prompt,
+        message_ends=tuple(ends),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# any-prefix models
+
+
+def test_exact_is_the_shared_prefix_capped_by_the_prompt() -> None:
+    m = ExactCache()
+    assert m.cached_tokens(plan(100), 37) == 37
+    assert m.cached_tokens(plan(100), 250) == 100
+    assert m.cached_tokens(plan(100), 0) == 0
+    assert m.includes_completion and not ExactCache(include_completion=False).includes_completion
+
+
+@pytest.mark.parametrize(
+    ("prefix", "prompt", "cached"),
+    [
+        (65_535, 200_000, 65_472),  # 1023 units: 65535 = 1023 * 64 + 63
+        (65_536, 200_000, 65_536),  # 1024 units exactly
+        (65_537, 200_000, 65_536),
+        (65_599, 200_000, 65_536),
+        (65_600, 200_000, 65_600),
+        (65_537, 65_535, 65_472),  # never more than the prompt, still whole units
+        (63, 200_000, 0),
+        (64, 200_000, 64),
+    ],
+)
+def test_deepseek_units_at_64k(prefix: int, prompt: int, cached: int) -> None:
+    assert DeepSeekCache().cached_tokens(plan(prompt), prefix) == cached
+    assert cached == (min(prefix, prompt) // 64) * 64
+
+
+def test_deepseek_counts_whole_64_token_units() -> None:
+    m = DeepSeekCache()
+    # pvlib-1072: call 2 had prompt 2942 + answer 71 = 3013 tokens; call 3 (prompt 3049) hit 3008 = 47 x 64
+    assert m.cached_tokens(plan(3049), 2942 + 71) == 3008 == 47 * 64
+    assert m.cached_tokens(plan(3049), 63) == 0
+    assert m.cached_tokens(plan(3049), 64) == 64
+    assert m.cached_tokens(plan(3049), 127) == 64
+    assert m.cached_tokens(plan(100), 5000) == 64  # never more than the prompt
+    assert m.cached_tokens(plan(128), 128) == 128
+    assert DeepSeekCache(unit=10).cached_tokens(plan(100), 57) == 50
+
+
+def test_deepseek_entry_covers_the_answer() -> None:
+    tok = tokenized(total=130, prompt=100, starts=[0], ends=[99])
+    assert DeepSeekCache().plan(tok, {"messages": []}).entries == (CacheEntry(130, None, False),)
+    assert DeepSeekCache(include_completion=False).plan(tok, {"messages": []}).entries == (
+        CacheEntry(100, None, False),
+    )
+    assert OpenAICache().plan(tok, {"messages": []}).entries == (CacheEntry(100, 600.0, False),)
+
+
+def test_openai_nothing_under_1024_then_128_steps() -> None:
+    m = OpenAICache()
+    assert m.cached_tokens(plan(5000), 1023) == 0
+    assert m.cached_tokens(plan(5000), 1024) == 1024
+    assert m.cached_tokens(plan(5000), 1151) == 1024
+    assert m.cached_tokens(plan(5000), 1152) == 1152
+    assert m.cached_tokens(plan(5000), 1300) == 1280
+    assert m.cached_tokens(plan(1100), 3000) == 1024  # capped by the prompt, then stepped
+    assert m.cached_tokens(plan(900), 900) == 0  # a prompt under 1024 is never cached
+    assert not m.includes_completion
+
+
+def test_openai_ttl_and_24h_retention() -> None:
+    m = OpenAICache()
+    assert m.entry_ttl({"messages": []}) == 600.0
+    assert m.entry_ttl({"messages": [], "prompt_cache_retention": "24h"}) == 86400.0
+    assert OpenAICache(ttl=None).entry_ttl({}) is None
+
+
+def test_vllm_full_blocks_and_last_prompt_token_recomputed() -> None:
+    m = VLLMCache()
+    assert m.cached_tokens(plan(100), 40) == 32
+    assert m.cached_tokens(plan(32), 32) == 16  # identical prompt of 2 blocks: the last token is recomputed
+    assert m.cached_tokens(plan(33), 33) == 32
+    assert m.cached_tokens(plan(33), 15) == 0
+    assert VLLMCache(block_size=4).cached_tokens(plan(10), 10) == 8
+    tok = tokenized(total=45, prompt=40, starts=[0], ends=[39])
+    assert m.plan(tok, {"messages": []}).entries == (CacheEntry(32, None, False),)  # full blocks only
+
+
+@given(
+    prompt=st.integers(0, 200_000),
+    prefix=st.integers(0, 300_000),
+    name=st.sampled_from(["exact", "deepseek", "openai", "vllm"]),
+)
+@example(prompt=200_000, prefix=65_535, name="deepseek")  # 64k - 1: one token short of a unit boundary
+@example(prompt=200_000, prefix=65_536, name="deepseek")  # 64k: exactly 1024 units
+@example(prompt=200_000, prefix=65_537, name="deepseek")
+@example(prompt=65_536, prefix=65_537, name="deepseek")  # capped by a prompt of whole units
+@example(prompt=200_000, prefix=1024, name="openai")
+@example(prompt=200_000, prefix=1151, name="openai")
+@settings(max_examples=300, deadline=None)
+def test_any_prefix_models_never_exceed_prompt_or_prefix_and_respect_units(
+    prompt: int, prefix: int, name: str
+) -> None:
+    m = get_cache_model(name)
+    c = m.cached_tokens(plan(prompt), prefix)
+    assert 0 <= c <= min(prompt, prefix)
+    more = m.cached_tokens(plan(prompt), prefix + 1)
+    assert more >= c  # monotone in the shared prefix
+    if name == "deepseek":
+        assert c % 64 == 0 and min(prompt, prefix) - c < 64
+    elif name == "openai":
+        assert c == 0 or (c >= 1024 and (c - 1024) % 128 == 0)
+        assert min(prompt, prefix) < 1024 or min(prompt, prefix) - c < 128
+    elif name == "vllm":
+        assert c % 16 == 0 and c <= max(prompt - 1, 0)
+    else:
+        assert c == min(prompt, prefix)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Anthropic
+
+# 5 messages, header (tools) of 100 tokens, each message 500 tokens: ends at 600, 1100, 1600, 2100, 2600
+STARTS = [100, 600, 1100, 1600, 2100]
+ENDS = [600, 1100, 1600, 2100, 2600]
+TOK = tokenized(total=2650, prompt=2601, starts=STARTS, ends=ENDS, header=100)
+
+
+def messages(cc_at: dict[int, Any] | None = None, *, part: bool = False) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(5):
+        role = "system" if i == 0 else ("user" if i % 2 else "assistant")
+        msg: dict[str, Any] = {"role": role, "content": f"m{i}"}
+        if cc_at and i in cc_at:
+            if part:
+                msg["content"] = [
+                    {"type": "text", "text": f"m{i}"},
+                    {"type": "text", "text": "x", "cache_control": cc_at[i]},
+                ]
+            else:
+                msg["cache_control"] = cc_at[i]
+        out.append(msg)
+    return out
+
+
+def test_anthropic_without_breakpoints_caches_nothing() -> None:
+    m = AnthropicCache()
+    p = m.plan(TOK, {"messages": messages()})
+    assert p.entries == () and p.breakpoints == ()
+    assert m.cached_tokens(p, 2601, [600, 1100]) == 0
+    assert m.write_tokens(p, 0) == 0
+
+
+def test_anthropic_breakpoints_from_messages_parts_tools_and_top_level() -> None:
+    m = AnthropicCache()
+    eph = {"type": "ephemeral"}
+    assert m.plan(TOK, {"messages": messages({1: eph})}).breakpoints == (1100,)
+    assert m.plan(TOK, {"messages": messages({3: eph}, part=True)}).breakpoints == (2100,)
+    tools = [{"name": "a"}, {"name": "b", "cache_control": eph}]
+    assert m.plan(TOK, {"messages": messages(), "tools": tools}).breakpoints == (100,)
+    assert m.plan(TOK, {"messages": messages(), "cache_control": eph}).breakpoints == (2601,)
+
+
+def test_anthropic_ttl_5m_default_and_1h() -> None:
+    m = AnthropicCache()
+    p = m.plan(TOK, {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral", "ttl": "1h"}})})
+    assert p.entries == (CacheEntry(1100, 300.0, True), CacheEntry(2100, 3600.0, True))
+
+
+def test_anthropic_minimum_cacheable_length_per_model() -> None:
+    m = AnthropicCache()
+    body = {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral"}})}
+    # the breakpoint at 1100 tokens is cacheable for Sonnet 4.5 (1024) but not for Haiku 3.5 (2048)
+    assert [e.length for e in m.plan(TOK, {**body, "model": "claude-sonnet-4-5"}).entries] == [1100, 2100]
+    assert [e.length for e in m.plan(TOK, {**body, "model": "claude-3-5-haiku-20241022"}).entries] == [2100]
+    assert [e.length for e in m.plan(TOK, {**body, "model": "claude-opus-4-6"}).entries] == []
+    assert [e.length for e in AnthropicCache(min_tokens=2200).plan(TOK, body).entries] == []
+    assert anthropic_min_cacheable_tokens(None) == 1024
+    assert anthropic_min_cacheable_tokens("anthropic/claude-haiku-4-5") == 4096
+    assert anthropic_min_cacheable_tokens("claude-opus-4-1-20250805") == 1024  # longest prefix wins
+    assert anthropic_min_cacheable_tokens("claude-opus-4-20250514") == 1024
+    assert anthropic_min_cacheable_tokens("some-other-model") == 1024
+    assert ANTHROPIC_MIN_CACHEABLE_TOKENS["claude-sonnet-4-6"] == 2048
+
+
+def test_anthropic_reads_only_whole_entries_at_lookup_points_and_reports_writes() -> None:
+    m = AnthropicCache()
+    p = m.plan(TOK, {"messages": messages({3: {"type": "ephemeral"}})})
+    assert p.lookup_points == (100, 600, 1100, 1600, 2100)
+    assert m.cached_tokens(p, 2601, [1100]) == 1100  # an earlier entry within the lookback
+    assert m.cached_tokens(p, 2601, [1100, 2100]) == 2100  # the longest live entry wins
+    assert m.cached_tokens(p, 2000, [1100, 2100]) == 1100  # the prompt differs before 2100
+    assert m.cached_tokens(p, 2601, [1234]) == 0  # not a block boundary: no entry can end there
+    assert m.write_tokens(p, 1100) == 1000
+    assert m.write_tokens(p, 2100) == 0
+
+
+def test_anthropic_lookback_is_20_blocks() -> None:
+    n = 30
+    starts = [10 * i for i in range(n)]
+    ends = [10 * (i + 1) for i in range(n)]
+    tok = tokenized(total=n * 10 + 1, prompt=n * 10 + 1, starts=starts, ends=ends)
+    body = {
+        "messages": [{"role": "user", "content": str(i)} for i in range(n - 1)]
+        + [{"role": "user", "content": "last", "cache_control": {"type": "ephemeral"}}]
+    }
+    p = AnthropicCache(min_tokens=1).plan(tok, body)
+    # breakpoint on block 30 (ends at 300): blocks 30 down to 11 are checked
+    assert p.lookup_points == tuple(range(110, 301, 10))
+    m = AnthropicCache(min_tokens=1)
+    assert m.cached_tokens(p, 301, [110]) == 110
+    assert m.cached_tokens(p, 301, [100]) == 0  # 21 blocks back: out of the window
+    assert AnthropicCache(min_tokens=1, lookback=5).plan(tok, body).lookup_points == (260, 270, 280, 290, 300)
+
+
+def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
+    layout = [
+        LayoutEntry("persona"),
+        LayoutEntry("identity", "card"),
+        LayoutEntry("history"),
+        LayoutEntry("history"),
+        LayoutEntry("current"),
+    ]
+    m = AnthropicCache(min_tokens=1)
+    p = m.plan(TOK, {"messages": messages()}, layout)
+    assert p.breakpoints == (1100, 2100)  # end of the stable head, end of the history
+    # a system block after the history is not part of the head: the head is the leading run only
+    late = [
+        LayoutEntry("persona"),
+        LayoutEntry("identity", "card"),
+        LayoutEntry("history"),
+        LayoutEntry("system"),
+        LayoutEntry("current"),
+    ]
+    assert m.plan(TOK, {"messages": messages()}, late).breakpoints == (1100, 1600)
+    assert (
+        AnthropicCache(auto_from_layout=False).plan(TOK, {"messages": messages()}, layout).breakpoints == ()
+    )
+    # explicit breakpoints win over the layout
+    explicit = m.plan(TOK, {"messages": messages({0: {"type": "ephemeral"}})}, layout)
+    assert explicit.breakpoints == (600,)
+
+
+# ---------------------------------------------------------------------------------------------------
+# registry
+
+
+def test_get_cache_model_names_overrides_and_errors() -> None:
+    assert isinstance(get_cache_model("exact"), ExactCache)
+    assert get_cache_model("deepseek", ttl=3600.0) == DeepSeekCache(ttl=3600.0)
+    assert get_cache_model("vllm", block_size=32).block_size == 32  # type: ignore[attr-defined]
+    m = DeepSeekCache()
+    assert get_cache_model(m) is m
+    assert get_cache_model(m, unit=32) == DeepSeekCache(unit=32)
+    with pytest.raises(ValueError, match="unknown cache model 'gemini'"):
+        get_cache_model("gemini")
+    with pytest.raises(TypeError, match="cache model 'openai'"):
+        get_cache_model("openai", unit=64)
+    with pytest.raises(ValueError, match=r"DeepSeekCache\.unit"):
+        DeepSeekCache(unit=0)
+    with pytest.raises(ValueError, match=r"OpenAICache\.ttl"):
+        OpenAICache(ttl=-1)
+    with pytest.raises(ValueError, match=r"ExactCache\.delay"):
+        ExactCache(delay=float("inf"))
+
+
+def test_register_cache_model() -> None:
+    class Half(CacheModel):
+        __slots__ = ("capacity", "delay", "ttl")
+        name = "half"
+
+        def __init__(self, ttl: float | None = None) -> None:
+            self.ttl, self.capacity, self.delay = ttl, None, 0.0
+
+        def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Any = ()) -> int:
+            return min(prefix_tokens, plan.prompt_len) // 2
+
+    register_cache_model("test-half", Half)
+    try:
+        assert get_cache_model("test-half").cached_tokens(plan(100), 50) == 25
+        with pytest.raises(ValueError, match="already registered"):
+            register_cache_model("test-half", Half)
+    finally:
+        from promptkit.analysis.models import CACHE_MODELS
+
+        del CACHE_MODELS["test-half"]

@@ -1,0 +1,83 @@
+"""``jobs=N``: the per-session work in a local process pool gives the same frames and notes as jobs=1."""
+
+from __future__ import annotations
+
+import pytest
+from polars.testing import assert_frame_equal
+
+from promptkit.analysis.engine import AnalysisResult, analyze, analyze_requests
+from promptkit.analysis.executors import ProcessPool, make_executor
+from promptkit.errors import UsageError
+from promptkit.layout import RequestRecord
+
+LOGS = ["fixtures/logs", "fixtures/real-logs/deepseek"]  # split and reordered sessions, problems
+
+
+def assert_same(a: AnalysisResult, b: AnalysisResult) -> None:
+    assert_frame_equal(a.requests, b.requests)
+    assert_frame_equal(a.composition, b.composition)
+    assert_frame_equal(a.problems, b.problems)
+    assert a.notes == b.notes
+    assert (a.provider, a.tokenizer, a.render, a.view) == (b.provider, b.tokenizer, b.render, b.view)
+
+
+def test_jobs_give_the_same_result() -> None:
+    serial = analyze(LOGS)
+    parallel = analyze(LOGS, jobs=2)
+    assert serial.requests.height == 352
+    assert serial.problems.height > 0  # the fixtures hold problems: they must come back in order
+    assert_same(serial, parallel)
+
+
+def _mixed() -> list[RequestRecord]:
+    """Interleaved sessions of two providers, one request that cannot be tokenized."""
+    records = []
+    system = {"role": "system", "content": "You are a careful assistant. " * 20}
+    for turn in range(4):
+        for s, provider in (("a", "exact"), ("b", "deepseek"), ("c", "exact"), ("d", "openai")):
+            messages = [system] + [
+                {"role": "user" if k % 2 == 0 else "assistant", "content": f"{s} turn {k} " * 5}
+                for k in range(turn * 2 + 1)
+            ]
+            if s == "c" and turn == 2:
+                messages.append({"role": "user", "content": {"not": "a string"}})
+            if s == "a" and turn == 3:
+                messages.append({"role": "user", "content": "a lone surrogate \ud800 here"})
+            records.append(
+                RequestRecord(
+                    {"model": "m", "messages": messages},
+                    s,
+                    index=turn,
+                    timestamp=1000.0 + turn * 10 + ord(s),
+                    provider=provider,
+                    file="mixed.jsonl",
+                    line=turn * 4 + ord(s) - ord("a") + 1,
+                )
+            )
+    return records
+
+
+@pytest.mark.parametrize("view", ["consecutive", "simulated"])
+def test_jobs_with_several_providers_and_a_bad_request(view: str) -> None:
+    records = _mixed()
+    serial = analyze_requests(records, view=view)
+    parallel = analyze_requests(records, view=view, jobs=2)
+    assert len(serial.provider.split(", ")) == 3
+    assert serial.requests.height + serial.problems.height == len(records)
+    assert serial.problems.height == 1 and "c#2" in serial.problems["reason"][0]
+    assert any("U+FFFD" in n for n in serial.notes)
+    assert_same(serial, parallel)
+
+
+def test_process_pool_keeps_order_with_few_workers() -> None:
+    with ProcessPool(2) as pool:
+        assert list(pool.map(pow, [(k, 2) for k in range(20)])) == [k * k for k in range(20)]
+
+
+def test_bad_jobs_and_engines_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="jobs"):
+        make_executor("local", 0)
+    with pytest.raises(UsageError, match="engine"):
+        make_executor("spark", 2)
+    with pytest.raises(UsageError, match="dask"):
+        make_executor("local", 2, client="tcp://127.0.0.1:1")

@@ -1,0 +1,141 @@
+"""Tests for promptkit.analysis.ruler: anchors, provider units, usage that contradicts itself."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+from hypothesis import given, strategies as st
+
+from promptkit.analysis import ruler as ruler_module
+from promptkit.analysis.engine import analyze_requests
+from promptkit.analysis.ruler import Ruler, own_anchors, usage_contradictions
+from promptkit.layout import RequestRecord, Usage
+
+
+def test_module_doctests() -> None:
+    result = doctest.testmod(ruler_module)
+    assert result.failed == 0 and result.attempted > 0
+
+
+def test_on_an_anchor_exact_between_interpolated_past_the_last_local() -> None:
+    r = Ruler.start().extended([(100, 120), (200, 260)])
+    assert r.to_provider(100) == (120, "exact")
+    assert r.to_provider(150) == (190, "interpolated")
+    assert r.to_provider(250)[0] == 310  # past the last anchor: local units from there
+    assert Ruler.start().to_provider(50) == (50, "local")
+
+
+def test_a_newer_count_drops_the_anchors_it_contradicts() -> None:
+    r = Ruler.start().extended([(100, 120), (200, 260)]).extended([(150, 110)])
+    assert list(zip(r.local, r.provider, strict=True)) == [(0, 0), (150, 110), (200, 260)]
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 10_000), st.integers(1, 10_000)), max_size=12), st.integers(0, 12_000)
+)
+def test_anchors_stay_increasing_and_the_map_monotone(points: list[tuple[int, int]], x: int) -> None:
+    r = Ruler.start().extended(points)
+    assert all(a < b for a, b in zip(r.local, r.local[1:], strict=False))
+    assert all(a < b for a, b in zip(r.provider, r.provider[1:], strict=False))
+    assert r.to_provider(x)[0] <= r.to_provider(x + 1)[0]
+
+
+def test_own_anchors_are_the_prompt_end_and_the_last_breakpoint() -> None:
+    usage = Usage(prompt_tokens=1000, cached_tokens=600, cache_write_tokens=396)
+    assert own_anchors(950, 947, usage) == [(950, 1000), (947, 996)]
+    assert own_anchors(950, 947, Usage(prompt_tokens=1000, cached_tokens=600, cache_write_tokens=400)) == [
+        (947, 1000)
+    ]
+    # reads and writes above the prompt: no breakpoint anchor from them
+    assert own_anchors(950, 947, Usage(prompt_tokens=1000, cached_tokens=900, cache_write_tokens=400)) == [
+        (950, 1000)
+    ]
+    assert own_anchors(950, 947, None) == []
+
+
+@pytest.mark.parametrize(
+    ("usage", "previous", "field"),
+    [
+        (Usage(prompt_tokens=-1), None, "usage.prompt_tokens: -1 is negative"),
+        (Usage(prompt_tokens=100, cached_tokens=-5), None, "usage.cached_tokens: -5 is negative"),
+        (Usage(prompt_tokens=100, cached_tokens=90, cache_write_tokens=20), None, "90 + 20 = 110 exceed"),
+        (
+            Usage(prompt_tokens=900, cached_tokens=700),
+            Usage(prompt_tokens=500, completion_tokens=10),
+            "700 read",
+        ),
+    ],
+)
+def test_contradictions_are_named(usage: Usage, previous: Usage | None, field: str) -> None:
+    [reason] = usage_contradictions(usage, previous)
+    assert field in reason
+
+
+def test_consistent_usage_is_no_problem() -> None:
+    previous = Usage(prompt_tokens=500, completion_tokens=20)
+    assert (
+        usage_contradictions(Usage(prompt_tokens=900, cached_tokens=520, cache_write_tokens=370), previous)
+        == []
+    )
+
+
+def test_the_analysis_counts_a_contradiction_with_file_and_line_and_keeps_the_figures() -> None:
+    body = {"messages": [{"role": "user", "content": "hello there " * 50}]}
+    longer = {
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "more"},
+        ]
+    }
+    records = [
+        RequestRecord(
+            body, "s", index=0, usage=Usage(prompt_tokens=300, completion_tokens=5), file="log.jsonl", line=1
+        ),
+        RequestRecord(
+            longer, "s", index=1, usage=Usage(prompt_tokens=320, cached_tokens=400), file="log.jsonl", line=2
+        ),
+    ]
+    result = analyze_requests(records, provider="exact")
+    assert result.requests.height == 2  # kept
+    assert result.requests["reported_cached_tokens"][1] == 400  # never corrected
+    problems = result.problems.filter(result.problems["line"] == 2)
+    reasons = problems["reason"].to_list()
+    assert problems["file"].to_list() == ["log.jsonl"] * len(reasons)
+    assert any("usage.cached_tokens: 400 exceed usage.prompt_tokens 320" in r for r in reasons)
+    assert any("more than the session's previous call could store" in r for r in reasons)
+
+
+def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
+    # OpenAI: 1024 tokens, then steps of 128, counted by OpenAI; the local count differs by 150 tokens
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Rules of the house. " * 400},
+            {"role": "user", "content": "hi"},
+        ],
+    }
+    longer = {
+        "model": "gpt-4o",
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": "more"},
+        ],
+    }
+    local = int(
+        analyze_requests([RequestRecord(body, "s", index=0)], provider="openai").requests["prompt_tokens"][0]
+    )
+    reported = local + 150
+    records = [
+        RequestRecord(
+            body, "s", index=0, timestamp=0.0, usage=Usage(prompt_tokens=reported, cached_tokens=0)
+        ),
+        RequestRecord(longer, "s", index=1, timestamp=5.0, usage=Usage(prompt_tokens=reported + 20)),
+    ]
+    q = analyze_requests(records, provider="openai").requests
+    # the whole first prompt is shared: its reported length is the prefix, and the rule rounds that
+    assert q["prefix_tokens"][1] == reported
+    assert q["predicted_cached_tokens"][1] == 1024 + (reported - 1024) // 128 * 128
+    assert q["position_basis"][1] == "exact"

@@ -1,0 +1,417 @@
+"""Tests for promptkit.analysis.simulator: the radix cache (runs on edges, TTL, LRU capacity, exact
+entries) and the cache simulator (model rules, delays, refresh on read)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import example, given, settings, strategies as st
+
+from promptkit.analysis.models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
+from promptkit.analysis.simulator import CacheSimulator, RadixCache
+
+
+def arr(*xs: int) -> np.ndarray:
+    return np.array(xs, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------------
+# matching
+
+
+def test_match_longest_prefix_source_and_divergence() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4, 5), now=0.0, source="a#0")
+    c.insert(arr(1, 2, 7, 8), now=1.0, source="b#0")
+    m = c.match(arr(1, 2, 3, 9))
+    assert (m.prefix_tokens, m.source, m.diverged) == (3, "a#0", True)
+    m = c.match(arr(1, 2, 7, 8, 9, 10))  # extends what was cached: no divergence
+    assert (m.prefix_tokens, m.source, m.diverged) == (4, "b#0", False)
+    m = c.match(arr(1, 2))  # a prefix of cached content
+    assert (m.prefix_tokens, m.diverged) == (2, False)
+    m = c.match(arr(1, 2, 5))  # differs where two runs branch
+    assert (m.prefix_tokens, m.diverged) == (2, True)
+    m = c.match(arr(6))
+    assert (m.prefix_tokens, m.source, m.diverged) == (0, None, True)
+    assert RadixCache().match(arr(1, 2)).diverged is False  # nothing cached: nothing to diverge from
+
+
+def test_edges_hold_runs_not_one_node_per_token() -> None:
+    c = RadixCache()
+    c.insert(np.arange(10_000), source="x")
+    assert len(c) == 1 and c.stored_tokens == 10_000
+    c.insert(np.concatenate([np.arange(5_000), np.arange(7)]), source="y")  # branch in the middle
+    assert len(c) == 3 and c.stored_tokens == 10_007
+
+
+def test_long_session_stays_small_and_matches_everything() -> None:
+    rng = np.random.default_rng(7)
+    c = RadixCache()
+    convo = rng.integers(0, 50_000, 500)
+    expected = 0
+    for turn in range(300):
+        prompt = convo
+        m = c.match(prompt)
+        assert m.prefix_tokens == expected and m.diverged == (turn > 0)
+        answer = rng.integers(0, 50_000, 40)
+        c.insert(np.concatenate([prompt, answer]), source=f"s#{turn}")
+        # the next prompt re-renders the answer with its last token changed, then adds more
+        rerendered = answer.copy()
+        rerendered[-1] = -1
+        expected = len(prompt) + 39
+        convo = np.concatenate([prompt, rerendered, rng.integers(0, 50_000, 300)])
+    assert len(convo) > 100_000
+    assert len(c) <= 2 * 300 + 1  # a few nodes per call, not per token
+    m = c.match(convo)
+    assert m.prefix_tokens == len(convo) - 300 - 1 and m.diverged
+
+
+# ---------------------------------------------------------------------------------------------------
+# TTL
+
+
+def test_ttl_expiry_and_refresh_on_use() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3), now=0.0, ttl=10.0, source="a")
+    assert c.match(arr(1, 2, 3), now=10.0).prefix_tokens == 3  # alive at exactly last use + ttl
+    assert c.match(arr(1, 2, 3), now=10.5).prefix_tokens == 0
+    c.insert(arr(1, 2, 3), now=8.0, ttl=10.0, source="b")  # stored again: refreshed
+    assert c.match(arr(1, 2, 3), now=17.0).prefix_tokens == 3
+    assert c.match(arr(1, 2, 3), now=None).prefix_tokens == 3  # unknown time: nothing expires
+    c.insert(arr(1, 2, 9), now=0.0, ttl=None, source="c")  # no ttl: lives forever
+    m = c.match(arr(1, 2, 3), now=1e9)
+    assert (m.prefix_tokens, m.diverged) == (2, True)
+
+
+def test_expire_at_exactly_the_ttl_keeps_the_run() -> None:
+    """Alive while ``now <= last use + ttl``: at exactly the TTL a run still hits, so expire() keeps it.
+
+    Providers state lifetimes as "N minutes after last use" (Anthropic: "the cache has a 5-minute
+    lifetime, refreshed each time the cached content is used"; OpenAI: "5 to 10 minutes of
+    inactivity") without saying which side of the boundary wins; promptkit takes the inclusive
+    reading, and ``match`` and ``expire`` must agree on it.
+    """
+    c = RadixCache()
+    c.insert(arr(1, 2, 3), now=0.0, ttl=300.0)
+    assert c.match(arr(1, 2, 3), now=300.0, touch=False).prefix_tokens == 3
+    assert c.expire(now=300.0) == 0  # exactly at the TTL: still alive
+    assert c.stored_tokens == 3
+    assert c.match(arr(1, 2, 3), now=300.0, touch=False).prefix_tokens == 3
+    assert c.expire(now=np.nextafter(300.0, np.inf)) == 3  # the next instant: gone
+    assert c.stored_tokens == 0
+
+
+@given(
+    runs=st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 3), min_size=1, max_size=5), st.integers(0, 20), st.integers(0, 10)
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    now=st.integers(0, 40),
+)
+@example(runs=[([1, 2, 3], 0, 10)], now=10)  # exactly at the TTL
+@example(runs=[([1, 2], 5, 5), ([1, 2, 3], 0, 10)], now=10)
+@settings(max_examples=200, deadline=None)
+def test_expire_removes_exactly_what_match_no_longer_sees(
+    runs: list[tuple[list[int], int, int]], now: int
+) -> None:
+    c = RadixCache()
+    for tokens, at, ttl in sorted(runs, key=lambda r: r[1]):
+        c.insert(arr(*tokens), now=float(at), ttl=float(ttl))
+    before = [c.match(arr(*tokens), now=float(now), touch=False).prefix_tokens for tokens, _, _ in runs]
+    c.expire(now=float(now))
+    after = [c.match(arr(*tokens), now=float(now), touch=False).prefix_tokens for tokens, _, _ in runs]
+    assert after == before  # expire() removes nothing a lookup at `now` would still hit
+    alive = [c.match(arr(*tokens), now=None, touch=False).prefix_tokens for tokens, _, _ in runs]
+    assert alive == before  # and everything left is alive at `now`
+
+
+def test_expire_frees_expired_runs() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4), now=0.0, ttl=5.0)
+    c.insert(arr(1, 2, 8), now=4.0, ttl=5.0)
+    assert c.expire(now=6.0) == 2  # the run "3 4" expired; "1 2" and "8" were used at 4.0
+    assert c.stored_tokens == 3
+    assert c.match(arr(1, 2, 3, 4), now=6.0).prefix_tokens == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# capacity
+
+
+def test_capacity_evicts_least_recently_used_tokens_exactly() -> None:
+    c = RadixCache(capacity=10)
+    c.insert(arr(1, 2, 3, 4), source="a")
+    c.insert(arr(5, 6, 7, 8), source="b")
+    c.match(arr(1, 2, 3, 4))  # "a" is used again: "b" is now the least recently used
+    c.insert(arr(9, 10, 11, 12), source="c")  # 12 tokens > 10: 2 tokens of "b" go
+    assert c.stored_tokens == 10
+    assert c.match(arr(1, 2, 3, 4)).prefix_tokens == 4
+    assert c.match(arr(5, 6, 7, 8)).prefix_tokens == 2  # trimmed from its tail
+    assert c.match(arr(9, 10, 11, 12)).prefix_tokens == 4
+
+
+def test_capacity_evicts_expired_runs_first() -> None:
+    c = RadixCache(capacity=8)
+    c.insert(arr(1, 2, 3, 4), now=0.0, ttl=100.0)
+    c.insert(arr(5, 6, 7, 8), now=1.0, ttl=1.0)  # newer but expires at 2.0
+    c.insert(arr(9, 10, 11, 12), now=50.0, ttl=100.0)
+    assert c.stored_tokens == 8
+    assert c.match(arr(1, 2, 3, 4), now=50.0).prefix_tokens == 4
+    assert c.match(arr(5, 6, 7, 8), now=None).prefix_tokens == 0
+
+
+def test_capacity_removes_emptied_inner_nodes() -> None:
+    c = RadixCache(capacity=6)
+    c.insert(arr(1, 2, 3, 4))
+    c.insert(arr(1, 2, 3, 5))
+    c.insert(arr(7, 8, 9, 10, 11, 12))
+    assert c.stored_tokens == 6
+    assert c.match(arr(1, 2, 3)).prefix_tokens == 0
+
+
+# ---------------------------------------------------------------------------------------------------
+# exact entries
+
+
+def test_exact_entries_are_marks_with_their_own_expiry() -> None:
+    c = RadixCache()
+    c.insert(arr(1, 2, 3, 4, 5, 6), now=0.0, ttl=300.0, source="x", exact=True)
+    c.insert(arr(1, 2, 3), now=0.0, ttl=3600.0, source="x", exact=True)
+    m = c.match(arr(1, 2, 3, 4, 5, 6, 7), now=100.0)
+    assert m.exact_entries == ((3, "x", 3600.0), (6, "x", 300.0))
+    m = c.match(arr(1, 2, 3, 4, 5, 6, 7), now=1000.0)
+    assert m.exact_entries == ((3, "x", 3600.0),)
+    assert c.match(arr(1, 2, 3, 4, 9), now=100.0).exact_entries == ((3, "x", 3600.0),)
+
+
+# ---------------------------------------------------------------------------------------------------
+# property: the tree answers like brute force
+
+
+@st.composite
+def sequences(draw: st.DrawFn) -> list[list[int]]:
+    base = draw(st.lists(st.integers(0, 3), max_size=12))
+    out = []
+    for _ in range(draw(st.integers(1, 8))):
+        cut = draw(st.integers(0, len(base)))
+        out.append(base[:cut] + draw(st.lists(st.integers(0, 3), max_size=8)))
+    return out
+
+
+def _lcp(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+@given(
+    stored=sequences(),
+    query=st.lists(st.integers(0, 3), max_size=20),
+    exact=st.lists(st.booleans(), min_size=8, max_size=8),
+)
+@settings(max_examples=300, deadline=None)
+def test_match_equals_brute_force(stored: list[list[int]], query: list[int], exact: list[bool]) -> None:
+    c = RadixCache()
+    for i, s in enumerate(stored):
+        c.insert(np.array(s, dtype=np.int64), source=f"r{i}", exact=exact[i])
+    m = c.match(np.array(query, dtype=np.int64))
+    best = max((_lcp(s, query) for s in stored), default=0)
+    assert m.prefix_tokens == best
+    marks = sorted({len(s) for i, s in enumerate(stored) if exact[i] and s and _lcp(s, query) == len(s)})
+    assert [length for length, _, _ in m.exact_entries] == marks
+    continues = any(_lcp(s, query) == best and len(s) > best for s in stored)
+    assert m.diverged == (continues and best < len(query))
+    assert c.stored_tokens == len({tuple(s[: k + 1]) for s in stored for k in range(len(s))})
+
+
+@given(stored=sequences(), capacity=st.integers(0, 30))
+@settings(max_examples=200, deadline=None)
+def test_capacity_is_never_exceeded_and_the_newest_survives(stored: list[list[int]], capacity: int) -> None:
+    c = RadixCache(capacity=capacity)
+    for i, s in enumerate(stored):
+        c.insert(np.array(s, dtype=np.int64), source=f"r{i}")
+        assert c.stored_tokens <= capacity
+    last = stored[-1]
+    assert c.match(np.array(last, dtype=np.int64)).prefix_tokens == min(len(last), capacity)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the simulator
+
+
+def test_simulator_applies_the_model_and_records_the_source() -> None:
+    sim = CacheSimulator(DeepSeekCache())
+    first = np.arange(200)
+    out = sim.step(first, CachePlan(150, (CacheEntry(200),)), now=0.0, source="s#0")
+    assert (out.prefix_tokens, out.cached_tokens, out.source) == (0, 0, None)
+    second = np.concatenate([np.arange(200), np.arange(1000, 1100)])
+    out = sim.step(second, CachePlan(300, (CacheEntry(300),)), now=3.0, source="s#1")
+    assert (out.prefix_tokens, out.cached_tokens, out.source, out.diverged) == (200, 192, "s#0", False)
+    assert out.write_tokens is None
+
+
+def test_simulator_delay_makes_entries_readable_later() -> None:
+    sim = CacheSimulator(ExactCache(delay=5.0))
+    sim.store(np.arange(50), CachePlan(50, (CacheEntry(50),)), now=0.0, source="a")
+    assert sim.lookup(np.arange(60), CachePlan(60), now=4.9).cached_tokens == 0
+    assert sim.lookup(np.arange(60), CachePlan(60), now=5.0).cached_tokens == 50
+    untimed = CacheSimulator(ExactCache(delay=5.0))
+    untimed.store(np.arange(50), CachePlan(50, (CacheEntry(50),)), now=None, source="a")
+    assert untimed.lookup(np.arange(60), CachePlan(60), now=None).cached_tokens == 50
+
+
+def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None:
+    model = AnthropicCache(min_tokens=1)
+    sim = CacheSimulator(model)
+    tokens = np.arange(100)
+    plan = CachePlan(
+        100, (CacheEntry(40, 300.0, True), CacheEntry(80, 300.0, True)), (20, 40, 60, 80), (40, 80)
+    )
+    out = sim.step(tokens, plan, now=0.0, source="a#0")
+    assert (out.cached_tokens, out.write_tokens) == (0, 80)
+    out = sim.lookup(tokens, plan, now=250.0)
+    assert (out.cached_tokens, out.write_tokens, out.source) == (80, 0, "a#0")
+    # the read at 250 refreshed the entry (to 550), the read at 500 again (to 800)
+    assert sim.lookup(tokens, plan, now=500.0).cached_tokens == 80
+    assert sim.lookup(tokens, plan, now=801.0).cached_tokens == 0
+    # a different prompt after token 50 can only read the entry at 40
+    other = tokens.copy()
+    other[50:] += 1000
+    sim.store(tokens, plan, now=900.0, source="a#1")
+    out = sim.lookup(other, plan, now=901.0)
+    assert (out.prefix_tokens, out.cached_tokens, out.write_tokens, out.diverged) == (50, 40, 40, True)
+
+
+@given(
+    prev=st.lists(st.integers(0, 3), max_size=30),
+    tail=st.lists(st.integers(0, 3), max_size=10),
+    cut=st.integers(0, 30),
+    ttl=st.one_of(st.none(), st.floats(0.0, 20.0)),
+    now=st.floats(0.0, 40.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_known_shared_prefix_changes_no_outcome(
+    prev: list[int], tail: list[int], cut: int, ttl: float | None, now: float
+) -> None:
+    """``known=(array, k)`` (the prompt's first k tokens are a copy of the array's) skips comparing them
+    in a stored run that is that array's memory, and changes no outcome; a hint about another array is
+    ignored."""
+    stored = np.array(prev, dtype=np.int64)
+    stored.flags.writeable = False
+    k = min(cut, len(prev))
+    prompt = np.concatenate((stored[:k], np.array(tail, dtype=np.int64)))
+    model = DeepSeekCache(unit=1, ttl=ttl)
+    plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
+    outcomes = []
+    for known in (None, (stored, k), (stored.copy(), k)):
+        sim = CacheSimulator(model, share_tokens=True)
+        sim.store(stored, CachePlan(len(prev), (CacheEntry(len(prev), ttl),)), now=0.0, source="a")
+        outcomes.append(sim.lookup(prompt, plan, now=now, known=known))
+    assert outcomes[1] == outcomes[0] == outcomes[2]
+    if ttl is None or now <= ttl:  # the stored run is alive: the prompt reads what it shares with it
+        assert outcomes[0].prefix_tokens == _lcp(prev, prompt.tolist())
+
+
+@given(
+    calls=st.lists(
+        st.tuples(st.lists(st.integers(0, 3), max_size=12), st.floats(0.0, 5.0), st.booleans()),
+        max_size=12,
+    ),
+    capacity=st.one_of(st.none(), st.integers(0, 20)),
+)
+@settings(max_examples=300, deadline=None)
+def test_what_nothing_expired_would_have_read_equals_the_keep_everything_cache(
+    calls: list[tuple[list[int], float, bool]], capacity: int | None
+) -> None:
+    """``unexpired_cached_tokens`` is what a cache that keeps everything reads (the simulator skips
+    reading that cache when the lookup met nothing expired and nothing was ever removed)."""
+    model = AnthropicCache(min_tokens=1, ttl=3.0, capacity=capacity)
+    sim = CacheSimulator(model)
+    keep_all = RadixCache()
+    now = 0.0
+    for k, (tokens, gap, exact) in enumerate(calls):
+        now += gap
+        prompt = np.array(tokens, dtype=np.int64)
+        n = len(tokens)
+        entries = (CacheEntry(n, 3.0, exact),) if n else ()
+        plan = CachePlan(n, entries, (n,) if exact and n else None, (n,) if exact and n else None)
+        found = keep_all.match(prompt, now, touch=False)
+        expected = model.cached_tokens(plan, found.prefix_tokens, [m for m, _, _ in found.exact_entries])
+        out = sim.step(prompt, plan, now, f"c{k}")
+        assert out.unexpired_cached_tokens == expected
+        for entry in entries:
+            keep_all.insert(prompt[: entry.length], now, ttl=None, source=f"c{k}", exact=entry.exact)
+
+
+@given(
+    prev=st.lists(st.integers(0, 3), max_size=24),
+    tail=st.one_of(st.just([]), st.lists(st.integers(0, 3), max_size=10)),
+    cut=st.floats(0.0, 1.0),
+    entries=st.lists(
+        st.tuples(st.integers(0, 30), st.one_of(st.none(), st.floats(0.0, 20.0)), st.booleans()), max_size=4
+    ),
+    name=st.sampled_from(["exact", "deepseek", "openai", "anthropic", "vllm"]),
+    ttl=st.one_of(st.none(), st.floats(0.0, 20.0)),
+    stored_at=st.one_of(st.none(), st.floats(0.0, 5.0)),
+    now=st.one_of(st.none(), st.floats(0.0, 40.0)),
+    hinted=st.booleans(),
+    stored=st.booleans(),
+)
+@settings(max_examples=600, deadline=None)
+@example(  # an expired exact entry met before the prompt runs past the stored tokens
+    prev=[1, 2, 3], tail=[4], cut=1.0, entries=[(3, None, False), (2, 1.0, True)], name="anthropic",
+    ttl=1.0, stored_at=0.0, now=5.0, hinted=False, stored=True,
+)  # fmt: skip
+@example(  # the prompt leaves the stored tokens where an expired run begins: no divergence from it
+    prev=[1, 2, 3, 0], tail=[2], cut=0.5, entries=[(2, None, False), (4, 1.0, False)], name="deepseek",
+    ttl=None, stored_at=0.0, now=5.0, hinted=True, stored=True,
+)  # fmt: skip
+def test_consecutive_outcome_equals_a_simulator_holding_one_call(
+    prev: list[int],
+    tail: list[int],
+    cut: float,
+    entries: list[tuple[int, float | None, bool]],
+    name: str,
+    ttl: float | None,
+    stored_at: float | None,
+    now: float | None,
+    hinted: bool,
+    stored: bool,
+) -> None:
+    """The consecutive view's shortcut (no tree: the stored runs are prefixes of one array) gives the
+    simulator's outcome for every model, entry mix, expiry and ``known`` hint."""
+    from promptkit.analysis.models import get_cache_model
+    from promptkit.analysis.simulator import consecutive_outcome
+
+    array = np.array(prev, dtype=np.int64)
+    array.flags.writeable = False
+    k = round(cut * len(prev))  # the prompt shares its first k tokens with the stored call's
+    prompt = np.concatenate((array[:k], np.array(tail, dtype=np.int64)))
+    overrides: dict[str, object] = {"ttl": ttl} if name != "vllm" else {}
+    if name in ("openai", "anthropic"):
+        overrides["min_tokens"] = 1
+    model = get_cache_model(name, **overrides)
+    stored_plan = CachePlan(len(prev), tuple(CacheEntry(n, t, x) for n, t, x in entries))
+    plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
+    call = (array, stored_plan, stored_at, "a#0") if stored else None
+    known = (array, k) if hinted else None
+    sim = CacheSimulator(model, share_tokens=True)
+    if call is not None:
+        sim.store(*call)
+    assert consecutive_outcome(model, call, prompt, plan, now, known=known) == sim.lookup(
+        prompt, plan, now, known=known
+    )
+
+
+def test_an_expired_exact_entry_counts_as_expired_when_the_prompt_runs_past_the_stored_tokens() -> None:
+    """The exact entry at 2 expired while the run it lies on lives on: what nothing expired would have
+    read is that entry, also when the prompt continues past everything stored."""
+    model = AnthropicCache(min_tokens=1, ttl=300.0)
+    sim = CacheSimulator(model)
+    sim.store(arr(1, 2, 3, 4), CachePlan(4, (CacheEntry(4, 100.0), CacheEntry(2, 1.0, True))), 0.0, "a#0")
+    out = sim.lookup(arr(1, 2, 3, 4, 9), CachePlan(5, (CacheEntry(5, 300.0, True),), (2,)), now=5.0)
+    assert (out.prefix_tokens, out.cached_tokens) == (4, 0)
+    assert (out.unexpired_cached_tokens, out.lost_source) == (2, "a#0")
