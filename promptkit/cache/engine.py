@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -362,6 +362,18 @@ def _measure(
         row["predicted_cached_tokens"] = cached
         row["hit_ratio"] = cached / prompt if prompt > 0 else None
         row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
+
+
+def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
+    """Ruler mode at plan time: a local position in the provider's units from the call's own reported
+    prompt (the anchor at its end, proportions before it), so a rule that counts tokens when the call
+    stores (a minimum size) counts the provider's tokens. None where the local count is the provider's
+    or the call reports no prompt."""
+    reported = getattr(usage, "prompt_tokens", None)
+    if exact_units or not isinstance(reported, int) or reported <= 0 or tok.prompt_len <= 0:
+        return None
+    ruler = Ruler.start().extended([(int(tok.prompt_len), reported)])
+    return lambda position: ruler.to_provider(position)[0]
 
 
 def _write_1h(plan: Any, cached: int) -> int:
@@ -850,7 +862,9 @@ def _run(
             continue
         tok = result[0]
         source_id = _source_id(record)
-        plan = model.plan(tok, prepared.body, prepared.layout)
+        plan = model.plan(
+            tok, prepared.body, prepared.layout, units=_own_units(tok, record.usage, exact_units)
+        )
         if not plan.entries:
             writes_nothing += 1
         now = record.timestamp if timed else None
@@ -871,8 +885,10 @@ def _run(
         model_name = record.request.get("model")
         model_name = model_name if isinstance(model_name, str) else None
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
-        if src_id is None and prev is not None and outcome.diverged:
-            src_id = prev[3]  # nothing read, but the prompt left the previous one: compare with it
+        if src_id is None and prev is not None and outcome.diverged and outcome.prefix_tokens > 0:
+            # nothing read, but the prompt shares a prefix with the previous one and then leaves it:
+            # compare with it (sharing not one token is a cold start, as in the simulated view)
+            src_id = prev[3]
         src = facts.get(src_id) if src_id is not None else None
         switched = None
         if (
@@ -1289,19 +1305,25 @@ def analyze_requests(
                 "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
                 "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
             )
-    groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+    # keyed by name: a profile object is not hashable (its fields hold mappings), so it is kept by id
+    groups: dict[str | int, list[tuple[int, RequestRecord]]] = {}
+    chosen: dict[str | int, str | ProviderProfile] = {}
     defaulted: set[str] = set()
     for k, r in enumerate(record_list):
         name: str | ProviderProfile | None = provider if provider is not None else infer_record_provider(r)
         if name is None:
             name = DEFAULT_PROVIDER
             defaulted.add(r.session)
-        groups.setdefault(name, []).append((k, r))
+        key = name if isinstance(name, str) else id(name)
+        chosen[key] = name
+        groups.setdefault(key, []).append((k, r))
     notes = list(load_notes)
     if defaulted:
         notes.append(_defaulted_note(len(defaulted)))
     if not groups:
-        groups[provider if provider is not None else DEFAULT_PROVIDER] = []
+        only = provider if provider is not None else DEFAULT_PROVIDER
+        chosen[only if isinstance(only, str) else id(only)] = only
+        groups[only if isinstance(only, str) else id(only)] = []
     executor = make_executor(engine, jobs, client=client)
     try:
         results = [
@@ -1309,7 +1331,7 @@ def analyze_requests(
                 items,
                 load_problems if i == 0 else [],
                 _Spec(
-                    name,
+                    chosen[key],
                     tokenizer,
                     render,
                     cache_model,
@@ -1319,7 +1341,7 @@ def analyze_requests(
                 executor=executor,
                 progress=progress,
             )
-            for i, (name, items) in enumerate(groups.items())
+            for i, (key, items) in enumerate(groups.items())
         ]
     finally:
         if executor is not None:
