@@ -41,6 +41,7 @@ from promptkit.cache.calibration import (
     fit_calibration,
     leave_one_run_out,
 )
+from promptkit.cache.causes import explain_causes
 from promptkit.cache.engine import analyze
 from promptkit.providers.registry import get_provider
 
@@ -122,7 +123,57 @@ def accuracy_table(claude_code: list[str] | None = None) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def _pp(value: object) -> str:
+    return f"{float(value):+.2f} pp".replace("-", "\u2212")  # type: ignore[arg-type]
+
+
+def doc_cells(row: dict[str, object]) -> str:
+    """The row's figures as docs/reference/accuracy.md shows them (after the provider's label)."""
+    cells = [
+        f"{row['calls']}",
+        f"{float(row['exact_share']):.0%}",  # type: ignore[arg-type]
+        f"{float(row['placed_exact']):.0%}",  # type: ignore[arg-type]
+        f"{float(row['reported_hit_ratio']):.3f}",  # type: ignore[arg-type]
+        f"{float(row['upper_below']):.1%} of calls",  # type: ignore[arg-type]
+        _pp(row["upper_error_pp"]),
+        _pp(row["expected_error_pp"]),
+        _pp(row["bundled_error_pp"]),
+        f"{float(row['mae_tokens']):,.0f} tokens",  # type: ignore[arg-type]
+        f"{float(row['expected_mae_tokens']):,.0f} tokens",  # type: ignore[arg-type]
+    ]
+    return " | ".join(cells) + " |"
+
+
+def test_the_docs_table_shows_these_figures() -> None:
+    page = Path("docs/reference/accuracy.md").read_text(encoding="utf-8")
+    for provider, label in (
+        ("deepseek", "| DeepSeek (`deepseek`, 3 runs) | "),
+        ("gemini", "| Gemini 3 Pro via OpenRouter (`gemini`, 2 runs) | "),
+    ):
+        assert label + doc_cells(accuracy_row(provider)) in page, (
+            provider,
+            doc_cells(accuracy_row(provider)),
+        )
+    readme = " ".join(Path("README.md").read_text(encoding="utf-8").split())
+    gemini, frame = accuracy_row("gemini"), provider_frame("gemini")
+    above = frame.height - round(float(gemini["upper_below"]) * frame.height)  # type: ignore[arg-type]
+    assert f"at or above the reported reads on {above} of {frame.height} calls" in readme
+    assert f"lands {abs(float(gemini['expected_error_pp'])):.1f} pp from the reported" in readme  # type: ignore[arg-type]
+
+
 # ------------------------------------------------------------------------------------------ Gemini
+
+
+def test_gemini_shortfalls_are_provider_misses_and_nothing_is_unexplained() -> None:
+    # Gemini's implicit cache is best effort ("no cost saving guarantee"): a read short of what the
+    # content allows is a provider_miss, never a head_changed / history_rewritten, and every lost
+    # token has a cause
+    result = analyze(RUNS["gemini"])
+    assert result.requests["best_effort_cache"].all()
+    causes = explain_causes(result)
+    assert causes["lost_provider_miss"].sum() > 0
+    assert causes["lost_head_changed"].sum() == causes["lost_history_rewritten"].sum() == 0
+    assert causes["lost_unexplained"].sum() == 0
 
 
 def test_gemini_calls_are_recognised_from_the_routed_model_name() -> None:
