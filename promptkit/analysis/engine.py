@@ -382,6 +382,18 @@ def _measure(
         row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
 
 
+def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
+    """Ruler mode at plan time: a local position in the provider's units from the call's own reported
+    prompt (the anchor at its end, proportions before it), so a rule that counts tokens when the call
+    stores (a minimum size) counts the provider's tokens. None where the local count is the provider's
+    or the call reports no prompt."""
+    reported = getattr(usage, "prompt_tokens", None)
+    if exact_units or not isinstance(reported, int) or reported <= 0 or tok.prompt_len <= 0:
+        return None
+    ruler = Ruler.start().extended([(int(tok.prompt_len), reported)])
+    return lambda position: ruler.to_provider(position)[0]
+
+
 def _write_1h(plan: Any, cached: int) -> int:
     """Tokens of a call's cache write that fall under a 1-hour entry (Anthropic ``ttl: "1h"``): the span
     from the previous entry (or the cached point) to each 1-hour entry."""
@@ -1091,7 +1103,9 @@ class _RunState:
         idle gap. Consecutive view: a prompt that read nothing but left the previous one is compared
         with it."""
         src_id = outcome.source if outcome.source is not None else outcome.lost_source
-        if src_id is None and prev is not None and outcome.diverged:
+        if src_id is None and prev is not None and outcome.diverged and outcome.prefix_tokens > 0:
+            # nothing read, but the prompt shares a prefix with the previous one and then leaves it:
+            # compare with it (sharing not one token is a cold start, as in the simulated view)
             src_id = prev.source
         src = self.facts.get(src_id) if src_id is not None else None
         switched = None
@@ -1130,7 +1144,11 @@ class _RunState:
             cached = self.recent_tokens.get(outcome.source) if outcome.source is not None else None
         # what the prompt sent, and the text just before the divergence (what the report shows in grey),
         # even when no cached entry is left to show the other side (expired, below the minimum)
-        cached_ids = cached[prefix : prefix + EXCERPT_TOKENS].tolist() if cached is not None and prefix < len(cached) else None
+        cached_ids = (
+            cached[prefix : prefix + EXCERPT_TOKENS].tolist()
+            if cached is not None and prefix < len(cached)
+            else None
+        )
         prompt_ids = tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist()
         context_ids = tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist()
         if rt is None:  # decoded after the run (set_excerpts)
@@ -1205,7 +1223,7 @@ class _RunState:
             return
         p, rt, tok, think = done
         source_id = _source_id(record)
-        plan = self.model.plan(tok, p.body, p.layout)
+        plan = self.model.plan(tok, p.body, p.layout, units=_own_units(tok, record.usage, self.exact_units))
         if not plan.entries:
             self.writes_nothing += 1
         now = record.timestamp if self.timed else None
@@ -1237,7 +1255,10 @@ class _RunState:
             idle, src.stored_tokens if src is not None else None, switched, change_class, change_detail
         )
         facts = _RulerFacts(
-            "exact" if self.exact_units else None, _head_end(tok, p.body), self.best_effort, _log_events(record)
+            "exact" if self.exact_units else None,
+            _head_end(tok, p.body),
+            self.best_effort,
+            _log_events(record),
         )
         row = _request_row(record, tok, plan, outcome, div, causes, model_name, facts)
         self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev), pos)
@@ -1382,11 +1403,7 @@ def _finish(
     model, view, profile = ctx.model, ctx.spec.view, ctx.profile
     req_schema, comp_schema, prob_schema = _schemas()
     notes: list[str] = []
-    if (
-        records
-        and not ctx.spec.timed
-        and (model.ttl is not None or model.delay > 0 or model.exact_entries)
-    ):
+    if records and not ctx.spec.timed and (model.ttl is not None or model.delay > 0 or model.exact_entries):
         notes.append("some records have no timestamp: the analysis ignores TTL expiry and entry delays")
     # memory: each partial's frames are handed over and released column by column as they are sorted
     requests = (
@@ -1687,25 +1704,31 @@ def _analyze_records(
                 "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
                 "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
             )
-    groups: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+    # keyed by name: a profile object is not hashable (its fields hold mappings), so it is kept by id
+    groups: dict[str | int, list[tuple[int, RequestRecord]]] = {}
+    chosen: dict[str | int, str | ProviderProfile] = {}
     defaulted: set[str] = set()
     for k, r in enumerate(record_list):
         name: str | ProviderProfile | None = provider if provider is not None else infer_record_provider(r)
         if name is None:
             name = DEFAULT_PROVIDER
             defaulted.add(r.session)
-        groups.setdefault(name, []).append((k, r))
+        key = name if isinstance(name, str) else id(name)
+        chosen[key] = name
+        groups.setdefault(key, []).append((k, r))
     notes = list(load_notes)
     if defaulted:
         notes.append(_defaulted_note(len(defaulted)))
     if not groups:
-        groups[provider if provider is not None else DEFAULT_PROVIDER] = []
+        only = provider if provider is not None else DEFAULT_PROVIDER
+        chosen[only if isinstance(only, str) else id(only)] = only
+        groups[only if isinstance(only, str) else id(only)] = []
     results = [
         _analyze_group(
             items,
             load_problems if i == 0 else [],
             _Spec(
-                name,
+                chosen[key],
                 tokenizer,
                 render,
                 cache_model,
@@ -1715,7 +1738,7 @@ def _analyze_records(
             executor=executor,
             progress=progress,
         )
-        for i, (name, items) in enumerate(groups.items())
+        for i, (key, items) in enumerate(groups.items())
     ]
     return attrs.evolve(_combine(results, notes, view), provider_assumed=bool(defaulted))
 

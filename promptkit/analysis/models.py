@@ -146,8 +146,15 @@ class CacheModel(abc.ABC):
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
         layout: Sequence[LayoutEntry] | None = None,
+        *,
+        units: Callable[[int], int] | None = None,
     ) -> CachePlan:
-        """The entries the call writes: its tokens (prompt, plus answer when included) as one entry."""
+        """The entries the call writes: its tokens (prompt, plus answer when included) as one entry.
+
+        ``units``: where the local tokenizer is not the provider's (ruler mode,
+        :mod:`promptkit.cache.ruler`), a local position in the provider's units; a rule that counts
+        tokens at plan time (a minimum size) applies to that count. None: the local count is the
+        provider's. Positions in the plan stay local."""
         stored = self.stored_length(
             len(tokenized.tokens) if self.includes_completion else tokenized.prompt_len
         )
@@ -337,7 +344,9 @@ class PrefixCache(CacheModel):
     matching model-name prefix, else ``min_tokens``) neither reads nor writes; otherwise cached = the
     shared prefix rounded down to whole ``unit`` s (None: any length), never more than the prompt.
     ``include_completion``: whether an entry covers the generated answer too. The parameters of each
-    provider, with their sources, live in its profile (``promptkit/providers/``).
+    provider, with their sources, live in its profile (``promptkit/providers/``). Where the local
+    tokenizer is not the provider's, the minimum applies to the provider's count of the prompt (the
+    ``units`` of :meth:`plan`: its reported prompt tokens, ruler mode).
 
     Example::
 
@@ -378,11 +387,15 @@ class PrefixCache(CacheModel):
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
         layout: Sequence[LayoutEntry] | None = None,
+        *,
+        units: Callable[[int], int] | None = None,
     ) -> CachePlan:
         model = request.get("model")
-        if tokenized.prompt_len < self.min_cacheable_tokens(model if isinstance(model, str) else None):
+        # the minimum is the provider's count of the prompt (ruler mode: ``units``), not the local one
+        length = tokenized.prompt_len if units is None else units(tokenized.prompt_len)
+        if length < self.min_cacheable_tokens(model if isinstance(model, str) else None):
             return CachePlan(tokenized.prompt_len)  # under the minimum: nothing is stored
-        return super().plan(tokenized, request, layout)
+        return super().plan(tokenized, request, layout, units=units)
 
     def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:
         if not plan.entries:  # only a prompt under the minimum stores nothing: it reads nothing either
@@ -549,6 +562,8 @@ class AnthropicCache(CacheModel):
         tokenized: TokenizedRequest,
         request: Mapping[str, Any],
         layout: Sequence[LayoutEntry] | None = None,
+        *,
+        units: Callable[[int], int] | None = None,
     ) -> CachePlan:
         minimum = (
             self.min_tokens
@@ -564,7 +579,12 @@ class AnthropicCache(CacheModel):
         for pos, _ in bps:
             k = boundaries.index(pos)
             lookup.update(boundaries[max(0, k + 1 - self.lookback) : k + 1])
-        entries = tuple(CacheEntry(pos, ttl, True) for pos, ttl in bps if pos >= minimum)
+        # a breakpoint's prefix is held to the minimum in the provider's units (ruler mode: ``units``)
+        entries = tuple(
+            CacheEntry(pos, ttl, True)
+            for pos, ttl in bps
+            if (pos if units is None else units(pos)) >= minimum
+        )
         return CachePlan(tokenized.prompt_len, entries, tuple(sorted(lookup)), tuple(p for p, _ in bps))
 
     def cached_tokens(self, plan: CachePlan, prefix_tokens: int, exact_entries: Sequence[int] = ()) -> int:

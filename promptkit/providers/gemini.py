@@ -13,7 +13,9 @@ Rules, each from Google's documentation:
   context-cache-overview). The minimum applies to the request's input. A profile predicts an upper
   bound for every surface a log may have used, so each model family takes the **smallest** documented
   minimum: 1,024 for Flash, 2,048 for Pro. On the shared OpenRouter runs of Gemini 3 Pro, calls with
-  prompts of 2,398 and 2,627 tokens hit, which a 4,096 minimum would forbid.
+  prompts of 2,398 and 2,627 tokens hit, which a 4,096 minimum would forbid. The minimum is held to
+  Google's count of the prompt (the reported prompt tokens, ruler mode: ``CacheModel.plan``'s
+  ``units``), not to the local estimate.
 - **Unit**: Google documents none, so none is modelled (any prefix length); **TTL**: undocumented for
   the implicit cache ("send requests with similar prefix in a short amount of time"), so none.
 - **Tokenizer**: Gemini's is not public. The local tokenizer (o200k_base) is a proportion estimate

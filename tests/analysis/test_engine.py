@@ -668,3 +668,21 @@ def test_request_row_is_the_frame_schema() -> None:
     assert "".join(kinds[t] for t in result.requests.dtypes) == "sifiiifiiissssisiiiiissssiifiissiisisibs"
     row = RequestRow(session="s", index=3, prompt_tokens=10)
     assert attrs.astuple(row)[:4] == ("s", 3, None, 10)
+
+
+def test_a_profile_object_is_analyzed_as_given() -> None:
+    # a profile (not hashable: its fields hold mappings) is accepted as well as a name; an evolved one
+    # is used as it is: here Gemini's with ruler mode off, so the prompt stays the local count
+    import attrs
+
+    from promptkit.layout import RequestRecord, Usage
+    from promptkit.providers.registry import get_provider
+
+    body = {"model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hello there " * 40}]}
+    record = RequestRecord(body, "s", index=0, usage=Usage(prompt_tokens=1000, cached_tokens=0))
+    gemini = get_provider("gemini")
+    by_name = analyze_requests([record], provider="gemini").requests
+    by_object = analyze_requests([record], provider=gemini).requests
+    local = analyze_requests([record], provider=attrs.evolve(gemini, exact_tokenizer=True)).requests
+    assert by_name["prompt_tokens"][0] == by_object["prompt_tokens"][0] == 1000  # the reported prompt
+    assert 0 < local["prompt_tokens"][0] < 1000

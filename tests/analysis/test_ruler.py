@@ -139,3 +139,78 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
     assert q["prefix_tokens"][1] == reported
     assert q["predicted_cached_tokens"][1] == 1024 + (reported - 1024) // 128 * 128
     assert q["position_basis"][1] == "exact"
+
+
+def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
+    """Two calls of one session, the second appending a turn, whose reported prompts are ``scale`` ×
+    the local counts (the provider's tokenizer is not the local one); returns them and the first
+    call's local count."""
+    body = {"model": model, "messages": [{"role": "user", "content": content}]}
+    longer = {
+        "model": model,
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": "go"},
+        ],
+    }
+    local = [
+        int(
+            analyze_requests([RequestRecord(b, "s", index=0)], provider="gemini").requests["prompt_tokens"][0]
+        )
+        for b in (body, longer)
+    ]
+    records = [
+        RequestRecord(b, "s", index=i, timestamp=float(i), usage=Usage(prompt_tokens=round(n * scale)))
+        for i, (b, n) in enumerate(zip((body, longer), local, strict=True))
+    ]
+    return records, local[0]
+
+
+def test_a_prompt_minimum_applies_to_the_providers_count_of_the_prompt() -> None:
+    # Gemini 3 Pro: 2,048 tokens at least (PrefixCache, minimum on the prompt). Locally the first
+    # prompt is under it; Google counted it over: it is stored, and the next call reads all of it
+    records, local = _two_calls("gemini-3-pro-preview", "word " * 1800, 1.25)
+    assert local < 2048 <= round(local * 1.25)
+    q = analyze_requests(records, provider="gemini").requests
+    assert q["predicted_cached_tokens"][1] == round(local * 1.25)
+    assert q["position_basis"][1] == "exact"
+    # and the other way round: over the minimum locally, under it in Google's count: nothing stored
+    records, local = _two_calls("gemini-3-pro-preview", "word " * 2200, 0.85)
+    assert round(local * 0.85) < 2048 <= local
+    assert analyze_requests(records, provider="gemini").requests["predicted_cached_tokens"][1] == 0
+
+
+def test_a_breakpoint_minimum_applies_in_provider_units() -> None:
+    # Anthropic: a breakpoint writes only if its prefix has the model's minimum (1,024 for Claude
+    # Sonnet 4). Locally the system prompt is under it; in Anthropic's count (the prompt's reported
+    # end, proportions before it) it is over: it is written, and the next call reads it
+    system = [{"type": "text", "text": "Rules of the house. " * 190, "cache_control": {"type": "ephemeral"}}]
+
+    def body(question: str) -> dict[str, object]:
+        return {
+            "model": "claude-sonnet-4",
+            "system": system,
+            "messages": [{"role": "user", "content": question}],
+        }
+
+    def local(b: dict[str, object]) -> int:
+        return int(
+            analyze_requests([RequestRecord(b, "s", index=0)], provider="anthropic").requests[
+                "prompt_tokens"
+            ][0]
+        )
+
+    first, second = body("what is the first rule?"), body("and the second one?")
+    n1, n2 = local(first), local(second)
+    assert n1 < 1024
+
+    def run(scale: float) -> int:
+        records = [
+            RequestRecord(b, "s", index=i, timestamp=float(i), usage=Usage(prompt_tokens=round(n * scale)))
+            for i, (b, n) in enumerate(((first, n1), (second, n2)))
+        ]
+        return int(analyze_requests(records, provider="anthropic").requests["predicted_cached_tokens"][1])
+
+    assert run(1.0) == 0  # the local count is the provider's: under the minimum, nothing written
+    assert run(1.3) > 1024  # counted as Anthropic counts, the system prompt is cacheable
