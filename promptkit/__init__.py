@@ -17,6 +17,9 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from promptkit.errors import UnknownAttributeError
+from promptkit.lazy import LazyExports
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
@@ -58,9 +61,11 @@ _export("promptkit.errors", "PromptkitError", "LogFileError", "RecordFormatError
 __all__ = sorted(_EXPORTS)
 
 
+_LAZY = LazyExports(__name__, _EXPORTS)
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if _LAZY.module_of(name) is None:
         # names that moved to promptkit.chat keep working, with a warning naming the new home
         chat = importlib.import_module("promptkit.chat")
         if name in chat.__all__:
@@ -70,14 +75,12 @@ def __getattr__(name: str) -> Any:
                 stacklevel=2,
             )
             return getattr(chat, name)
-        raise AttributeError(f"module 'promptkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+        raise UnknownAttributeError(f"module 'promptkit' has no attribute {name!r}")
+    return _LAZY.load(name, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return _LAZY.dir(globals())
 
 
 if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and IDEs

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import errno
 import json
 import logging
 import os
@@ -32,7 +31,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from promptkit.errors import CaptureError
+from promptkit.errors import CaptureError, LogFileError
 from promptkit.formats.fields import loads_json
 from promptkit.formats.wire import (
     MAX_DEPTH,
@@ -173,7 +172,7 @@ class RecordLog:
                         os.ftruncate(fd, size)
                     except OSError:
                         self._torn = True
-                    raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)")
+                    raise LogFileError(self.path, f"short write ({written} of {len(data)} bytes)")
             except OSError as exc:
                 if self._fd is not None:
                     with contextlib.suppress(OSError):

@@ -25,12 +25,14 @@ __all__ = [
     "ContentNotSentWarning",
     "ContributorOutputError",
     "HttpCaptureError",
+    "InternalError",
     "LayoutFormatError",
     "LogFileError",
     "LoneSurrogateError",
     "MarkupError",
     "MediaFormatError",
     "MessageFormatError",
+    "NotRegisteredError",
     "PlatformMessageError",
     "PriceError",
     "PromptkitError",
@@ -46,6 +48,8 @@ __all__ = [
     "TokenizerNotAvailableError",
     "ToolArgumentsError",
     "ToolDefinitionError",
+    "TruncatedLogError",
+    "UnknownAttributeError",
     "UsageError",
 ]
 
@@ -152,6 +156,10 @@ class LogFileError(PromptkitError, OSError):
         return (type(self), (self.path, self.reason))
 
 
+class TruncatedLogError(LogFileError, EOFError):
+    """A compressed log that ends inside its last frame (a truncated file), as :mod:`gzip` reports it."""
+
+
 class RecordFormatError(PromptkitError, ValueError):
     """A request body, layout, usage or timestamp does not have the expected shape; the message names
     the field (``request.messages[2].role: expected a string, got int``)."""
@@ -205,3 +213,18 @@ class CalibrationError(PromptkitError, ValueError):
 
 class CacheGateError(PromptkitError, AssertionError):
     """A cache-stability assertion failed (:func:`promptkit.testing.assert_cache_stable`)."""
+
+
+class InternalError(PromptkitError, RuntimeError):
+    """A broken internal invariant of promptkit (a bug: please report it with the message)."""
+
+
+class NotRegisteredError(PromptkitError, KeyError, LookupError):
+    """A name (a contributor key, a registered model) that is not registered; the message names it."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownAttributeError(PromptkitError, AttributeError):
+    """A package has no public name of that spelling (``promptkit.whatif.nope``); names the package."""

@@ -15,7 +15,7 @@ True
 >>> exports.load("nope", namespace)
 Traceback (most recent call last):
 ...
-AttributeError: module 'demo' has no attribute 'nope'
+promptkit.errors.UnknownAttributeError: module 'demo' has no attribute 'nope'
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, MutableMapping
 from typing import Any
+
+from promptkit.errors import UnknownAttributeError
 
 __all__ = ["LazyExports"]
 
@@ -49,7 +51,7 @@ class LazyExports:
         """Import ``name`` from its module, keep it in ``namespace`` (the package's globals) and return it."""
         module = self._modules.get(name)
         if module is None:
-            raise AttributeError(f"module {self.package!r} has no attribute {name!r}")
+            raise UnknownAttributeError(f"module {self.package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value

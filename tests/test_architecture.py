@@ -169,3 +169,23 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
         concern("promptkit.analysis.models") == "mechanisms"
         and concern("promptkit.analysis.engine") == "analysis"
     )
+
+
+def test_no_bare_built_in_raise() -> None:
+    """Every error the library raises is a PromptkitError subclass (which may also be the built-in):
+    ``raise ValueError(...)`` and the like do not appear in promptkit/ (a re-raise ``raise`` does)."""
+    import builtins
+
+    built_in = {
+        name
+        for name, value in vars(builtins).items()
+        if isinstance(value, type) and issubclass(value, BaseException)
+    }
+    found = []
+    for _, path in ALL.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if isinstance(target, ast.Name) and target.id in built_in:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target.id}")
+    assert not found, "bare built-in raises:\n" + "\n".join(found)

@@ -68,21 +68,21 @@ __all__ = [
 
 def _non_negative_or_none(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and (not isinstance(value, int | float) or isinstance(value, bool) or value < 0):
-        raise ValueError(
+        raise UsageError(
             f"{type(instance).__name__}.{attribute.name}: expected a number >= 0 or None, got {value!r}"
         )
 
 
 def _positive_int(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(
+        raise UsageError(
             f"{type(instance).__name__}.{attribute.name}: expected an integer >= 1, got {value!r}"
         )
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0 or not math.isfinite(value):
-        raise ValueError(
+        raise UsageError(
             f"{type(instance).__name__}.{attribute.name}: expected a finite number >= 0, got {value!r}"
         )
 
@@ -629,7 +629,7 @@ def register_cache_model(name: str, factory: Callable[..., CacheModel]) -> None:
     Raises ValueError when ``name`` is already registered.
     """
     if name in CACHE_MODELS:
-        raise ValueError(f"cache model {name!r} is already registered")
+        raise UsageError(f"cache model {name!r} is already registered")
     CACHE_MODELS[name] = factory
 
 
@@ -655,4 +655,4 @@ def get_cache_model(name: str | CacheModel, **overrides: Any) -> CacheModel:
     try:
         return factory(**overrides)
     except TypeError as exc:
-        raise TypeError(f"cache model {name!r}: {exc}") from None
+        raise UsageError(f"cache model {name!r}: {exc}") from None

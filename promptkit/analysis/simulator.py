@@ -34,6 +34,7 @@ import attrs
 import numpy as np
 
 from promptkit.analysis.models import CacheEntry, CacheModel, CachePlan
+from promptkit.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.tokenize import TokenizedRequest
@@ -127,7 +128,7 @@ class RadixCache:
 
     def __init__(self, *, capacity: int | None = None, share_tokens: bool = False) -> None:
         if capacity is not None and capacity < 0:
-            raise ValueError(f"capacity must be >= 0 or None, got {capacity}")
+            raise UsageError(f"capacity must be >= 0 or None, got {capacity}")
         self.capacity = capacity
         self.share_tokens = share_tokens
         self._root = _Node(_NO_TOKENS, None, 0)

@@ -53,7 +53,7 @@ from promptkit.analysis.tokenizers import (
     is_cut,
     vocab_size,
 )
-from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
+from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, UsageError
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
 
@@ -74,7 +74,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 def _to_token_array(value: Any) -> np.ndarray:
     arr = np.asarray(value, dtype=np.int64)
     if arr.ndim != 1:
-        raise ValueError(f"tokens must be 1-D, got shape {arr.shape}")
+        raise UsageError(f"tokens must be 1-D, got shape {arr.shape}")
     if arr.flags.writeable:
         arr = _readonly(arr.copy() if arr is value else arr)
     return arr
@@ -108,7 +108,7 @@ class TokenizedRequest:
 
     def __attrs_post_init__(self) -> None:
         if self.message_ends is not None and len(self.message_ends) != len(self.message_starts):
-            raise ValueError(
+            raise UsageError(
                 f"message_ends has {len(self.message_ends)} entries, message_starts {len(self.message_starts)}"
             )
 
@@ -287,7 +287,7 @@ class RequestTokenizer:
         self.render_model: RenderModel = get_render_model(render_model)
         self.tokenizer: Tokenizer = get_tokenizer(tokenizer)
         if cache_tokens < 0:
-            raise ValueError(f"cache_tokens must be >= 0, got {cache_tokens}")
+            raise UsageError(f"cache_tokens must be >= 0, got {cache_tokens}")
         self.cache_tokens = cache_tokens
         self._cache: OrderedDict[str | bytes, _Segment] = OrderedDict()
         self._cached_tokens = 0
@@ -307,7 +307,7 @@ class RequestTokenizer:
         #: comparing the two arrays can skip those ``k`` tokens.
         self.shared_prefix: tuple[np.ndarray, int] | None = None
         if snapshots < 0:
-            raise ValueError(f"snapshots must be >= 0, got {snapshots}")
+            raise UsageError(f"snapshots must be >= 0, got {snapshots}")
         self.snapshots = snapshots
         self._snapshots: list[_Snapshot] = []
         self._incremental = isinstance(self.render_model, IncrementalRenderModel)

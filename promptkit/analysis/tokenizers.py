@@ -204,7 +204,7 @@ def text_chunks(text: str, size: int = ENCODE_CHUNK_CHARS) -> Iterator[tuple[int
         [(0, 'id='), (3, '12345')]
     """
     if size < 1:
-        raise ValueError(f"size must be >= 1, got {size}")
+        raise UsageError(f"size must be >= 1, got {size}")
     start = 0
     n = len(text)
     while n - start > size:
@@ -465,7 +465,7 @@ class HFTokenizer:
         try:
             spec = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{default_name}: not a tokenizer.json (line {exc.lineno}: {exc.msg})") from exc
+            raise UsageError(f"{default_name}: not a tokenizer.json (line {exc.lineno}: {exc.msg})") from exc
         added = spec.get("added_tokens") or []
         self._added: dict[str, int] = {t["content"]: int(t["id"]) for t in added}
         self._names: dict[int, str] = {v: k for k, v in self._added.items()}

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import numpy as np
 
+from promptkit.errors import UsageError
+
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
@@ -68,7 +70,7 @@ def _ids(value: Iterable[int]) -> tuple[int, ...]:
 
 def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: int) -> None:
     if value < 0:
-        raise ValueError(f"{attribute.name} must be >= 0, got {value}")
+        raise UsageError(f"{attribute.name} must be >= 0, got {value}")
 
 
 @attrs.frozen(slots=True)
@@ -170,7 +172,7 @@ def simulate_trace(
     from promptkit.analysis.simulator import RadixCache
 
     if block_size <= 0:
-        raise ValueError(f"block_size must be > 0, got {block_size}")
+        raise UsageError(f"block_size must be > 0, got {block_size}")
     cache = RadixCache(capacity=capacity_blocks)
     order = sorted(range(len(records)), key=lambda k: (records[k].timestamp, k))
     cached_blocks = [0] * len(records)
@@ -251,7 +253,7 @@ def trace_from_requests(
     from promptkit.providers.registry import get_provider
 
     if block_size <= 0:
-        raise ValueError(f"block_size must be > 0, got {block_size}")
+        raise UsageError(f"block_size must be > 0, got {block_size}")
     profile = get_provider(provider)
     rt = RequestTokenizer(
         render if render is not None else profile.load_render(), tokenizer or profile.load_tokenizer()

@@ -31,6 +31,7 @@ from promptkit.assembly.placement import place_blocks
 from promptkit.assembly.registry import Contributor, PromptRegistry, PromptView, build_contributors, run_sync
 from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
 from promptkit.chat.message import Message, to_openai_dict
+from promptkit.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -74,12 +75,12 @@ def _turn(i: int, turn: Any) -> tuple[tuple[Message, ...], PromptView]:
     elif isinstance(turn, Sequence) and not isinstance(turn, str):
         messages, view = tuple(turn), PromptView()
     else:
-        raise TypeError(
+        raise UsageError(
             f"turn {i}: expected a PromptView, (messages, view) or a list of Message, got {turn!r}"
         )
     for j, m in enumerate(messages):
         if not isinstance(m, Message):
-            raise TypeError(f"turn {i}: message {j} is {type(m).__name__}, expected Message")
+            raise UsageError(f"turn {i}: message {j} is {type(m).__name__}, expected Message")
     return messages, attrs.evolve(view, messages=messages)
 
 
@@ -183,7 +184,7 @@ def audit(
 
     resolved = [_turn(i, turn) for i, turn in enumerate(turns)]
     if not resolved:
-        raise ValueError("audit needs at least one turn")
+        raise UsageError("audit needs at least one turn")
     meter = _Meter(resolve_counter(count, tokenizer))
     contributors = registry.contributors()
     anchors: Mapping[str, Anchor] = {c.key: c.anchor for c in contributors}

@@ -28,6 +28,7 @@ from promptkit.assembly.anchors import FOCUS_INJECTOR, VOLATILE_INJECTOR
 from promptkit.assembly.placement import is_directive
 from promptkit.chat.history import history_for_model
 from promptkit.chat.message import Message, is_directive_block
+from promptkit.errors import UsageError
 
 __all__ = ["turn_frame"]
 
@@ -37,7 +38,7 @@ def _block(value: str | Message | None, injector: str, what: str) -> Message | N
         return None
     if isinstance(value, Message):
         if value.injector != injector:
-            raise ValueError(f"turn_frame: the {what} message must carry metadata injector {injector!r}")
+            raise UsageError(f"turn_frame: the {what} message must carry metadata injector {injector!r}")
         return value
     return Message(role="system", content=value, metadata={"injector": injector})
 
@@ -65,7 +66,7 @@ def turn_frame(
     if persona is not None:
         card = persona if isinstance(persona, Message) else Message(role="system", content=persona)
         if card.role != "system":
-            raise ValueError(f"turn_frame: the persona card must be a system message, got role {card.role!r}")
+            raise UsageError(f"turn_frame: the persona card must be a system message, got role {card.role!r}")
         out.append(card)
     out.extend(history_for_model(history))
     for block in (_block(volatile, VOLATILE_INJECTOR, "volatile"), _block(focus, FOCUS_INJECTOR, "focus")):
@@ -73,7 +74,7 @@ def turn_frame(
             out.append(block)
     if directive is not None:
         if not is_directive(directive):
-            raise ValueError("turn_frame: the directive must have a kind or injector in DIRECTIVE_KINDS")
+            raise UsageError("turn_frame: the directive must have a kind or injector in DIRECTIVE_KINDS")
         if not is_directive_block(directive):
             # this turn's directive block is a request-time message: it carries its kind as the injector
             # (the pipeline contract recognises the block by its injector; an archived notice of the same
@@ -85,7 +86,7 @@ def turn_frame(
     if current is not None:
         message = current if isinstance(current, Message) else Message(role="user", content=current)
         if message.role != "user":
-            raise ValueError(
+            raise UsageError(
                 f"turn_frame: the current message must be a user message, got role {message.role!r}"
             )
         out.append(message)

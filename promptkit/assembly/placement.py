@@ -75,6 +75,7 @@ from promptkit.assembly.anchors import (
     utf16_key,
 )
 from promptkit.chat.message import Message, is_directive, is_directive_block
+from promptkit.errors import UsageError
 
 __all__ = [
     "HEAD_SLOTS",
@@ -418,7 +419,7 @@ class AssembledPrompt:
 
     def __attrs_post_init__(self) -> None:
         if len(self.messages) != len(self.layout):
-            raise ValueError(
+            raise UsageError(
                 f"AssembledPrompt: {len(self.messages)} messages but {len(self.layout)} layout entries"
             )
 

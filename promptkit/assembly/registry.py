@@ -70,7 +70,7 @@ from promptkit.assembly.placement import (
     place_blocks,
 )
 from promptkit.chat.message import Message
-from promptkit.errors import ContributorOutputError, UsageError
+from promptkit.errors import ContributorOutputError, NotRegisteredError, UsageError
 
 __all__ = [
     "DEFAULT_BUILD_TIMEOUT",
@@ -562,7 +562,7 @@ class PromptRegistry:
             raise UsageError(f"contributor {key!r}: build must be callable, got {type(build).__name__}")
         with self._lock:
             if key in self._contributors:
-                raise ValueError(f"contributor {key!r} is already registered")
+                raise UsageError(f"contributor {key!r} is already registered")
             self._contributors[key] = Contributor(key=key, anchor=resolved, build=build)
 
     def contributor(self, key: str, anchor: Anchor | str) -> Callable[[F], F]:
@@ -598,7 +598,7 @@ class PromptRegistry:
         with self._lock:
             contributor = self._contributors.get(key)
         if contributor is None:
-            raise KeyError(f"no contributor {key!r} is registered")
+            raise NotRegisteredError(f"no contributor {key!r} is registered")
         return contributor.anchor
 
     def __contains__(self, key: object) -> bool:

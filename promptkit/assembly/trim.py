@@ -72,6 +72,7 @@ from promptkit.assembly.registry import message_tuple
 from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
 from promptkit.chat.history import group_tool_calls
 from promptkit.chat.message import DIRECTIVE_KINDS, Message
+from promptkit.errors import UsageError
 
 __all__ = [
     "DEFAULT_LOW_WATER",
@@ -148,7 +149,7 @@ class Compaction:
     @summarize.validator
     def _check_summarize(self, attribute: attrs.Attribute[Summarizer], value: Summarizer) -> None:
         if not callable(value):
-            raise TypeError(f"Compaction: summarize must be a callable, got {type(value).__name__}")
+            raise UsageError(f"Compaction: summarize must be a callable, got {type(value).__name__}")
 
     def summary_of(self, chunk: Sequence[Message], previous: str | None) -> str:
         """The summary after folding ``chunk`` into ``previous``: from :attr:`cache`, else from
@@ -158,7 +159,7 @@ class Compaction:
         if text is None:
             text = self.summarize(tuple(chunk), previous)
             if not isinstance(text, str):
-                raise TypeError(
+                raise UsageError(
                     f"Compaction: summarize returned {type(text).__name__}, expected str (the summary)"
                 )
             self.cache[key] = text
@@ -234,7 +235,7 @@ def _check_low_water(low_water: float) -> float:
         or not math.isfinite(low_water)
         or not 0 < low_water < 1
     ):
-        raise ValueError(f"low_water must be a number strictly between 0 and 1, got {low_water!r}")
+        raise UsageError(f"low_water must be a number strictly between 0 and 1, got {low_water!r}")
     return float(low_water)
 
 
@@ -243,7 +244,7 @@ def _compaction_of(compaction: Compaction | Summarizer | None) -> Compaction | N
         return compaction
     if callable(compaction):
         return Compaction(compaction)
-    raise TypeError(
+    raise UsageError(
         f"compaction must be a Compaction, a callable (chunk, previous summary) -> summary, or None; "
         f"got {type(compaction).__name__}"
     )
@@ -293,13 +294,13 @@ def trim_to_budget(
     (99, 39, 2, [(1,), (2,), (3,), (4,)], (1,))
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise ValueError(f"budget must be a non-negative int, got {budget!r}")
+        raise UsageError(f"budget must be a non-negative int, got {budget!r}")
     if policy not in TRIM_POLICIES:
-        raise ValueError(f"policy must be one of {list(TRIM_POLICIES)}, got {policy!r}")
+        raise UsageError(f"policy must be one of {list(TRIM_POLICIES)}, got {policy!r}")
     low_water = _check_low_water(low_water)
     compactor = _compaction_of(compaction)
     if compactor is not None and policy != "chunked":
-        raise ValueError(
+        raise UsageError(
             "compaction needs policy='chunked': a sliding window would rewrite the summary every turn"
         )
     counter = resolve_counter(count, tokenizer)

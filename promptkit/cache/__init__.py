@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from promptkit.errors import UnknownAttributeError
+
 # old submodule (under promptkit.cache) -> its new home
 MOVED: dict[str, str] = {
     **{m: f"promptkit.analysis.{m}" for m in (
@@ -77,4 +79,4 @@ def __getattr__(name: str) -> Any:
         if name in getattr(module, "__all__", ()):
             _warn(f"promptkit.cache.{name}", f"{package}.{name}")
             return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,7 +37,7 @@ from typing import Final
 
 import attrs
 
-from promptkit.errors import AttachmentRefError, UsageError
+from promptkit.errors import AttachmentRefError, InternalError, UsageError
 
 __all__ = [
     "ATTACHMENT_REF_KINDS",
@@ -76,7 +76,7 @@ _KIND_BY_NAME: Final[dict[str, AttachmentRefKind]] = {k.value: k for k in Attach
 # Every display name has the same length; the parser relies on it to look a kind up in O(1).
 _KIND_LEN: Final[int] = 2
 if any(len(name) != _KIND_LEN for name in _KIND_BY_NAME):  # pragma: no cover - guards future edits
-    raise RuntimeError(f"AttachmentRefKind display names must all be {_KIND_LEN} characters long")
+    raise InternalError(f"AttachmentRefKind display names must all be {_KIND_LEN} characters long")
 
 #: How many copies of its own opener (``[图片:`` for an image matcher) a description may contain and
 #: still be matched from its real start by :func:`build_attachment_ref_matcher`. Bounding it keeps

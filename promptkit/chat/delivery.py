@@ -24,6 +24,7 @@ import attrs
 
 from promptkit.chat.message import WellKnownMetadataKeys as K
 from promptkit.chat.platform import PlatformMessageError
+from promptkit.errors import UsageError
 
 __all__ = [
     "DELIVERY_WAIT_MS",
@@ -148,9 +149,9 @@ async def await_delivery(
     if delivery is None:
         return None
     if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms < 0:
-        raise ValueError(f"await_delivery: timeout_ms must be a non-negative int; got {timeout_ms!r}")
+        raise UsageError(f"await_delivery: timeout_ms must be a non-negative int; got {timeout_ms!r}")
     if signal is not None and not isinstance(signal, asyncio.Event):
-        raise ValueError(f"await_delivery: signal must be an asyncio.Event; got {type(signal).__name__}")
+        raise UsageError(f"await_delivery: signal must be an asyncio.Event; got {type(signal).__name__}")
     receipt = asyncio.ensure_future(delivery)
     if signal is not None and signal.is_set():
         return None

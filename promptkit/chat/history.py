@@ -28,6 +28,7 @@ from typing import Final, Literal, Protocol
 import attrs
 
 from promptkit.chat.message import CONTROL_KINDS, Message, ToolCall, WellKnownMetadataKeys
+from promptkit.errors import UsageError
 
 __all__ = [
     "UNIT_SHAPES",
@@ -66,10 +67,10 @@ def _check_at(
     instance: MessageUnit, attribute: attrs.Attribute[tuple[int, ...]], value: tuple[int, ...]
 ) -> None:
     if not value:
-        raise ValueError("MessageUnit.at: must hold at least one index")
+        raise UsageError("MessageUnit.at: must hold at least one index")
     for i in value:
         if not isinstance(i, int) or isinstance(i, bool) or i < 0:
-            raise ValueError(f"MessageUnit.at: every index must be a non-negative int, got {i!r}")
+            raise UsageError(f"MessageUnit.at: every index must be a non-negative int, got {i!r}")
 
 
 @attrs.frozen

@@ -23,7 +23,7 @@ from typing import IO, Any, Final
 
 import attrs
 
-from promptkit.errors import LogFileError, PromptkitError
+from promptkit.errors import LogFileError, PromptkitError, TruncatedLogError
 from promptkit.layout import LoadProblem, RequestRecord
 
 __all__ = [
@@ -142,6 +142,7 @@ class _ZstdReader(io.RawIOBase):
     _STEP: Final[int] = 1 << 12
 
     def __init__(self, raw: IO[bytes]) -> None:
+        self._where = getattr(raw, "name", "zstd stream")
         import zstandard
 
         self._zstd = zstandard
@@ -161,8 +162,9 @@ class _ZstdReader(io.RawIOBase):
             if not chunk:
                 self._ended = True
                 if self._frame is not None:
-                    raise EOFError(
-                        "compressed file ended before the end of its last zstd frame (a truncated file)"
+                    raise TruncatedLogError(
+                        str(self._where),
+                        "compressed file ended before the end of its last zstd frame (a truncated file)",
                     )
                 return
             pieces = []
@@ -177,7 +179,7 @@ class _ZstdReader(io.RawIOBase):
                     else:
                         chunk = b""
             except self._zstd.ZstdError as exc:
-                raise OSError(f"broken zstd data: {exc}") from None
+                raise LogFileError(str(self._where), f"broken zstd data: {exc}") from None
             self._out, self._pos = b"".join(pieces), 0
 
     def readinto(self, buffer: Any) -> int:

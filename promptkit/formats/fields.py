@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from promptkit.errors import LayoutFormatError, RecordFormatError
+from promptkit.errors import LayoutFormatError, RecordFormatError, UsageError
 from promptkit.layout import LayoutEntry, token_count as count, type_name
 
 __all__ = [
@@ -134,7 +134,7 @@ def _literal(node: ast.AST) -> Any:
         return [_literal(e) for e in node.elts]
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
-            raise ValueError("dict unpacking is not a literal")
+            raise UsageError("dict unpacking is not a literal")
         return {
             _literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None
         }
@@ -144,7 +144,7 @@ def _literal(node: ast.AST) -> Any:
         value = _literal(node.operand)
         if isinstance(value, int | float):
             return -value
-    raise ValueError(f"not a literal: {type(node).__name__}")
+    raise UsageError(f"not a literal: {type(node).__name__}")
 
 
 def loads_json(text: str) -> Any:

@@ -22,6 +22,7 @@ from promptkit.chat.message import Message, ToolCall, is_directive
 from promptkit.chat.request import ChatModelRequest
 from promptkit.errors import (
     ContentNotSentWarning,
+    InternalError,
     MediaFormatError,
     RequestBuildError,
     ToolArgumentsError,
@@ -159,7 +160,7 @@ def prepare_input(prompt_or_messages: Any, *, where: str) -> PreparedInput:
         not ins and prepared[j].role != to_llm_role(messages[sources[j]].role)
         for j, ins in enumerate(inserted)
     ):  # pragma: no cover - only if prepare_llm_messages changes its insertion rule
-        raise RuntimeError(f"{where}: cannot map prepare_llm_messages output back to the input messages")
+        raise InternalError(f"{where}: cannot map prepare_llm_messages output back to the input messages")
     return PreparedInput(
         messages=tuple(prepared),
         sources=tuple(sources),

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from promptkit.errors import ProviderError, RequestBuildError
+from promptkit.errors import InternalError, ProviderError, RequestBuildError, UsageError
 from promptkit.layout import LayoutEntry
 from promptkit.providers._common import prepare_input
 from promptkit.providers.registry import available_providers, get_provider
@@ -70,7 +70,7 @@ def request_record(
     prepared = prepare_input(prompt_or_messages, where="request_record")
     if prepared.layout is not None:
         if len(prepared.layout) != len(body["messages"]):  # pragma: no cover - builders are one-to-one
-            raise RuntimeError("request_record: the body's messages do not align with the prepared messages")
+            raise InternalError("request_record: the body's messages do not align with the prepared messages")
         record["layout"] = [
             LayoutEntry.coerce(entry, where=f"request_record: layout[{prepared.sources[j]}]").to_dict()
             for j, entry in enumerate(prepared.layout)
@@ -100,7 +100,7 @@ def write_jsonl(
             try:
                 line = json.dumps(record, ensure_ascii=False, allow_nan=False)
             except (TypeError, ValueError) as exc:
-                raise TypeError(
+                raise UsageError(
                     f"write_jsonl: record {i} for {os.fspath(path)!r} is not JSON-serializable: {exc}"
                 ) from exc
             f.write(line + "\n")

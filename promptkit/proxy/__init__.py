@@ -12,19 +12,17 @@ The names are imported lazily, so ``promptkit.proxy.live`` works without aiohttp
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from promptkit.lazy import LazyExports
+
 __all__ = ["LIVE_PATH", "ProxyConfig", "ProxyConfigError", "RunningProxy", "run_proxy", "serve"]
+_EXPORTS = LazyExports(__name__, dict.fromkeys(__all__, "promptkit.proxy.server"))
 
 
 def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module 'promptkit.proxy' has no attribute {name!r}")
-    value = getattr(importlib.import_module("promptkit.proxy.server"), name)
-    globals()[name] = value
-    return value
+    return _EXPORTS.load(name, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return _EXPORTS.dir(globals())

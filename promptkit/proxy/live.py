@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from promptkit.errors import RecordFormatError
+from promptkit.errors import InternalError, RecordFormatError
 from promptkit.formats.wire.record import completion_of
 from promptkit.layout import LayoutEntry, RequestRecord
 from promptkit.providers.usage import normalize_usage
@@ -243,7 +243,7 @@ class LiveFigures:
         try:
             frame = analyze_requests(records, provider=state.provider).requests
             if frame.height != len(records):
-                raise RuntimeError(f"the analyzer left out {len(records) - frame.height} request(s)")
+                raise InternalError(f"the analyzer left out {len(records) - frame.height} request(s)")
         except Exception as exc:  # a prediction must never take the proxy down
             with self._lock:
                 self.prediction_errors += 1

@@ -23,7 +23,7 @@ from typing import Any, Final
 import attrs
 import polars as pl
 
-from promptkit.errors import ReportInputError
+from promptkit.errors import ReportInputError, UsageError
 from promptkit.report.metrics import need_columns, requests_of
 
 __all__ = [
@@ -209,7 +209,7 @@ def _codes(values: pl.Series, names: Sequence[str], *, by_runs: bool = False) ->
             run_values = runs.struct.field("value").to_list()
             missing = next((v for v in run_values if v not in position), None)
             if missing is not None:
-                raise ValueError(f"{missing!r} is not one of {list(names)!r}")
+                raise UsageError(f"{missing!r} is not one of {list(names)!r}")
             codes = np.array([position[v] for v in run_values], dtype=np.int64)
             return np.repeat(codes, runs.struct.field("len").to_numpy())
     enum = pl.Enum(list(dict.fromkeys(names)))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
+from promptkit.errors import UsageError
 from promptkit.report.plot_data import (
     RGBA,
     CompositionGrid,
@@ -279,7 +280,7 @@ class _PaletteCanvas(_Canvas):
             return self._colors.index(rgb)
         except ValueError:
             if len(self._colors) >= 256 - self.RAMP:
-                raise ValueError("palette canvas: more colours than the palette holds") from None
+                raise UsageError("palette canvas: more colours than the palette holds") from None
             self._colors.append(rgb)
             return len(self._colors) - 1
 
@@ -298,7 +299,7 @@ class _PaletteCanvas(_Canvas):
         self, x: float, y: float, text: str, size_pt: float = 10, anchor: str = "la", fill: Any = _INK
     ) -> None:
         if tuple(fill[:3]) != _INK:
-            raise ValueError("palette canvas: text is drawn in ink only")
+            raise UsageError("palette canvas: text is drawn in ink only")
         self._ink_draw.text((self.px(x), self.px(y)), text, font=self.font(size_pt), anchor=anchor, fill=255)
 
     def vertical_text(self, x: float, y: float, text: str, size_pt: float = 10) -> None:
@@ -362,7 +363,7 @@ class _Axes:
         x = np.asarray(xs, dtype=np.float64)
         y = np.asarray(ys, dtype=np.float64)
         if x.shape != y.shape:
-            raise ValueError(f"points: {x.shape[0]} x values for {y.shape[0]} y values")
+            raise UsageError(f"points: {x.shape[0]} x values for {y.shape[0]} y values")
         left, top, right, bottom = self.box
         (x0, x1), (y0, y1) = self.xlim, self.ylim
         px = left + (x - x0) / (x1 - x0) * (right - left)
@@ -542,7 +543,7 @@ def write_predicted_vs_reported_png(requests: pl.DataFrame, path: str | Path, *,
         pl.col("predicted_cached_tokens").cast(pl.Float64).alias("y"),
     )
     if pairs.height == 0:
-        raise ValueError("predicted_vs_reported.png needs at least one request with reported usage")
+        raise UsageError("predicted_vs_reported.png needs at least one request with reported usage")
     sessions = pairs["session"].unique(maintain_order=True).to_list()
     colors = session_colors(sessions)
     show_legend = len(sessions) <= LEGEND_SESSIONS

@@ -25,6 +25,7 @@ import attrs
 import polars as pl
 
 from promptkit.analysis.runtime import gc_paused
+from promptkit.errors import UsageError
 from promptkit.report.metrics import need_columns, requests_of
 from promptkit.report.plot_data import (
     SLOT_ORDER,
@@ -95,7 +96,7 @@ def _new_axes(ax: Axes | None, figsize: tuple[float, float]) -> tuple[Figure, Ax
     if ax is not None:
         figure = ax.get_figure()
         if figure is None:  # pragma: no cover - an Axes always belongs to a figure in practice
-            raise ValueError("the axes passed as ax= belongs to no figure")
+            raise UsageError("the axes passed as ax= belongs to no figure")
         return figure, ax  # type: ignore[return-value]
     from matplotlib.figure import Figure
 
@@ -133,7 +134,7 @@ def plot_hit_ratio(
     if sessions is not None:
         unknown = [s for s in sessions if s not in present]
         if unknown:
-            raise ValueError(f"plot_hit_ratio: unknown session(s) {', '.join(map(repr, unknown))}")
+            raise UsageError(f"plot_hit_ratio: unknown session(s) {', '.join(map(repr, unknown))}")
         present = [s for s in present if s in set(sessions)]
     has_reported = {"reported_prompt_tokens", "reported_cached_tokens"} <= set(frame.columns) and bool(
         frame["reported_cached_tokens"].is_not_null().any()
@@ -291,7 +292,7 @@ def plot_composition(
     if session is None:
         session = sessions[0] if sessions else None
     elif session not in sessions and session not in set(comp["session"].to_list()):
-        raise ValueError(f"plot_composition: unknown session {session!r}")
+        raise UsageError(f"plot_composition: unknown session {session!r}")
     figure, axes = _new_axes(ax, (10, 5))
     spans = comp.filter(pl.col("session") == session) if session is not None else comp.clear()
     spans = spans.filter(pl.col("tokens") > 0).sort("index", "start")
@@ -443,11 +444,11 @@ def _grid_sessions(
 ) -> list[str]:
     """The sessions a composition grid shows: ``sessions`` (checked) or all, at most ``max_sessions``."""
     if max_sessions < 1:
-        raise ValueError(f"plot_composition_grid: max_sessions must be at least 1, got {max_sessions}")
+        raise UsageError(f"plot_composition_grid: max_sessions must be at least 1, got {max_sessions}")
     if sessions is not None:
         unknown = [s for s in sessions if s not in known and s not in present]
         if unknown:
-            raise ValueError(f"plot_composition_grid: unknown session(s) {', '.join(map(repr, unknown))}")
+            raise UsageError(f"plot_composition_grid: unknown session(s) {', '.join(map(repr, unknown))}")
         present = list(dict.fromkeys(sessions))
     return present[:max_sessions]
 
@@ -478,7 +479,7 @@ def plot_predicted_vs_reported(
     frame = requests_of(result)
     need_columns(frame, ("session", "index", "predicted_cached_tokens"), "plot_predicted_vs_reported")
     if kind not in ("scatter", "turn"):
-        raise ValueError(f"plot_predicted_vs_reported: kind must be 'scatter' or 'turn', got {kind!r}")
+        raise UsageError(f"plot_predicted_vs_reported: kind must be 'scatter' or 'turn', got {kind!r}")
     figure, axes = _new_axes(ax, (6.5, 6) if kind == "scatter" else (9, 4.5))
     pairs = (
         frame.filter(pl.col("reported_cached_tokens").is_not_null())

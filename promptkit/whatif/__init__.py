@@ -18,15 +18,16 @@ Names are imported lazily (polars loads only when a replay runs).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-_EXPORTS: dict[str, str] = {}
+from promptkit.lazy import LazyExports
+
+_MODULES: dict[str, str] = {}
 
 
 def _export(module: str, *names: str) -> None:
     for name in names:
-        _EXPORTS[name] = f"promptkit.whatif.{module}"
+        _MODULES[name] = f"promptkit.whatif.{module}"
 
 
 _export(
@@ -40,17 +41,13 @@ _export("replays", "replay", "compare", "format_whatif", "WhatIf", "REPLAY_NOTE"
 _export("suggestions", "suggest", "Suggestion", "VolatileFinding", "find_volatile", "candidates", "rank")
 _export("advice", "lint_advice", "LintAdvice", "Advice", "fix_for", "format_lint_advice")
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_MODULES)
+_EXPORTS = LazyExports(__name__, _MODULES)
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptkit.whatif' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _EXPORTS.load(name, globals())
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return _EXPORTS.dir(globals())
