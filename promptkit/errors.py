@@ -27,6 +27,7 @@ __all__ = [
     "HttpCaptureError",
     "InternalError",
     "LayoutFormatError",
+    "LayoutMismatchError",
     "LogFileError",
     "LoneSurrogateError",
     "MarkupError",
@@ -102,6 +103,11 @@ class StreamError(PromptkitError, ValueError):
 
 class LayoutFormatError(PromptkitError, ValueError):
     """A layout entry read from JSON that is not ``{"slot": str, "key": str | null}``; names the field."""
+
+
+class LayoutMismatchError(PromptkitError, IndexError):
+    """A request's layout has no entry for one of its messages or template spans (a layout shorter than
+    the body it describes); the message names the request."""
 
 
 class ContributorOutputError(PromptkitError, TypeError):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from promptkit.errors import InternalError
+from promptkit.errors import LayoutMismatchError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -189,7 +189,7 @@ class CompositionRows:
                 heads = [(0, size, 3)] + ([(size, header_len - size, 0)] if header_len > size else [])
             for start, size, which in heads:
                 if slots[which] < 0:
-                    raise InternalError(f"composition: request {r} has no layout entry for its header")
+                    raise LayoutMismatchError(f"composition: request {r} has no layout entry for its header")
                 self._heads.append((r, start, size, slots[which], keys[which]))
 
     def frame(self, schema: Mapping[str, Any] | None = None, *, position: bool = False) -> pl.DataFrame:
@@ -266,7 +266,7 @@ class CompositionRows:
             every = False
         for req_id, past in self._bad:
             if np.any((r == req_id) & (take(msg) >= past)):
-                raise InternalError(f"composition: a message of request {req_id} has no layout entry")
+                raise LayoutMismatchError(f"composition: a message of request {req_id} has no layout entry")
         k = kept.shape[0]
         # what the spans before cover: the header, then the furthest end so far (per request)
         big = int(max(en.max(initial=0), header_len.max(initial=0), prompt_len.max(initial=0))) + 1
@@ -311,13 +311,13 @@ class CompositionRows:
             out["message"][at] = np.where(number >= 0, number, -1)
             g = np.flatnonzero(gap)
             if np.any(template_slot[r[g]] < 0):
-                raise InternalError("composition: a request has no layout entry for a template span")
+                raise LayoutMismatchError("composition: a request has no layout entry for a template span")
             out["start"][at[g] - 1], out["tokens"][at[g] - 1] = before[g], s[g] - before[g]
             out["slot"][at[g] - 1], out["key"][at[g] - 1] = template_slot[r[g]], template_key[r[g]]
         last = np.flatnonzero(generation)
         if last.shape[0]:
             if np.any(generation_slot[last] < 0):
-                raise InternalError("composition: a request has no layout entry for its generation span")
+                raise LayoutMismatchError("composition: a request has no layout entry for its generation span")
             at = base[last] + rows[last] - 1
             out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
             out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]
