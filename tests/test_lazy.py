@@ -1,0 +1,55 @@
+"""promptkit/lazy.py: the one lazy-export helper of the packages."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from promptkit.errors import PromptkitError, UnknownAttributeError
+from promptkit.lazy import LazyExports
+
+
+def test_a_name_is_imported_on_first_use_and_kept() -> None:
+    exports = LazyExports("pkg", {"dumps": "json", "sqrt": "math"})
+    namespace: dict[str, object] = {}
+    assert exports.names == ["dumps", "sqrt"]
+    assert exports.module_of("dumps") == "json" and exports.module_of("nope") is None
+    dumps = exports.load("dumps", namespace)
+    assert dumps({"a": 1}) == '{"a": 1}'
+    assert namespace == {"dumps": dumps}  # kept, so the next lookup does not come back here
+    assert exports.dir({"x": 1}) == ["dumps", "sqrt", "x"]
+
+
+def test_an_unknown_name_is_an_attribute_error_naming_the_package() -> None:
+    exports = LazyExports("promptkit.demo", {"sqrt": "math"})
+    with pytest.raises(
+        UnknownAttributeError, match=r"module 'promptkit.demo' has no attribute 'nope'"
+    ) as info:
+        exports.load("nope", {})
+    assert isinstance(info.value, AttributeError) and isinstance(info.value, PromptkitError)
+
+
+def test_the_packages_stay_light_and_answer_hasattr() -> None:
+    import promptkit
+    import promptkit.whatif
+
+    assert not hasattr(promptkit, "no_such_name") and not hasattr(promptkit.whatif, "no_such_name")
+    assert "analyze" in dir(promptkit) and "replay" in dir(promptkit.whatif)
+    assert promptkit.whatif.parse_transform("sort-tools").describe().startswith("sort tool definitions")
+
+
+def test_the_deprecated_cache_alias_gives_the_moved_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    monkeypatch.delitem(sys.modules, "promptkit.cache.engine", raising=False)  # imported afresh here
+    with pytest.warns(DeprecationWarning, match="promptkit.analysis.engine"):
+        old = importlib.import_module("promptkit.cache.engine")
+    assert old is sys.modules["promptkit.analysis.engine"]
+    import promptkit.cache
+
+    with pytest.warns(DeprecationWarning, match="promptkit.report.causes_by_cause"):
+        causes_by_cause = promptkit.cache.causes_by_cause
+    from promptkit.report import causes_by_cause as moved
+
+    assert causes_by_cause is moved
