@@ -40,10 +40,10 @@ from corpus import write_corpus
 
 from promptkit.analysis.engine import analyze_requests
 from promptkit.analysis.runtime import gc_paused
-from promptkit.analysis.tokenize import RequestTokenizer
 from promptkit.formats import read_logs as load_requests
 from promptkit.providers.registry import get_provider
 from promptkit.report.plots import save_plots
+from promptkit.tokens.tokenize import RequestTokenizer
 
 
 def main(argv: list[str] | None = None) -> None:

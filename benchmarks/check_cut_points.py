@@ -1,4 +1,4 @@
-"""Check the line-break cut rule of ``promptkit.analysis.tokenizers.is_cut`` on every Unicode code point.
+"""Check the line-break cut rule of ``promptkit.tokens.tokenizers.is_cut`` on every Unicode code point.
 
 For each of twelve kinds of line break (after a letter, punctuation, spaces, a digit, CJK, ``\\r\\n``
 ...) and every code point ``c`` the rule cuts before (every non-whitespace character but ``/``), it
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from promptkit.analysis.tokenizers import HFTokenizer, TiktokenTokenizer, get_tokenizer, is_cut
+from promptkit.tokens.tokenizers import HFTokenizer, TiktokenTokenizer, get_tokenizer, is_cut
 
 LEFTS = ["a\n", ":\n", " \n", "\n\n", "a \n", "x\r\n", "a\r", ".\n\n", "1\n", "中\n", "\t\n", "-\n"]
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from textgen import IDENTS, chinese, code, english
 
-from promptkit.analysis.tokenize import RequestTokenizer, TokenizedRequest
+from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
 
 
 def build_session(turns: int, seed: int) -> list[dict[str, Any]]:

@@ -327,8 +327,8 @@ def run(work: Sequence[Task], *, jobs: int = 2) -> list[dict[str, Any]]:
 
 def provider_heading(provider: str) -> str:
     """The line above a provider's table: its rules, prices, tokenizer and render (from its profile)."""
-    from promptkit.analysis.render import get_render_model
     from promptkit.providers.registry import get_provider
+    from promptkit.tokens.render import get_render_model
 
     profile = get_provider(provider)
     render = get_render_model(profile.render).name

@@ -54,10 +54,10 @@ from promptkit import (
     ollama_request,
     openai_request,
 )
-from promptkit.analysis.render import get_render_model
-from promptkit.analysis.tokenize import RequestTokenizer
 from promptkit.assembly import turn_frame
 from promptkit.chat import get_message_name, prefix_sender
+from promptkit.tokens.render import get_render_model
+from promptkit.tokens.tokenize import RequestTokenizer
 
 table_config = pl.Config(tbl_rows=40, tbl_width_chars=140, fmt_str_lengths=64)
 
@@ -299,7 +299,7 @@ print("cache_control breakpoints:", breakpoints)
 # template (its `tokenizer_config.json`) collects *every* system message and renders them at the very
 # front, joined by blank lines. So a turn-context block sent as a `system` message after the history is
 # rendered *before* the history, and the history can never hit the cache again. The render models in
-# `promptkit.analysis.render` reproduce that template; here is the order in which it renders our messages,
+# `promptkit.tokens.render` reproduce that template; here is the order in which it renders our messages,
 # raw and normalized:
 
 # %%

@@ -1,12 +1,11 @@
 """The shape of the house, checked from the code's own imports (docs/concepts/architecture.md).
 
-Data flows one way: chat -> assembly -> mechanisms -> providers -> formats -> analysis -> report ->
+Data flows one way: chat -> assembly -> tokens -> providers -> formats -> analysis -> report ->
 whatif/proxy -> cli. These tests read every module's imports (function-local and type-checking ones
 too) with :mod:`ast`, so a new upward import or a cycle between concerns fails here, naming file and line.
 
-The *mechanisms* are the modules a provider profile builds its objects from: the tokenizers, the chat
-template renders, the request tokenizer and the cache models. They live in ``promptkit/analysis/`` but
-import nothing above the record contract, so they are a floor of their own, below the providers.
+``tokens`` holds what a provider profile builds its objects from (the tokenizers, the chat-template
+renders, the request tokenizer and the cache models): it sits below the providers.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ FLOORS: list[set[str]] = [
     {"layout"},
     {"chat"},
     {"assembly"},
-    {"mechanisms"},
+    {"tokens"},
     {"providers"},
     {"formats"},
     {"analysis"},
@@ -43,17 +42,7 @@ def modules() -> Iterator[tuple[str, Path]]:
         yield ".".join(parts), path
 
 
-MECHANISMS = (
-    "promptkit.analysis.models",
-    "promptkit.analysis.tokenizers",
-    "promptkit.analysis.tokenize",
-    "promptkit.analysis.render",
-)
-
-
 def concern(module: str) -> str:
-    if module.startswith(MECHANISMS):
-        return "mechanisms"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -107,7 +96,7 @@ def test_analysis_never_imports_presentation_or_its_users() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{line}: {target}"
         for module, path in ALL.items()
-        if concern(module) in ("analysis", "mechanisms")
+        if concern(module) in ("analysis", "tokens")
         for target, line in imports_of(module, path)
         if target.startswith(banned)
     ]
@@ -166,7 +155,7 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
     found = {target for target, _ in imports_of("promptkit.analysis.sample", sample)}
     assert found == {"promptkit.report", "promptkit.whatif", "promptkit.analysis.sibling"}
     assert (
-        concern("promptkit.analysis.models") == "mechanisms"
+        concern("promptkit.tokens.cache_models") == "tokens"
         and concern("promptkit.analysis.engine") == "analysis"
     )
 

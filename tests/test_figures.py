@@ -620,9 +620,9 @@ def test_the_tour_prose_states_what_its_examples_compute(
 
 
 def test_the_constants_the_pages_state() -> None:
-    from promptkit.analysis.models import anthropic_min_cacheable_tokens
     from promptkit.assembly.registry import DEFAULT_BUILD_TIMEOUT, SLOW_STEP_SECONDS
     from promptkit.report import resolve_prices
+    from promptkit.tokens.cache_models import anthropic_min_cacheable_tokens
     from promptkit.whatif import suggestions
 
     contributors = _page("how-to", "contributors.md")
@@ -639,7 +639,7 @@ def test_the_constants_the_pages_state() -> None:
     assert m("claude-opus-4-1") == m("claude-sonnet-4-5") and m("claude-3-5-haiku") == m("claude-sonnet-4-6")
     assert m("claude-opus-4-6") == m("claude-haiku-4-5") == m("claude-opus-4-5")
     # cache models: each default rule and its worked example
-    from promptkit.analysis.models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
+    from promptkit.tokens.cache_models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
 
     models = _page("concepts", "cache-models.md")
     deepseek, openai, vllm = DeepSeekCache(), OpenAICache(), VLLMCache()
@@ -659,8 +659,8 @@ def test_the_constants_the_pages_state() -> None:
     # tokenization: the chunk size of long texts and the default bound of the segment cache
     import inspect
 
-    from promptkit.analysis.tokenize import RequestTokenizer
-    from promptkit.analysis.tokenizers import ENCODE_CHUNK_CHARS
+    from promptkit.tokens.tokenize import RequestTokenizer
+    from promptkit.tokens.tokenizers import ENCODE_CHUNK_CHARS
 
     tokenization = _page("guide", "tokenization.md")
     assert f"`ENCODE_CHUNK_CHARS` ({ENCODE_CHUNK_CHARS:,} characters)" in tokenization

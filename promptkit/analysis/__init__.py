@@ -5,9 +5,9 @@ nothing of presentation: tables, text, HTML and plots live in :mod:`promptkit.re
 these results. One module per concern:
 
 - :mod:`~promptkit.analysis.engine` runs an analysis (:func:`analyze`, :func:`analyze_requests`);
-- :mod:`~promptkit.analysis.tokenize` and :mod:`~promptkit.analysis.tokenizers` turn a request into
-  tokens, through a chat template from :mod:`~promptkit.analysis.render`;
-- :mod:`~promptkit.analysis.models` holds the cache models, :mod:`~promptkit.analysis.simulator` the
+- :mod:`~promptkit.tokens.tokenize` and :mod:`~promptkit.tokens.tokenizers` turn a request into
+  tokens, through a chat template from :mod:`~promptkit.tokens.render`;
+- :mod:`~promptkit.tokens.cache_models` holds the cache models, :mod:`~promptkit.analysis.simulator` the
   radix cache that replays them;
 - :mod:`~promptkit.analysis.causes` names why tokens were not cached;
   :mod:`~promptkit.analysis.calibration` learns how far a best-effort cache falls short;
@@ -42,7 +42,7 @@ _MODULES: dict[str, str] = {
             "ExactCache", "PrefixCache", "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache",
             "anthropic_min_cacheable_tokens",
         ),
-        "promptkit.analysis.models",
+        "promptkit.tokens.cache_models",
     ),
     **dict.fromkeys(
         ("RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome"), "promptkit.analysis.simulator"
@@ -54,14 +54,14 @@ _MODULES: dict[str, str] = {
         ),
         "promptkit.analysis.engine",
     ),
-    **dict.fromkeys(("get_tokenizer", "Tokenizer"), "promptkit.analysis.tokenizers"),
+    **dict.fromkeys(("get_tokenizer", "Tokenizer"), "promptkit.tokens.tokenizers"),
     **dict.fromkeys(("explain_causes", "classify_change", "CAUSES"), "promptkit.analysis.causes"),
     **dict.fromkeys(
         ("Calibration", "fit_calibration", "load_calibration", "apply_calibration", "default_calibration"),
         "promptkit.analysis.calibration",
     ),
-    **dict.fromkeys(("get_render_model", "RenderModel"), "promptkit.analysis.render"),
-    **dict.fromkeys(("RequestTokenizer", "TokenizedRequest"), "promptkit.analysis.tokenize"),
+    **dict.fromkeys(("get_render_model", "RenderModel"), "promptkit.tokens.render"),
+    **dict.fromkeys(("RequestTokenizer", "TokenizedRequest"), "promptkit.tokens.tokenize"),
     # the record contract and the log readers, re-exported for analysis code
     **dict.fromkeys(("read_logs", "records_from_requests"), "promptkit.formats"),
     **dict.fromkeys(("normalize_usage",), "promptkit.providers.usage"),

@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
     from promptkit.analysis.engine import AnalysisResult
-    from promptkit.analysis.models import CacheModel
+    from promptkit.tokens.cache_models import CacheModel
 
 __all__ = [
     "CAUSES",

@@ -20,7 +20,7 @@ from promptkit.errors import LayoutMismatchError
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.tokenize import TokenizedRequest
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = ["COMPOSITION_COLUMNS", "CompositionRows"]
 
@@ -50,7 +50,7 @@ class CompositionRows:
     loaders intern a session's repeated messages); :meth:`frame` computes every request's spans at once
     with numpy and makes each string column with one gather from a vocabulary.
 
-    >>> from promptkit.analysis.tokenize import RequestTokenizer
+    >>> from promptkit.tokens.tokenize import RequestTokenizer
     >>> rt = RequestTokenizer("chatml", "cl100k_base")
     >>> body = {"messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}
     >>> rows = CompositionRows()

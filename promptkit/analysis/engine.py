@@ -1,9 +1,9 @@
 """The diff engine: tokenize each request, find what the provider could have cached, apply its rules.
 
 For every request the engine renders and tokenizes the prompt (and the generated answer, when the log
-has it) with :class:`~promptkit.analysis.tokenize.RequestTokenizer`, finds the longest token prefix it
+has it) with :class:`~promptkit.tokens.tokenize.RequestTokenizer`, finds the longest token prefix it
 shares with what the provider could have cached, applies the cache model's rules
-(:mod:`promptkit.analysis.models`) and maps the first divergent token back to its message, role and —
+(:mod:`promptkit.tokens.cache_models`) and maps the first divergent token back to its message, role and —
 when the request carries the assembler's layout — its slot (anchor) and contributor key.
 
 Two views:
@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import attrs
 
 from promptkit.analysis.composition import COMPOSITION_COLUMNS
-from promptkit.analysis.models import CacheModel, get_cache_model
 from promptkit.analysis.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.analysis.ruler import Ruler, own_anchors, row_to_provider, usage_contradictions
 from promptkit.analysis.runtime import gc_paused, phase
@@ -49,15 +48,16 @@ from promptkit.providers.registry import (
     get_provider,
     infer_record_provider,
 )
+from promptkit.tokens.cache_models import CacheModel, get_cache_model
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
     from promptkit.analysis.executors import Executor
-    from promptkit.analysis.models import CachePlan
     from promptkit.analysis.simulator import CacheOutcome
-    from promptkit.analysis.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
+    from promptkit.tokens.cache_models import CachePlan
+    from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
 
 __all__ = [
     "COMPOSITION_COLUMNS",
@@ -658,7 +658,7 @@ class _Context:
     process reuses its tokenizer's snapshots across the sessions it is sent)."""
 
     def __init__(self, spec: _Spec) -> None:
-        from promptkit.analysis.tokenize import RequestTokenizer
+        from promptkit.tokens.tokenize import RequestTokenizer
 
         self.spec = spec
         self.profile, tok_spec, render_spec, self.model = _resolve(
@@ -693,7 +693,7 @@ class _Context:
     def tokenizer_for_render(self, name: str) -> RequestTokenizer:
         """The request tokenizer of the thinking render ``name``, made on first use."""
         if name not in self.thinking:
-            from promptkit.analysis.tokenize import RequestTokenizer  # perf: imported once a render is made
+            from promptkit.tokens.tokenize import RequestTokenizer  # perf: imported once a render is made
 
             self.thinking[name] = RequestTokenizer(name, self.rt.tokenizer, reject_surrogates=True)
         return self.thinking[name]
@@ -872,7 +872,7 @@ class _Undelta:
         """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
         import numpy as np
 
-        from promptkit.analysis.tokenize import TokenizedRequest, _TokenBuffer
+        from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
 
         delta, mended = self._shipped.pop(pos)
         if isinstance(delta, str):
@@ -1636,9 +1636,9 @@ def analyze_requests(
     and cache model; None (the default) uses each session's provider as the log names it or as it is
     recognised from the model name, URL or usage shape, and :data:`DEFAULT_PROVIDER` for sessions
     nothing recognises (a note says so). Sessions of different providers are analyzed each with their
-    own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.analysis.tokenizers.get_tokenizer`
-    or an object), ``render`` (:func:`~promptkit.analysis.render.get_render_model`) and ``cache_model``
-    (:func:`~promptkit.analysis.models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
+    own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.tokens.tokenizers.get_tokenizer`
+    or an object), ``render`` (:func:`~promptkit.tokens.render.get_render_model`) and ``cache_model``
+    (:func:`~promptkit.tokens.cache_models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
     ``"simulated"``; None (the default) takes ``"simulated"`` when every record comes from a log of
     conversation trees (``meta["conversation_tree"]``: Claude Code projects, whose rewinds, branches and
     sub-agents share one cache with its TTL) and ``"consecutive"`` otherwise; a note says which.

@@ -54,7 +54,7 @@ class Executor(Protocol):
 _PRELOAD: tuple[str, ...] = (
     "promptkit.analysis.engine",
     "promptkit.analysis.filetasks",
-    "promptkit.analysis.tokenize",
+    "promptkit.tokens.tokenize",
     "promptkit.analysis.simulator",
     "promptkit.formats",
     "tiktoken",

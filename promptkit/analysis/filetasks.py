@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from promptkit.analysis.models import CacheModel
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
+from promptkit.tokens.cache_models import CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl

@@ -8,7 +8,7 @@ usage, K naming the head: the same K means the same head). Right after tokenizat
 :func:`with_opaque_head`, which puts N **placeholder tokens** in front of the rendered tokens: ids above
 any vocabulary, derived from K and the position only, so two requests with the same K share their first
 ``min(N, N')`` tokens, in one session or across sessions, and a different K breaks the prefix at token 0.
-Every offset of the :class:`~promptkit.analysis.tokenize.TokenizedRequest` (message starts and ends, header
+Every offset of the :class:`~promptkit.tokens.tokenize.TokenizedRequest` (message starts and ends, header
 and prompt length) moves by N. The composition names the span :data:`OPAQUE_HEAD_SLOT`.
 
 What this cannot attribute: the head's content is unknown, so a change inside the system prompt or the
@@ -16,7 +16,7 @@ tool definitions (a new tool, an edited ``CLAUDE.md``, the date line) shows only
 that nothing in the log explains, or as a gap between predicted and reported cached tokens.
 
 >>> import numpy as np
->>> from promptkit.analysis.tokenize import TokenizedRequest
+>>> from promptkit.tokens.tokenize import TokenizedRequest
 >>> tok = TokenizedRequest(np.array([7, 8, 9]), message_starts=(0,), header_len=0, prompt_len=3)
 >>> shifted = shift_tokenized(tok, placeholder_ids("claude-code:s1:claude-opus-4-6", 2))
 >>> len(shifted), shifted.message_starts, shifted.header_len, shifted.prompt_len
@@ -40,8 +40,8 @@ from promptkit.layout import type_name
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from promptkit.analysis.tokenize import TokenizedRequest
     from promptkit.layout import RequestRecord
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
     "OPAQUE_HEAD_SLOT",
@@ -124,7 +124,7 @@ def shift_tokenized(tok: TokenizedRequest, head: np.ndarray) -> TokenizedRequest
     """``tok`` with ``head`` in front: tokens, message starts and ends, header and prompt length shifted."""
     import numpy as np
 
-    from promptkit.analysis.tokenize import TokenizedRequest
+    from promptkit.tokens.tokenize import TokenizedRequest
 
     n = len(head)
     if n == 0:
@@ -144,7 +144,7 @@ def with_opaque_head(tok: TokenizedRequest, record: RequestRecord) -> TokenizedR
     """The engine's hook: ``tok`` with the record's opaque head in front (``tok`` itself without one).
 
     >>> import numpy as np
-    >>> from promptkit.analysis.tokenize import TokenizedRequest
+    >>> from promptkit.tokens.tokenize import TokenizedRequest
     >>> from promptkit.layout import RequestRecord
     >>> tok = TokenizedRequest(np.array([1, 2]), message_starts=(0,), header_len=0, prompt_len=2)
     >>> rec = RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s",

@@ -6,7 +6,7 @@ costs one vectorized comparison per edge. Every node knows when it expires (the 
 ``last use + ttl`` of the entries through it), when it was last used (for LRU eviction) and which
 call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
 
-:class:`CacheSimulator` runs one cache model (:mod:`promptkit.analysis.models`) over calls in time
+:class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
 order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
 evict least-recently-used tokens beyond the model's ``capacity``. The engine's *simulated* view uses
 one simulator for all sessions, so a static head shared across sessions is credited as a real
@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
-from promptkit.analysis.models import CacheEntry, CacheModel, CachePlan
 from promptkit.errors import UsageError
+from promptkit.tokens.cache_models import CacheEntry, CacheModel, CachePlan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.tokenize import TokenizedRequest
     from promptkit.layout import LayoutEntry
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache", "consecutive_outcome"]
 
@@ -392,7 +392,7 @@ class CacheSimulator:
     Example::
 
         >>> import numpy as np
-        >>> from promptkit.analysis.models import get_cache_model, CachePlan, CacheEntry
+        >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
         >>> sim = CacheSimulator(get_cache_model("deepseek"))
         >>> tokens = np.arange(200)
         >>> sim.store(tokens, CachePlan(130, (CacheEntry(200),)), now=0.0, source="s#0")
@@ -591,7 +591,7 @@ def consecutive_outcome(
     left for the cyclic garbage collector).
 
     >>> import numpy as np
-    >>> from promptkit.analysis.models import get_cache_model, CachePlan, CacheEntry
+    >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
     >>> model = get_cache_model("deepseek")
     >>> stored = (np.arange(200), CachePlan(130, (CacheEntry(200),)), 0.0, "s#0")
     >>> consecutive_outcome(model, stored, np.arange(300), CachePlan(300), 5.0).cached_tokens

@@ -249,8 +249,8 @@ def trace_from_requests(
     >>> a.hash_ids[:-1] == b.hash_ids[: len(a.hash_ids) - 1], len(a.hash_ids) > 2
     (True, True)
     """
-    from promptkit.analysis.tokenize import RequestTokenizer
     from promptkit.providers.registry import get_provider
+    from promptkit.tokens.tokenize import RequestTokenizer
 
     if block_size <= 0:
         raise UsageError(f"block_size must be > 0, got {block_size}")

@@ -1,7 +1,7 @@
 """Deprecated alias: ``promptkit.cache`` moved to :mod:`promptkit.analysis` and :mod:`promptkit.report`.
 
-The analysis (engine, tokenizing, renders, cache models, simulator, causes, calibration, traces,
-executors) is :mod:`promptkit.analysis`; its presentation (metrics, pricing, summary, causes tables,
+The analysis (engine, simulator, causes, calibration, traces, executors) is :mod:`promptkit.analysis`,
+the tokenizers, renders and cache models it builds on are :mod:`promptkit.tokens`; its presentation (metrics, pricing, summary, causes tables,
 text, HTML, plots) is :mod:`promptkit.report`. Old imports keep working for one release, with a
 :class:`DeprecationWarning` naming the new home: ``from promptkit.cache import analyze`` and
 ``import promptkit.cache.engine`` both resolve to the moved modules (the same module objects).
@@ -23,11 +23,13 @@ from promptkit.errors import UnknownAttributeError
 # old submodule (under promptkit.cache) -> its new home
 MOVED: dict[str, str] = {
     **{m: f"promptkit.analysis.{m}" for m in (
-        "calibration", "causes", "composition", "engine", "executors", "models", "opaque", "runtime",
-        "simulator", "tokenize", "tokenizers", "trace", "ruler", "filetasks",
-        "render", "render.base", "render.chatml",
-        "render.deepseek", "render.jinja",
+        "calibration", "causes", "composition", "engine", "executors", "opaque", "runtime", "simulator",
+        "trace", "ruler", "filetasks",
     )},
+    **{m: f"promptkit.tokens.{m}" for m in (
+        "tokenize", "tokenizers", "render", "render.base", "render.chatml", "render.deepseek", "render.jinja",
+    )},
+    "models": "promptkit.tokens.cache_models",
     "causes_report": "promptkit.report.causes", "html": "promptkit.report.html",
     "plots": "promptkit.report.plots", "plot_data": "promptkit.report.plot_data",
     "plot_png": "promptkit.report.plot_png", "summary": "promptkit.report.summary",

@@ -43,8 +43,8 @@ def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], An
     >>> visible_prompt_tokens(RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s", provider="openai"))
     9
     """
-    from promptkit.analysis.tokenize import RequestTokenizer
     from promptkit.providers.registry import GENERIC_PROVIDER, get_provider, infer_record_provider
+    from promptkit.tokens.tokenize import RequestTokenizer
 
     profile = get_provider(infer_record_provider(record) or GENERIC_PROVIDER)
     key = (profile.name, "")

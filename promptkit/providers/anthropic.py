@@ -20,7 +20,6 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from promptkit.analysis.models import AnthropicCache
 from promptkit.chat.message import Message
 from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (
@@ -41,6 +40,7 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
+from promptkit.tokens.cache_models import AnthropicCache
 
 __all__ = [
     "ANTHROPIC_DEFAULT_MAX_TOKENS",

@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 import attrs
 
-from promptkit.analysis.models import DeepSeekCache
 from promptkit.chat.egress import to_llm_role
 from promptkit.chat.message import Message, is_directive_block
 from promptkit.providers._common import (
@@ -31,6 +30,7 @@ from promptkit.providers._common import (
 from promptkit.providers.openai import chat_completions_body
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
+from promptkit.tokens.cache_models import DeepSeekCache
 
 __all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
 

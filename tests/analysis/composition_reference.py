@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from promptkit.analysis.composition import COMPOSITION_COLUMNS
-from promptkit.analysis.tokenize import TokenizedRequest
+from promptkit.tokens.tokenize import TokenizedRequest
 
 
 def composition_part(
@@ -37,7 +37,7 @@ def composition_part(
     ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.analysis.opaque`), the
     first ``tokens`` of the header: it becomes its own ``opaque-head`` span with that key.
 
-    >>> from promptkit.analysis.tokenize import TokenizedRequest
+    >>> from promptkit.tokens.tokenize import TokenizedRequest
     >>> tok = TokenizedRequest(tokens=list(range(10)), message_starts=(2, 6), header_len=2, prompt_len=10,
     ...                        message_ends=(5, 8))
     >>> part = composition_part("s", 0, {"messages": [{"role": "user"}, {"role": "assistant"}]}, tok)

@@ -12,9 +12,9 @@ from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.causes import CAUSES, explain_causes, find_change, volatile_spans
 from promptkit.analysis.engine import analyze_requests
-from promptkit.analysis.models import DeepSeekCache, ExactCache, OpenAICache
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.registry import get_provider, register_provider
+from promptkit.tokens.cache_models import DeepSeekCache, ExactCache, OpenAICache
 from tests.analysis.tiny import CharTokenizer, TinyRender
 
 TINY: dict[str, Any] = {"tokenizer": CharTokenizer(), "render": TinyRender()}
@@ -483,7 +483,7 @@ def _anthropic_body(ttl: str | None = None) -> dict[str, Any]:
 
 
 def test_anthropic_expiry_after_five_minutes() -> None:
-    from promptkit.analysis.models import AnthropicCache
+    from promptkit.tokens.cache_models import AnthropicCache
 
     records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=400.0)]
     result = analyze_requests(records, cache_model=AnthropicCache(min_tokens=0), **TINY)
@@ -500,7 +500,7 @@ def test_anthropic_expiry_after_five_minutes() -> None:
 
 
 def test_anthropic_below_minimum() -> None:
-    from promptkit.analysis.models import AnthropicCache
+    from promptkit.tokens.cache_models import AnthropicCache
 
     records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=1.0)]
     causes = explain_causes(analyze_requests(records, cache_model=AnthropicCache(min_tokens=4096), **TINY))

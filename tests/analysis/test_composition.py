@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.composition import CompositionRows
-from promptkit.analysis.tokenize import RequestTokenizer, TokenizedRequest
 from promptkit.layout import LayoutEntry
+from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
 from tests.analysis.composition_reference import composition_frame, composition_part
 
 ROLES = ("system", "user", "assistant", "tool")

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.engine import COMPOSITION_COLUMNS, REQUEST_COLUMNS, analyze, analyze_requests
-from promptkit.analysis.models import AnthropicCache, DeepSeekCache, ExactCache
-from promptkit.analysis.tokenize import RequestTokenizer
 from promptkit.formats import records_from_requests
+from promptkit.tokens.cache_models import AnthropicCache, DeepSeekCache, ExactCache
+from promptkit.tokens.tokenize import RequestTokenizer
 from tests.analysis.tiny import CharTokenizer, TinyRender
 
 REQUIRED = (
@@ -523,8 +523,8 @@ def test_deepseek_reasoner_calls_use_thinking_mode_and_hit_through_the_reasoning
     """A thinking call's entry covers its reasoning; DeepSeek keeps the reasoning of the current turn in the
     next request, so the next call hits through it. The engine picks the thinking encoding by itself."""
     from promptkit.analysis import analyze
-    from promptkit.analysis.tokenizers import get_tokenizer
     from promptkit.providers.deepseek import THINKING_RENDER, deepseek_thinking
+    from promptkit.tokens.tokenizers import get_tokenizer
 
     path = _reasoner_trajectory(tmp_path)
     result = analyze(path, provider="deepseek", cache_model="exact")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import example, given, settings, strategies as st
 
-from promptkit.analysis.models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
 from promptkit.analysis.simulator import CacheSimulator, RadixCache
+from promptkit.tokens.cache_models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
 
 
 def arr(*xs: int) -> np.ndarray:
@@ -383,8 +383,8 @@ def test_consecutive_outcome_equals_a_simulator_holding_one_call(
 ) -> None:
     """The consecutive view's shortcut (no tree: the stored runs are prefixes of one array) gives the
     simulator's outcome for every model, entry mix, expiry and ``known`` hint."""
-    from promptkit.analysis.models import get_cache_model
     from promptkit.analysis.simulator import consecutive_outcome
+    from promptkit.tokens.cache_models import get_cache_model
 
     array = np.array(prev, dtype=np.int64)
     array.flags.writeable = False

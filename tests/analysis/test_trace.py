@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from promptkit.analysis.tokenize import RequestTokenizer
 from promptkit.analysis.trace import (
     MOONCAKE_BLOCK_SIZE,
     TraceFormatError,
@@ -21,6 +20,7 @@ from promptkit.analysis.trace import (
     write_trace,
 )
 from promptkit.formats import read_logs as load_requests
+from promptkit.tokens.tokenize import RequestTokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "fixtures" / "traces"

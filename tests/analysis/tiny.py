@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from promptkit.analysis.render import RenderedPiece, RenderError
+from promptkit.tokens.render import RenderedPiece, RenderError
 
 __all__ = ["CharTokenizer", "TinyRender"]
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from promptkit.analysis.models import CacheModel, PrefixCache
 from promptkit.errors import RecordFormatError
 from promptkit.providers.gemini import gemini_usage
 from promptkit.providers.registry import (
@@ -19,6 +18,7 @@ from promptkit.providers.registry import (
     infer_provider,
 )
 from promptkit.providers.usage import normalize_usage, usage_shape
+from promptkit.tokens.cache_models import CacheModel, PrefixCache
 
 # ------------------------------------------------------------------------------------ recognition
 
@@ -178,7 +178,7 @@ def test_built_ins_are_registered_through_the_entry_points_declared_in_pyproject
 
 
 def test_prefix_cache_rules() -> None:
-    from promptkit.analysis.models import CacheEntry, CachePlan
+    from promptkit.tokens.cache_models import CacheEntry, CachePlan
 
     model = PrefixCache(min_tokens=100, min_tokens_by_model={"big-": 1000}, unit=16)
     plan = CachePlan(prompt_len=500, entries=(CacheEntry(500),))
@@ -208,7 +208,7 @@ def test_a_profile_prices_its_models_by_family() -> None:
 
 
 def test_glm_and_minimax_render_with_their_own_chat_templates() -> None:
-    from promptkit.analysis.render.base import rendered_text
+    from promptkit.tokens.render.base import rendered_text
 
     body = {"messages": [{"role": "system", "content": "terse"}, {"role": "user", "content": "hi"}]}
     glm = rendered_text(get_provider("glm").load_render().render(body))

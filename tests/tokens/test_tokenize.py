@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from promptkit.analysis.render import (
+from promptkit.errors import LoneSurrogateError
+from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
+from promptkit.tokens.render import (
     CHATML_SPECIAL_TOKENS,
     DeepSeekV32Render,
     JinjaTemplateRender,
@@ -20,10 +22,8 @@ from promptkit.analysis.render import (
     get_render_model,
     rendered_text,
 )
-from promptkit.analysis.tokenize import RequestTokenizer, TokenizedRequest
-from promptkit.analysis.tokenizers import encode_with_offsets, get_tokenizer
-from promptkit.errors import LoneSurrogateError
-from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
+from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
+from promptkit.tokens.tokenizers import encode_with_offsets, get_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REAL_LOGS = REPO_ROOT / "fixtures" / "real-logs" / "deepseek"

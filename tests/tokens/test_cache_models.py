@@ -1,4 +1,4 @@
-"""Tests for promptkit.analysis.models: every cache-model rule."""
+"""Tests for promptkit.tokens.cache_models: every cache-model rule."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from promptkit.analysis.models import (
+from promptkit.layout import LayoutEntry
+from promptkit.tokens.cache_models import (
     ANTHROPIC_MIN_CACHEABLE_TOKENS,
     AnthropicCache,
     CacheEntry,
@@ -22,8 +23,7 @@ from promptkit.analysis.models import (
     get_cache_model,
     register_cache_model,
 )
-from promptkit.analysis.tokenize import TokenizedRequest
-from promptkit.layout import LayoutEntry
+from promptkit.tokens.tokenize import TokenizedRequest
 
 
 def plan(prompt: int) -> CachePlan:
@@ -318,6 +318,6 @@ def test_register_cache_model() -> None:
         with pytest.raises(ValueError, match="already registered"):
             register_cache_model("test-half", Half)
     finally:
-        from promptkit.analysis.models import CACHE_MODELS
+        from promptkit.tokens.cache_models import CACHE_MODELS
 
         del CACHE_MODELS["test-half"]

@@ -8,7 +8,8 @@ from typing import Any
 
 import attrs
 
-from promptkit.analysis.render.base import (
+from promptkit.errors import RenderError
+from promptkit.tokens.render.base import (
     RenderedPiece,
     SplitRender,
     content_text,
@@ -17,7 +18,6 @@ from promptkit.analysis.render.base import (
     request_messages,
     request_tools,
 )
-from promptkit.errors import RenderError
 
 __all__ = [
     "CHATML_SPECIAL_TOKENS",

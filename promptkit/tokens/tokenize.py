@@ -1,7 +1,7 @@
 """Turn requests into token arrays, incrementally, with each token mapped back to its message.
 
-:class:`RequestTokenizer` pairs a render model (:mod:`promptkit.analysis.render`) with a tokenizer
-(:mod:`promptkit.analysis.tokenizers`). Its fast path never tokenizes the same text twice: the rendering
+:class:`RequestTokenizer` pairs a render model (:mod:`promptkit.tokens.render`) with a tokenizer
+(:mod:`promptkit.tokens.tokenizers`). Its fast path never tokenizes the same text twice: the rendering
 is cut into *segments* — the maximal runs of text between two special pieces — and each distinct
 segment is tokenized once and remembered, so a growing conversation only tokenizes its new messages.
 Special pieces map to ids directly. The result equals :meth:`RequestTokenizer.tokenize_naive` (render
@@ -38,14 +38,15 @@ from typing import Any, Final
 import attrs
 import numpy as np
 
-from promptkit.analysis.render import (
+from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, UsageError
+from promptkit.tokens.render import (
     IncrementalRenderModel,
     RenderedPiece,
     RenderError,
     RenderModel,
     get_render_model,
 )
-from promptkit.analysis.tokenizers import (
+from promptkit.tokens.tokenizers import (
     Tokenizer,
     encode_ids,
     encode_with_offsets,
@@ -53,7 +54,6 @@ from promptkit.analysis.tokenizers import (
     is_cut,
     vocab_size,
 )
-from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, UsageError
 
 __all__ = ["RequestTokenizer", "TokenizedRequest"]
 

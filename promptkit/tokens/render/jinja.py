@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from promptkit.analysis.render.base import (
+from promptkit.errors import RenderError
+from promptkit.tokens.render.base import (
     RenderedPiece,
     request_messages,
     request_tools,
 )
-from promptkit.errors import RenderError
 
 __all__ = [
     "JinjaTemplateRender",

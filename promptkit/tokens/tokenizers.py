@@ -20,7 +20,7 @@ message would otherwise take several GB in ``tokenizers``).
 Every adapter encodes **plain text**: text in a message that looks like a special token
 (``<|endoftext|>``, ``<｜User｜>``) is encoded as ordinary text, never as the special token. Real special
 tokens are looked up by name with :meth:`Tokenizer.special_token_id`; render models emit them as
-separate pieces (see :mod:`promptkit.analysis.render`).
+separate pieces (see :mod:`promptkit.tokens.render`).
 
 Example::
 
@@ -129,7 +129,7 @@ ENCODE_CHUNK_CHARS: Final[int] = 1 << 16
 #   it, and at the end of the text so does ``\s*[\r\n]+`` or ``\s++$``, each tried before
 #   ``\s+(?!\S)``. So the text before the cut is split the same way on its own;
 # - BPE then merges within one pre-token only (no normalizer, byte-level encoding per pre-token).
-# tests/analysis/test_tokenizers.py checks the identity with a property test and every code point.
+# tests/tokens/test_tokenizers.py checks the identity with a property test and every code point.
 _CUT = re.compile(r"(?<=\S) |(?<=[A-Za-z!-/:-@\[-`{-~])[0-9]|(?<=[\r\n])[^\s/]")
 
 

@@ -66,7 +66,7 @@ class RenderModel(Protocol):
 @runtime_checkable
 class IncrementalRenderModel(RenderModel, Protocol):
     """A render model that can render a request from message ``start`` on (what lets
-    :class:`~promptkit.analysis.tokenize.RequestTokenizer` reuse the rendering and tokens of a request that
+    :class:`~promptkit.tokens.tokenize.RequestTokenizer` reuse the rendering and tokens of a request that
     shares the first ``start`` messages).
 
     Contract: ``render_from(request, 0, completion=c)`` is ``render(request, completion=c)``; for every

@@ -45,8 +45,8 @@ from promptkit.errors import UsageError
 from promptkit.layout import HEAD_SLOTS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.tokenize import TokenizedRequest
     from promptkit.layout import LayoutEntry
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
     "ANTHROPIC_MIN_CACHEABLE_TOKENS",

@@ -16,7 +16,7 @@ import tiktoken
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis import tokenizers as tk
-from promptkit.analysis.tokenizers import (
+from promptkit.tokens.tokenizers import (
     KNOWN_TOKENIZERS,
     HFTokenizer,
     TiktokenTokenizer,
@@ -83,7 +83,7 @@ def test_nothing_is_downloaded(tmp_path: Path) -> None:
             with open(blobpath, "rb") as f:
                 return f.read()
         tiktoken.load.read_file = no_remote
-        from promptkit.analysis.tokenizers import get_tokenizer, TokenizerNotAvailableError
+        from promptkit.tokens.tokenizers import get_tokenizer, TokenizerNotAvailableError
         tok = get_tokenizer("cl100k_base")
         assert tok.decode(tok.encode("offline ok")) == "offline ok"
         o200k = get_tokenizer("o200k_base")

@@ -12,7 +12,7 @@ import jinja2.sandbox
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from promptkit.analysis.render import (
+from promptkit.tokens.render import (
     CHATML_SPECIAL_TOKENS,
     DEEPSEEK_V3_CHAT_TEMPLATE,
     DEEPSEEK_V3_SPECIAL_TOKENS,
@@ -517,7 +517,7 @@ def test_get_render_model() -> None:
 def test_a_split_render_without_render_split_cannot_be_made() -> None:
     import attrs
 
-    from promptkit.analysis.render.base import SplitRender
+    from promptkit.tokens.render.base import SplitRender
 
     @attrs.frozen(slots=True)
     class Unfinished(SplitRender):
@@ -533,7 +533,7 @@ def test_chatml_tool_call_lines_are_json_dumps_of_name_and_arguments(name: str, 
     """The tool-call line quotes the two strings itself (no encoder per call), exactly as
     ``json.dumps(..., ensure_ascii=False)`` writes the object, for any text (controls, quotes,
     surrogates, line separators)."""
-    from promptkit.analysis.render.chatml import _chatml_tool_calls_text
+    from promptkit.tokens.render.chatml import _chatml_tool_calls_text
 
     expected = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     line = _chatml_tool_calls_text([("function", name, arguments)] * 2)

@@ -6,9 +6,9 @@ encodes as ordinary text, and *special* pieces that are single special tokens of
 (``None`` for the header — BOS and tool definitions — and for the trailing generation prompt and the
 completion), which is what lets the analysis say *which message broke the cache*.
 
-One module per family: :mod:`~promptkit.analysis.render.base` (the contract and the request readers),
-:mod:`~promptkit.analysis.render.deepseek`, :mod:`~promptkit.analysis.render.chatml`,
-:mod:`~promptkit.analysis.render.jinja`; this package holds the registry (:func:`get_render_model`).
+One module per family: :mod:`~promptkit.tokens.render.base` (the contract and the request readers),
+:mod:`~promptkit.tokens.render.deepseek`, :mod:`~promptkit.tokens.render.chatml`,
+:mod:`~promptkit.tokens.render.jinja`; this package holds the registry (:func:`get_render_model`).
 
 Models:
 
@@ -37,15 +37,16 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from promptkit.analysis.render.base import (
+from promptkit.errors import RenderError, UsageError
+from promptkit.tokens.render.base import (
     IncrementalRenderModel,
     RenderedPiece,
     RenderModel,
     content_text,
     rendered_text,
 )
-from promptkit.analysis.render.chatml import CHATML_SPECIAL_TOKENS, ChatMLRender
-from promptkit.analysis.render.deepseek import (
+from promptkit.tokens.render.chatml import CHATML_SPECIAL_TOKENS, ChatMLRender
+from promptkit.tokens.render.deepseek import (
     DEEPSEEK_V3_CHAT_TEMPLATE,
     DEEPSEEK_V3_SPECIAL_TOKENS,
     DEEPSEEK_V32_SPECIAL_TOKENS,
@@ -55,8 +56,7 @@ from promptkit.analysis.render.deepseek import (
     deepseek_tools_text,
     deepseek_v32_tools_text,
 )
-from promptkit.analysis.render.jinja import JinjaTemplateRender, load_chat_template
-from promptkit.errors import RenderError, UsageError
+from promptkit.tokens.render.jinja import JinjaTemplateRender, load_chat_template
 
 __all__ = [
     "CHATML_SPECIAL_TOKENS",
