@@ -15,7 +15,7 @@ import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st
 
-from promptkit.analysis import tokenizers as tk
+from promptkit.tokens import tokenizers as tk
 from promptkit.tokens.tokenizers import (
     KNOWN_TOKENIZERS,
     HFTokenizer,
