@@ -2,7 +2,7 @@
 
 Run as a script to print the per-file and aggregate table of both views::
 
-    /work/venv/bin/python tests/analysis/test_real_logs.py
+    python tests/analysis/test_real_logs.py
 
 Definitions (token-weighted over calls with usage):
 

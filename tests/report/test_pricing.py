@@ -17,7 +17,7 @@ from promptkit.formats import read_logs
 from promptkit.report import pricing, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = Path("/work/shared/real-logs")
+SHARED = ROOT.parent / "shared" / "real-logs"  # beside the checkout, where the workplace lays it
 LOG_DIRS = [ROOT / "fixtures", ROOT / "promptkit" / "data", *([SHARED] if SHARED.is_dir() else [])]
 
 
