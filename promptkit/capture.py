@@ -209,8 +209,9 @@ def layout_of(prompt_or_layout: Any) -> list[dict[str, Any]]:
     """
     if hasattr(prompt_or_layout, "messages") and hasattr(prompt_or_layout, "layout"):
         from promptkit.providers.record import request_record
+        from promptkit.providers.registry import GENERIC_PROVIDER
 
-        record = request_record(prompt_or_layout, provider="openai", model="layout")
+        record = request_record(prompt_or_layout, provider=GENERIC_PROVIDER, model="layout")
         return list(record.get("layout") or [])
     out: list[dict[str, Any]] = []
     for k, item in enumerate(prompt_or_layout):

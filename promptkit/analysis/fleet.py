@@ -507,7 +507,9 @@ def load_fleet_input(
     if not loaded.records:
         raise UsageError(f"no request records found in {', '.join(str(p) for p in items)}")
     records = loaded.records
-    chosen = provider or records[0].provider or "deepseek"
+    from promptkit.providers.registry import GENERIC_PROVIDER, infer_record_provider
+
+    chosen = provider or infer_record_provider(records[0]) or GENERIC_PROVIDER
     trace = trace_from_requests(records, provider=chosen, block_size=block_size)
     notes = list(loaded.notes)
     if loaded.problems:

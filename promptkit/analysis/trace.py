@@ -229,7 +229,7 @@ def _block_hashes(tokens: np.ndarray, block_size: int) -> list[bytes]:
 def trace_from_requests(
     records: Iterable[RequestRecord],
     *,
-    provider: str = "deepseek",
+    provider: str | None = None,
     tokenizer: Any = None,
     render: Any = None,
     block_size: int = MOONCAKE_BLOCK_SIZE,
@@ -239,7 +239,8 @@ def trace_from_requests(
     chained (a block's hash covers its tokens and its prefix), and number distinct hashes 0, 1, 2, …
     in order of first use. ``timestamp`` is milliseconds since the first record (record order when a
     record has no timestamp: then every timestamp is 0); ``output_length`` counts the completion's
-    tokens (0 without one).
+    tokens (0 without one). ``provider``: the profile whose render and tokenizer count the tokens; by
+    default the one the first record names or the registry recognises from it, else the generic one.
 
     >>> from promptkit.formats import records_from_requests
     >>> body = {"messages": [{"role": "user", "content": "hello " * 300}]}
@@ -249,16 +250,18 @@ def trace_from_requests(
     >>> a.hash_ids[:-1] == b.hash_ids[: len(a.hash_ids) - 1], len(a.hash_ids) > 2
     (True, True)
     """
-    from promptkit.providers.registry import get_provider
+    from promptkit.providers.registry import GENERIC_PROVIDER, get_provider, infer_record_provider
     from promptkit.tokens.tokenize import RequestTokenizer
 
     if block_size <= 0:
         raise UsageError(f"block_size must be > 0, got {block_size}")
+    items = list(records)
+    if provider is None:
+        provider = (infer_record_provider(items[0]) if items else None) or GENERIC_PROVIDER
     profile = get_provider(provider)
     rt = RequestTokenizer(
         render if render is not None else profile.load_render(), tokenizer or profile.load_tokenizer()
     )
-    items = list(records)
     timed = bool(items) and all(r.timestamp is not None for r in items)
     origin = min(float(r.timestamp) for r in items if r.timestamp is not None) if timed else 0.0
     ids: dict[bytes, int] = {}

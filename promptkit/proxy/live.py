@@ -83,25 +83,24 @@ class _Session:
 
 def _provider(record: Mapping[str, Any], override: str | None) -> str:
     """The provider whose rules predict this call: ``override``, else the one the provider registry
-    recognises from the recorded URL, API or model name, else ``openai`` (OpenAI-compatible servers)."""
+    recognises from the recorded URL or model name, else the generic profile (exact prefix, no unit), never
+    another provider's rules."""
     if override:
         return override
-    from promptkit.providers.registry import available_providers, infer_provider
+    from promptkit.providers.registry import GENERIC_PROVIDER, available_providers, infer_provider
 
     raw = record.get("http")
     http: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     named = http.get("provider")
     if isinstance(named, str) and named in available_providers():
         return named
-    if http.get("api") == "anthropic-messages":
-        return "anthropic"
     request = record.get("request")
     model = request.get("model") if isinstance(request, Mapping) else None
     url = http.get("url")
     found = infer_provider(
         model=model if isinstance(model, str) else None, url=url if isinstance(url, str) else None
     )
-    return found or "openai"
+    return found or GENERIC_PROVIDER  # the live page says which provider each session was given
 
 
 def _layout(value: object) -> tuple[LayoutEntry, ...] | None:

@@ -29,16 +29,6 @@ API_KINDS: Final[tuple[ApiKind, ...]] = ("anthropic-messages", "openai-chat", "o
 #: A request header a client may set to name its session (read by the proxy and the capture reader).
 SESSION_HEADER: Final[str] = "x-promptkit-session"
 
-#: Host suffixes of the providers promptkit knows (provider knowledge moves to ``providers/`` later).
-_HOSTS: Final[tuple[tuple[str, str], ...]] = (
-    ("anthropic.com", "anthropic"),
-    ("deepseek.com", "deepseek"),
-    ("openai.com", "openai"),
-    ("openai.azure.com", "openai"),
-    ("ollama", "ollama"),
-)
-
-
 def api_from_url(url: str) -> ApiKind | None:
     """Which API a request URL (or path) calls, from its path; None for anything else.
 
@@ -58,21 +48,18 @@ def api_from_url(url: str) -> ApiKind | None:
 
 
 def provider_from_url(url: str) -> str | None:
-    """The provider a URL's host belongs to (``anthropic``, ``openai``, ``deepseek``, ``ollama``); None
-    for a host promptkit does not know (a local server, a gateway).
+    """The provider a URL's host (or Ollama's port) belongs to, as the provider profiles recognise it
+    (:func:`~promptkit.providers.registry.infer_provider`); None for a host no profile claims (a local
+    server, a gateway, a router such as OpenRouter, whose calls are recognised by their model names).
 
     >>> provider_from_url("https://api.deepseek.com/chat/completions")
     'deepseek'
     >>> provider_from_url("https://api.anthropic.com/v1/messages"), provider_from_url("http://127.0.0.1:8000/v1")
     ('anthropic', None)
     """
-    host = (urlsplit(url).hostname or "").lower()
-    for suffix, provider in _HOSTS:
-        if host == suffix or host.endswith("." + suffix) or (suffix == "ollama" and "ollama" in host):
-            return provider
-    if urlsplit(url).port == 11434:  # Ollama's default port
-        return "ollama"
-    return None
+    from promptkit.providers.registry import infer_provider
+
+    return infer_provider(url=url)
 
 
 def header_value(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None, name: str) -> str | None:
