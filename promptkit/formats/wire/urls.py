@@ -29,6 +29,7 @@ API_KINDS: Final[tuple[ApiKind, ...]] = ("anthropic-messages", "openai-chat", "o
 #: A request header a client may set to name its session (read by the proxy and the capture reader).
 SESSION_HEADER: Final[str] = "x-promptkit-session"
 
+
 def api_from_url(url: str) -> ApiKind | None:
     """Which API a request URL (or path) calls, from its path; None for anything else.
 
