@@ -65,9 +65,12 @@ def _text(content: object, where: str) -> str:
             if isinstance(part.get("text"), str):
                 out.append(part["text"])
             elif "functionResponse" in part:
-                out.append(
-                    json.dumps(part["functionResponse"].get("response"), ensure_ascii=False, sort_keys=True)
-                )
+                response = part["functionResponse"]
+                if not isinstance(response, Mapping):
+                    raise RecordFormatError(
+                        f"{where}[{i}].functionResponse: expected an object, got {type_name(response)}"
+                    )
+                out.append(json.dumps(response.get("response"), ensure_ascii=False, sort_keys=True))
             elif "inlineData" in part or "fileData" in part:
                 out.append(f"[{next(iter(part))}]")
         else:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
@@ -97,14 +97,42 @@ def _model_name(data: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _history_processors(data: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _history_processors(data: Mapping[str, Any], report: Callable[[str], None]) -> list[Mapping[str, Any]]:
     """The history processors ``replay_config`` declares (``agent.history_processors``, a list, or the
-    older single ``agent.history_processor``), in order."""
+    older single ``agent.history_processor``), in order. A processor whose fields have the wrong type
+    is reported (naming the field) and left out."""
     agent = _agent_config(data)
     declared = agent.get("history_processors", agent.get("history_processor"))
     if isinstance(declared, Mapping):
         declared = [declared]
-    return [p for p in declared if isinstance(p, Mapping)] if isinstance(declared, list) else []
+    if not isinstance(declared, list):
+        return []
+    out = []
+    for k, p in enumerate(declared):
+        where = f"replay_config.agent.history_processors[{k}]"
+        problem = _processor_problem(p)
+        if problem is not None:
+            report(f"{where}{problem}; the processor is not applied")
+            continue
+        out.append(p)
+    return out
+
+
+def _processor_problem(p: object) -> str | None:
+    """What is wrong with one declared processor (``.field: ...``), or None."""
+    if not isinstance(p, Mapping):
+        return f": expected an object, got {type_name(p)}"
+    if not isinstance(p.get("type", "default"), str):
+        return f".type: expected a string, got {type_name(p.get('type'))}"
+    for name in ("n", "polling"):
+        value = p.get(name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f".{name}: expected a whole number >= 0, got {value!r}"
+    for name in ("always_remove_output_for_tags", "always_keep_output_for_tags"):
+        tags = p.get(name, [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            return f".{name}: expected a list of strings"
+    return None
 
 
 #: The placeholder SWE-agent writes for an elided observation (``LastNObservations`` in
@@ -155,7 +183,8 @@ def last_n_observations(
     omit = set(observations[1:last_removed])
     out: list[Mapping[str, Any]] = []
     for i, m in enumerate(history):
-        tags = set(m.get("tags") or [])
+        raw_tags = m.get("tags")
+        tags = {t for t in raw_tags if isinstance(t, str)} if isinstance(raw_tags, list) else set()
         if (i not in omit or tags & keep_tags) and not tags & remove_tags:
             out.append(m)
             continue
@@ -206,7 +235,7 @@ def trajectory_records(
     history = _main_history(data.get("history"))
     assistant_at = [i for i, m in enumerate(history) if m.get("role") == "assistant"]
     model = _model_name(data)
-    processors = _history_processors(data)
+    processors = _history_processors(data, report)
     rebuilt = False
     info = data.get("info")
     stats = info.get("model_stats") if isinstance(info, Mapping) else None

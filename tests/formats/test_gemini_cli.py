@@ -119,3 +119,13 @@ def test_bad_fields_are_counted_problems_naming_line_and_field(tmp_path: Path) -
     assert any(line == 3 and "tokens.cached" in why and "exceed" in why for line, why in reasons)
     assert any(line == 4 and "expected an object" in why for line, why in reasons)
     assert any(line == 5 and "invalid JSON" in why for line, why in reasons)
+
+
+def test_a_function_response_that_is_not_an_object_is_a_problem_naming_the_part(tmp_path: Path) -> None:
+    # found by the loader fuzz: {"functionResponse": null} used to raise AttributeError
+    bad = {**_user("u1", "q"), "content": [{"functionResponse": None}]}
+    path = _jsonl(tmp_path, META, bad, _model("g1", "a"))
+    r = read_logs(path)
+    assert any("content[0].functionResponse: expected an object, got null" in p.reason for p in r.problems), [
+        p.reason for p in r.problems
+    ]

@@ -157,3 +157,21 @@ def test_an_unknown_history_processor_is_named_in_a_problem(tmp_path: Path) -> N
     assert "history processor(s) remove_regex" in problem.reason and problem.file == str(path)
     # the messages really sent need no processor: no problem then
     assert read_logs(ELIDED).problems == ()
+
+
+def test_a_malformed_history_processor_is_a_problem_naming_its_field(tmp_path: Path) -> None:
+    # untrusted replay_config: a count that is not a number, tags that are not strings
+    path = _without_query(
+        tmp_path,
+        processors=[
+            {"type": "last_n_observations", "n": None},
+            {"type": "last_n_observations", "n": 1, "always_keep_output_for_tags": [["x"]]},
+        ],
+    )
+    result = read_logs(path)
+    assert len(result.records) == 5  # read, with the processors left out
+    reasons = [p.reason for p in result.problems]
+    assert any("history_processors[0].n: expected a whole number >= 0, got None" in r for r in reasons), (
+        reasons
+    )
+    assert any("history_processors[1].always_keep_output_for_tags" in r for r in reasons), reasons
