@@ -172,7 +172,9 @@ def _fold(source: Source, problems: list[LoadProblem]) -> _Folded:
             except RecordFormatError as exc:
                 problems.append(LoadProblem(source.file, None, f"{exc}; message skipped"))
         return folded
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    # lines split at "\n" only, as every JSONL reader here does: a JSON string may hold U+2028 and
+    # friends, at which str.splitlines would cut (and the line numbers would drift)
+    for lineno, raw in enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1):
         if not raw.strip():
             continue
         try:

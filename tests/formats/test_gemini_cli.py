@@ -129,3 +129,16 @@ def test_a_function_response_that_is_not_an_object_is_a_problem_naming_the_part(
     assert any("content[0].functionResponse: expected an object, got null" in p.reason for p in r.problems), [
         p.reason for p in r.problems
     ]
+
+
+def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
+    # a JSON string may hold U+2028 raw; the broken line after it is still line 4 (found by the fuzz)
+    user = json.dumps({**_user("u1", "a\u2028b")}, ensure_ascii=False)
+    path = tmp_path / "session-y.jsonl"
+    path.write_text(
+        json.dumps(META) + "\n" + user + "\n" + json.dumps(_model("g1", "a")) + "\n{broken\n",
+        encoding="utf-8",
+    )
+    r = read_logs(path)
+    assert len(r.records) == 1
+    assert [p.line for p in r.problems] == [4]
