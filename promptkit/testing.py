@@ -47,14 +47,13 @@ def assert_cache_stable(
     """
     import polars as pl
 
-    from promptkit.analysis.causes import explain_causes
     from promptkit.analysis.engine import analyze_requests
     from promptkit.report.causes import check_gate
 
     result = analyze_requests(records, provider=provider, view=view)
     gate = check_gate(result, min_hit=min_hit, max_layout_loss=max_layout_loss)
     if not gate.passed:
-        causes = explain_causes(result)
+        causes = result.causes
         changes = causes.filter(pl.col("change_detail").is_not_null())
         lines = list(gate.failures)
         for row in changes.head(5).iter_rows(named=True):

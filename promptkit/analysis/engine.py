@@ -202,6 +202,20 @@ class AnalysisResult:
     view: str
     notes: tuple[str, ...] = ()
     provider_assumed: bool = False
+    # what is computed from the frames once and then held (a copy made by attrs.evolve starts empty)
+    _held: dict[str, Any] = attrs.field(factory=dict, init=False)
+
+    @property
+    def causes(self) -> pl.DataFrame:
+        """Per request, the uncached tokens split by cause (:func:`~promptkit.analysis.causes.explain_causes`),
+        computed on first use and held by the result, so every table, report file and gate reads the same
+        frame without computing it again."""
+        held = self._held.get("causes")
+        if held is None:
+            from promptkit.analysis.causes import explain_causes
+
+            held = self._held["causes"] = explain_causes(self)
+        return held
 
     @property
     def hit_ratio(self) -> float | None:

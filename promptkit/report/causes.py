@@ -32,7 +32,6 @@ from promptkit.analysis.causes import (
     INHERENT_CAUSES,
     LAYOUT_CAUSES,
     PROVIDER_CAUSES,
-    explain_causes,
 )
 from promptkit.report.pricing import ModelPrice
 
@@ -68,7 +67,7 @@ _GROUP: Final[Mapping[str, str]] = {
 def _causes(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
     if isinstance(result, pl.DataFrame):
         return result
-    return explain_causes(result)
+    return result.causes
 
 
 def causes_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
@@ -284,7 +283,7 @@ def reads_invariant(result: AnalysisResult, *, tolerance: int = 0) -> pl.DataFra
     ``cause`` (the largest cause of the call, from :func:`~promptkit.analysis.causes.explain_causes`),
     ``change_detail``, ``gap_seconds``.
     """
-    causes = explain_causes(result).select("session", "index", "cause", "change_detail", "gap_seconds")
+    causes = result.causes.select("session", "index", "cause", "change_detail", "gap_seconds")
     frame = result.requests.sort("session", "index", maintain_order=True)
     has = frame.filter(
         pl.col("reported_cache_write_tokens").is_not_null() & pl.col("reported_cached_tokens").is_not_null()
@@ -371,7 +370,7 @@ def check_gate(
         >>> check_gate(analyze_requests([body, body], provider="exact"), min_hit=0.9).passed
         False
     """
-    causes = explain_causes(result)
+    causes = result.causes
     layout = pl.sum_horizontal(pl.col(f"lost_{c}") for c in LAYOUT_CAUSES)
     per = causes.group_by("session", maintain_order=True).agg(
         pl.col("prompt_tokens").sum().alias("prompt_tokens"),
@@ -448,7 +447,7 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
     promptkit-built prompt the suggested anchor as :func:`promptkit.assembly.audit` gives it
     (``turn-context``), otherwise the layout change that avoids it. Sorted by tokens lost.
     """
-    causes = explain_causes(result)
+    causes = result.causes
     req = result.requests.select(
         "session", "index", "divergence_message", "divergence_anchor", "divergence_key"
     )

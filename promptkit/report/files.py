@@ -159,9 +159,7 @@ def write_report(
         (directory / "summary.txt").write_text(text, encoding="utf-8")
         written.append(directory / "summary.txt")
     if "causes" in wanted and hasattr(result, "cache_model"):
-        from promptkit.analysis.causes import explain_causes
-
-        write_csv(explain_causes(result), directory / "causes.csv")
+        write_csv(result.causes, directory / "causes.csv")
         written.append(directory / "causes.csv")
         if _has_writes(requests):
             from promptkit.report.causes import reads_invariant, write_accounting

@@ -686,3 +686,25 @@ def test_a_profile_object_is_analyzed_as_given() -> None:
     local = analyze_requests([record], provider=attrs.evolve(gemini, exact_tokenizer=True)).requests
     assert by_name["prompt_tokens"][0] == by_object["prompt_tokens"][0] == 1000  # the reported prompt
     assert 0 < local["prompt_tokens"][0] < 1000
+
+
+def test_the_causes_are_computed_once_and_held_by_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    import attrs
+
+    from promptkit.analysis import causes as causes_module
+
+    body = {"messages": [{"role": "user", "content": "hello there " * 30}]}
+    result = analyze_requests([body, body], provider="exact")
+    calls = []
+    real = causes_module.explain_causes
+    monkeypatch.setattr(causes_module, "explain_causes", lambda r: calls.append(r) or real(r))
+    first = result.causes
+    assert result.causes is first and len(calls) == 1  # held: the second read computes nothing
+    assert first.equals(real(result))
+    from promptkit.report import causes_by_cause
+
+    causes_by_cause(result)
+    assert len(calls) == 1  # the report reads what the result holds
+    copy = attrs.evolve(result, notes=("changed",))
+    assert copy.causes.height == first.height
+    assert len(calls) == 2  # a modified copy starts without the held frame
