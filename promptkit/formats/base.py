@@ -36,6 +36,7 @@ __all__ = [
     "Source",
     "available_formats",
     "get_format",
+    "json_lines",
     "read_json_document",
     "register_format",
     "sniff_format",
@@ -382,6 +383,30 @@ def read_json_document(source: Source, records_of: DocumentReader) -> Iterator[I
     records = records_of(data, source.file, source.stem, problems)
     yield from problems
     yield from records
+
+
+def json_lines(source: Source) -> Iterator[tuple[int, Any] | LoadProblem]:
+    """The JSON value of every non-blank line of a JSON Lines ``source`` as ``(line number, value)``
+    (lines split at ``\\n`` only, as :meth:`Source.lines` reads them), and a :class:`LoadProblem`
+    naming the line for each line that is not JSON.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x.jsonl"
+    >>> _ = path.write_text('{"a": 1}\\n\\n{broken\\n')
+    >>> [(x.line, x.reason) if isinstance(x, LoadProblem) else x for x in json_lines(Source.open(path))]
+    [(1, {'a': 1}), (3, 'invalid JSON: Expecting property name enclosed in double quotes (column 2)')]
+    """
+    import json
+
+    from promptkit.formats.fields import loads_json
+
+    for lineno, raw in source.lines():
+        if not raw.strip():
+            continue
+        try:
+            yield lineno, loads_json(raw)
+        except json.JSONDecodeError as exc:
+            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
 
 
 @attrs.frozen(slots=True)

@@ -37,8 +37,10 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import attrs
+
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, json_lines
 from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, token_count, type_name
@@ -172,16 +174,11 @@ def _fold(source: Source, problems: list[LoadProblem]) -> _Folded:
             except RecordFormatError as exc:
                 problems.append(LoadProblem(source.file, None, f"{exc}; message skipped"))
         return folded
-    # lines split at "\n" only, as every JSONL reader here does: a JSON string may hold U+2028 and
-    # friends, at which str.splitlines would cut (and the line numbers would drift)
-    for lineno, raw in enumerate((line.removesuffix("\r") for line in text.split("\n")), start=1):
-        if not raw.strip():
+    for item in json_lines(source):  # the JSONL layout, one change a line
+        if isinstance(item, LoadProblem):
+            problems.append(attrs.evolve(item, reason=f"{item.reason}; line skipped"))
             continue
-        try:
-            obj = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg}; line skipped"))
-            continue
+        lineno, obj = item
         try:
             if not isinstance(obj, Mapping):
                 raise RecordFormatError(f"expected an object, got {type_name(obj)}")

@@ -25,7 +25,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, json_lines
 from promptkit.formats.fields import loads_json
 from promptkit.layout import LoadProblem, RequestRecord
 
@@ -76,14 +76,11 @@ def _problem(obj: Any) -> str | None:
 
 def read(source: Source) -> Iterator[Item]:
     """One request per trace line (see the module docstring)."""
-    for lineno, raw in source.lines():
-        if not raw.strip():
+    for item in json_lines(source):
+        if isinstance(item, LoadProblem):
+            yield item
             continue
-        try:
-            obj = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
+        lineno, obj = item
         problem = _problem(obj)
         if problem is not None:
             yield LoadProblem(source.file, lineno, problem)

@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, json_lines
 from promptkit.formats.fields import check_request, completion_of, loads_json, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, type_name
 from promptkit.providers.usage import normalize_usage
@@ -178,21 +178,24 @@ def read(source: Source) -> Iterator[Item]:
         items = data if isinstance(data, list) else [data]
         for i, item in enumerate(items):
             sub: list[LoadProblem] = []
-            record = record_from_json(item, file=source.file, line=None, default_session=session, problems=sub)
+            record = record_from_json(
+                item, file=source.file, line=None, default_session=session, problems=sub
+            )
             for p in sub:
-                yield LoadProblem(p.file, p.line, f"item {i}: {p.reason}" if isinstance(data, list) else p.reason)
+                yield LoadProblem(
+                    p.file, p.line, f"item {i}: {p.reason}" if isinstance(data, list) else p.reason
+                )
             if record is not None:
                 yield record
         return
-    for lineno, raw in source.lines():
-        if not raw.strip():
+    for item in json_lines(source):
+        if isinstance(item, LoadProblem):
+            yield item
             continue
-        try:
-            obj = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        record = record_from_json(obj, file=source.file, line=lineno, default_session=session, problems=problems)
+        lineno, obj = item
+        record = record_from_json(
+            obj, file=source.file, line=lineno, default_session=session, problems=problems
+        )
         yield from problems
         problems.clear()
         if record is not None:
