@@ -35,7 +35,7 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source, read_json_document
+from promptkit.formats.base import Item, LogFormat, Source, read_json_document, reporter
 from promptkit.formats.fields import chat_body, count, optional_field, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
@@ -259,10 +259,7 @@ def trajectory_records(
     data: object, file: str, default_session: str, problems: list[LoadProblem]
 ) -> list[RequestRecord]:
     """The calls of one parsed ATIF trajectory; problems (naming the step and field) go to ``problems``."""
-
-    def report(reason: str) -> None:
-        problems.append(LoadProblem(file, None, reason))
-
+    report = reporter(problems, file)
     if not isinstance(data, Mapping):
         report(f"expected an ATIF trajectory object, got {type_name(data)}")
         return []

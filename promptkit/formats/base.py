@@ -40,6 +40,7 @@ __all__ = [
     "json_values",
     "read_json_document",
     "register_format",
+    "reporter",
     "sniff_format",
 ]
 
@@ -384,6 +385,22 @@ def read_json_document(source: Source, records_of: DocumentReader) -> Iterator[I
     records = records_of(data, source.file, source.stem, problems)
     yield from problems
     yield from records
+
+
+def reporter(problems: list[LoadProblem], file: str | None, line: int | None = None) -> Callable[[str], None]:
+    """A ``report(reason)`` that adds ``LoadProblem(file, line, reason)`` to ``problems``: what a reader
+    hands to :func:`~promptkit.formats.fields.optional_field`.
+
+    >>> problems = []
+    >>> reporter(problems, "a.jsonl", 3)("bad")
+    >>> problems
+    [LoadProblem(file='a.jsonl', line=3, reason='bad')]
+    """
+
+    def report(reason: str) -> None:
+        problems.append(LoadProblem(file, line, reason))
+
+    return report
 
 
 def json_lines(source: Source) -> Iterator[tuple[int, Any] | LoadProblem]:
