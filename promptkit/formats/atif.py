@@ -36,7 +36,7 @@ import attrs
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document, reporter
-from promptkit.formats.fields import chat_body, count, optional_field, parse_timestamp
+from promptkit.formats.fields import assistant_message, chat_body, count, optional_field, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
 __all__ = ["FORMAT", "trajectory_records"]
@@ -207,9 +207,7 @@ class _Replay:
         observation: list[dict[str, Any]],
     ) -> None:
         """An agent step: a call whose request is the chat so far; then its answer joins the chat."""
-        assistant: dict[str, Any] = {"role": "assistant", "content": message or (None if calls else "")}
-        if calls:
-            assistant["tool_calls"] = calls
+        assistant = assistant_message(message, calls)
         record = self._record(step, where, assistant)
         if record is not None:
             self.records.append(record)

@@ -23,6 +23,7 @@ from promptkit.layout import LayoutEntry, token_count as count, type_name
 __all__ = [
     "CHAT_ROLES",
     "anthropic_completion",
+    "assistant_message",
     "chat_body",
     "check_message",
     "check_request",
@@ -325,3 +326,17 @@ def chat_body(model: object, messages: list[Any], tools: list[Any] | None = None
     if tools:
         body["tools"] = tools
     return body
+
+
+def assistant_message(content: str | list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message as the agent-log readers replay one: its ``content`` (when empty: None beside
+    tool calls, else ``""``) and its tool ``calls`` (left out when there are none).
+
+    >>> assistant_message("", [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}])["content"]
+    >>> assistant_message("", [])
+    {'role': 'assistant', 'content': ''}
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message

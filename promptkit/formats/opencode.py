@@ -37,7 +37,7 @@ import attrs
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document
-from promptkit.formats.fields import chat_body, optional_field
+from promptkit.formats.fields import assistant_message, chat_body, optional_field
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, token_count, type_name
 
@@ -112,11 +112,7 @@ class _Step:
                 self.ended_at = end / 1000.0
 
     def messages(self) -> list[dict[str, Any]]:
-        text = "".join(self.text)
-        assistant: dict[str, Any] = {"role": "assistant", "content": text or (None if self.calls else "")}
-        if self.calls:
-            assistant["tool_calls"] = self.calls
-        return [assistant, *self.results]
+        return [assistant_message("".join(self.text), self.calls), *self.results]
 
 
 def _created(info: Mapping[str, Any]) -> float | None:
