@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
+import attrs
+
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source, read_json_document
-from promptkit.formats.fields import count, parse_timestamp
+from promptkit.formats.base import Item, LogFormat, Source, read_json_document, reporter
+from promptkit.formats.fields import assistant_message, chat_body, count, optional_field, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 
 __all__ = ["FORMAT", "trajectory_records"]
@@ -150,14 +152,112 @@ def _tools(agent: Mapping[str, Any]) -> list[Any] | None:
     ]
 
 
+@attrs.define
+class _Replay:
+    """One trajectory read step by step: the chat so far (the request of the next agent step) and the
+    calls found; problems (naming the step and field) go to ``problems``."""
+
+    file: str
+    session: str
+    default_model: object
+    tools: list[Any] | None
+    problems: list[LoadProblem]
+    chat: list[dict[str, Any]] = attrs.field(factory=list)
+    records: list[RequestRecord] = attrs.field(factory=list)
+
+    def report(self, reason: str) -> None:
+        self.problems.append(LoadProblem(self.file, None, reason))
+
+    def step(self, step: object, where: str) -> None:
+        """Read one step: a system or user step extends the chat, an agent step is a call."""
+        if not isinstance(step, Mapping):
+            self.report(f"{where}: expected an object, got {type_name(step)}; skipped")
+            return
+        try:
+            agent = self._read(step, where)
+        except RecordFormatError as exc:
+            self.report(f"{exc}; step skipped")
+            return
+        if agent is not None:
+            self._agent(step, where, *agent)
+
+    def _read(
+        self, step: Mapping[str, Any], where: str
+    ) -> tuple[str | list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """A system or user step's messages go onto the chat (None is returned; a bad observation raises
+        after its message is on the chat); an agent step's message, tool calls and observation messages
+        are returned. Raises :class:`RecordFormatError` naming the field."""
+        source = step.get("source")
+        if source not in ("system", "user", "agent"):
+            raise RecordFormatError(f"{where}.source: expected 'system', 'user' or 'agent', got {source!r}")
+        message = _text(step.get("message"), f"{where}.message")
+        if source != "agent":
+            self.chat.append({"role": source, "content": message})
+            self.chat.extend(_observation(step.get("observation"), f"{where}.observation"))
+            return None
+        calls = _tool_calls(step.get("tool_calls"), f"{where}.tool_calls")
+        return message, calls, _observation(step.get("observation"), f"{where}.observation")
+
+    def _agent(
+        self,
+        step: Mapping[str, Any],
+        where: str,
+        message: str | list[dict[str, Any]],
+        calls: list[dict[str, Any]],
+        observation: list[dict[str, Any]],
+    ) -> None:
+        """An agent step: a call whose request is the chat so far; then its answer joins the chat."""
+        assistant = assistant_message(message, calls)
+        record = self._record(step, where, assistant)
+        if record is not None:
+            self.records.append(record)
+        self.chat.append(assistant)
+        self.chat.extend(observation)
+
+    def _record(self, step: Mapping[str, Any], where: str, assistant: dict[str, Any]) -> RequestRecord | None:
+        completion = dict(assistant)
+        reasoning = step.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            completion["reasoning_content"] = reasoning
+        body = chat_body(step.get("model_name") or self.default_model, list(self.chat), self.tools)
+        usage = optional_field(
+            self.report, "the call is kept without usage", _usage, step.get("metrics"), f"{where}.metrics"
+        )
+        timestamp = optional_field(
+            self.report,
+            "the call is kept without a timestamp",
+            parse_timestamp,
+            step.get("timestamp"),
+            f"{where}.timestamp",
+        )
+        if not self.chat:
+            self.report(f"{where}: agent step with no earlier message; not a call that can be analyzed")
+            return None
+        meta = {"step_id": step.get("step_id")} if step.get("step_id") is not None else {}
+        return RequestRecord(
+            body,
+            self.session,
+            timestamp=timestamp,
+            completion=completion,
+            usage=usage,
+            file=self.file,
+            meta=meta,
+        )
+
+
+def _session(data: Mapping[str, Any], default_session: str, report: Callable[[str], None]) -> str:
+    session = data.get("session_id")
+    if isinstance(session, str) and session:
+        return session
+    report(f"session_id: expected a non-empty string, got {type_name(session)}; the file name is the session")
+    return default_session
+
+
 def trajectory_records(
     data: object, file: str, default_session: str, problems: list[LoadProblem]
 ) -> list[RequestRecord]:
     """The calls of one parsed ATIF trajectory; problems (naming the step and field) go to ``problems``."""
-
-    def report(reason: str) -> None:
-        problems.append(LoadProblem(file, None, reason))
-
+    report = reporter(problems, file)
     if not isinstance(data, Mapping):
         report(f"expected an ATIF trajectory object, got {type_name(data)}")
         return []
@@ -165,82 +265,15 @@ def trajectory_records(
     if not isinstance(steps, list):
         report(f"steps: expected a list, got {type_name(steps)}")
         return []
-    session = data.get("session_id")
-    if not isinstance(session, str) or not session:
-        report(
-            f"session_id: expected a non-empty string, got {type_name(session)}; the file name is the session"
-        )
-        session = default_session
+    session = _session(data, default_session, report)
     agent = data.get("agent") if isinstance(data.get("agent"), Mapping) else {}
     assert isinstance(agent, Mapping)
-    default_model = agent.get("model_name")
-    tools = _tools(agent)
-    chat: list[dict[str, Any]] = []
-    records: list[RequestRecord] = []
+    replay = _Replay(file, session, agent.get("model_name"), _tools(agent), problems)
     for k, step in enumerate(steps):
-        where = f"steps[{k}]"
-        if not isinstance(step, Mapping):
-            report(f"{where}: expected an object, got {type_name(step)}; skipped")
-            continue
-        source = step.get("source")
-        try:
-            if source not in ("system", "user", "agent"):
-                raise RecordFormatError(
-                    f"{where}.source: expected 'system', 'user' or 'agent', got {source!r}"
-                )
-            message = _text(step.get("message"), f"{where}.message")
-            if source != "agent":
-                chat.append({"role": source, "content": message})
-                chat.extend(_observation(step.get("observation"), f"{where}.observation"))
-                continue
-            calls = _tool_calls(step.get("tool_calls"), f"{where}.tool_calls")
-            observation = _observation(step.get("observation"), f"{where}.observation")
-        except RecordFormatError as exc:
-            report(f"{exc}; step skipped")
-            continue
-        assistant: dict[str, Any] = {"role": "assistant", "content": message or (None if calls else "")}
-        if calls:
-            assistant["tool_calls"] = calls
-        completion = dict(assistant)
-        reasoning = step.get("reasoning_content")
-        if isinstance(reasoning, str) and reasoning:
-            completion["reasoning_content"] = reasoning
-        model = step.get("model_name") or default_model
-        body: dict[str, Any] = {}
-        if isinstance(model, str) and model:
-            body["model"] = model
-        body["messages"] = list(chat)
-        if tools:
-            body["tools"] = tools
-        usage = timestamp = None
-        try:
-            usage = _usage(step.get("metrics"), f"{where}.metrics")
-        except RecordFormatError as exc:
-            report(f"{exc}; the call is kept without usage")
-        try:
-            timestamp = parse_timestamp(step.get("timestamp"), f"{where}.timestamp")
-        except RecordFormatError as exc:
-            report(f"{exc}; the call is kept without a timestamp")
-        if not chat:
-            report(f"{where}: agent step with no earlier message; not a call that can be analyzed")
-        else:
-            meta = {"step_id": step.get("step_id")} if step.get("step_id") is not None else {}
-            records.append(
-                RequestRecord(
-                    body,
-                    session,
-                    timestamp=timestamp,
-                    completion=completion,
-                    usage=usage,
-                    file=file,
-                    meta=meta,
-                )
-            )
-        chat.append(assistant)
-        chat.extend(observation)
-    if not records and not any(p.file == file for p in problems):
+        replay.step(step, f"steps[{k}]")
+    if not replay.records and not any(p.file == file for p in problems):
         report("trajectory has no agent steps: zero requests loaded")
-    return records
+    return replay.records
 
 
 def sniff(source: Source) -> bool:

@@ -17,7 +17,7 @@ import gzip
 import io
 import os
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -37,8 +37,10 @@ __all__ = [
     "available_formats",
     "get_format",
     "json_lines",
+    "json_values",
     "read_json_document",
     "register_format",
+    "reporter",
     "sniff_format",
 ]
 
@@ -385,6 +387,22 @@ def read_json_document(source: Source, records_of: DocumentReader) -> Iterator[I
     yield from records
 
 
+def reporter(problems: list[LoadProblem], file: str | None, line: int | None = None) -> Callable[[str], None]:
+    """A ``report(reason)`` that adds ``LoadProblem(file, line, reason)`` to ``problems``: what a reader
+    hands to :func:`~promptkit.formats.fields.optional_field`.
+
+    >>> problems = []
+    >>> reporter(problems, "a.jsonl", 3)("bad")
+    >>> problems
+    [LoadProblem(file='a.jsonl', line=3, reason='bad')]
+    """
+
+    def report(reason: str) -> None:
+        problems.append(LoadProblem(file, line, reason))
+
+    return report
+
+
 def json_lines(source: Source) -> Iterator[tuple[int, Any] | LoadProblem]:
     """The JSON value of every non-blank line of a JSON Lines ``source`` as ``(line number, value)``
     (lines split at ``\\n`` only, as :meth:`Source.lines` reads them), and a :class:`LoadProblem`
@@ -396,17 +414,28 @@ def json_lines(source: Source) -> Iterator[tuple[int, Any] | LoadProblem]:
     >>> [(x.line, x.reason) if isinstance(x, LoadProblem) else x for x in json_lines(Source.open(path))]
     [(1, {'a': 1}), (3, 'invalid JSON: Expecting property name enclosed in double quotes (column 2)')]
     """
+    return json_values(source.lines(), source.file)
+
+
+def json_values(lines: Iterable[tuple[int, str]], file: str) -> Iterator[tuple[int, Any] | LoadProblem]:
+    """:func:`json_lines` over numbered lines already read (``(line number, text)``, as
+    :meth:`Source.lines` gives them): each non-blank line's JSON value, or a problem in ``file`` naming
+    the line that is not JSON.
+
+    >>> [x if isinstance(x, tuple) else x.reason for x in json_values([(1, "[1]"), (2, " "), (3, "x")], "f")]
+    [(1, [1]), 'invalid JSON: Expecting value (column 1)']
+    """
     import json
 
     from promptkit.formats.fields import loads_json
 
-    for lineno, raw in source.lines():
+    for lineno, raw in lines:
         if not raw.strip():
             continue
         try:
             yield lineno, loads_json(raw)
         except json.JSONDecodeError as exc:
-            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            yield LoadProblem(file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
 
 
 @attrs.frozen(slots=True)

@@ -57,16 +57,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import loads_json, parse_timestamp
+from promptkit.formats.base import Item, LogFormat, Source, json_values, reporter
+from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
-from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "NAME", "transcript_records"]
@@ -403,6 +403,80 @@ def _with_breakpoint(record: RequestRecord, ttl: str | None) -> RequestRecord:
     return attrs.evolve(record, request={**record.request, "messages": messages})
 
 
+def _events(lines: Iterable[tuple[int, str]], file: str, problems: list[LoadProblem]) -> list[_Event]:
+    """The events of a transcript's lines; a line that is not JSON or not an event is a problem."""
+    events: list[_Event] = []
+    for item in json_values(lines, file):
+        if isinstance(item, LoadProblem):
+            problems.append(item)
+            continue
+        lineno, obj = item
+        try:
+            events.append(_parse_event(obj, lineno))
+        except RecordFormatError as exc:
+            problems.append(LoadProblem(file, lineno, f"{exc}; line skipped"))
+    return events
+
+
+def _model_calls(events: Sequence[_Event]) -> list[list[_Event]]:
+    """The lines of each model call: the (non-synthetic) assistant events of one message, in file order."""
+    groups: dict[str, list[_Event]] = {}
+    for e in events:
+        if e.type == "assistant" and not e.synthetic:
+            groups.setdefault(e.message_key, []).append(e)
+    return list(groups.values())
+
+
+def _usage_and_timestamp(
+    group: Sequence[_Event], file: str, problems: list[LoadProblem]
+) -> tuple[Usage | None, float | None]:
+    """A call's usage (its last line that has one) and timestamp (its first line's); a problem naming the
+    line for either that cannot be read."""
+    usage = None
+    usage_event = next((g for g in reversed(group) if g.usage is not None), None)
+    if usage_event is not None:
+        usage = optional_field(
+            reporter(problems, file, usage_event.line),
+            "the call is kept without usage",
+            normalize_usage,
+            usage_event.usage,
+            "message.usage",
+        )
+    timestamp = optional_field(
+        reporter(problems, file, group[0].line),
+        "the call is kept without a timestamp",
+        parse_timestamp,
+        group[0].timestamp,
+    )
+    return usage, timestamp
+
+
+def _call_meta(t: _Transcript, group: Sequence[_Event], last_call: dict[str, str | None]) -> dict[str, Any]:
+    """A call's ``meta``: its lines, the log events since its thread's previous call (``last_call``: thread
+    -> the uuid of its latest call's first line, updated) and its request id."""
+    first = group[0]
+    meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group], "conversation_tree": True}
+    thread = t.thread_of(first)
+    shown = _events_before(t, first, last_call.get(thread, ""))
+    if shown:
+        meta["log_events"] = shown
+    last_call[thread] = first.uuid
+    if first.request_id is not None:
+        meta["request_id"] = first.request_id
+    return meta
+
+
+def _missing_parents(t: _Transcript, file: str) -> LoadProblem:
+    line, parent = t.missing_parents[0]
+    more = f" (and {len(t.missing_parents) - 1} more)" if len(t.missing_parents) > 1 else ""
+    return LoadProblem(
+        file,
+        line,
+        f"parentUuid {parent!r} is not in this file{more}: the conversation before it is unknown "
+        "(a resumed session or a trimmed file); the calls are kept with what the file holds",
+    )
+
+
 def transcript_records(
     lines: Iterator[tuple[int, str]] | Sequence[tuple[int, str]], *, file: str, stem: str
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
@@ -416,54 +490,17 @@ def transcript_records(
     ([('s', 2, 'hi')], [(3, 'invalid JSON')])
     """
     problems: list[LoadProblem] = []
-    events: list[_Event] = []
-    for lineno, raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            obj = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(LoadProblem(file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        try:
-            events.append(_parse_event(obj, lineno))
-        except RecordFormatError as exc:
-            problems.append(LoadProblem(file, lineno, f"{exc}; line skipped"))
+    events = _events(lines, file, problems)
     t = _Transcript(events, file, stem)
-    groups: dict[str, list[_Event]] = {}
-    for e in events:
-        if e.type == "assistant" and not e.synthetic:
-            groups.setdefault(e.message_key, []).append(e)
     records: list[RequestRecord] = []
     last_call: dict[str, str | None] = {}  # thread -> the uuid of its latest call's first line
-    for group in groups.values():
+    for group in _model_calls(events):
         first = group[0]
         model = next((g.model for g in group if g.model is not None), None)
-        body: dict[str, Any] = {}
-        if model is not None:
-            body["model"] = model
-        body["messages"] = t.context(first)
+        body = chat_body(model, t.context(first))
         completion = _assistant_message([b for g in group for b in g.blocks if isinstance(b, Mapping)])
-        usage = None
-        usage_event = next((g for g in reversed(group) if g.usage is not None), None)
-        if usage_event is not None:
-            try:
-                usage = normalize_usage(usage_event.usage, "message.usage")
-            except RecordFormatError as exc:
-                problems.append(LoadProblem(file, usage_event.line, f"{exc}; the call is kept without usage"))
-        timestamp = None
-        try:
-            timestamp = parse_timestamp(first.timestamp)
-        except RecordFormatError as exc:
-            problems.append(LoadProblem(file, first.line, f"{exc}; the call is kept without a timestamp"))
-        meta: dict[str, Any] = {"claude_code_lines": [g.line for g in group], "conversation_tree": True}
-        thread = t.thread_of(first)
-        shown = _events_before(t, first, last_call.get(thread, ""))
-        if shown:
-            meta["log_events"] = shown
-        last_call[thread] = first.uuid
-        if first.request_id is not None:
-            meta["request_id"] = first.request_id
+        usage, timestamp = _usage_and_timestamp(group, file, problems)
+        meta = _call_meta(t, group, last_call)
         records.append(
             RequestRecord(
                 body,
@@ -478,16 +515,7 @@ def transcript_records(
             )
         )
     if t.missing_parents:
-        line, parent = t.missing_parents[0]
-        more = f" (and {len(t.missing_parents) - 1} more)" if len(t.missing_parents) > 1 else ""
-        problems.append(
-            LoadProblem(
-                file,
-                line,
-                f"parentUuid {parent!r} is not in this file{more}: the conversation before it is unknown "
-                "(a resumed session or a trimmed file); the calls are kept with what the file holds",
-            )
-        )
+        problems.append(_missing_parents(t, file))
     hour = _one_hour_sessions(records)
     records = [_with_breakpoint(r, "1h" if r.session in hour else None) for r in records]
     records = estimate_opaque_heads(

@@ -48,9 +48,11 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
+import attrs
+
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import loads_json, parse_timestamp
+from promptkit.formats.base import Item, LogFormat, Source, json_values
+from promptkit.formats.fields import loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
@@ -151,6 +153,190 @@ def _convert(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
+def _raw_usage(counts: Mapping[str, int]) -> dict[str, Any]:
+    """A call's counts as a Responses API ``usage`` object."""
+    raw_usage: dict[str, Any] = {
+        "input_tokens": counts["input_tokens"],
+        "input_tokens_details": {"cached_tokens": counts.get("cached_input_tokens", 0)},
+    }
+    if "cache_write_input_tokens" in counts:
+        raw_usage["input_tokens_details"]["cache_write_tokens"] = counts["cache_write_input_tokens"]
+    if "output_tokens" in counts:
+        raw_usage["output_tokens"] = counts["output_tokens"]
+    return raw_usage
+
+
+@attrs.define
+class _Rollout:
+    """One rollout read line by line: the session's settings, its history, the calls found and the
+    problems met."""
+
+    file: str
+    stem: str
+    problems: list[LoadProblem] = attrs.field(factory=list)
+    records: list[RequestRecord] = attrs.field(factory=list)
+    session: str | None = None
+    instructions: str | None = None
+    tools: list[Any] | None = None
+    model: str | None = None
+    history: _History = attrs.field(factory=_History)
+    call_start: int | None = None  # index in items where the current call's output starts
+    last_info: Any = None
+    last_total: dict[str, int] | None = None
+
+    def problem(self, line: int, reason: str) -> None:
+        self.problems.append(LoadProblem(self.file, line, reason))
+
+    def read_line(self, lineno: int, obj: object) -> None:
+        """Read one line's JSON value."""
+        header = self._header(lineno, obj)
+        if header is None:
+            return
+        kind, payload, ts = header
+        if kind == "session_meta":
+            self._session_meta(payload)
+        elif kind == "turn_context":
+            if isinstance(payload.get("model"), str) and payload["model"]:
+                self.model = payload["model"]
+        elif kind == "compacted":
+            self._compacted(payload, ts)
+        elif kind == "response_item":
+            self._response_item(lineno, payload, ts)
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            self._token_count(lineno, payload, ts)
+
+    def _header(self, lineno: int, obj: object) -> tuple[str, Mapping[str, Any], float | None] | None:
+        """A line's ``type``, ``payload`` and timestamp; None (with a problem) for a line that is not one."""
+        if not isinstance(obj, Mapping):
+            self.problem(lineno, f"expected a JSON object, got {type_name(obj)}")
+            return None
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(kind, str):
+            self.problem(
+                lineno,
+                "missing 'type'" if kind is None else f"type: expected a string, got {type_name(kind)}",
+            )
+            return None
+        if not isinstance(payload, Mapping):
+            self.problem(
+                lineno,
+                "missing 'payload'"
+                if payload is None
+                else f"payload: expected an object, got {type_name(payload)}",
+            )
+            return None
+        ts = optional_field(
+            lambda reason: self.problem(lineno, reason),
+            "the line is read without a timestamp",
+            parse_timestamp,
+            obj.get("timestamp"),
+        )
+        return kind, payload, ts
+
+    def _session_meta(self, payload: Mapping[str, Any]) -> None:
+        if self.session is not None:
+            return
+        sid = payload.get("id")
+        self.session = sid if isinstance(sid, str) and sid else self.stem
+        base = payload.get("base_instructions")
+        text = base.get("text") if isinstance(base, Mapping) else payload.get("instructions")
+        self.instructions = text if isinstance(text, str) and text else None
+        if isinstance(payload.get("tools"), list):
+            self.tools = list(payload["tools"])
+        if isinstance(payload.get("model"), str) and self.model is None:
+            self.model = payload["model"]
+
+    def _compacted(self, payload: Mapping[str, Any], ts: float | None) -> None:
+        replacement = payload.get("replacement_history")
+        if isinstance(replacement, list):
+            self.history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
+        else:
+            summary = payload.get("message")
+            self.history.reset(
+                [
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": str(summary or "")}],
+                    }
+                ],
+                ts,
+            )
+        self.call_start = None
+
+    def _response_item(self, lineno: int, payload: Mapping[str, Any], ts: float | None) -> None:
+        try:
+            responses_request_to_chat({"input": [payload]})
+        except RecordFormatError as exc:
+            self.problem(
+                lineno,
+                f"payload: {str(exc).replace('request.body.input[0]', 'response item')}; item left out",
+            )
+            return
+        if _is_output(payload):
+            if self.call_start is None:
+                self.call_start = len(self.history.items)
+        else:
+            self.call_start = None
+        self.history.append(dict(payload), ts)
+
+    def _token_count(self, lineno: int, payload: Mapping[str, Any], ts: float | None) -> None:
+        """A ``token_count`` event: the end of a call, unless it repeats the previous one's usage."""
+        info = payload.get("info")
+        if info is None or info == self.last_info:
+            return
+        if not isinstance(info, Mapping):
+            self.problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
+            return
+        try:
+            counts = _usage_of(info, self.last_total)
+        except RecordFormatError as exc:
+            self.problem(lineno, f"{exc}; no call recorded for this token_count")
+            self.last_info = info
+            return
+        self.last_info = info
+        try:
+            self.last_total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
+        except RecordFormatError:
+            self.last_total = None
+        cut = self.call_start if self.call_start is not None else len(self.history.items)
+        try:
+            request, completion = self._exchange(cut)
+        except RecordFormatError as exc:
+            self.problem(lineno, f"{exc}; no call recorded for this token_count")
+            return
+        history = self.history
+        started = history.ts[cut] if cut < len(history.ts) and history.ts[cut] is not None else ts
+        self.records.append(
+            RequestRecord(
+                request,
+                self.session or self.stem,
+                timestamp=started,
+                completion=completion if completion.get("content") or completion.get("tool_calls") else None,
+                usage=normalize_usage(_raw_usage(counts), "payload.info.last_token_usage"),
+                file=self.file,
+                line=lineno,
+                provider="openai",
+                meta={"codex_items": cut},
+            )
+        )
+        self.call_start = None
+
+    def _exchange(self, cut: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The request (instructions, tools and the history before ``cut``) and the completion (the
+        history from ``cut`` on) of a call; raises :class:`RecordFormatError`."""
+        body: dict[str, Any] = {"model": self.model or "gpt-5", "input": []}
+        if self.instructions is not None:
+            body["instructions"] = self.instructions
+        if self.tools is not None:
+            body["tools"] = self.tools
+        request = responses_request_to_chat(body)
+        request["messages"] = request["messages"] + self.history.messages(cut)
+        output = self.history.items[cut:]
+        completion: dict[str, Any] = responses_response_to_chat({"output": output})["choices"][0]["message"]
+        return request, completion
+
+
 def rollout_records(
     lines: Iterable[tuple[int, str]], *, file: str, stem: str
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
@@ -164,158 +350,16 @@ def rollout_records(
     >>> [m["role"] for m in records[0].request["messages"]], records[0].usage.cached_tokens, problems
     (['system', 'user'], 1024, [])
     """
-    problems: list[LoadProblem] = []
-    records: list[RequestRecord] = []
-    session: str | None = None
-    instructions: str | None = None
-    tools: list[Any] | None = None
-    model: str | None = None
-    history = _History()
-    call_start: int | None = None  # index in items where the current call's output starts
-    last_info: Any = None
-    last_total: dict[str, int] | None = None
-
-    def problem(line: int, reason: str) -> None:
-        problems.append(LoadProblem(file, line, reason))
-
-    for lineno, raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            obj = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
-        if not isinstance(obj, Mapping):
-            problem(lineno, f"expected a JSON object, got {type_name(obj)}")
-            continue
-        kind, payload = obj.get("type"), obj.get("payload")
-        if not isinstance(kind, str):
-            problem(
-                lineno,
-                "missing 'type'" if kind is None else f"type: expected a string, got {type_name(kind)}",
-            )
-            continue
-        if not isinstance(payload, Mapping):
-            problem(
-                lineno,
-                "missing 'payload'"
-                if payload is None
-                else f"payload: expected an object, got {type_name(payload)}",
-            )
-            continue
-        try:
-            ts = parse_timestamp(obj.get("timestamp"))
-        except RecordFormatError as exc:
-            problem(lineno, f"{exc}; the line is read without a timestamp")
-            ts = None
-        if kind == "session_meta":
-            if session is None:
-                sid = payload.get("id")
-                session = sid if isinstance(sid, str) and sid else stem
-                base = payload.get("base_instructions")
-                text = base.get("text") if isinstance(base, Mapping) else payload.get("instructions")
-                instructions = text if isinstance(text, str) and text else None
-                if isinstance(payload.get("tools"), list):
-                    tools = list(payload["tools"])
-                if isinstance(payload.get("model"), str) and model is None:
-                    model = payload["model"]
-        elif kind == "turn_context":
-            if isinstance(payload.get("model"), str) and payload["model"]:
-                model = payload["model"]
-        elif kind == "compacted":
-            replacement = payload.get("replacement_history")
-            if isinstance(replacement, list):
-                history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
-            else:
-                summary = payload.get("message")
-                history.reset(
-                    [
-                        {
-                            "type": "message",
-                            "role": "user",
-                            "content": [{"type": "input_text", "text": str(summary or "")}],
-                        }
-                    ],
-                    ts,
-                )
-            call_start = None
-        elif kind == "response_item":
-            try:
-                responses_request_to_chat({"input": [payload]})
-            except RecordFormatError as exc:
-                problem(
-                    lineno,
-                    f"payload: {str(exc).replace('request.body.input[0]', 'response item')}; item left out",
-                )
-                continue
-            if _is_output(payload):
-                if call_start is None:
-                    call_start = len(history.items)
-            else:
-                call_start = None
-            history.append(dict(payload), ts)
-        elif kind == "event_msg" and payload.get("type") == "token_count":
-            info = payload.get("info")
-            if info is None or info == last_info:
-                continue
-            if not isinstance(info, Mapping):
-                problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
-                continue
-            try:
-                counts = _usage_of(info, last_total)
-            except RecordFormatError as exc:
-                problem(lineno, f"{exc}; no call recorded for this token_count")
-                last_info = info
-                continue
-            last_info = info
-            try:
-                last_total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
-            except RecordFormatError:
-                last_total = None
-            cut = call_start if call_start is not None else len(history.items)
-            body: dict[str, Any] = {"model": model or "gpt-5", "input": []}
-            if instructions is not None:
-                body["instructions"] = instructions
-            if tools is not None:
-                body["tools"] = tools
-            try:
-                request = responses_request_to_chat(body)
-                request["messages"] = request["messages"] + history.messages(cut)
-                output = history.items[cut:]
-                completion = responses_response_to_chat({"output": output})["choices"][0]["message"]
-            except RecordFormatError as exc:
-                problem(lineno, f"{exc}; no call recorded for this token_count")
-                continue
-            raw_usage: dict[str, Any] = {
-                "input_tokens": counts["input_tokens"],
-                "input_tokens_details": {"cached_tokens": counts.get("cached_input_tokens", 0)},
-            }
-            if "cache_write_input_tokens" in counts:
-                raw_usage["input_tokens_details"]["cache_write_tokens"] = counts["cache_write_input_tokens"]
-            if "output_tokens" in counts:
-                raw_usage["output_tokens"] = counts["output_tokens"]
-            started = history.ts[cut] if cut < len(history.ts) and history.ts[cut] is not None else ts
-            records.append(
-                RequestRecord(
-                    request,
-                    session or stem,
-                    timestamp=started,
-                    completion=completion
-                    if completion.get("content") or completion.get("tool_calls")
-                    else None,
-                    usage=normalize_usage(raw_usage, "payload.info.last_token_usage"),
-                    file=file,
-                    line=lineno,
-                    provider="openai",
-                    meta={"codex_items": cut},
-                )
-            )
-            call_start = None
+    rollout = _Rollout(file, stem)
+    for item in json_values(lines, file):
+        if isinstance(item, LoadProblem):
+            rollout.problems.append(item)
+        else:
+            rollout.read_line(*item)
     records = estimate_opaque_heads(
-        records, key_of=lambda r: f"codex:{r.session}:{r.request.get('model', '?')}"
+        rollout.records, key_of=lambda r: f"codex:{r.session}:{r.request.get('model', '?')}"
     )
-    return records, problems
+    return records, rollout.problems
 
 
 def _is_line_type(kind: object) -> bool:

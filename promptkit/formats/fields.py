@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, ParamSpec, TypeVar
 
 from promptkit.errors import LayoutFormatError, RecordFormatError, UsageError
 from promptkit.layout import LayoutEntry, token_count as count, type_name
@@ -23,17 +23,23 @@ from promptkit.layout import LayoutEntry, token_count as count, type_name
 __all__ = [
     "CHAT_ROLES",
     "anthropic_completion",
+    "assistant_message",
+    "chat_body",
     "check_message",
     "check_request",
     "clean_message",
     "completion_of",
     "count",
     "loads_json",
+    "optional_field",
     "parse_layout",
     "parse_timestamp",
     "parse_tool_calls",
     "type_name",
 ]
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 #: Roles of a chat-completions message.
 CHAT_ROLES: Final[tuple[str, ...]] = ("system", "user", "assistant", "tool")
@@ -279,3 +285,58 @@ def completion_of(response: Mapping[str, Any], where: str) -> dict[str, Any] | N
     if isinstance(response.get("content"), list) and response.get("role", "assistant") == "assistant":
         return anthropic_completion(response, where)
     return None
+
+
+def optional_field(
+    report: Callable[[str], object],
+    kept: str,
+    parse: Callable[_P, _T],
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> _T | None:
+    """``parse(*args, **kwargs)``; None when it raises :class:`~promptkit.errors.RecordFormatError`, after
+    ``report("<the error>; <kept>")``: how a reader keeps a record without an optional field it cannot
+    read (``kept`` says so: ``"the call is kept without usage"``).
+
+    >>> problems = []
+    >>> optional_field(problems.append, "the call is kept without a timestamp", parse_timestamp, "soon", "ts")
+    >>> problems
+    ["ts: 'soon' is neither seconds nor an ISO 8601 time; the call is kept without a timestamp"]
+    """
+    try:
+        return parse(*args, **kwargs)
+    except RecordFormatError as exc:
+        report(f"{exc}; {kept}")
+        return None
+
+
+def chat_body(model: object, messages: list[Any], tools: list[Any] | None = None) -> dict[str, Any]:
+    """A chat-completions request body as the agent-log readers build one: ``model`` when it is a non-empty
+    string, the ``messages``, and ``tools`` when there are any.
+
+    >>> chat_body("gpt-4o", [{"role": "user", "content": "hi"}], [])
+    {'model': 'gpt-4o', 'messages': [{'role': 'user', 'content': 'hi'}]}
+    >>> chat_body(None, [])
+    {'messages': []}
+    """
+    body: dict[str, Any] = {}
+    if isinstance(model, str) and model:
+        body["model"] = model
+    body["messages"] = messages
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+def assistant_message(content: str | list[Any], calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """An assistant message as the agent-log readers replay one: its ``content`` (when empty: None beside
+    tool calls, else ``""``) and its tool ``calls`` (left out when there are none).
+
+    >>> assistant_message("", [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}])["content"]
+    >>> assistant_message("", [])
+    {'role': 'assistant', 'content': ''}
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else "")}
+    if calls:
+        message["tool_calls"] = calls
+    return message

@@ -39,13 +39,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
+from promptkit.formats.base import Item, LogFormat, Source, json_lines, reporter
 from promptkit.formats.fields import (
     check_request,
     clean_message,
     completion_of,
     count,
     loads_json,
+    optional_field,
     parse_timestamp,
 )
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
@@ -125,6 +126,70 @@ def _raw_usage(payload: Mapping[str, Any], response: object) -> tuple[Any, str]:
     return None, ""
 
 
+def _not_a_call(payload: Mapping[str, Any]) -> str | None:
+    """Why a payload is no provider call to analyze (a LiteLLM response-cache hit, a failed call); None
+    for one that is."""
+    if payload.get("cache_hit") is True:
+        return (
+            "cache_hit: LiteLLM response-cache hit (served from LiteLLM's own cache, never sent to "
+            "the provider); not a provider call, not analyzed"
+        )
+    if payload.get("status") == "failure":
+        error = payload.get("error_str")
+        return f"status: failed call ({error or 'no error_str'}); no response, not analyzed"
+    return None
+
+
+def _request(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The request body of a payload: its model, messages and the tools of its ``model_parameters``;
+    raises :class:`RecordFormatError` naming the field that is missing or malformed."""
+    model = payload.get("model")
+    if not isinstance(model, str) or not model:
+        raise RecordFormatError(f"model: expected a non-empty string, got {type_name(model)}")
+    messages = payload.get("messages")
+    if isinstance(messages, str):
+        try:
+            messages = loads_json(messages)
+        except json.JSONDecodeError:
+            messages = [{"role": "user", "content": messages}]  # a text completion's prompt
+    if messages is None:
+        raise RecordFormatError(
+            "messages: missing (message logging turned off?); the call cannot be analyzed"
+        )
+    if not isinstance(messages, list):
+        raise RecordFormatError(f"messages: expected a list, got {type_name(messages)}")
+    cleaned = [clean_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+    body: dict[str, Any] = {"model": model, "messages": cleaned}
+    params = payload.get("model_parameters")
+    if isinstance(params, Mapping) and params.get("tools") is not None:
+        body["tools"] = params["tools"]
+    check_request(body, "request")
+    return body
+
+
+def _response(payload: Mapping[str, Any]) -> Any:
+    """The payload's ``response`` (a JSON string parsed; other text as the answer's content)."""
+    response: Any = payload.get("response")
+    if isinstance(response, str):
+        try:
+            response = loads_json(response)
+        except json.JSONDecodeError:
+            response = {"choices": [{"message": {"role": "assistant", "content": response}}]}
+    return response
+
+
+def _provider_and_meta(payload: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    custom = payload.get("custom_llm_provider")
+    provider = provider_named(custom) if isinstance(custom, str) else None  # the profiles' aliases
+    meta: dict[str, Any] = {}
+    if isinstance(custom, str):
+        meta["custom_llm_provider"] = custom
+    call_id = payload.get("id")
+    if isinstance(call_id, str):
+        meta["litellm_id"] = call_id
+    return provider, meta
+
+
 def payload_record(
     payload: object,
     *,
@@ -135,83 +200,44 @@ def payload_record(
 ) -> RequestRecord | None:
     """One ``StandardLoggingPayload`` as a record in ``session``; None (with a problem saying why) for a
     response-cache hit, a failed call, or a payload missing its messages."""
-
-    def report(reason: str) -> None:
-        problems.append(LoadProblem(file, line, reason))
-
+    report = reporter(problems, file, line)
     if not isinstance(payload, Mapping):
         report(f"expected a StandardLoggingPayload object, got {type_name(payload)}")
         return None
     call_id = payload.get("id")
     label = f"call {call_id!r}: " if isinstance(call_id, str) else ""
-    if payload.get("cache_hit") is True:
-        report(
-            f"{label}cache_hit: LiteLLM response-cache hit (served from LiteLLM's own cache, never sent to "
-            "the provider); not a provider call, not analyzed"
-        )
-        return None
-    if payload.get("status") == "failure":
-        error = payload.get("error_str")
-        report(f"{label}status: failed call ({error or 'no error_str'}); no response, not analyzed")
-        return None
-    model = payload.get("model")
-    if not isinstance(model, str) or not model:
-        report(f"{label}model: expected a non-empty string, got {type_name(model)}")
-        return None
-    messages = payload.get("messages")
-    if isinstance(messages, str):
-        try:
-            messages = loads_json(messages)
-        except json.JSONDecodeError:
-            messages = [{"role": "user", "content": messages}]  # a text completion's prompt
-    if messages is None:
-        report(f"{label}messages: missing (message logging turned off?); the call cannot be analyzed")
+
+    def labelled(reason: str) -> None:
+        report(f"{label}{reason}")
+
+    why_not = _not_a_call(payload)
+    if why_not is not None:
+        labelled(why_not)
         return None
     try:
-        if not isinstance(messages, list):
-            raise RecordFormatError(f"messages: expected a list, got {type_name(messages)}")
-        cleaned = [clean_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        body: dict[str, Any] = {"model": model, "messages": cleaned}
-        params = payload.get("model_parameters")
-        if isinstance(params, Mapping) and params.get("tools") is not None:
-            body["tools"] = params["tools"]
-        check_request(body, "request")
+        body = _request(payload)
     except RecordFormatError as exc:
-        report(f"{label}{exc}")
+        labelled(str(exc))
         return None
-
-    response: Any = payload.get("response")
-    if isinstance(response, str):
-        try:
-            response = loads_json(response)
-        except json.JSONDecodeError:
-            response = {"choices": [{"message": {"role": "assistant", "content": response}}]}
+    response = _response(payload)
     completion = None
     if isinstance(response, Mapping):
-        try:
-            completion = completion_of(response, "response")
-        except RecordFormatError as exc:
-            report(f"{label}{exc}; the call is kept without a completion")
+        completion = optional_field(
+            labelled, "the call is kept without a completion", completion_of, response, "response"
+        )
     usage = None
     raw, where = _raw_usage(payload, response)
     if raw is not None:
-        try:
-            usage = litellm_usage(raw, where)
-        except RecordFormatError as exc:
-            report(f"{label}{exc}; the call is kept without usage")
-    timestamp = None
-    try:
-        timestamp = parse_timestamp(payload.get("startTime"), "startTime")
-    except RecordFormatError as exc:
-        report(f"{label}{exc}; the call is kept without a timestamp")
-    custom = payload.get("custom_llm_provider")
-    provider = provider_named(custom) if isinstance(custom, str) else None  # the profiles' aliases
+        usage = optional_field(labelled, "the call is kept without usage", litellm_usage, raw, where)
+    timestamp = optional_field(
+        labelled,
+        "the call is kept without a timestamp",
+        parse_timestamp,
+        payload.get("startTime"),
+        "startTime",
+    )
+    provider, meta = _provider_and_meta(payload)
     api_base = payload.get("api_base")
-    meta: dict[str, Any] = {}
-    if isinstance(custom, str):
-        meta["custom_llm_provider"] = custom
-    if isinstance(call_id, str):
-        meta["litellm_id"] = call_id
     return RequestRecord(
         body,
         session,
@@ -236,13 +262,7 @@ def _payloads(source: Source) -> Iterator[tuple[int | None, object] | LoadProble
         for item in data if isinstance(data, list) else [data]:
             yield None, item
         return
-    for lineno, raw in source.lines():
-        if not raw.strip():
-            continue
-        try:
-            yield lineno, loads_json(raw)
-        except json.JSONDecodeError as exc:
-            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+    yield from json_lines(source)
 
 
 def _looks_like_payload(obj: object) -> bool:

@@ -33,8 +33,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import attrs
+
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document
+from promptkit.formats.fields import assistant_message, chat_body, optional_field
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, token_count, type_name
 
@@ -109,17 +112,113 @@ class _Step:
                 self.ended_at = end / 1000.0
 
     def messages(self) -> list[dict[str, Any]]:
-        text = "".join(self.text)
-        assistant: dict[str, Any] = {"role": "assistant", "content": text or (None if self.calls else "")}
-        if self.calls:
-            assistant["tool_calls"] = self.calls
-        return [assistant, *self.results]
+        return [assistant_message("".join(self.text), self.calls), *self.results]
 
 
 def _created(info: Mapping[str, Any]) -> float | None:
     time = info.get("time")
     created = time.get("created") if isinstance(time, Mapping) else None
     return created / 1000.0 if isinstance(created, int | float) and not isinstance(created, bool) else None
+
+
+@attrs.define
+class _Export:
+    """One export read message by message: the chat so far (the request of the next model call) and the
+    calls found; problems (naming message and part) go to ``problems``."""
+
+    file: str
+    session: str
+    problems: list[LoadProblem]
+    chat: list[dict[str, Any]] = attrs.field(factory=list)
+    records: list[RequestRecord] = attrs.field(factory=list)
+
+    def report(self, reason: str) -> None:
+        self.problems.append(LoadProblem(self.file, None, reason))
+
+    def message(self, entry: object, where: str) -> None:
+        """Read one message: a user message extends the chat, an assistant message's steps are calls."""
+        try:
+            assistant = self._read(entry, where)
+        except RecordFormatError as exc:
+            self.report(f"{exc}; message skipped")
+            return
+        if assistant is not None:
+            self._steps(*assistant, where)
+
+    def _read(self, entry: object, where: str) -> tuple[Mapping[str, Any], list[Any]] | None:
+        """A user message goes onto the chat (None is returned); an assistant message's info and parts are
+        returned. Raises :class:`RecordFormatError` naming the field."""
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("info"), Mapping):
+            raise RecordFormatError(f"{where}: expected an object with an 'info' object")
+        message, parts = entry["info"], entry.get("parts") or []
+        if not isinstance(parts, list):
+            raise RecordFormatError(f"{where}.parts: expected a list, got {type_name(parts)}")
+        role = message.get("role")
+        if role == "user":
+            self.chat.append(_user(parts, where))
+            return None
+        if role != "assistant":
+            raise RecordFormatError(f"{where}.info.role: expected 'user' or 'assistant', got {role!r}")
+        return message, parts
+
+    def _steps(self, message: Mapping[str, Any], parts: list[Any], where: str) -> None:
+        """The steps of an assistant message, each ``step-start`` ... ``step-finish`` one call."""
+        started = _created(message)
+        step: _Step | None = None
+        for i, part in enumerate(parts):
+            w = f"{where}.parts[{i}]"
+            if not isinstance(part, Mapping):
+                self.report(f"{w}: expected an object, got {type_name(part)}; skipped")
+                continue
+            kind = part.get("type")
+            if kind == "step-start":
+                step = _Step()
+            elif step is None:
+                if kind in ("text", "tool"):
+                    self.report(f"{w}: a {kind} part outside a step; skipped")
+            elif kind == "text":
+                step.text.append(str(part.get("text", "")))
+            elif kind == "tool":
+                try:
+                    step.tool(part, w)
+                except RecordFormatError as exc:
+                    self.report(f"{exc}; tool call skipped")
+            elif kind == "step-finish":
+                self._call(message, step, part, w, started)
+                started = step.ended_at if step.ended_at is not None else started
+                step = None
+
+    def _call(
+        self,
+        message: Mapping[str, Any],
+        step: _Step,
+        finish: Mapping[str, Any],
+        where: str,
+        started: float | None,
+    ) -> None:
+        """A finished step: a call whose request is the chat so far; then its answer joins the chat."""
+        usage = optional_field(
+            self.report, "the call is kept without usage", _usage, finish.get("tokens"), f"{where}.tokens"
+        )
+        body = chat_body(message.get("modelID"), list(self.chat))
+        if self.chat:
+            self.records.append(
+                RequestRecord(
+                    body,
+                    self.session,
+                    timestamp=started,
+                    completion=step.messages()[0],
+                    usage=usage,
+                    file=self.file,
+                    meta={
+                        "opencode_message_id": message.get("id"),
+                        "opencode_provider": message.get("providerID"),
+                    },
+                )
+            )
+        else:
+            self.report(f"{where}: a model call with no earlier message; skipped")
+        self.chat.extend(step.messages())
 
 
 def export_records(
@@ -136,82 +235,13 @@ def export_records(
     assert isinstance(info, Mapping)
     found = info.get("id")
     session: str = found if isinstance(found, str) and found else default_session
-    chat: list[dict[str, Any]] = []
-    records: list[RequestRecord] = []
+    export = _Export(file, session, problems)
     for k, entry in enumerate(data["messages"]):
-        where = f"messages[{k}]"
-        try:
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("info"), Mapping):
-                raise RecordFormatError(f"{where}: expected an object with an 'info' object")
-            message, parts = entry["info"], entry.get("parts") or []
-            if not isinstance(parts, list):
-                raise RecordFormatError(f"{where}.parts: expected a list, got {type_name(parts)}")
-            role = message.get("role")
-            if role == "user":
-                chat.append(_user(parts, where))
-                continue
-            if role != "assistant":
-                raise RecordFormatError(f"{where}.info.role: expected 'user' or 'assistant', got {role!r}")
-        except RecordFormatError as exc:
-            problems.append(LoadProblem(file, None, f"{exc}; message skipped"))
-            continue
-        model = message.get("modelID")
-        started = _created(message)
-        step: _Step | None = None
-        for i, part in enumerate(parts):
-            w = f"{where}.parts[{i}]"
-            if not isinstance(part, Mapping):
-                problems.append(
-                    LoadProblem(file, None, f"{w}: expected an object, got {type_name(part)}; skipped")
-                )
-                continue
-            kind = part.get("type")
-            if kind == "step-start":
-                step = _Step()
-            elif step is None:
-                if kind in ("text", "tool"):
-                    problems.append(LoadProblem(file, None, f"{w}: a {kind} part outside a step; skipped"))
-            elif kind == "text":
-                step.text.append(str(part.get("text", "")))
-            elif kind == "tool":
-                try:
-                    step.tool(part, w)
-                except RecordFormatError as exc:
-                    problems.append(LoadProblem(file, None, f"{exc}; tool call skipped"))
-            elif kind == "step-finish":
-                usage = None
-                try:
-                    usage = _usage(part.get("tokens"), f"{w}.tokens")
-                except RecordFormatError as exc:
-                    problems.append(LoadProblem(file, None, f"{exc}; the call is kept without usage"))
-                body: dict[str, Any] = {"model": model} if isinstance(model, str) and model else {}
-                body["messages"] = list(chat)
-                if chat:
-                    records.append(
-                        RequestRecord(
-                            body,
-                            session,
-                            timestamp=started,
-                            completion=step.messages()[0],
-                            usage=usage,
-                            file=file,
-                            meta={
-                                "opencode_message_id": message.get("id"),
-                                "opencode_provider": message.get("providerID"),
-                            },
-                        )
-                    )
-                else:
-                    problems.append(
-                        LoadProblem(file, None, f"{w}: a model call with no earlier message; skipped")
-                    )
-                chat.extend(step.messages())
-                started = step.ended_at if step.ended_at is not None else started
-                step = None
-    if not records and not problems:
+        export.message(entry, f"messages[{k}]")
+    if not export.records and not problems:
         problems.append(LoadProblem(file, None, "export has no model call: zero requests loaded"))
     return estimate_opaque_heads(
-        records, key_of=lambda r: f"opencode:{r.session}:{r.request.get('model', '?')}"
+        export.records, key_of=lambda r: f"opencode:{r.session}:{r.request.get('model', '?')}"
     )
 
 

@@ -40,12 +40,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source
-from promptkit.formats.fields import count, loads_json, parse_timestamp
+from promptkit.formats.base import Item, LogFormat, Source, json_lines
+from promptkit.formats.fields import chat_body, count, loads_json, optional_field, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.registry import provider_named
 
@@ -379,6 +379,101 @@ def _is_call(attrs: Mapping[str, Any], span: Mapping[str, Any]) -> bool:
     )
 
 
+def _system_messages(attrs: Mapping[str, Any], notes: list[str]) -> list[dict[str, Any]]:
+    """The system message of ``gen_ai.system_instructions`` (none without it); raises
+    :class:`RecordFormatError` for instructions that are not parts."""
+    instructions = _json_attr(attrs, "gen_ai.system_instructions")
+    if instructions is None:
+        return []
+    if isinstance(instructions, str):
+        return [{"role": "system", "content": instructions}]
+    if isinstance(instructions, list):
+        return [{"role": "system", "content": _text_of(instructions, "gen_ai.system_instructions", notes)}]
+    raise RecordFormatError(
+        f"gen_ai.system_instructions: expected a list of parts, got {type_name(instructions)}"
+    )
+
+
+def _request(
+    attrs: Mapping[str, Any], events: list[dict[str, Any]], notes: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None] | None:
+    """The messages (system instructions, then the input messages, else the older events or flattened
+    attributes) and tools of a call span; None when it holds no input messages at all. Raises
+    :class:`RecordFormatError` naming the attribute."""
+    messages = _system_messages(attrs, notes)
+    raw_input = _json_attr(attrs, "gen_ai.input.messages")
+    if raw_input is not None:
+        messages.extend(parts_to_messages(raw_input, "gen_ai.input.messages", notes))
+    elif events:
+        messages.extend(events)
+    elif any(_FLAT.match(k) for k in attrs):
+        messages.extend(flattened_messages(attrs, "prompt"))
+    else:
+        return None
+    if not messages:
+        raise RecordFormatError("gen_ai.input.messages: no messages")
+    return messages, _tools(_json_attr(attrs, "gen_ai.tool.definitions"), "gen_ai.tool.definitions")
+
+
+def _completion(
+    attrs: Mapping[str, Any],
+    event_completion: dict[str, Any] | None,
+    notes: list[str],
+    report: Callable[[str], None],
+) -> dict[str, Any] | None:
+    """The call's answer: ``gen_ai.output.messages``, else the older ``gen_ai.choice`` event or flattened
+    attributes (kept when the output messages cannot be read, with a problem)."""
+    completion = event_completion
+    if completion is None:
+        flat = flattened_messages(attrs, "completion")
+        completion = flat[0] if flat else None
+    try:
+        raw_output = _json_attr(attrs, "gen_ai.output.messages")
+        if raw_output is not None:
+            out = parts_to_messages(raw_output, "gen_ai.output.messages", notes)
+            completion = out[0] if out else None
+    except RecordFormatError as exc:
+        report(f"{exc}; the call is kept without a completion")
+    return completion
+
+
+def _start(span: Mapping[str, Any], where: str, report: Callable[[str], None]) -> float | None:
+    """The span's ``startTimeUnixNano`` in seconds (None when unset, or with a problem when not a time)."""
+    try:
+        raw_start = span.get("startTimeUnixNano")
+        if raw_start not in (None, "", "0", 0):
+            return parse_timestamp(int(str(raw_start)) / 1e9, f"{where}.startTimeUnixNano")
+    except (RecordFormatError, ValueError):
+        report(
+            f"{where}.startTimeUnixNano: not a time in nanoseconds ({span.get('startTimeUnixNano')!r}); kept without a timestamp"
+        )
+    return None
+
+
+def _session(attrs: Mapping[str, Any], span: Mapping[str, Any], default_session: str) -> str:
+    """``gen_ai.conversation.id``, else the trace (``trace-<traceId>``), else ``default_session``."""
+    conversation = attrs.get("gen_ai.conversation.id")
+    trace = span.get("traceId")
+    if isinstance(conversation, str) and conversation:
+        return conversation
+    if isinstance(trace, str) and trace:
+        return f"trace-{trace}"
+    return default_session
+
+
+def _provider_and_meta(
+    attrs: Mapping[str, Any], span: Mapping[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    system = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
+    provider = provider_named(system) if isinstance(system, str) else None  # the profiles' aliases
+    meta: dict[str, Any] = {}
+    if isinstance(system, str):
+        meta["gen_ai_provider"] = system
+    if isinstance(span.get("spanId"), str):
+        meta["span_id"] = span["spanId"]
+    return provider, meta
+
+
 def span_record(
     span: Mapping[str, Any],
     resource: Mapping[str, Any],
@@ -403,93 +498,27 @@ def span_record(
     events, event_completion, detail_attrs = _event_messages(span.get("events"), f"{where}.events")
     attrs = {**detail_attrs, **attrs} if detail_attrs else attrs
     try:
-        messages: list[dict[str, Any]] = []
-        instructions = _json_attr(attrs, "gen_ai.system_instructions")
-        if instructions is not None:
-            if isinstance(instructions, str):
-                messages.append({"role": "system", "content": instructions})
-            elif isinstance(instructions, list):
-                messages.append(
-                    {"role": "system", "content": _text_of(instructions, "gen_ai.system_instructions", notes)}
-                )
-            else:
-                raise RecordFormatError(
-                    f"gen_ai.system_instructions: expected a list of parts, got {type_name(instructions)}"
-                )
-        raw_input = _json_attr(attrs, "gen_ai.input.messages")
-        if raw_input is not None:
-            messages.extend(parts_to_messages(raw_input, "gen_ai.input.messages", notes))
-        elif events:
-            messages.extend(events)
-        elif any(_FLAT.match(k) for k in attrs):
-            messages.extend(flattened_messages(attrs, "prompt"))
-        else:
-            report(
-                "no gen_ai.input.messages (message content capture is off in the instrumentation?); "
-                "the call cannot be analyzed"
-            )
-            return None
-        if not messages:
-            raise RecordFormatError("gen_ai.input.messages: no messages")
-        tools = _tools(_json_attr(attrs, "gen_ai.tool.definitions"), "gen_ai.tool.definitions")
+        request = _request(attrs, events, notes)
     except RecordFormatError as exc:
         report(str(exc))
         return None
-
-    body: dict[str, Any] = {}
-    model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
-    if isinstance(model, str) and model:
-        body["model"] = model
-    body["messages"] = messages
-    if tools:
-        body["tools"] = tools
-
-    completion: dict[str, Any] | None = event_completion
-    if completion is None:
-        flat = flattened_messages(attrs, "completion")
-        completion = flat[0] if flat else None
-    try:
-        raw_output = _json_attr(attrs, "gen_ai.output.messages")
-        if raw_output is not None:
-            out = parts_to_messages(raw_output, "gen_ai.output.messages", notes)
-            completion = out[0] if out else None
-    except RecordFormatError as exc:
-        report(f"{exc}; the call is kept without a completion")
-    usage = None
-    try:
-        usage = _usage(attrs)
-    except RecordFormatError as exc:
-        report(f"{exc}; the call is kept without usage")
-    timestamp = None
-    try:
-        raw_start = span.get("startTimeUnixNano")
-        if raw_start not in (None, "", "0", 0):
-            timestamp = parse_timestamp(int(str(raw_start)) / 1e9, f"{where}.startTimeUnixNano")
-    except (RecordFormatError, ValueError):
+    if request is None:
         report(
-            f"{where}.startTimeUnixNano: not a time in nanoseconds ({span.get('startTimeUnixNano')!r}); kept without a timestamp"
+            "no gen_ai.input.messages (message content capture is off in the instrumentation?); "
+            "the call cannot be analyzed"
         )
+        return None
+    messages, tools = request
+    body = chat_body(attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model"), messages, tools)
+    completion = _completion(attrs, event_completion, notes, report)
+    usage = optional_field(report, "the call is kept without usage", _usage, attrs)
+    timestamp = _start(span, where, report)
     for note in notes:
         report(note)
-
-    conversation = attrs.get("gen_ai.conversation.id")
-    trace = span.get("traceId")
-    if isinstance(conversation, str) and conversation:
-        session = conversation
-    elif isinstance(trace, str) and trace:
-        session = f"trace-{trace}"
-    else:
-        session = default_session
-    system = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
-    provider = provider_named(system) if isinstance(system, str) else None  # the profiles' aliases
-    meta: dict[str, Any] = {}
-    if isinstance(system, str):
-        meta["gen_ai_provider"] = system
-    if isinstance(span.get("spanId"), str):
-        meta["span_id"] = span["spanId"]
+    provider, meta = _provider_and_meta(attrs, span)
     return RequestRecord(
         body,
-        session,
+        _session(attrs, span, default_session),
         timestamp=timestamp,
         completion=completion,
         usage=usage,
@@ -586,14 +615,11 @@ def read(source: Source) -> Iterator[Item]:
             return
         yield from _export_items(data, file=source.file, line=None, default_session=source.stem, prefix="")
         return
-    for lineno, raw in source.lines():
-        if not raw.strip():
+    for item in json_lines(source):
+        if isinstance(item, LoadProblem):
+            yield item
             continue
-        try:
-            export = loads_json(raw)
-        except json.JSONDecodeError as exc:
-            yield LoadProblem(source.file, lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            continue
+        lineno, export = item
         yield from _export_items(
             export, file=source.file, line=lineno, default_session=source.stem, prefix=""
         )

@@ -26,16 +26,85 @@ optional. An Anthropic Messages body (top-level ``system``) is read as it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from promptkit.errors import RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source, json_lines
-from promptkit.formats.fields import check_request, completion_of, loads_json, parse_layout, parse_timestamp
-from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.formats.base import Item, LogFormat, Source, json_lines, reporter
+from promptkit.formats.fields import (
+    check_request,
+    completion_of,
+    loads_json,
+    optional_field,
+    parse_layout,
+    parse_timestamp,
+)
+from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "record_from_json"]
+
+
+def _session(obj: Mapping[str, Any], default_session: str, report: Callable[[str], None]) -> str:
+    """A wrapped call's ``session`` (a number as its text), else ``default_session`` (with a problem when
+    the field is there but not a non-empty string)."""
+    session = obj.get("session", default_session)
+    if isinstance(session, int) and not isinstance(session, bool):
+        session = str(session)
+    if not isinstance(session, str) or not session:
+        report(
+            f"session: expected a non-empty string, got {type_name(session)}; the record is kept in session {default_session!r}"
+        )
+        return default_session
+    return session
+
+
+def _completion_and_usage(
+    obj: Mapping[str, Any], report: Callable[[str], None]
+) -> tuple[dict[str, Any] | None, Usage | None]:
+    """A wrapped call's completion (its ``response``'s first message) and usage (the response's, else the
+    top-level ``usage``); either None, with a problem, when it cannot be read."""
+    completion = None
+    response = obj.get("response")
+    raw_usage: Any = obj.get("usage")
+    usage_where = "usage"
+    if response is not None:
+        if not isinstance(response, Mapping):
+            report(f"response: expected an object, got {type_name(response)}; the record is kept without it")
+        else:
+            completion = optional_field(
+                report, "the record is kept without a completion", completion_of, response, "response"
+            )
+            if response.get("usage") is not None:
+                raw_usage, usage_where = response["usage"], "response.usage"
+    if raw_usage is None:
+        return completion, None
+    usage = optional_field(
+        report, "the record is kept without usage", normalize_usage, raw_usage, usage_where
+    )
+    return completion, usage
+
+
+def _string(value: object, field: str, report: Callable[[str], None]) -> str | None:
+    """An optional string field (anything else is ignored, with a problem)."""
+    if value is not None and not isinstance(value, str):
+        report(f"{field}: expected a string, got {type_name(value)}; ignored")
+        return None
+    return value
+
+
+def _meta(obj: Mapping[str, Any], report: Callable[[str], None]) -> dict[str, Any]:
+    """A wrapped call's ``meta`` (ignored, with a problem, when not an object), with the response's
+    ``diagnostics`` (Anthropic's cache diagnostics)."""
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, Mapping):
+        report(f"meta: expected an object, got {type_name(meta)}; ignored")
+        meta = None
+    meta = dict(meta or {})
+    response = obj.get("response")
+    if isinstance(response, Mapping) and isinstance(response.get("diagnostics"), Mapping):
+        meta.setdefault("diagnostics", response["diagnostics"])
+    return meta
 
 
 def record_from_json(
@@ -44,10 +113,7 @@ def record_from_json(
     """One object of promptkit's log form (bare body or wrapped call) as a record; problems with the
     record (None is returned) or with an optional field (the record is kept without it) are appended to
     ``problems``, never raised."""
-
-    def report(reason: str) -> None:
-        problems.append(LoadProblem(file, line, reason))
-
+    report = reporter(problems, file, line)
     if not isinstance(obj, Mapping):
         report(f"expected a JSON object, got {type_name(obj)}")
         return None
@@ -66,62 +132,18 @@ def record_from_json(
         return None
     raw_http = obj.get("http")
     http: Mapping[str, Any] = raw_http if isinstance(raw_http, Mapping) else {}
-
-    session = obj.get("session", default_session)
-    if isinstance(session, int) and not isinstance(session, bool):
-        session = str(session)
-    if not isinstance(session, str) or not session:
-        report(
-            f"session: expected a non-empty string, got {type_name(session)}; the record is kept in session {default_session!r}"
-        )
-        session = default_session
-
-    timestamp = None
-    try:
-        timestamp = parse_timestamp(obj.get("timestamp"))
-    except RecordFormatError as exc:
-        report(f"{exc}; the record is kept without a timestamp")
-
-    layout = None
-    try:
-        layout = parse_layout(obj.get("layout"), len(request["messages"]))
-    except RecordFormatError as exc:
-        report(f"{exc}; the record is kept without a layout")
-
-    completion = usage = None
-    response = obj.get("response")
-    raw_usage: Any = obj.get("usage")
-    usage_where = "usage"
-    if response is not None:
-        if not isinstance(response, Mapping):
-            report(f"response: expected an object, got {type_name(response)}; the record is kept without it")
-        else:
-            try:
-                completion = completion_of(response, "response")
-            except RecordFormatError as exc:
-                report(f"{exc}; the record is kept without a completion")
-            if response.get("usage") is not None:
-                raw_usage, usage_where = response["usage"], "response.usage"
-    if raw_usage is not None:
-        try:
-            usage = normalize_usage(raw_usage, usage_where)
-        except RecordFormatError as exc:
-            report(f"{exc}; the record is kept without usage")
-    provider = obj.get("provider", http.get("provider"))
-    if provider is not None and not isinstance(provider, str):
-        report(f"provider: expected a string, got {type_name(provider)}; ignored")
-        provider = None
-    url = obj.get("url", http.get("url"))
-    if url is not None and not isinstance(url, str):
-        report(f"url: expected a string, got {type_name(url)}; ignored")
-        url = None
-    meta = obj.get("meta")
-    if meta is not None and not isinstance(meta, Mapping):
-        report(f"meta: expected an object, got {type_name(meta)}; ignored")
-        meta = None
-    meta = dict(meta or {})
-    if isinstance(response, Mapping) and isinstance(response.get("diagnostics"), Mapping):
-        meta.setdefault("diagnostics", response["diagnostics"])  # Anthropic's cache diagnostics
+    session = _session(obj, default_session, report)
+    timestamp = optional_field(
+        report, "the record is kept without a timestamp", parse_timestamp, obj.get("timestamp")
+    )
+    layout = optional_field(
+        report,
+        "the record is kept without a layout",
+        parse_layout,
+        obj.get("layout"),
+        len(request["messages"]),
+    )
+    completion, usage = _completion_and_usage(obj, report)
     return RequestRecord(
         request,
         session,
@@ -131,9 +153,9 @@ def record_from_json(
         layout=layout,
         file=file,
         line=line,
-        provider=provider,
-        url=url,
-        meta=meta,
+        provider=_string(obj.get("provider", http.get("provider")), "provider", report),
+        url=_string(obj.get("url", http.get("url")), "url", report),
+        meta=_meta(obj, report),
     )
 
 

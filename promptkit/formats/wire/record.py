@@ -17,7 +17,7 @@ from promptkit.formats.wire.redact import redact_url
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.formats.wire.sse import is_event_stream
 from promptkit.formats.wire.streams import reassemble_stream
-from promptkit.formats.wire.urls import api_from_url, provider_from_url
+from promptkit.formats.wire.urls import ApiKind, api_from_url, provider_from_url
 from promptkit.layout import type_name as _type_name
 
 __all__ = ["completion_of", "exchange_record"]
@@ -92,24 +92,45 @@ def exchange_record(
     else:
         record["request"] = body
     stream = is_event_stream(content_type)
+    response, failure = _response(api, response_body, stream, status, error)
+    if failure is None and isinstance(response, Mapping):
+        if api == "openai-responses":
+            original["response"] = response
+            record["response"] = responses_response_to_chat(response)
+        else:
+            record["response"] = response
+    if session is not None:
+        record["session"] = session
+    if started is not None:
+        record["timestamp"] = round(started, 6)
+    if duration is not None:
+        record["duration"] = round(duration, 6)
+    record["http"] = _http(method, url, status, api, stream)
+    if failure is not None:
+        record["error"] = failure
+    if original:
+        record["original"] = original
+    if layout is not None:
+        record["layout"] = [dict(entry) for entry in layout]
+    return record
+
+
+def _response(
+    api: ApiKind,
+    response_body: bytes | str | Mapping[str, Any] | None,
+    stream: bool,
+    status: int | None,
+    error: Mapping[str, Any] | None,
+) -> tuple[Any, dict[str, Any] | None]:
+    """The decoded response body of a call (None when there is none or it cannot be decoded) and why the
+    call failed (``error``, a stream's failure, a body that is not JSON, a 4xx/5xx status; None when it
+    did not), with what came of the response as its ``partial_response``."""
     failure: dict[str, Any] | None = dict(error) if error is not None else None
     response: Any = None
     if response_body is not None:
         try:
             if stream:
-                text = (
-                    response_body.decode("utf-8", "replace")
-                    if isinstance(response_body, bytes)
-                    else response_body
-                )
-                if not isinstance(text, str):
-                    raise HttpCaptureError("response.body: a stream must be text")
-                result = reassemble_stream(api, text)
-                response = result.body
-                if failure is None and result.error is not None:
-                    failure = {"kind": "stream-error", "body": result.error}
-                elif failure is None and not result.complete and (status is None or status < 400):
-                    failure = {"kind": "stream-dropped", "message": "the stream ended before its final event"}
+                response, failure = _stream_response(api, response_body, status, failure)
             else:
                 response = _json_body(response_body, "response.body")
         except HttpCaptureError as exc:
@@ -125,31 +146,37 @@ def exchange_record(
         failure = {"kind": "http-status", "status": status, "body": response}
     elif failure is not None and response is not None and failure.get("kind") != "http-status":
         failure["partial_response"] = response
-    if failure is None and isinstance(response, Mapping):
-        if api == "openai-responses":
-            original["response"] = response
-            record["response"] = responses_response_to_chat(response)
-        else:
-            record["response"] = response
-    if session is not None:
-        record["session"] = session
-    if started is not None:
-        record["timestamp"] = round(started, 6)
-    if duration is not None:
-        record["duration"] = round(duration, 6)
+    return response, failure
+
+
+def _stream_response(
+    api: ApiKind,
+    response_body: bytes | str | Mapping[str, Any],
+    status: int | None,
+    failure: dict[str, Any] | None,
+) -> tuple[Any, dict[str, Any] | None]:
+    """A streamed response reassembled, and the failure (``failure`` when given, else an ``error`` event
+    or a stream cut off before its final event); raises :class:`HttpCaptureError` for a stream that
+    cannot be read."""
+    text = response_body.decode("utf-8", "replace") if isinstance(response_body, bytes) else response_body
+    if not isinstance(text, str):
+        raise HttpCaptureError("response.body: a stream must be text")
+    result = reassemble_stream(api, text)
+    if failure is None and result.error is not None:
+        failure = {"kind": "stream-error", "body": result.error}
+    elif failure is None and not result.complete and (status is None or status < 400):
+        failure = {"kind": "stream-dropped", "message": "the stream ended before its final event"}
+    return result.body, failure
+
+
+def _http(method: str, url: str, status: int | None, api: ApiKind, stream: bool) -> dict[str, Any]:
+    """The record's ``http``: method, redacted URL, status, API, provider (when known) and ``stream``."""
     http: dict[str, Any] = {"method": method, "url": redact_url(url), "status": status, "api": api}
     provider = provider_from_url(url)
     if provider is not None:
         http["provider"] = provider
     http["stream"] = stream
-    record["http"] = http
-    if failure is not None:
-        record["error"] = failure
-    if original:
-        record["original"] = original
-    if layout is not None:
-        record["layout"] = [dict(entry) for entry in layout]
-    return record
+    return http
 
 
 def completion_of(response: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -57,6 +57,67 @@ def _events_json(text: str, where: str) -> Iterator[tuple[int, SSEEvent, Any]]:
         yield i, event, data
 
 
+def _add_chat_delta(choices: dict[int, dict[str, Any]], choice: Mapping[str, Any]) -> None:
+    """Add one chunk's ``choice`` (its delta: role, text pieces, tool-call pieces; its finish reason) to
+    the state of that choice in ``choices``."""
+    state = choices.setdefault(
+        int(choice.get("index", 0)),
+        {
+            "role": "assistant",
+            "content": [],
+            "reasoning_content": [],
+            "refusal": [],
+            "calls": {},
+            "finish": None,
+        },
+    )
+    delta = choice.get("delta") or {}
+    if isinstance(delta.get("role"), str):
+        state["role"] = delta["role"]
+    for key in ("content", "reasoning_content", "refusal"):
+        if isinstance(delta.get(key), str):
+            state[key].append(delta[key])
+    for call in delta.get("tool_calls") or ():
+        _add_tool_call_delta(state["calls"], call)
+    if choice.get("finish_reason") is not None:
+        state["finish"] = choice["finish_reason"]
+
+
+def _add_tool_call_delta(calls: dict[int, dict[str, Any]], call: Any) -> None:
+    """Add one piece of a streamed tool call (id, type, pieces of name and arguments) to ``calls``."""
+    slot = calls.setdefault(
+        int(call.get("index", 0)), {"id": None, "type": "function", "name": [], "arguments": []}
+    )
+    if call.get("id"):
+        slot["id"] = call["id"]
+    if call.get("type"):
+        slot["type"] = call["type"]
+    function = call.get("function") or {}
+    if isinstance(function.get("name"), str):
+        slot["name"].append(function["name"])
+    if isinstance(function.get("arguments"), str):
+        slot["arguments"].append(function["arguments"])
+
+
+def _chat_message(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole message of one reassembled choice."""
+    message: dict[str, Any] = {"role": state["role"], "content": "".join(state["content"]) or None}
+    if state["reasoning_content"]:
+        message["reasoning_content"] = "".join(state["reasoning_content"])
+    if state["refusal"]:
+        message["refusal"] = "".join(state["refusal"])
+    if state["calls"]:
+        message["tool_calls"] = [
+            {
+                "id": slot["id"],
+                "type": slot["type"],
+                "function": {"name": "".join(slot["name"]), "arguments": "".join(slot["arguments"])},
+            }
+            for _, slot in sorted(state["calls"].items())
+        ]
+    return message
+
+
 def _reassemble_openai_chat(text: str, where: str) -> StreamResult:
     out: dict[str, Any] = {}
     choices: dict[int, dict[str, Any]] = {}
@@ -82,59 +143,13 @@ def _reassemble_openai_chat(text: str, where: str) -> StreamResult:
                 raise HttpCaptureError(
                     f"{where}: event {i}.choices: expected objects, got {_type_name(choice)}"
                 )
-            state = choices.setdefault(
-                int(choice.get("index", 0)),
-                {
-                    "role": "assistant",
-                    "content": [],
-                    "reasoning_content": [],
-                    "refusal": [],
-                    "calls": {},
-                    "finish": None,
-                },
-            )
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("role"), str):
-                state["role"] = delta["role"]
-            for key in ("content", "reasoning_content", "refusal"):
-                if isinstance(delta.get(key), str):
-                    state[key].append(delta[key])
-            for call in delta.get("tool_calls") or ():
-                slot = state["calls"].setdefault(
-                    int(call.get("index", 0)), {"id": None, "type": "function", "name": [], "arguments": []}
-                )
-                if call.get("id"):
-                    slot["id"] = call["id"]
-                if call.get("type"):
-                    slot["type"] = call["type"]
-                function = call.get("function") or {}
-                if isinstance(function.get("name"), str):
-                    slot["name"].append(function["name"])
-                if isinstance(function.get("arguments"), str):
-                    slot["arguments"].append(function["arguments"])
-            if choice.get("finish_reason") is not None:
-                state["finish"] = choice["finish_reason"]
+            _add_chat_delta(choices, choice)
     body: dict[str, Any] = {"id": out.get("id"), "object": "chat.completion"}
     body.update({k: v for k, v in out.items() if k != "id"})
-    built = []
-    for index in sorted(choices):
-        state = choices[index]
-        message: dict[str, Any] = {"role": state["role"], "content": "".join(state["content"]) or None}
-        if state["reasoning_content"]:
-            message["reasoning_content"] = "".join(state["reasoning_content"])
-        if state["refusal"]:
-            message["refusal"] = "".join(state["refusal"])
-        if state["calls"]:
-            message["tool_calls"] = [
-                {
-                    "id": slot["id"],
-                    "type": slot["type"],
-                    "function": {"name": "".join(slot["name"]), "arguments": "".join(slot["arguments"])},
-                }
-                for _, slot in sorted(state["calls"].items())
-            ]
-        built.append({"index": index, "message": message, "finish_reason": state["finish"]})
-    body["choices"] = built
+    body["choices"] = [
+        {"index": index, "message": _chat_message(choices[index]), "finish_reason": choices[index]["finish"]}
+        for index in sorted(choices)
+    ]
     if usage is not None:
         body["usage"] = usage
     return StreamResult(body, done, error)
