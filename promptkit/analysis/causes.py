@@ -460,6 +460,120 @@ def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
     )
 
 
+def _relabelled(row: dict[str, Any], first: bool, model_before: str | None) -> dict[str, Any]:
+    """``row`` with the change class the session's log shows: a compaction it records, or a switch from
+    ``model_before`` (the session's previous call's model) to another model."""
+    events = (row.get("log_events") or "").split(",")
+    if "compaction" in events and row.get("change_class") is None and not first:
+        # the transcript shows a compaction: the new context shares only the head with the old one
+        return {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
+    if not first and row.get("change_class") != "model_switch" and model_before != row.get("model"):
+        # caches are per model: nothing the previous model's calls wrote is read (the prompt may
+        # even differ from the start, as a head estimated per model does)
+        return {
+            **row,
+            "change_class": "model_switch",
+            "change_detail": f"{model_before} -> {row.get('model')}",
+        }
+    return row
+
+
+@attrs.frozen(slots=True)
+class _Loss:
+    """One request's uncached tokens split by cause: ``lost`` (tokens per cause, adding up to
+    ``uncached``), whether the provider ``reported`` the counts, and the ``shortfall`` cause of reported
+    reads short of the predicted ones with its ``fallback`` detail (None when there is none)."""
+
+    lost: dict[str, int]
+    uncached: int
+    reported: bool
+    shortfall: str | None
+    fallback: str | None
+
+
+def _loss(row: Mapping[str, Any], segments: list[list[Any]]) -> _Loss:
+    """Split ``row``'s uncached tokens by cause from its predicted ``segments`` (see :func:`_split`),
+    reconciled with the counts the provider reported when the log has them."""
+    p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
+    rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
+    unexplained = 0
+    shortfall = fallback = None
+    if rp_raw is not None and rc_raw is not None:
+        rp, rc = int(rp_raw), int(rc_raw)
+        if rc < c:
+            shortfall, fallback = _shortfall(row, rc)
+            segments.insert(0, [shortfall, c - rc])
+        elif rc > c:
+            unexplained -= _take_front(segments, rc - c)
+        d = rp - p
+        if d > 0:
+            unexplained += d
+        elif d < 0:
+            unexplained -= _take_back(segments, -d)
+        uncached = rp - rc
+    else:
+        uncached = p - c
+    lost = dict.fromkeys(CAUSES, 0)
+    for cause, n in segments:
+        lost[cause] += n
+    lost["unexplained"] += unexplained
+    lost["unexplained"] += uncached - sum(lost.values())  # exact by construction; kept as a guard
+    return _Loss(lost, uncached, rp_raw is not None and rc_raw is not None, shortfall, fallback)
+
+
+def _cause_row(row: Mapping[str, Any], loss: _Loss, prev: float | None) -> dict[str, Any]:
+    """The row of :func:`explain_causes` for request ``row`` (``prev``: the timestamp of the session's
+    previous request)."""
+    lost = loss.lost
+    top = max((k for k in CAUSES if lost[k] > 0), key=lambda k: lost[k], default=None)
+    ts = row.get("timestamp")
+    change_class, change_detail = row.get("change_class"), row.get("change_detail")
+    shortfall = loss.shortfall
+    if shortfall is not None and shortfall != "provider_miss" and (change_class is None or top == shortfall):
+        change_class, change_detail = shortfall, loss.fallback
+    is_change = change_class is not None and lost.get(change_class, 0) > 0
+    return {
+        "session": row["session"],
+        "index": row["index"],
+        "timestamp": ts,
+        "prompt_tokens": row.get("reported_prompt_tokens") if loss.reported else int(row["prompt_tokens"]),
+        "uncached_tokens": loss.uncached,
+        "basis": "reported" if loss.reported else "predicted",
+        **{f"lost_{k}": v for k, v in lost.items()},
+        "cause": top,
+        "change_class": change_class,
+        "change_detail": change_detail,
+        "cause_slot": (row.get("divergence_anchor") or row.get("divergence_role")) if is_change else None,
+        "cause_key": row.get("divergence_key") if is_change else None,
+        "gap_seconds": None if ts is None or prev is None else ts - prev,
+        "idle_seconds": row.get("idle_seconds"),
+        "provider_miss_reason": row.get("provider_miss_reason"),
+    }
+
+
+def _causes_schema() -> dict[str, Any]:
+    """The column types of :func:`explain_causes`'s frame."""
+    import polars as pl
+
+    return {
+        "session": pl.String,
+        "index": pl.Int64,
+        "timestamp": pl.Float64,
+        "prompt_tokens": pl.Int64,
+        "uncached_tokens": pl.Int64,
+        "basis": pl.String,
+        **{f"lost_{k}": pl.Int64 for k in CAUSES},
+        "cause": pl.String,
+        "change_class": pl.String,
+        "change_detail": pl.String,
+        "cause_slot": pl.String,
+        "cause_key": pl.String,
+        "gap_seconds": pl.Float64,
+        "idle_seconds": pl.Float64,
+        "provider_miss_reason": pl.String,
+    }
+
+
 def explain_causes(result: AnalysisResult) -> pl.DataFrame:
     """Per request: the uncached tokens split by cause (see the module docstring).
 
@@ -483,105 +597,20 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
     """
     import polars as pl
 
-    frame = result.requests
     model = getattr(result, "cache_model", None)  # a duck-typed result without one: no minimum
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
     last_model: dict[str, str | None] = {}
-    for row in frame.sort("session", "index", maintain_order=True).iter_rows(named=True):
+    for row in result.requests.sort("session", "index", maintain_order=True).iter_rows(named=True):
         session = row["session"]
         first = session not in seen
         seen.add(session)
         minimum = 0 if model is None else _minimum(model, row.get("model"))
-        events = (row.get("log_events") or "").split(",")
         model_before = last_model.get(session)
         last_model[session] = row.get("model")
-        if "compaction" in events and row.get("change_class") is None and not first:
-            # the transcript shows a compaction: the new context shares only the head with the old one
-            row = {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
-        elif not first and row.get("change_class") != "model_switch" and model_before != row.get("model"):
-            # caches are per model: nothing the previous model's calls wrote is read (the prompt may
-            # even differ from the start, as a head estimated per model does)
-            row = {
-                **row,
-                "change_class": "model_switch",
-                "change_detail": f"{model_before} -> {row.get('model')}",
-            }
-        segments = _split(row, first, minimum)
-        p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
-        rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
-        reported = rp_raw is not None and rc_raw is not None
-        unexplained = 0
-        shortfall = fallback = None
-        if rp_raw is not None and rc_raw is not None:
-            rp, rc = int(rp_raw), int(rc_raw)
-            if rc < c:
-                shortfall, fallback = _shortfall(row, rc)
-                segments.insert(0, [shortfall, c - rc])
-            elif rc > c:
-                unexplained -= _take_front(segments, rc - c)
-            d = rp - p
-            if d > 0:
-                unexplained += d
-            elif d < 0:
-                unexplained -= _take_back(segments, -d)
-            uncached = rp - rc
-        else:
-            uncached = p - c
-        lost = dict.fromkeys(CAUSES, 0)
-        for cause, n in segments:
-            lost[cause] += n
-        lost["unexplained"] += unexplained
-        lost["unexplained"] += uncached - sum(lost.values())  # exact by construction; kept as a guard
-        top = max((k for k in CAUSES if lost[k] > 0), key=lambda k: lost[k], default=None)
-        ts = row.get("timestamp")
-        prev = last_time.get(session)
-        last_time[session] = ts
-        change_class, change_detail = row.get("change_class"), row.get("change_detail")
-        if (
-            shortfall is not None
-            and shortfall != "provider_miss"
-            and (change_class is None or top == shortfall)
-        ):
-            change_class, change_detail = shortfall, fallback
-        is_change = change_class is not None and lost.get(change_class, 0) > 0
-        out.append(
-            {
-                "session": session,
-                "index": row["index"],
-                "timestamp": ts,
-                "prompt_tokens": rp_raw if reported else p,
-                "uncached_tokens": uncached,
-                "basis": "reported" if reported else "predicted",
-                **{f"lost_{k}": v for k, v in lost.items()},
-                "cause": top,
-                "change_class": change_class,
-                "change_detail": change_detail,
-                "cause_slot": (row.get("divergence_anchor") or row.get("divergence_role"))
-                if is_change
-                else None,
-                "cause_key": row.get("divergence_key") if is_change else None,
-                "gap_seconds": None if ts is None or prev is None else ts - prev,
-                "idle_seconds": row.get("idle_seconds"),
-                "provider_miss_reason": row.get("provider_miss_reason"),
-            }
-        )
-    schema: dict[str, Any] = {
-        "session": pl.String,
-        "index": pl.Int64,
-        "timestamp": pl.Float64,
-        "prompt_tokens": pl.Int64,
-        "uncached_tokens": pl.Int64,
-        "basis": pl.String,
-        **{f"lost_{k}": pl.Int64 for k in CAUSES},
-        "cause": pl.String,
-        "change_class": pl.String,
-        "change_detail": pl.String,
-        "cause_slot": pl.String,
-        "cause_key": pl.String,
-        "gap_seconds": pl.Float64,
-        "idle_seconds": pl.Float64,
-        "provider_miss_reason": pl.String,
-    }
-    return pl.DataFrame(out, schema=schema, orient="row")
+        row = _relabelled(row, first, model_before)
+        loss = _loss(row, _split(row, first, minimum))
+        out.append(_cause_row(row, loss, last_time.get(session)))
+        last_time[session] = row.get("timestamp")
+    return pl.DataFrame(out, schema=_causes_schema(), orient="row")

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
 import numpy as np
 
 from promptkit.errors import LayoutMismatchError
@@ -234,25 +235,17 @@ class CompositionRows:
         role = np.concatenate([s if r is None else r for s, r in zip(slots, roles, strict=True)])
         return [slot, key, role]
 
-    def _columns(self) -> dict[str, np.ndarray]:
-        """Every row's columns (strings as codes), requests in the order added; in each request the
-        header span(s), then each message with tokens in token order, preceded by a ``template`` span
-        where it starts past what came before, then the ``generation`` span."""
+    def _kept_messages(self, count: np.ndarray) -> tuple[_KeptMessages, int]:
+        """The messages with tokens of requests holding ``count`` messages each, by request, then
+        start, then index; and the largest end of any message."""
         i64 = np.int64
-        req = np.fromiter(chain.from_iterable(self._requests), i64, count=11 * len(self._requests)).reshape(
-            -1, 11
-        )
-        n_req = req.shape[0]
-        session, index, pos, count, header_len, prompt_len, shifted = req.T[:7]
-        template_slot, template_key, generation_slot, generation_key = req.T[7:]
-        rid = np.repeat(np.arange(n_req, dtype=i64), count)
+        rid = np.repeat(np.arange(count.shape[0], dtype=i64), count)
         first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(i64)
         msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
         total_messages = int(count.sum())
         st = np.fromiter(chain.from_iterable(self._starts), i64, count=total_messages)
         en = np.fromiter(chain.from_iterable(self._ends), i64, count=total_messages)
         codes = self._message_codes()
-        # the messages with tokens, by request, then start, then index
         kept = np.flatnonzero(en > st)
         every = kept.shape[0] == st.shape[0]  # perf: every message has tokens (the usual case)
 
@@ -264,22 +257,30 @@ class CompositionRows:
             again = np.lexsort((take(msg), s, r))
             kept, r, s, e = kept[again], r[again], s[again], e[again]
             every = False
+        kept_msg = take(msg)
         for req_id, past in self._bad:
-            if np.any((r == req_id) & (take(msg) >= past)):
+            if np.any((r == req_id) & (kept_msg >= past)):
                 raise LayoutMismatchError(f"composition: a message of request {req_id} has no layout entry")
-        k = kept.shape[0]
-        # what the spans before cover: the header, then the furthest end so far (per request)
-        big = int(max(en.max(initial=0), header_len.max(initial=0), prompt_len.max(initial=0))) + 1
-        reach = np.maximum.accumulate(e + r * big)  # offset by request: one running maximum for all
-        before = np.zeros(k, dtype=i64)
-        if k > 1:
-            before[1:] = reach[:-1] - r[1:] * big
-            before[1:][r[1:] != r[:-1]] = 0  # a request's first message: nothing before it
-        before = np.maximum(before, header_len[r])
-        gap = s > before
+        return _KeptMessages(r, s, e, kept_msg, [take(c) for c in codes]), int(en.max(initial=0))
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        """Every row's columns (strings as codes), requests in the order added; in each request the
+        header span(s), then each message with tokens in token order, preceded by a ``template`` span
+        where it starts past what came before, then the ``generation`` span."""
+        i64 = np.int64
+        req = np.fromiter(chain.from_iterable(self._requests), i64, count=11 * len(self._requests)).reshape(
+            -1, 11
+        )
+        n_req = req.shape[0]
+        count, header_len, prompt_len = req[:, 3], req[:, 4], req[:, 5]
+        m, end_max = self._kept_messages(count)
+        r, k = m.r, m.r.shape[0]
+        big = int(max(end_max, header_len.max(initial=0), prompt_len.max(initial=0))) + 1
+        before = _covered_before(m, header_len, big)
+        gap = m.s > before
         final = header_len.copy()
         if k:
-            np.maximum.at(final, r, e)
+            np.maximum.at(final, r, m.e)
         generation = final < prompt_len
         # row counts per request: header spans, messages, gaps, generation
         heads = np.fromiter(chain.from_iterable(self._heads), i64, count=5 * len(self._heads)).reshape(-1, 5)
@@ -288,13 +289,12 @@ class CompositionRows:
         n_gaps = np.bincount(r, weights=gap, minlength=n_req).astype(i64) if k else np.zeros(n_req, i64)
         rows = n_heads + n_msgs + n_gaps + generation
         base = np.concatenate(([0], np.cumsum(rows)[:-1])).astype(i64)
-        total = int(rows.sum())
-        out = {name: np.zeros(total, i64) for name in (*COMPOSITION_COLUMNS, "_position")}
+        out = {name: np.zeros(int(rows.sum()), i64) for name in (*COMPOSITION_COLUMNS, "_position")}
         out["message"][:] = -1
         request_of = np.repeat(np.arange(n_req, dtype=i64), rows)
-        out["session"] = session[request_of]
-        out["index"] = index[request_of]
-        out["_position"] = pos[request_of]
+        out["session"] = req[:, 0][request_of]
+        out["index"] = req[:, 1][request_of]
+        out["_position"] = req[:, 2][request_of]
         if heads.shape[0]:  # a request's header spans come first, in the order added
             h_req = heads[:, 0]
             h_first = np.concatenate(([0], np.cumsum(n_heads)[:-1]))
@@ -304,21 +304,74 @@ class CompositionRows:
         if k:  # each message, after its gap when it has one
             rank = np.arange(k, dtype=i64) - np.concatenate(([0], np.cumsum(n_msgs)[:-1]))[r]
             gaps_so_far = np.cumsum(gap) - np.concatenate(([0], np.cumsum(n_gaps)[:-1]))[r]
-            at = base[r] + n_heads[r] + rank + gaps_so_far
-            out["start"][at], out["tokens"][at] = s, e - s
-            out["slot"][at], out["key"][at], out["role"][at] = take(codes[0]), take(codes[1]), take(codes[2])
-            number = take(msg) - shifted[r]
-            out["message"][at] = np.where(number >= 0, number, -1)
-            g = np.flatnonzero(gap)
-            if np.any(template_slot[r[g]] < 0):
-                raise LayoutMismatchError("composition: a request has no layout entry for a template span")
-            out["start"][at[g] - 1], out["tokens"][at[g] - 1] = before[g], s[g] - before[g]
-            out["slot"][at[g] - 1], out["key"][at[g] - 1] = template_slot[r[g]], template_key[r[g]]
-        last = np.flatnonzero(generation)
-        if last.shape[0]:
-            if np.any(generation_slot[last] < 0):
-                raise LayoutMismatchError("composition: a request has no layout entry for its generation span")
-            at = base[last] + rows[last] - 1
-            out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
-            out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]
+            _put_messages(out, m, req, base[r] + n_heads[r] + rank + gaps_so_far, before, gap)
+        _put_generation(out, req, generation, base + rows - 1, final)
         return out
+
+
+@attrs.frozen(slots=True)
+class _KeptMessages:
+    """The messages with tokens, by request, then start, then index: each one's request ``r``, token
+    span ``s`` to ``e``, index ``msg`` in its request and slot, key and role ``codes``."""
+
+    r: np.ndarray
+    s: np.ndarray
+    e: np.ndarray
+    msg: np.ndarray
+    codes: list[np.ndarray]
+
+
+def _covered_before(m: _KeptMessages, header_len: np.ndarray, big: int) -> np.ndarray:
+    """What the spans before each kept message cover: the header, then the furthest end so far in its
+    request (``big``: more than any offset)."""
+    r = m.r
+    k = r.shape[0]
+    reach = np.maximum.accumulate(m.e + r * big)  # offset by request: one running maximum for all
+    before = np.zeros(k, dtype=np.int64)
+    if k > 1:
+        before[1:] = reach[:-1] - r[1:] * big
+        before[1:][r[1:] != r[:-1]] = 0  # a request's first message: nothing before it
+    covered: np.ndarray = np.maximum(before, header_len[r])
+    return covered
+
+
+def _put_messages(
+    out: dict[str, np.ndarray],
+    m: _KeptMessages,
+    req: np.ndarray,
+    at: np.ndarray,
+    before: np.ndarray,
+    gap: np.ndarray,
+) -> None:
+    """Write each kept message's row at ``at``, and a ``template`` span in the row before it where
+    there is a ``gap`` (what came before covers up to ``before``)."""
+    r, s = m.r, m.s
+    out["start"][at], out["tokens"][at] = s, m.e - s
+    out["slot"][at], out["key"][at], out["role"][at] = m.codes[0], m.codes[1], m.codes[2]
+    number = m.msg - req[:, 6][r]
+    out["message"][at] = np.where(number >= 0, number, -1)
+    g = np.flatnonzero(gap)
+    template_slot, template_key = req[:, 7], req[:, 8]
+    if np.any(template_slot[r[g]] < 0):
+        raise LayoutMismatchError("composition: a request has no layout entry for a template span")
+    out["start"][at[g] - 1], out["tokens"][at[g] - 1] = before[g], s[g] - before[g]
+    out["slot"][at[g] - 1], out["key"][at[g] - 1] = template_slot[r[g]], template_key[r[g]]
+
+
+def _put_generation(
+    out: dict[str, np.ndarray],
+    req: np.ndarray,
+    generation: np.ndarray,
+    row_end: np.ndarray,
+    final: np.ndarray,
+) -> None:
+    """Write the ``generation`` span of each request where ``generation`` holds, in its last row
+    (``row_end``), from ``final`` to its prompt's end."""
+    last = np.flatnonzero(generation)
+    if last.shape[0]:
+        prompt_len, generation_slot, generation_key = req[:, 5], req[:, 9], req[:, 10]
+        if np.any(generation_slot[last] < 0):
+            raise LayoutMismatchError("composition: a request has no layout entry for its generation span")
+        at = row_end[last]
+        out["start"][at], out["tokens"][at] = final[last], prompt_len[last] - final[last]
+        out["slot"][at], out["key"][at] = generation_slot[last], generation_key[last]

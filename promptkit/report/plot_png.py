@@ -434,13 +434,9 @@ def _title(canvas: _Canvas, text: str, size: float = 11.5) -> None:
     canvas.text(canvas.width_pt / 2, 8, text, size, anchor="mt")
 
 
-def write_hit_ratio_png(requests: pl.DataFrame, path: str | Path, *, dpi: int = 100) -> Path:
-    """``hit_ratio.png``: the predicted hit ratio per turn, one line per session (dots at each request),
-    the reported ratio dashed with crosses in the session's colour where the log has usage; more than
-    :data:`MANY_SESSIONS` sessions are drawn as the per-turn median and 10–90 % band instead. A legend
-    names up to :data:`LEGEND_SESSIONS` sessions. ``requests`` needs ``session``, ``index`` and
-    ``hit_ratio`` (see :func:`~promptkit.report.plots.plot_hit_ratio`).
-    """
+def _hit_ratio_frame(requests: pl.DataFrame) -> pl.DataFrame:
+    """``session``, ``index``, ``hit_ratio`` and the ``reported`` ratio (null where the log has no
+    usage) of each request with a ratio, by session and index."""
     frame = requests.select(
         pl.col("session").cast(pl.String),
         "index",
@@ -453,9 +449,76 @@ def write_hit_ratio_png(requests: pl.DataFrame, path: str | Path, *, dpi: int = 
             else pl.lit(None, dtype=pl.Float64)
         ),
     ).sort("session", "index", maintain_order=True)
-    sessions = requests["session"].cast(pl.String).unique(maintain_order=True).to_list()
     # a request with an empty prompt has no ratio: its turn is left out (a gap in matplotlib's line)
-    frame = frame.filter(pl.col("hit_ratio").is_not_null() & pl.col("hit_ratio").is_not_nan())
+    return frame.filter(pl.col("hit_ratio").is_not_null() & pl.col("hit_ratio").is_not_nan())
+
+
+def _draw_hit_ratio_band(canvas: _Canvas, axes: _Axes, frame: pl.DataFrame) -> list[tuple[str, str, Any]]:
+    """The per-turn median hit ratio and 10–90 % band of many sessions (and the median reported ratio,
+    dashed, where the log has usage); returns their legend entries."""
+    per_turn = (
+        frame.group_by("index")
+        .agg(
+            pl.col("hit_ratio").median().alias("median"),
+            pl.col("hit_ratio").quantile(0.1, "linear").alias("low"),
+            pl.col("hit_ratio").quantile(0.9, "linear").alias("high"),
+            pl.col("reported").median().alias("reported"),
+        )
+        .sort("index")
+    )
+    blue = session_colors(["x"])["x"]
+    band = (
+        axes.points(per_turn["index"], per_turn["high"])
+        + axes.points(per_turn["index"], per_turn["low"])[::-1]
+    )
+    canvas.polygon(band, _rgb(blue, 0.25))
+    canvas.line(axes.points(per_turn["index"], per_turn["median"]), _rgb(blue), 1.8)
+    entries: list[tuple[str, str, Any]] = [
+        ("line", "median", _rgb(blue)),
+        ("patch", "10–90 % of sessions", _rgb(blue, 0.25)),
+    ]
+    reported = per_turn.filter(pl.col("reported").is_not_null())
+    if reported.height:
+        canvas.dashed(axes.points(reported["index"], reported["reported"]), _INK, 1.0)
+        entries.append(("dashed", "median (reported)", _INK))
+    return entries
+
+
+def _draw_hit_ratio_sessions(
+    canvas: _Canvas, axes: _Axes, frame: pl.DataFrame, sessions: list[str], has_reported: bool, legend: bool
+) -> list[tuple[str, str, Any]]:
+    """One line per session (dots at each request while there are few), the reported ratio dashed with
+    crosses where the log has usage; returns the legend entries (none without ``legend``)."""
+    colors = session_colors(sessions)
+    marker = 1.6 if frame.height <= 3000 else 0.0
+    for (session,), rows in frame.partition_by("session", as_dict=True, maintain_order=True).items():
+        color = _rgb(colors[str(session)])
+        points = axes.points(rows["index"], rows["hit_ratio"])
+        canvas.line(points, color, 1.3)
+        if marker:
+            canvas.dots(points, color, marker)
+        reported = rows.filter(pl.col("reported").is_not_null()) if has_reported else rows.clear()
+        if reported.height:
+            points = axes.points(reported["index"], reported["reported"])
+            canvas.dashed(points, color, 0.9)
+            canvas.crosses(points, color, 2.0, 0.8)
+    entries: list[tuple[str, str, Any]] = []
+    if legend:
+        entries += [("line", str(s), _rgb(colors[s])) for s in sessions]
+        if has_reported:
+            entries += [("line", "predicted", _INK), ("dashed", "reported", _INK)]
+    return entries
+
+
+def write_hit_ratio_png(requests: pl.DataFrame, path: str | Path, *, dpi: int = 100) -> Path:
+    """``hit_ratio.png``: the predicted hit ratio per turn, one line per session (dots at each request),
+    the reported ratio dashed with crosses in the session's colour where the log has usage; more than
+    :data:`MANY_SESSIONS` sessions are drawn as the per-turn median and 10–90 % band instead. A legend
+    names up to :data:`LEGEND_SESSIONS` sessions. ``requests`` needs ``session``, ``index`` and
+    ``hit_ratio`` (see :func:`~promptkit.report.plots.plot_hit_ratio`).
+    """
+    frame = _hit_ratio_frame(requests)
+    sessions = requests["session"].cast(pl.String).unique(maintain_order=True).to_list()
     has_reported = bool(frame["reported"].is_not_null().any())
     many = len(sessions) > MANY_SESSIONS
     show_legend = (not many and len(sessions) <= LEGEND_SESSIONS) or many
@@ -472,49 +535,11 @@ def write_hit_ratio_png(requests: pl.DataFrame, path: str | Path, *, dpi: int = 
     axes = _Axes(canvas, box, (low - pad, high + pad), (-0.02, 1.02))
     axes.frame([t for t in nice_ticks(low, high, 6) if t == int(t)], nice_ticks(0, 1, 5),
                lambda t: f"{t:g}", lambda t: f"{t:.1f}")  # fmt: skip
-    entries: list[tuple[str, str, Any]] = []
     if many:
-        per_turn = (
-            frame.group_by("index")
-            .agg(
-                pl.col("hit_ratio").median().alias("median"),
-                pl.col("hit_ratio").quantile(0.1, "linear").alias("low"),
-                pl.col("hit_ratio").quantile(0.9, "linear").alias("high"),
-                pl.col("reported").median().alias("reported"),
-            )
-            .sort("index")
-        )
-        blue = session_colors(["x"])["x"]
-        band = (
-            axes.points(per_turn["index"], per_turn["high"])
-            + axes.points(per_turn["index"], per_turn["low"])[::-1]
-        )
-        canvas.polygon(band, _rgb(blue, 0.25))
-        canvas.line(axes.points(per_turn["index"], per_turn["median"]), _rgb(blue), 1.8)
-        entries += [("line", "median", _rgb(blue)), ("patch", "10–90 % of sessions", _rgb(blue, 0.25))]
-        reported = per_turn.filter(pl.col("reported").is_not_null())
-        if reported.height:
-            canvas.dashed(axes.points(reported["index"], reported["reported"]), _INK, 1.0)
-            entries.append(("dashed", "median (reported)", _INK))
+        entries = _draw_hit_ratio_band(canvas, axes, frame)
         title = f"Cache hit ratio per turn — {len(sessions)} sessions (median and 10–90 % band)"
     else:
-        colors = session_colors(sessions)
-        marker = 1.6 if frame.height <= 3000 else 0.0
-        for (session,), rows in frame.partition_by("session", as_dict=True, maintain_order=True).items():
-            color = _rgb(colors[str(session)])
-            points = axes.points(rows["index"], rows["hit_ratio"])
-            canvas.line(points, color, 1.3)
-            if marker:
-                canvas.dots(points, color, marker)
-            reported = rows.filter(pl.col("reported").is_not_null()) if has_reported else rows.clear()
-            if reported.height:
-                points = axes.points(reported["index"], reported["reported"])
-                canvas.dashed(points, color, 0.9)
-                canvas.crosses(points, color, 2.0, 0.8)
-        if show_legend:
-            entries += [("line", str(s), _rgb(colors[s])) for s in sessions]
-            if has_reported:
-                entries += [("line", "predicted", _INK), ("dashed", "reported", _INK)]
+        entries = _draw_hit_ratio_sessions(canvas, axes, frame, sessions, has_reported, show_legend)
         title = "Cache hit ratio per turn"
     if entries:
         entries = [

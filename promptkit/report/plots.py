@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from promptkit.analysis.engine import AnalysisResult
+    from promptkit.report.plot_data import CompositionGrid
 
 __all__ = [
     "GRID_SESSIONS",
@@ -361,13 +362,9 @@ def plot_composition_grid(
     >>> [t.get_text() for t in fig.axes[0].texts], len(fig.axes[0].images)
     (['a', 'b'], 1)
     """
-    import numpy as np
-
     requests, comp, present = composition_frames(result, composition, "plot_composition_grid")
     shown = _grid_sessions(present, set(comp["session"].to_list()), sessions, max_sessions)
     grid = composition_grid(requests, comp, shown)
-    from matplotlib.collections import PolyCollection
-    from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
     _enable_notebook_display()
@@ -377,6 +374,22 @@ def plot_composition_grid(
     axes = figure.add_axes(
         (left / width, bottom / height, 1 - (left + right) / width, 1 - (bottom + top) / height)
     )
+    colors = slot_colors(grid.slots)
+    _draw_grid_panels(axes, grid, colors)
+    _grid_scales(axes, grid)
+    figure.suptitle(_grid_title(len(shown), len(present)), y=1 - 0.08 / height, va="top")
+    if grid.slots or len(grid.marks[0]):
+        _grid_legend(figure, grid, colors, width, height)
+    return figure
+
+
+def _draw_grid_panels(axes: Axes, grid: CompositionGrid, colors: Mapping[str, Any]) -> None:
+    """The panels of ``grid`` on ``axes``: each one's background and frame, the slot of every pixel,
+    the first divergent token's tick of each request, the session's name above it."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+    from matplotlib.colors import ListedColormap
+
     rows_total, columns_total = grid.codes.shape
     step, panel_rows, turns = grid.step, grid.panel_rows, grid.turns
     boxes = [
@@ -387,7 +400,6 @@ def plot_composition_grid(
     axes.add_collection(
         PolyCollection(boxes, facecolors="#f6f6f6", edgecolors="#9a9a9a", linewidths=0.6, zorder=0)
     )
-    colors = slot_colors(grid.slots)
     if grid.slots:
         axes.imshow(
             np.ma.masked_less(grid.codes, 0),
@@ -407,6 +419,13 @@ def plot_composition_grid(
     for session, (x0, y0) in zip(grid.sessions, grid.origins, strict=True):
         axes.text(x0 - 0.5, (y0 + panel_rows) * step, session, fontsize="small", va="bottom", ha="left",
                   clip_on=True)  # fmt: skip
+
+
+def _grid_scales(axes: Axes, grid: CompositionGrid) -> None:
+    """The shared turn and token scales of ``grid``'s panels, labelled under each column and left of
+    each row of panels; no spines."""
+    rows_total, columns_total = grid.codes.shape
+    step, panel_rows, turns = grid.step, grid.panel_rows, grid.turns
     gap_x, gap_y = grid.gaps
     nrows, ncols = grid.shape
     turn_ticks = [t for t in nice_ticks(grid.first, grid.first + turns - 1, 3) if t == int(t)]
@@ -425,18 +444,23 @@ def plot_composition_grid(
     axes.set_ylim(0, rows_total * step)
     axes.set_xlabel("turn (request index)")
     axes.set_ylabel("token position")
-    figure.suptitle(_grid_title(len(shown), len(present)), y=1 - 0.08 / height, va="top")
-    if grid.slots or len(mark_x):
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch
 
-        handles: list[Any] = [Patch(facecolor=colors[slot], label=slot) for slot in grid.slots][::-1]
-        if len(mark_x):
-            handles.append(Line2D([], [], color="black", marker="_", linestyle="", markersize=8,
-                                  label="first divergent token"))  # fmt: skip
-        figure.legend(handles=handles, loc="upper left", bbox_to_anchor=(1 - (right - 0.1) / width, 1 - top / height),
-                      fontsize="small", frameon=False)  # fmt: skip
-    return figure
+
+def _grid_legend(
+    figure: Figure, grid: CompositionGrid, colors: Mapping[str, Any], width: float, height: float
+) -> None:
+    """One legend for the slots of ``grid`` (and the divergence tick), right of the panels of a figure
+    ``width`` × ``height`` inches."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    _left, right, _bottom, top = GRID_MARGINS
+    handles: list[Any] = [Patch(facecolor=colors[slot], label=slot) for slot in grid.slots][::-1]
+    if len(grid.marks[0]):
+        handles.append(Line2D([], [], color="black", marker="_", linestyle="", markersize=8,
+                              label="first divergent token"))  # fmt: skip
+    figure.legend(handles=handles, loc="upper left", bbox_to_anchor=(1 - (right - 0.1) / width, 1 - top / height),
+                  fontsize="small", frameon=False)  # fmt: skip
 
 
 def _grid_sessions(

@@ -226,6 +226,57 @@ def provider_name(result: object) -> str | None:
     return name if isinstance(name, str) else None
 
 
+def _with_prices(
+    frame: pl.DataFrame,
+    table: Mapping[str, ModelPrice],
+    model: str | None,
+    provider: str | None,
+    missing: Literal["raise", "empty"],
+) -> pl.DataFrame:
+    """``frame`` with the model each request is priced by (``_model``: ``model``, else its ``model``
+    column, else ``provider``'s default model), ``priced_as`` and that model's prices (null without a
+    price when ``missing="empty"``; else :class:`PriceError`)."""
+    default = model or (_default_model(provider) if provider else None)
+    if model is not None:
+        names = pl.lit(model, dtype=pl.String)
+    elif "model" in frame.columns:
+        names = pl.coalesce(pl.col("model").cast(pl.String), pl.lit(default, dtype=pl.String))
+    else:
+        names = pl.lit(default, dtype=pl.String)
+    work = frame.with_columns(names.alias("_model"))
+    requested = work["_model"].unique(maintain_order=True).to_list()
+    mapping = {name: lookup_model(name, table) if name is not None else None for name in requested}
+    unpriced = [name for name, key in mapping.items() if key is None]
+    if unpriced and missing == "raise":
+        what = ", ".join(repr(n) for n in unpriced if n is not None)
+        if None in unpriced:
+            what = (
+                what + " and " if what else ""
+            ) + f"the requests of provider {provider!r} (no default model)"
+        raise PriceError(
+            f"no price for {what}; known models: "
+            f"{', '.join(sorted(table))}; pass model= or prices= (CLI: --model, --prices FILE)"
+        )
+    price_rows = pl.DataFrame(
+        [{"_model": name, **attrs.asdict(table[key])} for name, key in mapping.items() if key is not None],
+        schema={"_model": pl.String, **_PRICE_SCHEMA},
+        orient="row",
+    ).rename({"model": "priced_as"})
+    return work.join(price_rows.drop("provider"), on="_model", how="left", maintain_order="left")
+
+
+def _prompt_cost(prompt: pl.Expr, cached: pl.Expr, written: pl.Expr, hour: pl.Expr) -> pl.Expr:
+    """The USD cost of ``prompt`` tokens of which ``cached`` were read from the cache and ``written``
+    written to it (``hour`` of them for an hour), at the priced model's columns."""
+    write_price = pl.coalesce(pl.col("cache_write"), pl.col("cache_miss"))
+    # Anthropic's 1-hour writes at their own price (cache_write_1h), the rest at cache_write
+    write_1h_price = pl.coalesce(pl.col("cache_write_1h"), write_price)
+    miss = (prompt - cached - written).clip(lower_bound=0)
+    hour = pl.min_horizontal(hour, written)
+    writes = (written - hour) * write_price + hour * write_1h_price
+    return (cached * pl.col("cache_hit") + writes + miss * pl.col("cache_miss")) / MILLION
+
+
 def request_costs(
     result: AnalysisResult | pl.DataFrame,
     *,
@@ -253,46 +304,10 @@ def request_costs(
     need_columns(frame, ("session", "index", "prompt_tokens", "predicted_cached_tokens"), "request_costs")
     table = resolve_prices(prices)
     provider = provider or provider_name(result)
-    default = model or (_default_model(provider) if provider else None)
-    if model is not None:
-        names = pl.lit(model, dtype=pl.String)
-    elif "model" in frame.columns:
-        names = pl.coalesce(pl.col("model").cast(pl.String), pl.lit(default, dtype=pl.String))
-    else:
-        names = pl.lit(default, dtype=pl.String)
-    work = frame.with_columns(names.alias("_model"))
-    requested = work["_model"].unique(maintain_order=True).to_list()
-    mapping = {name: lookup_model(name, table) if name is not None else None for name in requested}
-    unpriced = [name for name, key in mapping.items() if key is None]
-    if unpriced and missing == "raise":
-        what = ", ".join(repr(n) for n in unpriced if n is not None)
-        if None in unpriced:
-            what = (
-                what + " and " if what else ""
-            ) + f"the requests of provider {provider!r} (no default model)"
-        raise PriceError(
-            f"no price for {what}; known models: "
-            f"{', '.join(sorted(table))}; pass model= or prices= (CLI: --model, --prices FILE)"
-        )
-    price_rows = pl.DataFrame(
-        [{"_model": name, **attrs.asdict(table[key])} for name, key in mapping.items() if key is not None],
-        schema={"_model": pl.String, **_PRICE_SCHEMA},
-        orient="row",
-    ).rename({"model": "priced_as"})
-    work = work.join(price_rows.drop("provider"), on="_model", how="left", maintain_order="left")
+    work = _with_prices(frame, table, model, provider, missing)
     output = pl.coalesce(
         col_or_null(frame, "reported_completion_tokens"), col_or_null(frame, "completion_tokens")
     ).cast(pl.Int64)
-    write_price = pl.coalesce(pl.col("cache_write"), pl.col("cache_miss"))
-    # Anthropic's 1-hour writes at their own price (cache_write_1h), the rest at cache_write
-    write_1h_price = pl.coalesce(pl.col("cache_write_1h"), write_price)
-
-    def prompt_cost(prompt: pl.Expr, cached: pl.Expr, written: pl.Expr, hour: pl.Expr) -> pl.Expr:
-        miss = (prompt - cached - written).clip(lower_bound=0)
-        hour = pl.min_horizontal(hour, written)
-        writes = (written - hour) * write_price + hour * write_1h_price
-        return (cached * pl.col("cache_hit") + writes + miss * pl.col("cache_miss")) / MILLION
-
     reported = has_reported(frame)
     output_cost = output.fill_null(0) * pl.col("output") / MILLION
     rp = pl.when(reported).then(col_or_null(frame, "reported_prompt_tokens")).cast(pl.Int64)
@@ -316,10 +331,10 @@ def request_costs(
         pl.when(reported).then(rw).cast(pl.Int64).alias("reported_cache_write_tokens"),
         (pl.col("prompt_tokens") * pl.col("cache_miss") / MILLION + output_cost).alias("cost_no_cache"),
         (
-            prompt_cost(pl.col("prompt_tokens"), pl.col("predicted_cached_tokens"), pw, pw1) + output_cost
+            _prompt_cost(pl.col("prompt_tokens"), pl.col("predicted_cached_tokens"), pw, pw1) + output_cost
         ).alias("cost_predicted"),
         (rp * pl.col("cache_miss") / MILLION + output_cost).alias("cost_reported_no_cache"),
-        (prompt_cost(rp, rc, rw, rw1) + output_cost).alias("cost_reported"),
+        (_prompt_cost(rp, rc, rw, rw1) + output_cost).alias("cost_reported"),
     )
 
 

@@ -550,151 +550,24 @@ class RequestTokenizer:
     ) -> TokenizedRequest:
         """Tokenize ``pieces`` (the rendering from piece ``offset`` on), starting from the state of
         ``resume`` (a snapshot's state before its piece ``offset``) or from scratch."""
-        n_messages = len(request["messages"])
-        starts: list[int | None] = [None] * n_messages
-        ends: list[int] = [0] * n_messages
-        first_piece: list[int] = [-1] * n_messages
-        chunks: list[np.ndarray] = []
-        cut_pieces: list[int] = []
-        cut_tokens: list[int] = []
-        pos = 0  # tokens so far
-        head_len = 0  # tokens taken from the snapshot resumed from
-        first_message_pos: int | None = None
-        first_message_piece = -1
-        if resume is not None:
-            snap, start, j, t = resume
-            pos = head_len = snap.cut_tokens[t]
-            cut_pieces = snap.cut_pieces[:t]
-            cut_tokens = snap.cut_tokens[:t]
-            # messages come in order (IncrementalRenderModel): those before m0 were done before piece j
-            m0 = bisect.bisect_left(snap.first_piece, j, 0, start)
-            starts[:m0] = snap.starts[:m0]
-            ends[:m0] = snap.ends[:m0]
-            first_piece[:start] = snap.first_piece[:start]
-            if 0 <= snap.first_message_piece < j:
-                first_message_pos = snap.first_message_pos
-                first_message_piece = snap.first_message_piece
-        pending: list[int] = []  # special ids not yet in chunks
-        special_ids = self._special
-        cut = self._cut_pieces
-        prompt_len = -1
-        last_message_piece = -1
-        run: list[RenderedPiece] = []  # text pieces of the current segment
-        multi = False  # does the run hold pieces of more than one owner?
-
-        cache = self._cache
-
-        def flush() -> None:
-            nonlocal pos, first_message_pos, multi
-            if not run:
-                return
-            first = run[0]
-            text = first.text if len(run) == 1 else "".join([p.text for p in run])
-            count = 0
-            offsets: np.ndarray | None = None
-            if text:
-                # perf: a short text recurs (separators, role headers): it is its own key, looked up
-                # here without the call; the rest goes through _segment
-                seg = cache.get(text) if len(text) <= _SHORT_KEY and not multi else None
-                if seg is not None:
-                    cache.move_to_end(text)
-                    self.hits += 1
-                else:
-                    try:
-                        seg = self._segment(text, need_offsets=multi)
-                    except LoneSurrogateError as exc:  # name the message the text comes from
-                        owner = next((p.message_index for p in run if LONE_SURROGATE.search(p.text)), None)
-                        where = "the completion or the template" if owner is None else f"messages[{owner}]"
-                        raise LoneSurrogateError(f"{where}: {exc}") from None
-                count = len(seg.ids)
-                if pending:
-                    chunks.append(self._ids_array(pending))
-                    pending.clear()
-                chunks.append(seg.ids)
-                offsets = seg.offsets
-            if not multi:  # one owner: the whole run is its
-                mi = first.message_index
-                if mi is not None:
-                    if starts[mi] is None:
-                        starts[mi] = pos
-                    ends[mi] = pos + count
-                    if first_message_pos is None:
-                        first_message_pos = pos
-                pos += count
-                run.clear()
-                return
-            if offsets is None:  # several owners but no text: all at this position
-                spans = [(p.message_index, pos, pos) for p in run]
-            else:  # several owners: a token belongs to the piece under its first character
-                spans = []
-                char = 0
-                for p in run:
-                    end_char = char + len(p.text)
-                    if p.message_index is not None:
-                        s = pos + (0 if char <= 0 else int(np.searchsorted(offsets, char)))
-                        e = pos + int(np.searchsorted(offsets, end_char))
-                        spans.append((p.message_index, s, max(e, s)))
-                    char = end_char
-            for mi, s, e in spans:
-                if mi is not None:
-                    if starts[mi] is None:
-                        starts[mi] = s
-                    ends[mi] = e
-                    if first_message_pos is None:
-                        first_message_pos = s
-            pos += count
-            run.clear()
-            multi = False
-
-        for k, piece in enumerate(pieces):
-            g = offset + k  # index in the whole rendering
-            mi = piece.message_index
-            if mi is not None and k < n_prompt:
-                if first_piece[mi] < 0:
-                    first_piece[mi] = g
-                if first_message_piece < 0:
-                    first_message_piece = g
-                last_message_piece = g
-            if k == n_prompt:
-                flush()
-                prompt_len = pos
-            if piece.special:
-                if run:
-                    flush()
-                cut_pieces.append(g)
-                cut_tokens.append(pos)
-                sid = special_ids.get(piece.text)
-                pending.append(self.special_id(piece.text) if sid is None else sid)
-                if mi is not None:
-                    if starts[mi] is None:
-                        starts[mi] = pos
-                    ends[mi] = pos + 1
-                    if first_message_pos is None:
-                        first_message_pos = pos
-                pos += 1
-            else:
-                if run and cut and piece.text and run[-1].text and is_cut(run[-1].text, piece.text):
-                    flush()
-                if run and not multi and mi != run[0].message_index:
-                    multi = True
-                run.append(piece)
-        flush()
-        if prompt_len < 0:
-            prompt_len = pos
-        if pending:
-            chunks.append(self._ids_array(pending))
+        state = _Run.begin(self, len(request["messages"]), resume)
+        state.feed(pieces, n_prompt, offset)
+        chunks = state.chunks
+        if state.pending:
+            chunks.append(self._ids_array(state.pending))
         tail = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
         # perf: the tokens before ``pos`` are the snapshot's: the result is a view of its buffer, extended
         # by the new tokens (a new buffer when they differ from what the buffer holds past ``pos``)
         tokens, buffer, same = _TokenBuffer.extend(
-            resume[0].buffer if resume is not None else None, head_len, tail
+            resume[0].buffer if resume is not None else None, state.head_len, tail
         )
         if resume is not None:
             # the first tokens equal the snapshot's: all it holds when they are the same memory
-            known = min(len(tokens), len(resume[0].tokens)) if same else head_len
+            known = min(len(tokens), len(resume[0].tokens)) if same else state.head_len
             self.shared_prefix = (resume[0].tokens, known)
-        result = _finish(tokens, starts, ends, first_message_pos, prompt_len)
+        result = _finish(tokens, state.starts, state.ends, state.first_message_pos, state.prompt_len)
         if self._incremental and self.snapshots > 0:
+            last_message_piece = state.last_message_piece
             if resume is not None:
                 last_message_piece = max(last_message_piece, resume[0].message_piece(resume[1]) - 1)
             self._remember(
@@ -702,14 +575,14 @@ class RequestTokenizer:
                     request=request,
                     messages=list(request["messages"]),
                     pieces=head + pieces,
-                    cut_pieces=cut_pieces,
-                    cut_tokens=cut_tokens,
-                    first_piece=first_piece,
+                    cut_pieces=state.cut_pieces,
+                    cut_tokens=state.cut_tokens,
+                    first_piece=state.first_piece,
                     end_of_messages=last_message_piece + 1,
-                    starts=starts,
-                    ends=ends,
-                    first_message_piece=first_message_piece,
-                    first_message_pos=first_message_pos,
+                    starts=state.starts,
+                    ends=state.ends,
+                    first_message_piece=state.first_message_piece,
+                    first_message_pos=state.first_message_pos,
                     tokens=result.tokens,
                     buffer=buffer,
                 ),
@@ -781,6 +654,180 @@ class RequestTokenizer:
                 first_message_pos = s
         prompt_len = bisect.bisect_left(token_char, prompt_chars)
         return _finish(np.array(ids, dtype=np.int64), starts, ends, first_message_pos, prompt_len)
+
+
+@attrs.define(slots=True, eq=False)
+class _Run:
+    """The state of one pass of :meth:`RequestTokenizer._run` over a request's pieces: the tokens so far
+    (``chunks`` of ids, then the ``pending`` special ids), where each message starts and ends, where
+    every special piece cuts the stream, and the text pieces of the segment being gathered (``run``;
+    ``multi`` when they belong to more than one owner)."""
+
+    owner: RequestTokenizer
+    starts: list[int | None]  # per message: first token (raw, before _finish fills gaps)
+    ends: list[int]
+    first_piece: list[int]  # per message: index of its first piece (-1: none)
+    cut_pieces: list[int]
+    cut_tokens: list[int]
+    pos: int = 0  # tokens so far
+    head_len: int = 0  # tokens taken from the snapshot resumed from
+    first_message_pos: int | None = None
+    first_message_piece: int = -1
+    last_message_piece: int = -1
+    prompt_len: int = -1
+    chunks: list[np.ndarray] = attrs.Factory(list)
+    pending: list[int] = attrs.Factory(list)  # special ids not yet in chunks
+    run: list[RenderedPiece] = attrs.Factory(list)  # text pieces of the current segment
+    multi: bool = False  # does the run hold pieces of more than one owner?
+
+    @classmethod
+    def begin(
+        cls, owner: RequestTokenizer, n_messages: int, resume: tuple[_Snapshot, int, int, int] | None
+    ) -> _Run:
+        """The state before the first piece: empty, or that of ``resume``'s snapshot before its piece ``j``."""
+        state = cls(owner, [None] * n_messages, [0] * n_messages, [-1] * n_messages, [], [])
+        if resume is not None:
+            snap, start, j, t = resume
+            state.pos = state.head_len = snap.cut_tokens[t]
+            state.cut_pieces = snap.cut_pieces[:t]
+            state.cut_tokens = snap.cut_tokens[:t]
+            # messages come in order (IncrementalRenderModel): those before m0 were done before piece j
+            m0 = bisect.bisect_left(snap.first_piece, j, 0, start)
+            state.starts[:m0] = snap.starts[:m0]
+            state.ends[:m0] = snap.ends[:m0]
+            state.first_piece[:start] = snap.first_piece[:start]
+            if 0 <= snap.first_message_piece < j:
+                state.first_message_pos = snap.first_message_pos
+                state.first_message_piece = snap.first_message_piece
+        return state
+
+    def feed(self, pieces: list[RenderedPiece], n_prompt: int, offset: int) -> None:
+        """Take ``pieces`` (the rendering from piece ``offset`` on, the first ``n_prompt`` the prompt's)
+        and flush the last segment; ``prompt_len`` is then known."""
+        # perf: the per-piece loop reads locals (the containers never change identity); the scalars it
+        # alone writes are written back at the end
+        starts, ends, first_piece, run = self.starts, self.ends, self.first_piece, self.run
+        cut_pieces, cut_tokens, pending = self.cut_pieces, self.cut_tokens, self.pending
+        special_ids = self.owner._special
+        special_id = self.owner.special_id
+        cut = self.owner._cut_pieces
+        flush = self.flush
+        first_message_piece = self.first_message_piece
+        last_message_piece = self.last_message_piece
+        prompt_len = -1
+        for k, piece in enumerate(pieces):
+            g = offset + k  # index in the whole rendering
+            mi = piece.message_index
+            if mi is not None and k < n_prompt:
+                if first_piece[mi] < 0:
+                    first_piece[mi] = g
+                if first_message_piece < 0:
+                    first_message_piece = g
+                last_message_piece = g
+            if k == n_prompt:
+                flush()
+                prompt_len = self.pos
+            if piece.special:
+                if run:
+                    flush()
+                pos = self.pos
+                cut_pieces.append(g)
+                cut_tokens.append(pos)
+                sid = special_ids.get(piece.text)
+                pending.append(special_id(piece.text) if sid is None else sid)
+                if mi is not None:
+                    if starts[mi] is None:
+                        starts[mi] = pos
+                    ends[mi] = pos + 1
+                    if self.first_message_pos is None:
+                        self.first_message_pos = pos
+                self.pos = pos + 1
+            else:
+                if run and cut and piece.text and run[-1].text and is_cut(run[-1].text, piece.text):
+                    flush()
+                if run and not self.multi and mi != run[0].message_index:
+                    self.multi = True
+                run.append(piece)
+        flush()
+        self.prompt_len = self.pos if prompt_len < 0 else prompt_len
+        self.first_message_piece = first_message_piece
+        self.last_message_piece = last_message_piece
+
+    def flush(self) -> None:
+        """Tokenize the text pieces gathered (one segment) and credit its tokens to their messages."""
+        run = self.run
+        if not run:
+            return
+        first = run[0]
+        pos = self.pos
+        count, offsets = self._encode(first.text if len(run) == 1 else "".join([p.text for p in run]))
+        if not self.multi:  # one owner: the whole run is its
+            mi = first.message_index
+            if mi is not None:
+                if self.starts[mi] is None:
+                    self.starts[mi] = pos
+                self.ends[mi] = pos + count
+                if self.first_message_pos is None:
+                    self.first_message_pos = pos
+            self.pos = pos + count
+            run.clear()
+            return
+        starts, ends = self.starts, self.ends
+        for mi, s, e in _owner_spans(run, pos, offsets):
+            if mi is not None:
+                if starts[mi] is None:
+                    starts[mi] = s
+                ends[mi] = e
+                if self.first_message_pos is None:
+                    self.first_message_pos = s
+        self.pos = pos + count
+        run.clear()
+        self.multi = False
+
+    def _encode(self, text: str) -> tuple[int, np.ndarray | None]:
+        """Add the tokens of ``text`` (after the pending special ids) to the chunks; returns how many
+        there are and, for a run of several owners, the character offset where each token starts."""
+        if not text:
+            return 0, None
+        owner, multi = self.owner, self.multi
+        # perf: a short text recurs (separators, role headers): it is its own key, looked up here
+        # without the call; the rest goes through _segment
+        seg = owner._cache.get(text) if len(text) <= _SHORT_KEY and not multi else None
+        if seg is not None:
+            owner._cache.move_to_end(text)
+            owner.hits += 1
+        else:
+            try:
+                seg = owner._segment(text, need_offsets=multi)
+            except LoneSurrogateError as exc:  # name the message the text comes from
+                mi = next((p.message_index for p in self.run if LONE_SURROGATE.search(p.text)), None)
+                where = "the completion or the template" if mi is None else f"messages[{mi}]"
+                raise LoneSurrogateError(f"{where}: {exc}") from None
+        if self.pending:
+            self.chunks.append(owner._ids_array(self.pending))
+            self.pending.clear()
+        self.chunks.append(seg.ids)
+        return len(seg.ids), seg.offsets
+
+
+def _owner_spans(
+    run: list[RenderedPiece], pos: int, offsets: np.ndarray | None
+) -> list[tuple[int | None, int, int]]:
+    """(message, first token, end token) of each piece of a segment of several owners starting at token
+    ``pos``: a token belongs to the piece under its first character (``offsets``: where each token
+    starts; None: no text, all at ``pos``)."""
+    if offsets is None:
+        return [(p.message_index, pos, pos) for p in run]
+    spans: list[tuple[int | None, int, int]] = []
+    char = 0
+    for p in run:
+        end_char = char + len(p.text)
+        if p.message_index is not None:
+            s = pos + (0 if char <= 0 else int(np.searchsorted(offsets, char)))
+            e = pos + int(np.searchsorted(offsets, end_char))
+            spans.append((p.message_index, s, max(e, s)))
+        char = end_char
+    return spans
 
 
 def _finish(
