@@ -315,7 +315,7 @@ def put_given(target: dict[str, Any], fields: Iterable[tuple[str, Any]]) -> dict
     return target
 
 
-def think_field(extra: Mapping[str, Any], key: str, value: Any, *, where: str) -> Mapping[str, Any]:
+def think_field(extra: Mapping[str, Any], key: str, value: Any, *, where: str) -> dict[str, Any]:
     """``extra`` with the field ``key`` that carries a ChatModelRequest's ``think`` set to ``value``
     (None adds nothing); ``key`` given in ``extra`` too is a :class:`RequestBuildError`.
 
@@ -323,7 +323,7 @@ def think_field(extra: Mapping[str, Any], key: str, value: Any, *, where: str) -
     {'format': 'json', 'think': True}
     """
     if value is None:
-        return extra
+        return dict(extra)
     if key in extra:
         raise RequestBuildError(f"{where}: {key} is given twice (ChatModelRequest.think and {key}=)")
     return {**extra, key: value}
