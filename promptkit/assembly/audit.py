@@ -189,11 +189,27 @@ def audit(
     contributors = registry.contributors()
     anchors: Mapping[str, Anchor] = {c.key: c.anchor for c in contributors}
     built = run_sync(lambda: _build_turns(contributors, resolved, build_timeout))
+    changes, lost = _count_changes(built, contributors, anchors, meter)
+    rows = [
+        _row(c, built, changes[c.key], lost[c.key], meter)
+        for c in contributors
+        if not only_breaking or (c.anchor.before_history and changes[c.key])
+    ]
+    rows.sort(key=_row_order)
+    return pl.DataFrame(rows, schema=_schema())
+
+
+def _count_changes(
+    built: Sequence[_TurnOutputs],
+    contributors: Sequence[Contributor],
+    anchors: Mapping[str, Anchor],
+    meter: _Meter,
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Per contributor key: how many adjacent turn pairs changed its output, and the cached-prefix tokens lost."""
 
     def assemble(frame: tuple[Message, ...], outputs: Mapping[str, tuple[str, ...]]) -> tuple[Message, ...]:
         return place_blocks(frame, {k: v for k, v in outputs.items() if v}, anchors).messages
 
-    n = len(built)
     changes = dict.fromkeys(anchors, 0)
     lost = dict.fromkeys(anchors, 0)
     previous_request: tuple[Message, ...] | None = None
@@ -214,45 +230,50 @@ def audit(
                     kept = meter.common_prefix_tokens(previous_request, assemble(turn.frame, only))
                     lost[key] += max(0, ideal - kept)
         previous_request = request
+    return changes, lost
 
-    rows: list[tuple[tuple[float, int, bytes], dict[str, Any]]] = []
-    for c in contributors:
-        block_tokens = [
-            sum(meter.tokens(Message(role="system", content=b)) for b in turn.outputs.get(c.key, ()))
-            for turn in built
-        ]
-        per_turn = lost[c.key] / (n - 1) if n > 1 else None
-        mean_tokens = sum(block_tokens) / n
-        saves = (per_turn or 0.0) - mean_tokens if c.anchor.before_history and n > 1 else None
-        if only_breaking and not (c.anchor.before_history and changes[c.key]):
-            continue
-        order = (-(per_turn or 0.0), -changes[c.key], utf16_key(c.key))
-        rows.append(
-            (
-                order,
-                {
-                    "key": c.key,
-                    "anchor": c.anchor.value,
-                    "before_history": c.anchor.before_history,
-                    "turns": n,
-                    "built": sum(1 for turn in built if turn.outputs.get(c.key)),
-                    "absent": sum(1 for turn in built if c.key in turn.absent),
-                    "changes": changes[c.key],
-                    "change_rate": changes[c.key] / (n - 1) if n > 1 else None,
-                    "mean_tokens": mean_tokens,
-                    "cached_prefix_lost_tokens": lost[c.key],
-                    "cached_prefix_lost_tokens_per_turn": per_turn,
-                    "move_saves_tokens_per_turn": saves,
-                    "suggested_anchor": (
-                        Anchor.TURN_CONTEXT.value
-                        if changes[c.key] and saves is not None and saves > 0
-                        else c.anchor.value
-                    ),
-                },
-            )
-        )
-    rows.sort(key=lambda row: row[0])
-    schema = {
+
+def _row(
+    c: Contributor, built: Sequence[_TurnOutputs], changes: int, lost: int, meter: _Meter
+) -> dict[str, Any]:
+    """One contributor's row of the audit frame (see :data:`AUDIT_COLUMNS`)."""
+    n = len(built)
+    block_tokens = [
+        sum(meter.tokens(Message(role="system", content=b)) for b in turn.outputs.get(c.key, ()))
+        for turn in built
+    ]
+    per_turn = lost / (n - 1) if n > 1 else None
+    mean_tokens = sum(block_tokens) / n
+    saves = (per_turn or 0.0) - mean_tokens if c.anchor.before_history and n > 1 else None
+    return {
+        "key": c.key,
+        "anchor": c.anchor.value,
+        "before_history": c.anchor.before_history,
+        "turns": n,
+        "built": sum(1 for turn in built if turn.outputs.get(c.key)),
+        "absent": sum(1 for turn in built if c.key in turn.absent),
+        "changes": changes,
+        "change_rate": changes / (n - 1) if n > 1 else None,
+        "mean_tokens": mean_tokens,
+        "cached_prefix_lost_tokens": lost,
+        "cached_prefix_lost_tokens_per_turn": per_turn,
+        "move_saves_tokens_per_turn": saves,
+        "suggested_anchor": (
+            Anchor.TURN_CONTEXT.value if changes and saves is not None and saves > 0 else c.anchor.value
+        ),
+    }
+
+
+def _row_order(row: Mapping[str, Any]) -> tuple[float, int, bytes]:
+    """Highest cached_prefix_lost_tokens_per_turn first, then most changes, then key."""
+    return (-(row["cached_prefix_lost_tokens_per_turn"] or 0.0), -row["changes"], utf16_key(row["key"]))
+
+
+def _schema() -> dict[str, Any]:
+    """The polars schema of the audit frame (see :data:`AUDIT_COLUMNS`)."""
+    import polars as pl
+
+    return {
         "key": pl.String,
         "anchor": pl.String,
         "before_history": pl.Boolean,
@@ -267,4 +288,3 @@ def audit(
         "move_saves_tokens_per_turn": pl.Float64,
         "suggested_anchor": pl.String,
     }
-    return pl.DataFrame([row for _, row in rows], schema=schema)

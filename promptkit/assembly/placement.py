@@ -258,6 +258,14 @@ class Placement:
     frame: Frame
 
 
+#: A new block to place: (sort key (anchor order, key in UTF-16 order, index in its contributor), key, text).
+_NewBlock = tuple[tuple[int, bytes, int], str, str]
+#: An item of a merged region: an input index or a new (key, anchor, text).
+_Item = int | tuple[str, Anchor, str]
+#: (start, end, order) -> merged items
+_Region = tuple[int, int, int, list[_Item]]
+
+
 def place_blocks(
     messages: Sequence[Message],
     blocks: Mapping[str, Sequence[str]],
@@ -280,12 +288,20 @@ def place_blocks(
     [('persona', 'persona'), ('s1', 'knowledge'), ('m1', 'turn-context'), ('hi', 'current')]
     """
     frame = frame if frame is not None else analyze_frame(messages, anchors)
-    n = len(messages)
+    groups, points = _insertion_groups(frame)
+    new_by_anchor, unplaced = _new_blocks(blocks, anchors, points)
+    regions: list[_Region] = []
+    for at, group in groups.items():
+        new = sorted((item for anchor in group for item in new_by_anchor[anchor]), key=lambda item: item[0])
+        if new:
+            regions.append(_merge_region(messages, anchors, at, group, new))
+    regions.sort(key=lambda r: (r[0], r[2]))
+    out, layout = _emit_regions(messages, frame, regions)
+    return Placement(messages=tuple(out), layout=tuple(layout), unplaced=tuple(unplaced), frame=frame)
 
-    def anchor_at(i: int) -> Anchor | None:
-        injector = messages[i].injector
-        return anchors.get(injector) if injector is not None else None
 
+def _insertion_groups(frame: Frame) -> tuple[dict[int, list[Anchor]], dict[Anchor, int | None]]:
+    """Each anchor's insertion point, and the anchors grouped by the point they share (in anchor order)."""
     # anchor -> insertion point; points shared by several anchors form one group
     groups: dict[int, list[Anchor]] = {}
     points: dict[Anchor, int | None] = {}
@@ -294,8 +310,14 @@ def place_blocks(
         points[anchor] = at
         if at is not None:
             groups.setdefault(at, []).append(anchor)
+    return groups, points
 
-    new_by_anchor: dict[Anchor, list[tuple[tuple[int, bytes, int], str, str]]] = {a: [] for a in ANCHOR_ORDER}
+
+def _new_blocks(
+    blocks: Mapping[str, Sequence[str]], anchors: Mapping[str, Anchor], points: Mapping[Anchor, int | None]
+) -> tuple[dict[Anchor, list[_NewBlock]], list[str]]:
+    """The new blocks of each anchor with their sort keys, and the keys with no insertion point (sorted)."""
+    new_by_anchor: dict[Anchor, list[_NewBlock]] = {a: [] for a in ANCHOR_ORDER}
     unplaced: list[str] = []
     for key, texts in blocks.items():
         anchor = anchors[key]
@@ -306,44 +328,57 @@ def place_blocks(
         for j, text in enumerate(texts):
             new_by_anchor[anchor].append(((_ORDER[anchor], utf16_key(key), j), key, text))
     unplaced.sort(key=utf16_key)
+    return new_by_anchor, unplaced
 
-    # (start, end, order) -> merged items; an item is an input index or a new (key, anchor, text)
-    regions: list[tuple[int, int, int, list[int | tuple[str, Anchor, str]]]] = []
-    for at, group in groups.items():
-        new = sorted((item for anchor in group for item in new_by_anchor[anchor]), key=lambda item: item[0])
-        if not new:
-            continue
-        members = set(group)
-        start = at
-        while start > 0 and anchor_at(start - 1) in members:
-            start -= 1
-        end = at
-        while end < n and anchor_at(end) in members:
-            end += 1
-        existing = []
-        for i in range(start, end):
-            present = anchor_at(i)
-            assert present is not None
-            existing.append(((_ORDER[present], utf16_key(messages[i].injector or ""), -1), i))
-        merged: list[int | tuple[str, Anchor, str]] = []
-        ei = ni = 0
-        while ei < len(existing) and ni < len(new):
-            if new[ni][0] < existing[ei][0]:
-                sort_key, key, text = new[ni]
-                merged.append((key, ANCHOR_ORDER[sort_key[0]], text))
-                ni += 1
-            else:
-                merged.append(existing[ei][1])
-                ei += 1
-        merged.extend(i for _, i in existing[ei:])
-        merged.extend((key, ANCHOR_ORDER[sort_key[0]], text) for sort_key, key, text in new[ni:])
-        regions.append((start, end, min(_ORDER[a] for a in group), merged))
-    regions.sort(key=lambda r: (r[0], r[2]))
 
+def _anchor_at(messages: Sequence[Message], anchors: Mapping[str, Anchor], i: int) -> Anchor | None:
+    injector = messages[i].injector
+    return anchors.get(injector) if injector is not None else None
+
+
+def _merge_region(
+    messages: Sequence[Message],
+    anchors: Mapping[str, Anchor],
+    at: int,
+    group: Sequence[Anchor],
+    new: Sequence[_NewBlock],
+) -> _Region:
+    """Merge ``new`` (sorted) into the run of existing blocks of ``group``'s anchors around ``at``."""
+    members = set(group)
+    start = at
+    while start > 0 and _anchor_at(messages, anchors, start - 1) in members:
+        start -= 1
+    end = at
+    while end < len(messages) and _anchor_at(messages, anchors, end) in members:
+        end += 1
+    existing = []
+    for i in range(start, end):
+        present = _anchor_at(messages, anchors, i)
+        assert present is not None
+        existing.append(((_ORDER[present], utf16_key(messages[i].injector or ""), -1), i))
+    merged: list[_Item] = []
+    ei = ni = 0
+    while ei < len(existing) and ni < len(new):
+        if new[ni][0] < existing[ei][0]:
+            sort_key, key, text = new[ni]
+            merged.append((key, ANCHOR_ORDER[sort_key[0]], text))
+            ni += 1
+        else:
+            merged.append(existing[ei][1])
+            ei += 1
+    merged.extend(i for _, i in existing[ei:])
+    merged.extend((key, ANCHOR_ORDER[sort_key[0]], text) for sort_key, key, text in new[ni:])
+    return (start, end, min(_ORDER[a] for a in group), merged)
+
+
+def _emit_regions(
+    messages: Sequence[Message], frame: Frame, regions: Sequence[_Region]
+) -> tuple[list[Message], list[LayoutEntry]]:
+    """The input messages with each region (sorted by start) replaced by its merged items, and their layout."""
     out: list[Message] = []
     layout: list[LayoutEntry] = []
 
-    def emit(item: int | tuple[str, Anchor, str]) -> None:
+    def emit(item: _Item) -> None:
         if isinstance(item, int):
             out.append(messages[item])
             layout.append(frame.layout[item])
@@ -352,6 +387,7 @@ def place_blocks(
             out.append(Message(role="system", content=text, metadata={"injector": key}))
             layout.append(LayoutEntry(slot=anchor.value, key=key))
 
+    n = len(messages)
     i = 0
     for start, end, _, merged in regions:
         while i < start:
@@ -363,7 +399,7 @@ def place_blocks(
     while i < n:
         emit(i)
         i += 1
-    return Placement(messages=tuple(out), layout=tuple(layout), unplaced=tuple(unplaced), frame=frame)
+    return out, layout
 
 
 @attrs.frozen

@@ -293,6 +293,44 @@ def trim_to_budget(
     >>> r.tokens_before, r.tokens_after, r.chunks_dropped, [u.at for u in r.dropped], r.chunk_starts
     (99, 39, 2, [(1,), (2,), (3,), (4,)], (1,))
     """
+    low_water, compactor = _check_trim_args(budget, policy, low_water, compaction)
+    counter = resolve_counter(count, tokenizer)
+    if isinstance(prompt, AssembledPrompt):
+        messages, layout = prompt.messages, prompt.layout
+    else:
+        messages = message_tuple(prompt, "trim_to_budget")
+        layout = layout_of(messages)
+    costs = [message_tokens(m, counter) for m in messages]
+    tokens_before = sum(costs)
+    units = _history_units(messages, layout, costs)
+
+    if policy == "sliding":
+        drop, total = _sliding(units, tokens_before, budget)
+        return _result(messages, layout, units, drop, total, tokens_before, budget, policy)
+
+    chunks, closed = _chunks(units, max(1, math.ceil((1 - low_water) * budget)))
+    summaries = _Summaries(messages, compactor, counter)
+    cut, drop, rest, text = _chunked_cut(chunks, closed, summaries, tokens_before, budget)
+    summary = None if compactor is None or text is None else compactor.message(text)
+    return _result(
+        messages,
+        layout,
+        units,
+        drop,
+        rest + summaries.tokens(text),
+        tokens_before,
+        budget,
+        policy,
+        cut,
+        _chunk_starts(chunks, drop),
+        summary,
+    )
+
+
+def _check_trim_args(
+    budget: int, policy: str, low_water: float, compaction: Compaction | Summarizer | None
+) -> tuple[float, Compaction | None]:
+    """Check :func:`trim_to_budget`'s settings; the checked ``low_water`` and the :class:`Compaction`."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise UsageError(f"budget must be a non-negative int, got {budget!r}")
     if policy not in TRIM_POLICIES:
@@ -303,15 +341,13 @@ def trim_to_budget(
         raise UsageError(
             "compaction needs policy='chunked': a sliding window would rewrite the summary every turn"
         )
-    counter = resolve_counter(count, tokenizer)
-    if isinstance(prompt, AssembledPrompt):
-        messages, layout = prompt.messages, prompt.layout
-    else:
-        messages = message_tuple(prompt, "trim_to_budget")
-        layout = layout_of(messages)
-    costs = [message_tokens(m, counter) for m in messages]
-    tokens_before = sum(costs)
+    return low_water, compactor
 
+
+def _history_units(
+    messages: Sequence[Message], layout: Sequence[LayoutEntry], costs: Sequence[int]
+) -> list[_Unit]:
+    """The droppable units of the history (tool groups kept whole), oldest first."""
     history = [i for i, entry in enumerate(layout) if entry.slot == FrameSlot.HISTORY.value]
     units: list[_Unit] = []
     for group in group_tool_calls([messages[i] for i in history]):
@@ -319,12 +355,12 @@ def trim_to_budget(
         if any(messages[i].injector in DIRECTIVE_KINDS for i in at):
             continue  # a request-time directive block is never trimmed, wherever it sits
         units.append(_Unit(at, group.shape, sum(costs[i] for i in at)))
+    return units
 
-    if policy == "sliding":
-        drop, total = _sliding(units, tokens_before, budget)
-        return _result(messages, layout, units, drop, total, tokens_before, budget, policy)
 
-    step = max(1, math.ceil((1 - low_water) * budget))
+def _chunks(units: Sequence[_Unit], step: int) -> tuple[list[list[_Unit]], int]:
+    """``units`` cut into chunks from the start, a chunk closing once it holds ``step`` tokens; and how
+    many chunks are closed (the last one may still be filling)."""
     chunks: list[list[_Unit]] = []
     filled = step
     for unit in units:
@@ -334,53 +370,68 @@ def trim_to_budget(
         chunks[-1].append(unit)
         filled += unit.tokens
     closed = len(chunks) if filled >= step else len(chunks) - 1
+    return chunks, closed
 
-    def messages_of(part: Sequence[_Unit]) -> list[Message]:
-        return [messages[i] for i in sorted(i for u in part for i in u.at)]
 
-    def summary_tokens(text: str | None) -> int:
-        return 0 if compactor is None or text is None else message_tokens(compactor.message(text), counter)
+@attrs.frozen
+class _Summaries:
+    """The compaction of one trim: the messages of dropped units and the tokens of a summary message."""
 
-    rest = tokens_before  # the tokens of what is kept, without the summary
+    messages: Sequence[Message]
+    compactor: Compaction | None
+    counter: Counter
+
+    def messages_of(self, part: Sequence[_Unit]) -> list[Message]:
+        return [self.messages[i] for i in sorted(i for u in part for i in u.at)]
+
+    def tokens(self, text: str | None) -> int:
+        if self.compactor is None or text is None:
+            return 0
+        return message_tokens(self.compactor.message(text), self.counter)
+
+
+def _chunked_cut(
+    chunks: Sequence[Sequence[_Unit]], closed: int, summaries: _Summaries, rest: int, budget: int
+) -> tuple[int, int, int, str | None]:
+    """The fewest oldest chunks to drop so that ``rest`` tokens fit ``budget``: (chunks dropped, units
+    dropped, tokens kept without the summary, the summary text or None)."""
+    compactor = summaries.compactor
     cut = 0
     folded: str | None = None  # the summary of the chunks dropped so far
-    while rest + summary_tokens(folded) > budget and cut < closed:
+    while rest + summaries.tokens(folded) > budget and cut < closed:
         rest -= sum(u.tokens for u in chunks[cut])
         if compactor is not None:
-            folded = compactor.summary_of(messages_of(chunks[cut]), folded)
+            folded = compactor.summary_of(summaries.messages_of(chunks[cut]), folded)
         cut += 1
     drop = sum(len(chunk) for chunk in chunks[:cut])
     text = folded
-    if cut == closed < len(chunks) and rest + summary_tokens(folded) > budget:
+    if cut == closed < len(chunks) and rest + summaries.tokens(folded) > budget:
         # Every closed chunk is gone and the prompt still does not fit: what is never dropped takes more
         # than low_water * budget. The chunk still being filled goes unit by unit, as the sliding policy
         # would (a cut at every turn: cache-hostile, but the newest history stays).
-        growing = chunks[cut]
-        extra = 0
-        while extra < len(growing) and rest + summary_tokens(folded) > budget:
-            rest -= growing[extra].tokens
-            extra += 1
-        while compactor is not None:  # the summarizer is asked only once the units alone would fit
-            text = compactor.summary_of(messages_of(growing[:extra]), folded)
-            if rest + summary_tokens(text) <= budget or extra == len(growing):
-                break
-            rest -= growing[extra].tokens
-            extra += 1
+        extra, rest, text = _cut_growing(chunks[cut], summaries, folded, rest, budget)
         drop += extra
-    summary = None if compactor is None or text is None else compactor.message(text)
-    return _result(
-        messages,
-        layout,
-        units,
-        drop,
-        rest + summary_tokens(text),
-        tokens_before,
-        budget,
-        policy,
-        cut,
-        _chunk_starts(chunks, drop),
-        summary,
-    )
+    return cut, drop, rest, text
+
+
+def _cut_growing(
+    growing: Sequence[_Unit], summaries: _Summaries, folded: str | None, rest: int, budget: int
+) -> tuple[int, int, str | None]:
+    """Drop the oldest units of the chunk still being filled until the prompt fits: (units dropped,
+    tokens kept without the summary, the summary text)."""
+    text = folded
+    extra = 0
+    while extra < len(growing) and rest + summaries.tokens(folded) > budget:
+        rest -= growing[extra].tokens
+        extra += 1
+    compactor = summaries.compactor
+    while compactor is not None:  # the summarizer is asked only once the units alone would fit
+        text = compactor.summary_of(summaries.messages_of(growing[:extra]), folded)
+        if rest + summaries.tokens(text) <= budget or extra == len(growing):
+            break
+        rest -= growing[extra].tokens
+        extra += 1
+    return extra, rest, text
 
 
 def _chunk_starts(chunks: Sequence[Sequence[_Unit]], drop: int) -> list[int]:

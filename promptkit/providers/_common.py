@@ -39,13 +39,16 @@ __all__ = [
     "RequestBuildError",
     "ToolArgumentsError",
     "ToolDefinitionError",
+    "check_model",
     "is_directive",
     "merge_extra",
     "parse_data_url",
     "prepare_input",
+    "put_given",
     "request_arguments",
     "stop_list",
     "system_hint_content",
+    "think_field",
 ]
 
 #: Marker that a system message moved into a user message carries (pipeline contract §9).
@@ -291,6 +294,39 @@ def merge_extra(body: dict[str, Any], extra: Mapping[str, Any], *, where: str) -
             )
         body[key] = copy.deepcopy(value)
     return body
+
+
+def check_model(model: object, *, where: str) -> None:
+    """A :class:`RequestBuildError` naming ``where`` unless ``model`` is a non-empty string."""
+    if not isinstance(model, str) or not model:
+        raise RequestBuildError(f"{where}: model must be a non-empty string")
+
+
+def put_given(target: dict[str, Any], fields: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """Add each ``(key, value)`` of ``fields`` whose value is not None to ``target``, in their order
+    (a body's keys are part of its bytes); returns ``target``.
+
+    >>> put_given({"model": "m"}, [("temperature", 0.2), ("top_p", None), ("stream", False)])
+    {'model': 'm', 'temperature': 0.2, 'stream': False}
+    """
+    for key, value in fields:
+        if value is not None:
+            target[key] = value
+    return target
+
+
+def think_field(extra: Mapping[str, Any], key: str, value: Any, *, where: str) -> dict[str, Any]:
+    """``extra`` with the field ``key`` that carries a ChatModelRequest's ``think`` set to ``value``
+    (None adds nothing); ``key`` given in ``extra`` too is a :class:`RequestBuildError`.
+
+    >>> think_field({"format": "json"}, "think", True, where="ollama_request")
+    {'format': 'json', 'think': True}
+    """
+    if value is None:
+        return dict(extra)
+    if key in extra:
+        raise RequestBuildError(f"{where}: {key} is given twice (ChatModelRequest.think and {key}=)")
+    return {**extra, key: value}
 
 
 _DATA_URL = re.compile(

@@ -20,6 +20,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+import attrs
+
 from promptkit.chat.message import Message
 from promptkit.layout import FrameSlot, LayoutEntry
 from promptkit.providers._common import (
@@ -28,10 +30,12 @@ from promptkit.providers._common import (
     RequestBuildError,
     ToolDefinitionError,
     check_function_tool,
+    check_model,
     merge_extra,
     parse_data_url,
     parse_tool_arguments,
     prepare_input,
+    put_given,
     request_arguments,
     stop_list,
     system_hint_content,
@@ -293,13 +297,7 @@ def anthropic_request(
     [[False], [True], [False], [True], [False]]
     """
     where = "anthropic_request"
-    if not isinstance(model, str) or not model:
-        raise RequestBuildError(f"{where}: model must be a non-empty string")
-    if ttl not in ("5m", "1h"):
-        raise RequestBuildError(f"{where}: ttl must be '5m' or '1h', got {ttl!r}")
-    for reserved in ("system", "messages"):
-        if reserved in extra:
-            raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
+    _check_options(model, ttl, extra, where)
     args = request_arguments(
         prompt_or_messages,
         tools=tools,
@@ -310,119 +308,200 @@ def anthropic_request(
         stop=stop,
         stream=stream,
     )
-    tools, temperature, max_tokens = args.tools, args.temperature, args.max_tokens
     if args.think and "thinking" not in extra:
         warn_not_sent(
             f"{where}: think=True not sent; the Messages API needs a budget: "
             'pass thinking={"type": "enabled", "budget_tokens": N}'
         )
     prepared = prepare_input(args.prompt_or_messages, where=where)
-    messages = prepared.messages
-    head = prepared.head_length()
     cuts = _cut_points(
         cut_points if cut_points is not None else getattr(prompt_or_messages, "cut_points", None),
         prepared,
         where,
     )
+    system = _system_blocks(prepared, where)
+    turns = _turns(prepared, where)
+    anthropic_tools = [
+        anthropic_tool(t, index=i, where=where) for i, t in enumerate(tool_sequence(args.tools, where=where))
+    ]
+    if cache_breakpoints:
+        _place_breakpoints(prepared, system, turns, anthropic_tools, cuts, ttl, extra, where)
+    body = _body(model, args.max_tokens, system, turns, anthropic_tools, tool_choice, where)
+    put_given(
+        body,
+        [
+            ("temperature", args.temperature),
+            ("top_p", top_p),
+            ("stop_sequences", stop_list(stop)),
+            ("stream", stream),
+        ],
+    )
+    return merge_extra(body, extra, where=where)
 
-    system: list[_Block] = []
-    system_sources: list[int] = []
-    for j in range(head):
-        m = messages[j]
+
+def _check_options(model: str, ttl: str, extra: Mapping[str, Any], where: str) -> None:
+    """A :class:`RequestBuildError` for a bad ``model`` or ``ttl``, or a body field only the builder sets."""
+    check_model(model, where=where)
+    if ttl not in ("5m", "1h"):
+        raise RequestBuildError(f"{where}: ttl must be '5m' or '1h', got {ttl!r}")
+    for reserved in ("system", "messages"):
+        if reserved in extra:
+            raise RequestBuildError(f"{where}: {reserved!r} is built from the messages; it cannot be passed")
+
+
+def _body(
+    model: str,
+    max_tokens: int | None,
+    system: _Sourced,
+    turns: _Turns,
+    anthropic_tools: list[_Block],
+    tool_choice: str | Mapping[str, Any] | None,
+    where: str,
+) -> dict[str, Any]:
+    """The body's fields up to ``tool_choice``, in the body's key order."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
+    }
+    if system.blocks:
+        body["system"] = system.blocks
+    body["messages"] = turns.turns
+    if anthropic_tools:
+        body["tools"] = anthropic_tools
+    if tool_choice is not None:
+        body["tool_choice"] = _tool_choice(tool_choice, where)
+    return body
+
+
+@attrs.frozen
+class _Sourced:
+    """Blocks of the body, each with the index (in ``prepared.messages``) of the message it came from."""
+
+    blocks: list[_Block]
+    sources: list[int]
+
+
+@attrs.frozen
+class _Turns:
+    """The body's turns, and for each turn the source (index in ``prepared.messages``) of each block."""
+
+    turns: list[dict[str, Any]]
+    sources: list[list[int]]
+
+    def flat(self) -> list[tuple[_Block, int]]:
+        """Every block of every turn with its source, in order."""
+        return [
+            (block, src)
+            for turn, sources in zip(self.turns, self.sources, strict=True)
+            for block, src in zip(turn["content"], sources, strict=True)
+        ]
+
+
+def _system_blocks(prepared: PreparedInput, where: str) -> _Sourced:
+    """The top-level ``system``: one text block per message of the stable head (images are not sent)."""
+    system = _Sourced([], [])
+    for j in range(prepared.head_length()):
+        m = prepared.messages[j]
         blocks = _text(m.content)
-        system += blocks
-        system_sources += [j] * len(blocks)
+        system.blocks.extend(blocks)
+        system.sources.extend([j] * len(blocks))
         if m.images:
             warn_not_sent(
                 f"{where}: messages[{prepared.sources[j]}] (stable head): {len(m.images)} image(s) not sent; "
                 "the top-level system prompt takes text only"
             )
+    return system
 
-    turns: list[dict[str, Any]] = []
-    block_sources: list[list[int]] = []
-    for j in range(head, len(messages)):
+
+def _turns(prepared: PreparedInput, where: str) -> _Turns:
+    """The messages after the head as alternating turns: consecutive messages of one role merged, the
+    ``tool_result`` blocks first in a user turn."""
+    messages = prepared.messages
+    out = _Turns([], [])
+    for j in range(prepared.head_length(), len(messages)):
         role, blocks = _message_blocks(messages[j], index=prepared.sources[j], where=where)
         if not blocks:
             continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-            block_sources[-1].extend([j] * len(blocks))
+        if out.turns and out.turns[-1]["role"] == role:
+            out.turns[-1]["content"].extend(blocks)
+            out.sources[-1].extend([j] * len(blocks))
         else:
-            turns.append({"role": role, "content": blocks})
-            block_sources.append([j] * len(blocks))
-    if not turns:
+            out.turns.append({"role": role, "content": blocks})
+            out.sources.append([j] * len(blocks))
+    if not out.turns:
         raise RequestBuildError(
             f"{where}: no message after the system head; the Messages API needs at least one"
         )
-    for turn, sources in zip(turns, block_sources, strict=True):
+    for turn, sources in zip(out.turns, out.sources, strict=True):
         if turn["role"] == "user":
             order = sorted(
                 range(len(sources)), key=lambda k: (turn["content"][k]["type"] != "tool_result", k)
             )
             turn["content"] = [turn["content"][k] for k in order]
             sources[:] = [sources[k] for k in order]
+    return out
 
-    anthropic_tools = [
-        anthropic_tool(t, index=i, where=where) for i, t in enumerate(tool_sequence(tools, where=where))
+
+def _existing_breakpoints(anthropic_tools: Sequence[_Block], extra: Mapping[str, Any], where: str) -> int:
+    """The breakpoints the caller already set (on tools, a top-level ``cache_control``); too many is an error."""
+    existing = sum(1 for t in anthropic_tools if t.get("cache_control") is not None)
+    existing += 1 if extra.get("cache_control") is not None else 0
+    if existing > ANTHROPIC_MAX_BREAKPOINTS:
+        raise RequestBuildError(
+            f"{where}: {existing} cache breakpoints are already on the tools and the top-level "
+            f"cache_control; the API allows {ANTHROPIC_MAX_BREAKPOINTS}"
+        )
+    return existing
+
+
+def _place_breakpoints(
+    prepared: PreparedInput,
+    system: _Sourced,
+    turns: _Turns,
+    anthropic_tools: Sequence[_Block],
+    cuts: Sequence[int],
+    ttl: CacheTTL,
+    extra: Mapping[str, Any],
+    where: str,
+) -> None:
+    """Put ``cache_control`` on as many targets as the API's limit leaves (see :func:`anthropic_request`)."""
+    existing = _existing_breakpoints(anthropic_tools, extra, where)
+    control: dict[str, Any] = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
+    for block in _breakpoint_targets(prepared, system, turns, anthropic_tools, cuts)[
+        : ANTHROPIC_MAX_BREAKPOINTS - existing
+    ]:
+        block["cache_control"] = dict(control)
+
+
+def _breakpoint_targets(
+    prepared: PreparedInput,
+    system: _Sourced,
+    turns: _Turns,
+    anthropic_tools: Sequence[_Block],
+    cuts: Sequence[int],
+) -> list[_Block]:
+    """The blocks that get a breakpoint, in order of priority: history, head, tool loop, chunk."""
+    targets: list[_Block] = []
+    flat = turns.flat()
+    end = history_end(prepared)
+    if end is not None:
+        upto = [block for block, src in flat if src <= end]
+        if upto:
+            targets.append(upto[-1])
+    stable = [
+        block for block, src in zip(system.blocks, system.sources, strict=True) if not cuts or src < cuts[0]
     ]
-
-    if cache_breakpoints:
-        control: dict[str, Any] = {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
-        existing = sum(1 for t in anthropic_tools if t.get("cache_control") is not None)
-        existing += 1 if extra.get("cache_control") is not None else 0
-        if existing > ANTHROPIC_MAX_BREAKPOINTS:
-            raise RequestBuildError(
-                f"{where}: {existing} cache breakpoints are already on the tools and the top-level "
-                f"cache_control; the API allows {ANTHROPIC_MAX_BREAKPOINTS}"
-            )
-        targets: list[_Block] = []
-        flat = [
-            (block, src)
-            for turn, sources in zip(turns, block_sources, strict=True)
-            for block, src in zip(turn["content"], sources, strict=True)
-        ]
-        end = history_end(prepared)
-        if end is not None:
-            upto = [block for block, src in flat if src <= end]
-            if upto:
-                targets.append(upto[-1])
-        stable = [
-            block for block, src in zip(system, system_sources, strict=True) if not cuts or src < cuts[0]
-        ]
-        if stable:
-            targets.append(stable[-1])
-        elif anthropic_tools and anthropic_tools[-1].get("cache_control") is None:
-            targets.append(anthropic_tools[-1])
-        if _ends_in_tool_loop(prepared) and all(flat[-1][0] is not t for t in targets):
-            targets.append(flat[-1][0])
-        if len(cuts) > 1 and cuts[-1] > max(head, cuts[0]):
-            before = [block for block, src in flat if src < cuts[-1]]
-            if before and all(before[-1] is not t for t in targets):
-                targets.append(before[-1])
-        for block in targets[: ANTHROPIC_MAX_BREAKPOINTS - existing]:
-            block["cache_control"] = dict(control)
-
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens,
-    }
-    if system:
-        body["system"] = system
-    body["messages"] = turns
-    if anthropic_tools:
-        body["tools"] = anthropic_tools
-    if tool_choice is not None:
-        body["tool_choice"] = _tool_choice(tool_choice, where)
-    if temperature is not None:
-        body["temperature"] = temperature
-    if top_p is not None:
-        body["top_p"] = top_p
-    stops = stop_list(stop)
-    if stops is not None:
-        body["stop_sequences"] = stops
-    if stream is not None:
-        body["stream"] = stream
-    return merge_extra(body, extra, where=where)
+    if stable:
+        targets.append(stable[-1])
+    elif anthropic_tools and anthropic_tools[-1].get("cache_control") is None:
+        targets.append(anthropic_tools[-1])
+    if _ends_in_tool_loop(prepared) and all(flat[-1][0] is not t for t in targets):
+        targets.append(flat[-1][0])
+    if len(cuts) > 1 and cuts[-1] > max(prepared.head_length(), cuts[0]):
+        before = [block for block, src in flat if src < cuts[-1]]
+        if before and all(before[-1] is not t for t in targets):
+            targets.append(before[-1])
+    return targets
 
 
 # Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (the "Model pricing" and "Prompt

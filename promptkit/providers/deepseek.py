@@ -26,6 +26,7 @@ from promptkit.providers._common import (
     prepare_input,
     request_arguments,
     system_hint_content,
+    think_field,
 )
 from promptkit.providers.openai import chat_completions_body
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
@@ -136,12 +137,8 @@ def deepseek_request(
         stop=stop,
         stream=stream,
     )
-    if args.think is not None:
-        if "thinking" in extra:
-            raise RequestBuildError(
-                f"{where}: thinking is given twice (ChatModelRequest.think and thinking=)"
-            )
-        extra = {**extra, "thinking": {"type": "enabled" if args.think else "disabled"}}
+    thinking = None if args.think is None else {"type": "enabled" if args.think else "disabled"}
+    extra = think_field(extra, "thinking", thinking, where=where)
     prepared = prepare_input(args.prompt_or_messages, where=where)
     normalized = normalize_system_placement(prepared.messages) if normalize else list(prepared.messages)
     reasoning_for = [

@@ -12,16 +12,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from promptkit.chat.message import Message
 from promptkit.providers._common import (
     MediaFormatError,
     RequestBuildError,
     check_function_tools,
+    check_model,
     merge_extra,
     parse_data_url,
     parse_tool_arguments,
     prepare_input,
+    put_given,
     request_arguments,
     stop_list,
+    think_field,
     warn_not_sent,
 )
 from promptkit.providers.registry import ProviderProfile
@@ -86,8 +90,7 @@ def ollama_request(
       ``temperature`` and ``max_tokens`` fill those arguments, its ``think`` becomes ``think``.
     """
     where = "ollama_request"
-    if not isinstance(model, str) or not model:
-        raise RequestBuildError(f"{where}: model must be a non-empty string")
+    check_model(model, where=where)
     request = request_arguments(
         prompt_or_messages,
         tools=tools,
@@ -98,65 +101,90 @@ def ollama_request(
         stop=stop,
         stream=stream,
     )
-    tools, temperature, max_tokens = request.tools, request.temperature, request.max_tokens
-    if request.think is not None:
-        if "think" in extra:
-            raise RequestBuildError(f"{where}: think is given twice (ChatModelRequest.think and think=)")
-        extra = {**extra, "think": request.think}
+    extra = think_field(extra, "think", request.think, where=where)
     prepared = prepare_input(request.prompt_or_messages, where=where)
     call_names: dict[str, str] = {}
-    out_messages: list[dict[str, Any]] = []
-    for j, m in enumerate(prepared.messages):
-        index = prepared.sources[j]
-        d: dict[str, Any] = {"role": m.role, "content": m.content or ""}
-        if m.images:
-            d["images"] = [ollama_image(url, index=index, k=k, where=where) for k, url in enumerate(m.images)]
-        if include_reasoning and m.role == "assistant" and m.reasoning_content is not None:
-            d["thinking"] = m.reasoning_content
-        if m.tool_calls:
-            calls = []
-            for call in m.tool_calls:
-                args = parse_tool_arguments(call, index=index, where=where)
-                calls.append({"function": {"name": call.name, "arguments": args}})
-                call_names[call.id] = call.name
-            d["tool_calls"] = calls
-        if m.role == "tool" and m.tool_call_id is not None and m.tool_call_id in call_names:
-            d["tool_name"] = call_names[m.tool_call_id]
-        if m.audios:
-            warn_not_sent(
-                f"{where}: messages[{index}]: {len(m.audios)} audio clip(s) not sent; Ollama has no audio input"
-            )
-        out_messages.append(d)
+    out_messages = [
+        _ollama_message(
+            m,
+            index=prepared.sources[j],
+            include_reasoning=include_reasoning,
+            call_names=call_names,
+            where=where,
+        )
+        for j, m in enumerate(prepared.messages)
+    ]
     body: dict[str, Any] = {"model": model, "messages": out_messages}
-    checked_tools = check_function_tools(tools, where=where)
-    if checked_tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    k: v for k, v in t["function"].items() if k in ("name", "description", "parameters")
-                },
-            }
-            for t in checked_tools
-        ]
-    opts: dict[str, Any] = {}
-    for key, value in (
-        ("temperature", temperature),
-        ("top_p", top_p),
-        ("num_predict", max_tokens),
-        ("stop", stop_list(stop)),
-    ):
-        if value is not None:
-            opts[key] = value
+    put_given(body, [("tools", _ollama_tools(request.tools, where) or None)])
+    opts = _ollama_options(
+        [
+            ("temperature", request.temperature),
+            ("top_p", top_p),
+            ("num_predict", request.max_tokens),
+            ("stop", stop_list(stop)),
+        ],
+        options,
+        where,
+    )
+    put_given(body, [("options", opts or None), ("stream", stream)])
+    return merge_extra(body, extra, where=where)
+
+
+def _ollama_message(
+    m: Message,
+    *,
+    index: int,
+    include_reasoning: bool,
+    call_names: dict[str, str],
+    where: str,
+) -> dict[str, Any]:
+    """One prepared message as an ``/api/chat`` message; records its tool calls' names in ``call_names``
+    (by call id), so that a later tool result gets the ``tool_name`` of the call it answers."""
+    d: dict[str, Any] = {"role": m.role, "content": m.content or ""}
+    if m.images:
+        d["images"] = [ollama_image(url, index=index, k=k, where=where) for k, url in enumerate(m.images)]
+    if include_reasoning and m.role == "assistant" and m.reasoning_content is not None:
+        d["thinking"] = m.reasoning_content
+    if m.tool_calls:
+        calls = []
+        for call in m.tool_calls:
+            args = parse_tool_arguments(call, index=index, where=where)
+            calls.append({"function": {"name": call.name, "arguments": args}})
+            call_names[call.id] = call.name
+        d["tool_calls"] = calls
+    if m.role == "tool" and m.tool_call_id is not None and m.tool_call_id in call_names:
+        d["tool_name"] = call_names[m.tool_call_id]
+    if m.audios:
+        warn_not_sent(
+            f"{where}: messages[{index}]: {len(m.audios)} audio clip(s) not sent; Ollama has no audio input"
+        )
+    return d
+
+
+def _ollama_tools(tools: Sequence[Mapping[str, Any]] | None, where: str) -> list[dict[str, Any]]:
+    """OpenAI function tools as Ollama's tool type: ``name``, ``description`` and ``parameters`` only."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                k: v for k, v in t["function"].items() if k in ("name", "description", "parameters")
+            },
+        }
+        for t in check_function_tools(tools, where=where)
+    ]
+
+
+def _ollama_options(
+    given: Sequence[tuple[str, Any]], options: Mapping[str, Any] | None, where: str
+) -> dict[str, Any]:
+    """The ``options`` object: the sampling parameters given as keywords, then the caller's ``options``
+    (an option given both ways is an error)."""
+    opts = put_given({}, given)
     for key, value in (options or {}).items():
         if key in opts:
             raise RequestBuildError(f"{where}: option {key!r} given twice (keyword argument and options)")
         opts[key] = value
-    if opts:
-        body["options"] = opts
-    if stream is not None:
-        body["stream"] = stream
-    return merge_extra(body, extra, where=where)
+    return opts
 
 
 PROFILE = ProviderProfile(

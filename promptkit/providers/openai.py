@@ -18,9 +18,11 @@ from promptkit.providers._common import (
     PreparedInput,
     RequestBuildError,
     check_function_tools,
+    check_model,
     merge_extra,
     parse_data_url,
     prepare_input,
+    put_given,
     request_arguments,
     stop_list,
     warn_not_sent,
@@ -122,8 +124,7 @@ def chat_completions_body(
     where: str,
 ) -> dict[str, Any]:
     """The chat-completions body shared by OpenAI and DeepSeek; ``messages`` align with ``prepared``."""
-    if not isinstance(model, str) or not model:
-        raise RequestBuildError(f"{where}: model must be a non-empty string")
+    check_model(model, where=where)
     if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
         raise RequestBuildError(f"{where}: max_tokens_field must be 'max_completion_tokens' or 'max_tokens'")
     body: dict[str, Any] = {
@@ -143,17 +144,16 @@ def chat_completions_body(
         body["tools"] = checked_tools
     if tool_choice is not None:
         body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
-    if temperature is not None:
-        body["temperature"] = temperature
-    if top_p is not None:
-        body["top_p"] = top_p
-    if max_tokens is not None:
-        body[max_tokens_field] = max_tokens
-    stops = stop_list(stop)
-    if stops is not None:
-        body["stop"] = stops
-    if stream is not None:
-        body["stream"] = stream
+    put_given(
+        body,
+        [
+            ("temperature", temperature),
+            ("top_p", top_p),
+            (max_tokens_field, max_tokens),
+            ("stop", stop_list(stop)),
+            ("stream", stream),
+        ],
+    )
     return merge_extra(body, extra, where=where)
 
 

@@ -49,6 +49,7 @@ from aiohttp import (
     ClientConnectionError,
     ClientError,
     ClientPayloadError,
+    ClientResponse,
     ClientSession,
     ClientTimeout,
     TCPConnector,
@@ -284,28 +285,15 @@ def _record_safely(state: ProxyState, **kw: Any) -> None:
 
 async def _forward(request: web.Request) -> web.StreamResponse:
     state: ProxyState = request.app[_STATE]
-    config = state.config
     assert state.client is not None
     started, t0 = time.time(), time.perf_counter()
     body = await request.read()
-    base, user, password = url_credentials(config.upstream)
+    base, user, password = url_credentials(state.config.upstream)
     url = base.rstrip("/") + request.raw_path
     # only POSTs to an API path are calls; a GET of the same path is forwarded and not recorded
     api = api_from_url(request.path) if request.method == "POST" else None
-    session: str | None = None
-    if api is not None:
-        try:
-            parsed = loads_json(body.decode("utf-8", "replace"))
-            chat = responses_request_to_chat(parsed) if api == "openai-responses" else parsed
-            session = state.sessions.assign(chat, session_hint(request.headers, parsed))
-        except (ValueError, HttpCaptureError, AttributeError, TypeError, RecursionError):
-            session = None  # not JSON, or nested too deep: forwarded all the same, reported when recorded
-    headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
-    if user is not None and "Authorization" not in request.headers:
-        # the upstream URL's credentials, sent the way aiohttp would send them, unless the client sent
-        # its own (aiohttp refuses both at once)
-        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
-        headers.append(("Authorization", f"Basic {token}"))  # RFC 7617
+    session = _session_of(state, api, request.headers, body)
+    headers = _upstream_headers(request.headers, user, password)
     skip = [h for h in _AUTO if h not in request.headers]
     state.forwarded += 1
 
@@ -319,19 +307,63 @@ async def _forward(request: web.Request) -> web.StreamResponse:
             request.method, url, headers=headers, data=body or None, skip_auto_headers=skip,
             allow_redirects=False, compress=None,
         )  # fmt: skip
-    except TimeoutError as exc:
+    except (TimeoutError, ClientError) as exc:
+        return _unreachable(state.config, exc, record)
+    first_byte = time.perf_counter() - t0
+    response = _response_head(upstream)
+    chunks, error = await _relay(request, response, upstream, keep=api is not None)
+    record(status=upstream.status, response_headers=upstream.headers, response_body=b"".join(chunks),
+           first_byte=first_byte, error=error)  # fmt: skip
+    if error is not None:
+        # pass the drop on: the client must see a broken response, as it came from the upstream
+        if request.transport is not None:
+            request.transport.close()
+        return response
+    await response.write_eof()
+    return response
+
+
+def _session_of(state: ProxyState, api: str | None, headers: Any, body: bytes) -> str | None:
+    """The session of an API call (None for anything else, and for a body that is not JSON)."""
+    if api is None:
+        return None
+    try:
+        parsed = loads_json(body.decode("utf-8", "replace"))
+        chat = responses_request_to_chat(parsed) if api == "openai-responses" else parsed
+        return state.sessions.assign(chat, session_hint(headers, parsed))
+    except (ValueError, HttpCaptureError, AttributeError, TypeError, RecursionError):
+        return None  # not JSON, or nested too deep: forwarded all the same, reported when recorded
+
+
+def _upstream_headers(headers: Any, user: str | None, password: str | None) -> list[tuple[str, str]]:
+    """The client's headers but the hop-by-hop ones, plus the upstream URL's credentials if any."""
+    out = [(k, v) for k, v in headers.items() if k.lower() not in _HOP]
+    if user is not None and "Authorization" not in headers:
+        # the upstream URL's credentials, sent the way aiohttp would send them, unless the client sent
+        # its own (aiohttp refuses both at once)
+        token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+        out.append(("Authorization", f"Basic {token}"))  # RFC 7617
+    return out
+
+
+def _unreachable(config: ProxyConfig, exc: Exception, record: Callable[..., None]) -> web.Response:
+    """A timeout (504) or a connection that failed (502) before any answer: recorded, and answered
+    with a JSON ``error`` body."""
+    if isinstance(exc, TimeoutError):
         message = (
             f"upstream {config.upstream_display} did not answer within the timeout ({exc.__class__.__name__})"
         )
         record(status=None, response_headers=None, response_body=None, first_byte=None,
                error={"kind": "timeout", "message": message})  # fmt: skip
         return _error_response(504, "proxy_upstream_timeout", message)
-    except ClientError as exc:
-        message = f"cannot reach upstream {config.upstream_display}: {redact_url(str(exc))}"
-        record(status=None, response_headers=None, response_body=None, first_byte=None,
-               error={"kind": "connection", "message": message})  # fmt: skip
-        return _error_response(502, "proxy_upstream_unreachable", message)
-    first_byte = time.perf_counter() - t0
+    message = f"cannot reach upstream {config.upstream_display}: {redact_url(str(exc))}"
+    record(status=None, response_headers=None, response_body=None, first_byte=None,
+           error={"kind": "connection", "message": message})  # fmt: skip
+    return _error_response(502, "proxy_upstream_unreachable", message)
+
+
+def _response_head(upstream: ClientResponse) -> web.StreamResponse:
+    """The response to the client: the upstream's status and headers but the hop-by-hop ones."""
     response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
     for name, value in upstream.headers.items():
         if name.lower() not in _HOP:
@@ -339,13 +371,21 @@ async def _forward(request: web.Request) -> web.StreamResponse:
     chunked = "chunked" in upstream.headers.get("Transfer-Encoding", "").lower()
     if upstream.content_length is not None and not chunked:
         response.content_length = upstream.content_length
+    return response
+
+
+async def _relay(
+    request: web.Request, response: web.StreamResponse, upstream: ClientResponse, *, keep: bool
+) -> tuple[list[bytes], dict[str, Any] | None]:
+    """Stream the upstream's body to the client chunk by chunk; the chunks (when ``keep``) and the
+    error of a stream that broke on either side (None when it went through whole)."""
     chunks: list[bytes] = []
     dropped: str | None = None
     client_gone = False
     try:
         await response.prepare(request)
         async for chunk in upstream.content.iter_any():
-            if api is not None:
+            if keep:
                 chunks.append(chunk)
             try:
                 await response.write(chunk)
@@ -356,20 +396,14 @@ async def _forward(request: web.Request) -> web.StreamResponse:
         dropped = f"the upstream connection broke mid-response: {exc.__class__.__name__}: {exc}"
     finally:
         upstream.release() if dropped is None and not client_gone else upstream.close()
-    error: dict[str, Any] | None = None
     if dropped is not None:
-        error = {"kind": "stream-dropped", "message": dropped}
-    elif client_gone:
-        error = {"kind": "client-disconnected", "message": "the client closed the connection mid-response"}
-    record(status=upstream.status, response_headers=upstream.headers, response_body=b"".join(chunks),
-           first_byte=first_byte, error=error)  # fmt: skip
-    if dropped is not None or client_gone:
-        # pass the drop on: the client must see a broken response, as it came from the upstream
-        if request.transport is not None:
-            request.transport.close()
-        return response
-    await response.write_eof()
-    return response
+        return chunks, {"kind": "stream-dropped", "message": dropped}
+    if client_gone:
+        return chunks, {
+            "kind": "client-disconnected",
+            "message": "the client closed the connection mid-response",
+        }
+    return chunks, None
 
 
 async def _live_page(request: web.Request) -> web.Response:
