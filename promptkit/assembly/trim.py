@@ -69,7 +69,7 @@ import attrs
 from promptkit.assembly.anchors import SUMMARY_INJECTOR, Anchor, FrameSlot, LayoutEntry
 from promptkit.assembly.placement import AssembledPrompt, layout_of
 from promptkit.assembly.registry import message_tuple
-from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
+from promptkit.assembly.token_counts import Counter, message_tokens, resolve_counter
 from promptkit.chat.history import group_tool_calls
 from promptkit.chat.message import DIRECTIVE_KINDS, Message
 from promptkit.errors import UsageError
@@ -273,7 +273,7 @@ def trim_to_budget(
     ``prompt`` is an :class:`AssembledPrompt` (its layout says which messages are history) or a list of
     messages (read with :func:`promptkit.assembly.placement.layout_of`; a block of a contributor it cannot
     know is then recognised only by its position). Tokens per message are
-    :func:`promptkit.assembly.tokens.message_tokens` with ``count`` (a ``str -> int`` callable) or
+    :func:`promptkit.assembly.token_counts.message_tokens` with ``count`` (a ``str -> int`` callable) or
     ``tokenizer`` (anything with ``encode``), by default the cheap :func:`estimate_tokens`.
 
     ``policy`` is ``"chunked"`` (default: drop whole chunks of about ``(1 - low_water) * budget``
