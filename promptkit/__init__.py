@@ -7,7 +7,7 @@ subpackage: :mod:`promptkit.chat` (message contracts, chat-platform grammars, th
 (the analysis), :mod:`promptkit.whatif`, :mod:`promptkit.proxy`, :mod:`promptkit.capture`.
 
 >>> import promptkit
->>> len(promptkit.__all__) <= 45
+>>> len(promptkit.__all__) <= 40
 True
 """
 
@@ -54,17 +54,31 @@ _export("promptkit.formats", "read_logs", "records_from_requests", "available_fo
 # the analysis and its report
 _export("promptkit.analysis", "analyze", "analyze_requests", "AnalysisResult")
 _export("promptkit.report", "summarize", "format_summary", "cost_summary", "largest_breaks")
-_export("promptkit.report.plots", "plot_hit_ratio", "plot_composition", "plot_predicted_vs_reported")
 # errors
 _export("promptkit.errors", "PromptkitError", "LogFileError", "RecordFormatError")
 
 __all__ = sorted(_EXPORTS)
+
+#: Names that left the top level, and the subpackage that holds them (they work here for one release,
+#: with a DeprecationWarning naming the new home).
+_MOVED: dict[str, str] = {
+    "plot_hit_ratio": "promptkit.report.plots",
+    "plot_composition": "promptkit.report.plots",
+    "plot_predicted_vs_reported": "promptkit.report.plots",
+}
 
 
 _LAZY = LazyExports(__name__, _EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(
+            f"promptkit.{name} moved to {_MOVED[name]}.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_MOVED[name]), name)
     if _LAZY.module_of(name) is None:
         # names that moved to promptkit.chat keep working, with a warning naming the new home
         chat = importlib.import_module("promptkit.chat")
@@ -138,9 +152,4 @@ if TYPE_CHECKING:  # pragma: no cover - static re-exports for type checkers and 
         format_summary as format_summary,
         largest_breaks as largest_breaks,
         summarize as summarize,
-    )
-    from promptkit.report.plots import (
-        plot_composition as plot_composition,
-        plot_hit_ratio as plot_hit_ratio,
-        plot_predicted_vs_reported as plot_predicted_vs_reported,
     )

@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.resources
-import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -59,14 +58,31 @@ class CLIError(PromptkitError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, with one subparser per command (``analyze`` for now)."""
+    """The argument parser, with one subparser per command, each built by its own ``_add_*`` function."""
     parser = argparse.ArgumentParser(
         prog="promptkit",
         description="Build LLM requests that keep the provider's prefix cache hitting, and measure it.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (
+        _add_analyze_command,
+        _add_calibrate_command,
+        _add_check_command,
+        _add_lint_command,
+        _add_catalog_commands,
+        _add_proxy_command,
+        _add_whatif_command,
+        _add_fleet_command,
+    ):
+        add(commands)
+    return parser
 
+
+# --- promptkit analyze --------------------------------------------------------------------------------
+
+
+def _add_analyze_command(commands: Any) -> None:
     analyze = commands.add_parser(
         "analyze",
         help="analyze request logs: hit ratio, tokens lost per anchor, predicted vs reported, cost",
@@ -85,6 +101,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="log files or directories (searched for *.jsonl, *.json, *.traj, *.har, plain or .gz/.zst); "
         "default: the bundled fixture log promptkit/" + DEFAULT_LOG,
     )
+    _add_analysis_options(analyze)
+    analyze.add_argument(
+        "--out", metavar="DIR", default=DEFAULT_OUT, type=Path, help="output directory (default: %(default)s)"
+    )
+    analyze.add_argument(
+        "--model", metavar="NAME", help="model to price the calls at (default: the log's or the provider's)"
+    )
+    analyze.add_argument(
+        "--prices",
+        metavar="FILE",
+        type=Path,
+        help="JSON or CSV prices (USD per million tokens) overriding the built-in table",
+    )
+    analyze.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    _add_engine_options(analyze)
+    _add_output_options(analyze)
+    _add_progress_options(analyze)
+    analyze.set_defaults(handler=_run_analyze)
+
+
+def _add_analysis_options(analyze: argparse.ArgumentParser) -> None:
+    """--provider, --format, --tokenizer, --render and --view of ``promptkit analyze``."""
     analyze.add_argument(
         "--provider",
         metavar="NAME",
@@ -108,19 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
         "simulated: a shared cache over every earlier request (default: simulated for conversation "
         "trees such as Claude Code projects, else consecutive)",
     )
-    analyze.add_argument(
-        "--out", metavar="DIR", default=DEFAULT_OUT, type=Path, help="output directory (default: %(default)s)"
-    )
-    analyze.add_argument(
-        "--model", metavar="NAME", help="model to price the calls at (default: the log's or the provider's)"
-    )
-    analyze.add_argument(
-        "--prices",
-        metavar="FILE",
-        type=Path,
-        help="JSON or CSV prices (USD per million tokens) overriding the built-in table",
-    )
-    analyze.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+
+
+def _add_engine_options(analyze: argparse.ArgumentParser) -> None:
+    """--jobs, --engine, --scheduler and --stream: where and how the analysis runs."""
     analyze.add_argument(
         "--jobs",
         metavar="N",
@@ -146,7 +175,39 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="read the logs by streaming and analyze session by session (consecutive view; less memory)",
     )
-    _add_output_options(analyze)
+
+
+def _add_output_options(analyze: argparse.ArgumentParser) -> None:
+    """--html / --no-html, and what goes to stdout: the tables (default), --json or --quiet."""
+    html = analyze.add_mutually_exclusive_group()
+    html.add_argument(
+        "--html",
+        metavar="FILE",
+        nargs="?",
+        const=None,
+        default=None,
+        type=Path,
+        help="write the HTML report to FILE (default: report.html in --out; it is always written "
+        "unless --no-html)",
+    )
+    html.add_argument("--no-html", action="store_true", help="do not write the HTML report")
+    shown = analyze.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--json",
+        action="store_true",
+        help="print a machine-readable JSON summary (headline, sessions, notes, problem count) instead "
+        "of the tables",
+    )
+    shown.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print only the one-line headline (errors still go to stderr)",
+    )
+
+
+def _add_progress_options(analyze: argparse.ArgumentParser) -> None:
+    """--progress / --no-progress, --calibration and --advice."""
     progress = analyze.add_mutually_exclusive_group()
     progress.add_argument(
         "--progress", dest="progress", action="store_true", default=None, help="always show the progress bar"
@@ -166,12 +227,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="give each of the largest breaks its fix, measured by replay (promptkit whatif --suggest's "
         "candidates; as many more analyses as there are candidates)",
     )
-    analyze.set_defaults(handler=_run_analyze)
-    _add_cause_commands(commands)
-    _add_proxy_command(commands)
-    _add_whatif_command(commands)
-    _add_fleet_command(commands)
-    return parser
+
+
+def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.analyze import run_analyze
+    from promptkit.errors import ReportInputError
+    from promptkit.report.files import check_out_dir, report_formats
+    from promptkit.whatif.cli import replay_arguments
+
+    prices = _prices(args.prices)
+    _check_names(args)
+    try:
+        out = check_out_dir(args.out)
+    except ReportInputError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
+    progress = args.progress if args.progress is not None else stderr.isatty()
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        if args.scheduler is not None and args.engine != "dask":
+            raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
+        with _bad_input(paths):
+            run = run_analyze(
+                paths, out=out, provider=args.provider, format=args.format, tokenizer=args.tokenizer,
+                render=args.render, view=args.view, model=args.model, prices=prices, jobs=args.jobs,
+                engine=args.engine, scheduler=args.scheduler, stream=args.stream, calibration=args.calibration,
+                advice=args.advice, replay_args=replay_arguments(args) if args.advice else "",
+                formats=report_formats(html=not args.no_html, plots=not args.no_plots), html_path=args.html,
+                sources=_sources(args, paths), progress=progress, progress_file=stderr,
+            )  # fmt: skip
+    if not (args.quiet or args.json):
+        for note in run.written.notes:
+            print(f"promptkit: {note}", file=stderr)
+    if args.json:
+        _emit(stdout, run.json_text())
+    elif args.quiet:
+        _emit(stdout, run.quiet_text())
+    else:
+        # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
+        _emit(stdout, run.text(width=max(60, shutil.get_terminal_size((200, 24)).columns)))
+        _emit(stdout, run.wrote_line())
+    return EXIT_OK
+
+
+def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
+    """The analyzed paths as the report names them (the bundled log by its package path)."""
+    return [str(p) for p in paths] if args.paths else [f"the bundled log promptkit/{DEFAULT_LOG}"]
+
+
+# --- promptkit calibrate, check, lint, formats, providers ---------------------------------------------
 
 
 def _add_log_options(sub: argparse.ArgumentParser) -> None:
@@ -193,7 +296,7 @@ def _add_log_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_cause_commands(commands: Any) -> None:
+def _add_calibrate_command(commands: Any) -> None:
     calibrate = commands.add_parser(
         "calibrate",
         help="fit the best-effort cache model on logs that report usage and save it (JSON)",
@@ -206,6 +309,21 @@ def _add_cause_commands(commands: Any) -> None:
     )
     calibrate.set_defaults(handler=_run_calibrate)
 
+
+def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.calibrate import run_calibrate
+
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        with _bad_input(paths):
+            text = run_calibrate(
+                paths, out=args.out, provider=args.provider, format=args.format, view=args.view
+            )
+    _emit(stdout, text)
+    return EXIT_OK
+
+
+def _add_check_command(commands: Any) -> None:
     check = commands.add_parser(
         "check",
         help="CI gate: exit 1 when a session's hit ratio or layout loss misses a threshold",
@@ -224,6 +342,24 @@ def _add_cause_commands(commands: Any) -> None:
     )
     check.set_defaults(handler=_run_check)
 
+
+def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.check import run_check
+
+    if args.min_hit is None and args.max_layout_loss is None:
+        raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        with _bad_input(paths):
+            run = run_check(
+                paths, min_hit=args.min_hit, max_layout_loss=args.max_layout_loss, provider=args.provider,
+                format=args.format, view=args.view,
+            )  # fmt: skip
+    _emit(stdout, run.text)
+    return EXIT_OK if run.passed else EXIT_INPUT
+
+
+def _add_lint_command(commands: Any) -> None:
     lint = commands.add_parser(
         "lint",
         help="volatile-value lint: head regions that change every request, what they cost, how to fix them",
@@ -239,6 +375,24 @@ def _add_cause_commands(commands: Any) -> None:
     )
     lint.set_defaults(handler=_run_lint)
 
+
+def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.lint import run_lint
+    from promptkit.whatif.cli import replay_arguments
+
+    prices = _prices(args.prices)
+    with contextlib.ExitStack() as stack:
+        paths = _log_paths(args, stack, stderr)
+        with _bad_input(paths):
+            text = run_lint(
+                paths, prices=prices, model=args.model, view=args.view, provider=args.provider,
+                format=args.format, as_json=args.json, replay_args=replay_arguments(args),
+            )  # fmt: skip
+    _emit(stdout, text)
+    return EXIT_OK
+
+
+def _add_catalog_commands(commands: Any) -> None:
     formats = commands.add_parser(
         "formats", help="list the log formats promptkit reads (what --format takes) and what each reads"
     )
@@ -250,181 +404,21 @@ def _add_cause_commands(commands: Any) -> None:
     providers.set_defaults(handler=_run_providers)
 
 
-def _ratio(text: str) -> float:
-    """An argparse type: a ratio in [0, 1]; ``80`` is refused with a hint at ``0.80``."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        hint = f"; did you mean {value / 100:.2f}?" if 1.0 < value <= 100.0 else ""
-        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text}{hint}")
-    return value
-
-
-def _log_paths(args: argparse.Namespace, stack: contextlib.ExitStack, stderr: TextIO) -> list[Path]:
-    """The paths to read: the ones given, else the bundled log (and stderr says so)."""
-    if args.paths:
-        _check_paths(args.paths)
-        return list(args.paths)
-    path = _default_log(stack)
-    if not (getattr(args, "quiet", False) or getattr(args, "json", False)):
-        print(f"promptkit: no PATH given, analyzing the bundled log {path}", file=stderr)
-    return [path]
-
-
-def _analyze_for(args: argparse.Namespace, paths: list[Path]) -> Any:
-    from promptkit.analysis import analyze
-
-    try:
-        result = analyze(paths, view=args.view, provider=args.provider, format=args.format)
-    except _input_errors() as exc:
-        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
-            raise
-        raise CLIError(_with_path(exc, paths)) from exc
-    if result.requests.height == 0:
-        raise CLIError(f"{', '.join(map(str, paths))}: no request could be analyzed")
-    return result
-
-
-def _run_calibrate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    import polars as pl
-
-    from promptkit.analysis.calibration import fit_calibration, leave_one_run_out
-    from promptkit.errors import CalibrationError
-    from promptkit.report import table_config
-
-    with contextlib.ExitStack() as stack:
-        result = _analyze_for(args, _log_paths(args, stack, stderr))
-    try:
-        cal = fit_calibration(result)
-    except CalibrationError as exc:
-        raise CLIError(str(exc)) from exc
-    try:
-        cal.save(args.out)
-    except OSError as exc:
-        raise CLIError(f"{args.out}: cannot write the calibration: {exc.strerror or exc}") from exc
-    lines = [
-        f"calibration for {cal.provider}: p(stale) = {cal.stale_probability:.4f} "
-        f"({cal.fitted_on.get('stale')} stale / {cal.fitted_on.get('events')} decidable requests, "
-        f"{cal.fitted_on.get('runs')} sessions)"
-        + (
-            ""
-            if cal.split_on is None
-            else f"; {cal.split_on} >= {cal.threshold:g}: {cal.stale_probability_above:.4f}"
-        )
-    ]
-    sessions = result.requests["session"].unique(maintain_order=True).to_list()
-    if len(sessions) >= 2:
-        runs = {s: result.requests.filter(pl.col("session") == s) for s in sessions}
-        with table_config(200):
-            lines.append("held-out error, leave one session out:\n" + str(leave_one_run_out(runs)))
-    lines.append(f"wrote {args.out}")
-    _emit(stdout, "\n".join(lines) + "\n")
-    return EXIT_OK
-
-
-def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.report.causes import check_gate
-
-    if args.min_hit is None and args.max_layout_loss is None:
-        raise CLIError("check: give --min-hit and/or --max-layout-loss", EXIT_USAGE)
-    with contextlib.ExitStack() as stack:
-        result = _analyze_for(args, _log_paths(args, stack, stderr))
-    gate = check_gate(result, min_hit=args.min_hit, max_layout_loss=args.max_layout_loss)
-    n = gate.sessions.height
-    if gate.passed:
-        _emit(stdout, f"promptkit check: all {n} session(s) pass\n")
-        return EXIT_OK
-    text = f"promptkit check: {len(gate.failures)} of {n} session(s) fail\n" + "".join(
-        f"  {line}\n" for line in gate.failures
-    )
-    _emit(stdout, text)
-    return EXIT_INPUT
-
-
-def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.formats import read_logs
-    from promptkit.whatif.advice import format_lint_advice, lint_advice
-    from promptkit.whatif.cli import replay_arguments
-
-    prices = _prices(args.prices)
-    with contextlib.ExitStack() as stack:
-        paths = _log_paths(args, stack, stderr)
-        try:
-            advice = lint_advice(
-                read_logs(paths, format=args.format),
-                prices=prices,
-                model=args.model,
-                view=args.view,
-                provider=args.provider,
-            )
-        except _input_errors() as exc:
-            if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
-                raise
-            raise CLIError(_with_path(exc, paths)) from exc
-    if args.json:
-        _emit(
-            stdout,
-            json.dumps([a.to_json() for a in advice.items], indent=2, ensure_ascii=False, default=str) + "\n",
-        )
-    else:
-        note = f"note: {_replay_note()}\n" if advice.items else ""
-        _emit(stdout, format_lint_advice(advice, paths=replay_arguments(args)) + note)
-    return EXIT_OK
-
-
-def _replay_note() -> str:
-    from promptkit.whatif.replays import REPLAY_NOTE
-
-    return REPLAY_NOTE
-
-
-def _prices(path: Path | None) -> Any:
-    if path is None:
-        return None
-    from promptkit.report import PriceError, load_prices
-
-    try:
-        return load_prices(path)
-    except PriceError as exc:
-        raise CLIError(str(exc)) from exc
-
-
 def _run_formats(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.formats import available_formats
+    from promptkit.commands.catalog import formats_text
 
-    formats = available_formats()
-    width = max(len(n) for n in formats)
-    lines = [f"{len(formats)} log formats (detected per file; --format NAME reads every file as one):", ""]
-    lines += [f"  {name.ljust(width)}  {fmt.description}" for name, fmt in formats.items()]
-    _emit(stdout, "\n".join(lines) + "\n")
+    _emit(stdout, formats_text())
     return EXIT_OK
 
 
 def _run_providers(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.providers.registry import available_providers
-    from promptkit.report.pricing import resolve_prices
+    from promptkit.commands.catalog import providers_text
 
-    providers = available_providers()
-    prices = resolve_prices()
-    lines = [f"{len(providers)} provider profiles (what --provider takes):", ""]
-    for name, p in providers.items():
-        priced = sorted(m for m, price in prices.items() if price.provider == name)
-        lines.append(f"  {name}: {p.description}")
-        lines.append(
-            f"    tokenizer {p.tokenizer}, render {p.render}, cache model {p.cache_model}; "
-            f"default model {p.default_model or '(none)'}"
-        )
-        if priced:
-            lines.append(f"    priced models: {', '.join(priced)}")
-    _emit(stdout, "\n".join(lines) + "\n")
+    _emit(stdout, providers_text())
     return EXIT_OK
 
 
 # --- promptkit proxy ----------------------------------------------------------------------------------
-
-
 def _add_proxy_command(commands: Any) -> None:
     proxy = commands.add_parser(
         "proxy",
@@ -522,35 +516,6 @@ def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
-def _add_output_options(analyze: argparse.ArgumentParser) -> None:
-    """--html / --no-html, and what goes to stdout: the tables (default), --json or --quiet."""
-    html = analyze.add_mutually_exclusive_group()
-    html.add_argument(
-        "--html",
-        metavar="FILE",
-        nargs="?",
-        const=None,
-        default=None,
-        type=Path,
-        help="write the HTML report to FILE (default: report.html in --out; it is always written "
-        "unless --no-html)",
-    )
-    html.add_argument("--no-html", action="store_true", help="do not write the HTML report")
-    shown = analyze.add_mutually_exclusive_group()
-    shown.add_argument(
-        "--json",
-        action="store_true",
-        help="print a machine-readable JSON summary (headline, sessions, notes, problem count) instead "
-        "of the tables",
-    )
-    shown.add_argument(
-        "--quiet",
-        "-q",
-        action="store_true",
-        help="print only the one-line headline (errors still go to stderr)",
-    )
-
-
 # --- promptkit whatif ---------------------------------------------------------------------------------
 
 
@@ -617,22 +582,6 @@ def _run_whatif(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
     return EXIT_OK
 
 
-def _default_log(stack: contextlib.ExitStack) -> Path:
-    resource: Any
-    try:
-        resource = importlib.resources.files("promptkit").joinpath(DEFAULT_LOG)
-    except (NotADirectoryError, TypeError):
-        # an editable install made before promptkit/__init__.py existed registers promptkit as a
-        # namespace package whose resource reader fails; the files sit next to this module anyway
-        resource = Path(__file__).parent / DEFAULT_LOG
-    if not resource.is_file():
-        raise CLIError(
-            f"no PATH given and the bundled fixture log promptkit/{DEFAULT_LOG} is missing from this "
-            "installation; pass the log files to analyze"
-        )
-    return stack.enter_context(importlib.resources.as_file(resource))
-
-
 # --- promptkit fleet ----------------------------------------------------------------------------------
 
 _SIZE_UNITS: Final[dict[str, int]] = {
@@ -697,25 +646,61 @@ def _add_fleet_command(commands: Any) -> None:
 
 
 def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.report import table_config
-    from promptkit.report.fleet import fleet_report, fleet_table
+    from promptkit.commands.fleet import run_fleet
 
     _check_paths(args.paths)
-    tokens = [None if v is None else int(v) for kind, v in args.capacity if kind == "tokens"]
-    sizes = [float(v) for kind, v in args.capacity if kind == "bytes" and v is not None]
     shared = args.shared_capacity
     if shared is not None and (shared[0] != "tokens" or shared[1] is None):
         raise CLIError("--shared-capacity: give a number of tokens", EXIT_USAGE)
-    report = fleet_report(
-        args.paths, replicas=args.replicas, policies=args.policy, capacities=tokens, capacity_bytes=sizes,
-        models=args.model, shared_capacity=None if shared is None else int(shared[1]), provider=args.provider,
+    text = run_fleet(
+        args.paths, replicas=args.replicas, policies=args.policy, capacities=args.capacity, models=args.model,
+        shared_capacity=None if shared is None else int(shared[1]), provider=args.provider,
         block_size=args.block_size, out=args.out,
     )  # fmt: skip
-    with table_config(200, rows=-1):
-        text = str(fleet_table(report.result.summary))
-    lines = [*report.notes, text, *(f"wrote {p}" for p in report.files)]
-    _emit(stdout, "\n".join(lines) + "\n")
+    _emit(stdout, text)
     return EXIT_OK
+
+
+# --- shared: arguments, paths, errors, output ---------------------------------------------------------
+
+
+def _ratio(text: str) -> float:
+    """An argparse type: a ratio in [0, 1]; ``80`` is refused with a hint at ``0.80``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        hint = f"; did you mean {value / 100:.2f}?" if 1.0 < value <= 100.0 else ""
+        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text}{hint}")
+    return value
+
+
+def _log_paths(args: argparse.Namespace, stack: contextlib.ExitStack, stderr: TextIO) -> list[Path]:
+    """The paths to read: the ones given, else the bundled log (and stderr says so)."""
+    if args.paths:
+        _check_paths(args.paths)
+        return list(args.paths)
+    path = _default_log(stack)
+    if not (getattr(args, "quiet", False) or getattr(args, "json", False)):
+        print(f"promptkit: no PATH given, analyzing the bundled log {path}", file=stderr)
+    return [path]
+
+
+def _default_log(stack: contextlib.ExitStack) -> Path:
+    resource: Any
+    try:
+        resource = importlib.resources.files("promptkit").joinpath(DEFAULT_LOG)
+    except (NotADirectoryError, TypeError):
+        # an editable install made before promptkit/__init__.py existed registers promptkit as a
+        # namespace package whose resource reader fails; the files sit next to this module anyway
+        resource = Path(__file__).parent / DEFAULT_LOG
+    if not resource.is_file():
+        raise CLIError(
+            f"no PATH given and the bundled fixture log promptkit/{DEFAULT_LOG} is missing from this "
+            "installation; pass the log files to analyze"
+        )
+    return stack.enter_context(importlib.resources.as_file(resource))
 
 
 def _check_paths(paths: Sequence[Path]) -> None:
@@ -724,31 +709,6 @@ def _check_paths(paths: Sequence[Path]) -> None:
             raise CLIError(f"{path}: no such file or directory")
         if not os.access(path, os.R_OK):
             raise CLIError(f"{path}: cannot read the file (permission denied)")
-
-
-def _input_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean bad input (reported in one line), as opposed to a bug (traceback)."""
-    return (PromptkitError, OSError, ValueError, LookupError, UnicodeError)
-
-
-def _call_analyze(paths: list[Path], args: argparse.Namespace, progress: bool) -> Any:
-    from promptkit.analysis import analyze
-
-    if args.scheduler is not None and args.engine != "dask":
-        raise CLIError("--scheduler needs --engine dask", EXIT_USAGE)
-    return analyze(
-        paths,
-        stream=args.stream,
-        format=args.format,
-        provider=args.provider,
-        tokenizer=args.tokenizer,
-        render=args.render,
-        view=args.view,
-        progress=progress,
-        jobs=args.jobs,
-        engine=args.engine,
-        client=args.scheduler,  # a scheduler address, or None
-    )
 
 
 def _check_names(args: argparse.Namespace) -> None:
@@ -773,181 +733,41 @@ def _check_names(args: argparse.Namespace) -> None:
             )
 
 
-def _report_formats(args: argparse.Namespace) -> list[str]:
-    from promptkit.report.files import REPORT_FORMATS
+def _prices(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from promptkit.report import PriceError, load_prices
 
-    dropped = {"html"} if args.no_html else set()
-    dropped |= {"png"} if args.no_plots else set()
-    return [f for f in REPORT_FORMATS if f not in dropped]
-
-
-def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.analysis.runtime import phase
-    from promptkit.errors import CalibrationError, ReportInputError
-    from promptkit.report import format_summary, summarize
-    from promptkit.report.files import check_out_dir, write_report
-    from promptkit.report.summary import apply_expectation, quiet_text, summary_dict
-
-    info = _Info(stderr, quiet=args.quiet or args.json)
-    prices = _prices(args.prices)
-    _check_names(args)
     try:
-        out = check_out_dir(args.out)
-    except ReportInputError as exc:
-        raise CLIError(str(exc), EXIT_USAGE) from exc
-    progress = args.progress if args.progress is not None else stderr.isatty()
-    with contextlib.ExitStack() as stack:
-        paths = _log_paths(args, stack, stderr)
-        try:
-            result = _call_analyze(paths, args, progress)
-        except CLIError:
-            raise
-        except _input_errors() as exc:
-            if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
-                raise  # a bug, not bad input: keep the traceback
-            raise CLIError(_with_path(exc, paths)) from exc
-    if result.requests.height == 0:
-        problems = result.problems
-        first = problems.row(0, named=True) if problems.height else None
-        where = f"{first['file']}:{first['line']}" if first and first["line"] is not None else None
-        detail = f"; first: {where or first['file']}: {first['reason']}" if first else ""
-        raise CLIError(
-            f"{', '.join(map(str, paths))}: no request could be analyzed "
-            f"({problems.height} problem(s){detail})"
-        )
-    try:
-        result, expectation = apply_expectation(result, args.calibration)
-    except CalibrationError as exc:
+        return load_prices(path)
+    except PriceError as exc:
         raise CLIError(str(exc)) from exc
-    with phase("tables", enabled=progress, file=stderr):
-        tables = summarize(result, prices=prices, model=args.model)
-    if args.advice:
-        tables = _with_break_fixes(tables, paths, args, prices)
-    head = _analysis_head(result, paths, expectation, provider_given=args.provider is not None)
-    legend = _legend(tables)
+
+
+@contextlib.contextmanager
+def _bad_input(paths: Sequence[Path]) -> Iterator[None]:
+    """Errors of a command's library function as one line and an exit code: a bad report argument is a
+    usage error (2); bad input is 1, its message naming the file (a ``KeyError`` or ``IndexError`` is a
+    bug and keeps its traceback, as does everything with ``PROMPTKIT_DEBUG`` set)."""
+    from promptkit.errors import CalibrationError, NoRequestError, OutputFileError, ReportInputError
+
     try:
-        written = write_report(
-            result,
-            out,
-            formats=_report_formats(args),
-            summary_text=head + "\n\n" + format_summary(tables, width=200) + legend,
-            tables=tables,
-            html_path=args.html,
-            sources=_sources(args, paths),
-            progress=lambda name: phase(name, enabled=progress, file=stderr),
-        )
+        yield
+    except CLIError:
+        raise
     except ReportInputError as exc:
         raise CLIError(str(exc), EXIT_USAGE) from exc
-    except OSError as exc:
-        raise CLIError(f"{exc.filename or out}: cannot write the report: {exc.strerror or exc}") from exc
-    for note in written.notes:
-        info(f"promptkit: {note}")
-    if args.json:
-        summary = summary_dict(
-            result,
-            tables,
-            paths=[str(p) for p in paths],
-            files=[str(p) for p in written.paths],
-            expectation=expectation,
-        )
-        _emit(stdout, json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
-    elif args.quiet:
-        _emit(stdout, quiet_text(result, tables, expectation))
-    else:
-        # a terminal's own width; 200 when stdout is not a terminal (a file or pipe: no need to wrap)
-        width = max(60, shutil.get_terminal_size((200, 24)).columns)
-        _emit(stdout, head + "\n\n" + format_summary(tables, width=width) + legend)
-        names = ", ".join(p.name for p in written.paths)
-        _emit(stdout, f"\nWrote {len(written.paths)} files to {out}/: {names}\n")
-    return EXIT_OK
+    except (NoRequestError, OutputFileError, CalibrationError) as exc:
+        raise CLIError(str(exc)) from exc
+    except _input_errors() as exc:
+        if isinstance(exc, KeyError | IndexError) or os.environ.get(DEBUG_ENV):
+            raise  # a bug, not bad input: keep the traceback
+        raise CLIError(_with_path(exc, paths)) from exc
 
 
-def _with_break_fixes(tables: Any, paths: list[Path], args: argparse.Namespace, prices: Any) -> Any:
-    """The tables with ``break_fixes`` (after ``largest_breaks``): each break's fix, measured by replay."""
-    from promptkit.formats import read_logs
-    from promptkit.whatif.advice import break_fixes, lint_advice
-    from promptkit.whatif.cli import replay_arguments
-
-    advice = lint_advice(
-        read_logs(paths, format=args.format),
-        prices=prices,
-        model=args.model,
-        view=args.view,
-        provider=args.provider,
-    )
-    fixes = break_fixes(advice, tables["largest_breaks"], paths=replay_arguments(args))
-    ordered = {}
-    for name, table in tables.items():
-        ordered[name] = table
-        if name == "largest_breaks":
-            ordered["break_fixes"] = fixes
-    return ordered
-
-
-def _analysis_head(result: Any, paths: Sequence[Path], expectation: Any, *, provider_given: bool) -> str:
-    """The header line, how the provider was chosen, the causes and the expectation."""
-    from promptkit.report.summary import causes_lines, expectation_line, provider_line
-
-    lines = [_header(result, paths)]
-    if not provider_given:
-        lines.append(provider_line(result))
-    lines += causes_lines(result)
-    if expectation is not None:
-        lines.append(expectation_line(expectation))
-    return "\n".join(lines)
-
-
-def _sources(args: argparse.Namespace, paths: Sequence[Path]) -> list[str]:
-    """The analyzed paths as the report names them (the bundled log by its package path)."""
-    return [str(p) for p in paths] if args.paths else [f"the bundled log promptkit/{DEFAULT_LOG}"]
-
-
-class _Info:
-    """Informational lines for stderr, silenced by --quiet and --json."""
-
-    def __init__(self, stream: TextIO, *, quiet: bool) -> None:
-        self.stream, self.quiet = stream, quiet
-
-    def __call__(self, text: str) -> None:
-        if not self.quiet:
-            print(text, file=self.stream)
-
-
-def _legend(tables: Any) -> str:
-    from promptkit.report import format_legend
-
-    legend = format_legend(tables)
-    return "\n" + legend + "\n" if legend else ""
-
-
-def _emit(stream: TextIO, text: str) -> None:
-    """Write to stdout; if its reader went away (``promptkit analyze | head``), keep working silently."""
-    try:
-        stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        try:
-            fileno = stream.fileno()
-        except (AttributeError, OSError, ValueError):  # pragma: no cover - not a real file
-            return
-        os.dup2(os.open(os.devnull, os.O_WRONLY), fileno)
-
-
-def _header(result: Any, paths: Sequence[Path]) -> str:
-    requests = result.requests
-    files = set(requests["file"].drop_nulls()) if "file" in requests.columns else set()
-    problems = getattr(result, "problems", None)
-    if problems is not None and "file" in problems.columns:
-        files |= set(problems["file"].drop_nulls())
-    parts = [
-        f"{requests.height} requests in {requests['session'].n_unique()} sessions "
-        f"from {len(files) or len(paths)} file(s)"
-    ]
-    for name in ("provider", "tokenizer", "render", "cache_model", "view"):
-        value = getattr(result, name, None)
-        if value is not None:
-            parts.append(f"{name.replace('_', ' ')}: {getattr(value, 'name', value)}")
-    return "; ".join(parts)
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean bad input (reported in one line), as opposed to a bug (traceback)."""
+    return (PromptkitError, OSError, ValueError, LookupError, UnicodeError)
 
 
 def _with_path(exc: BaseException, paths: Sequence[Path]) -> str:
@@ -961,6 +781,19 @@ def _with_path(exc: BaseException, paths: Sequence[Path]) -> str:
     ):
         return f"{', '.join(map(str, paths))}: {message}"
     return message
+
+
+def _emit(stream: TextIO, text: str) -> None:
+    """Write to stdout; if its reader went away (``promptkit analyze | head``), keep working silently."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        try:
+            fileno = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # pragma: no cover - not a real file
+            return
+        os.dup2(os.open(os.devnull, os.O_WRONLY), fileno)
 
 
 def main(

@@ -33,7 +33,9 @@ __all__ = [
     "MarkupError",
     "MediaFormatError",
     "MessageFormatError",
+    "NoRequestError",
     "NotRegisteredError",
+    "OutputFileError",
     "PlatformMessageError",
     "PriceError",
     "PromptkitError",
@@ -207,6 +209,14 @@ class TokenizerNotAvailableError(PromptkitError, LookupError):
 
 class ReportInputError(PromptkitError, ValueError):
     """The frame handed to a report function lacks columns it needs; the message names them."""
+
+
+class NoRequestError(PromptkitError, ValueError):
+    """Not one request of the logs could be analyzed; the message names the paths and the first problem."""
+
+
+class OutputFileError(PromptkitError, OSError):
+    """An output file (a report file, a calibration) cannot be written; the message names the file."""
 
 
 class PriceError(PromptkitError, LookupError):

@@ -27,7 +27,7 @@ True
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -40,6 +40,7 @@ __all__ = [
     "BEFORE_HISTORY",
     "FOCUS_INJECTOR",
     "FRAME_SLOTS",
+    "HEAD_ROLES",
     "HEAD_SLOTS",
     "SLOTS",
     "SUMMARY_INJECTOR",
@@ -53,6 +54,9 @@ __all__ = [
     "Usage",
     "head_end",
     "history_end",
+    "last_history_index",
+    "role_head_end",
+    "role_history_end",
     "token_count",
     "type_name",
 ]
@@ -246,18 +250,73 @@ def head_end(layout: Sequence[Any]) -> int:
     return n
 
 
-def history_end(layout: Sequence[Any]) -> int:
-    """Index after the last ``history`` entry of ``layout`` (:func:`head_end` when there is no history):
-    where the per-turn tail begins.
+def history_end(layout: Sequence[Any], start: int | None = None) -> int:
+    """Index after the last ``history`` entry of ``layout`` (``start``, default :func:`head_end`, when
+    there is no history after ``start``): where the per-turn tail begins.
 
     >>> history_end([LayoutEntry("persona"), LayoutEntry("current")])
     1
+    >>> history_end([LayoutEntry("persona"), LayoutEntry("history"), LayoutEntry("current")])
+    2
     """
-    start = head_end(layout)
-    for i in range(len(layout) - 1, start - 1, -1):
+    first = head_end(layout) if start is None else start
+    for i in range(len(layout) - 1, first - 1, -1):
         if _slot(layout[i]) == FrameSlot.HISTORY:
             return i + 1
-    return start
+    return first
+
+
+def last_history_index(layout: Sequence[Any], start: int = 0) -> int | None:
+    """Index of the last ``history`` entry of ``layout`` at or after ``start`` (None when there is none):
+    the message a cache breakpoint on the history goes on.
+
+    >>> last_history_index([LayoutEntry("persona"), LayoutEntry("history"), LayoutEntry("current")])
+    1
+    >>> last_history_index([LayoutEntry("persona"), LayoutEntry("current")]) is None
+    True
+    """
+    end = history_end(layout, start)
+    return end - 1 if end > start else None
+
+
+#: The roles of the stable head of a request that carries no layout: its leading system and developer
+#: messages.
+HEAD_ROLES: Final[frozenset[str]] = frozenset({"system", "developer"})
+
+
+def role_head_end(roles: Sequence[str | None], head_roles: Iterable[str] = HEAD_ROLES) -> int:
+    """The head/history boundary of a request without a layout, from its messages' ``roles``: how many
+    leading messages have a role of ``head_roles`` (the stable head).
+
+    >>> role_head_end(["system", "developer", "user", "system"])
+    2
+    >>> role_head_end(["system", "user"], head_roles={"system"})
+    1
+    """
+    wanted = frozenset(head_roles)
+    n = 0
+    while n < len(roles) and roles[n] in wanted:
+        n += 1
+    return n
+
+
+def role_history_end(roles: Sequence[str | None], head_roles: Iterable[str] = HEAD_ROLES) -> int:
+    """Where the history of a request without a layout ends, from its messages' ``roles``: at the last
+    user message (the current turn), less the head-role blocks injected just before it; the whole
+    request when no user message follows the head.
+
+    >>> role_history_end(["system", "user", "assistant", "system", "user"])
+    3
+    >>> role_history_end(["system", "assistant"])
+    2
+    """
+    wanted = frozenset(head_roles)
+    head = role_head_end(roles, wanted)
+    last_user = next((i for i in range(len(roles) - 1, head - 1, -1) if roles[i] == "user"), None)
+    end = last_user if last_user is not None else len(roles)
+    while end > head and roles[end - 1] in wanted:  # blocks injected for this turn
+        end -= 1
+    return end
 
 
 # ---------------------------------------------------------------------------------------------------

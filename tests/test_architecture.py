@@ -28,7 +28,7 @@ FLOORS: list[set[str]] = [
     {"formats"},
     {"analysis"},
     {"report"},
-    {"whatif", "proxy", "capture", "testing", "cache"},
+    {"whatif", "proxy", "capture", "testing", "cache", "commands"},
     {"cli", "__main__", "__init__"},
 ]
 FLOOR_OF = {concern: i for i, floor in enumerate(FLOORS) for concern in floor}

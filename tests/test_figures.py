@@ -211,7 +211,7 @@ def test_the_trimming_tables_are_what_the_benchmark_computes(benchmarks: dict[st
 
 def test_the_trimming_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import trim_policies as tp
-    from promptkit.assembly.tokens import message_tokens
+    from promptkit.assembly.token_counts import message_tokens
 
     page = _flat(TRIMMING)
     rows = [r for r in benchmarks["trim"] if r["tokenizer"] is None]
@@ -678,7 +678,7 @@ def test_the_token_estimate_against_cl100k_on_the_real_logs() -> None:
     """guide/assembly.md: estimate_tokens is 0.90 to 0.93 of cl100k_base; the 0.93 is the real agent
     logs (English and code; the 0.90 is measured on Chinese documents the repository does not hold)."""
     from promptkit.analysis import get_tokenizer
-    from promptkit.assembly.tokens import estimate_tokens
+    from promptkit.assembly.token_counts import estimate_tokens
     from promptkit.formats import read_logs
 
     cl100k = get_tokenizer("cl100k_base")

@@ -139,3 +139,23 @@ def test_record_json_round_trip(
         record.url,
         {"note": 1},
     )
+
+
+def test_role_boundaries_of_a_request_without_layout() -> None:
+    from promptkit.layout import role_head_end, role_history_end
+
+    roles = ["system", "developer", "user", "assistant", "system", "user"]
+    assert role_head_end(roles) == 2
+    assert role_head_end(roles, head_roles=("system",)) == 1
+    assert role_history_end(roles) == 4  # the system block injected before the current user message
+    assert role_history_end(["system", "assistant", "tool"]) == 3  # no user: all of it
+    assert role_history_end(["system", "system"]) == 2 and role_head_end([]) == 0
+
+
+def test_last_history_index_and_history_end_from_a_start() -> None:
+    from promptkit.layout import LayoutEntry, history_end, last_history_index
+
+    layout = [LayoutEntry("persona"), LayoutEntry("history"), LayoutEntry("history"), LayoutEntry("current")]
+    assert last_history_index(layout) == 2 and history_end(layout) == 3
+    assert last_history_index(layout, 3) is None and history_end(layout, 3) == 3
+    assert last_history_index([{"slot": "persona"}, {"slot": "current"}], 1) is None

@@ -51,7 +51,7 @@ def test_the_top_level_is_the_core_api_and_chat_helpers_live_in_promptkit_chat()
     import promptkit
     import promptkit.chat
 
-    assert len(promptkit.__all__) <= 45
+    assert len(promptkit.__all__) <= 40
     assert {"Message", "PromptRegistry", "analyze", "read_logs", "PromptkitError"} <= set(promptkit.__all__)
     assert "format_at" not in promptkit.__all__ and "format_at" in promptkit.chat.__all__
     # a name that moved still resolves, with a warning that names its new home
@@ -60,3 +60,19 @@ def test_the_top_level_is_the_core_api_and_chat_helpers_live_in_promptkit_chat()
     assert moved is promptkit.chat.format_at
     with pytest.raises(AttributeError):
         promptkit.no_such_name  # noqa: B018
+
+
+def test_at_most_40_top_level_names_each_resolving_and_the_plots_live_in_the_report() -> None:
+    import promptkit.report.plots
+
+    assert len(promptkit.__all__) <= 40
+    assert len(set(promptkit.__all__)) == len(promptkit.__all__)
+    for name in promptkit.__all__:
+        assert getattr(promptkit, name) is not None, name
+    for name in ("plot_hit_ratio", "plot_composition", "plot_predicted_vs_reported"):
+        assert name not in promptkit.__all__
+        with pytest.warns(
+            DeprecationWarning, match=rf"promptkit\.{name} moved to promptkit\.report\.plots\.{name}"
+        ):
+            moved = getattr(promptkit, name)
+        assert moved is getattr(promptkit.report.plots, name)

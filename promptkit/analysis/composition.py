@@ -126,7 +126,7 @@ class CompositionRows:
         """Add the rows of request ``index`` of ``session``: ``body`` tokenized as ``tok``; ``layout``,
         one entry per message, names the slots and keys (else the roles do); ``shifted``: the body's
         first message was prepended (an Anthropic top-level system), so message indices shift by one;
-        ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.analysis.opaque`),
+        ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.formats.opaque_head`),
         the first ``tokens`` of the header. ``position`` fills the ``_position`` column of
         :meth:`frame` (``position=True``)."""
         r = len(self._requests)

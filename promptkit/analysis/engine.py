@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import attrs
 
 from promptkit.analysis.composition import COMPOSITION_COLUMNS
-from promptkit.analysis.opaque import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.analysis.ruler import Ruler, own_anchors, row_to_provider, usage_contradictions
 from promptkit.analysis.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
+from promptkit.formats.opaque_head import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import (
     GENERIC_PROVIDER,

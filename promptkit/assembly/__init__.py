@@ -38,7 +38,7 @@ from promptkit.assembly.registry import (
     PromptRegistry,
     PromptView,
 )
-from promptkit.assembly.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens
+from promptkit.assembly.token_counts import MESSAGE_OVERHEAD, estimate_tokens, message_tokens
 from promptkit.assembly.trim import (
     DEFAULT_LOW_WATER,
     Compaction,

@@ -29,7 +29,7 @@ import attrs
 from promptkit.assembly.anchors import Anchor, utf16_key
 from promptkit.assembly.placement import place_blocks
 from promptkit.assembly.registry import Contributor, PromptRegistry, PromptView, build_contributors, run_sync
-from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
+from promptkit.assembly.token_counts import Counter, message_tokens, resolve_counter
 from promptkit.chat.message import Message, to_openai_dict
 from promptkit.errors import UsageError
 
@@ -166,7 +166,7 @@ def audit(
     The *ideal* request is turn *k* assembled with every before-history contributor's output as in turn
     *k-1*; the cost of contributor X changing is the tokens of the prefix shared with request *k-1*
     (whole messages, compared as serialized chat-completions JSON, counted with
-    :func:`promptkit.assembly.tokens.message_tokens`) by the ideal request minus those shared by the ideal
+    :func:`promptkit.assembly.token_counts.message_tokens`) by the ideal request minus those shared by the ideal
     request with only X's output changed. That is X's block, the rest of the head after it and the whole
     history, re-billed; a per-turn contributor costs nothing here, whatever it does.
 

@@ -76,6 +76,7 @@ from promptkit.assembly.anchors import (
 )
 from promptkit.chat.message import Message, is_directive, is_directive_block
 from promptkit.errors import UsageError
+from promptkit.layout import head_end as layout_head_end, history_end as layout_history_end
 
 __all__ = [
     "HEAD_SLOTS",
@@ -462,17 +463,13 @@ class AssembledPrompt:
     @property
     def head_end(self) -> int:
         """Index after the stable head (persona, leading system messages, identity, knowledge, context)."""
-        i = 0
-        while i < len(self.layout) and self.layout[i].slot in HEAD_SLOTS:
-            i += 1
-        return i
+        return layout_head_end(self.layout)
 
     @property
     def history_end(self) -> int:
         """Index after the last history message (``head_end`` when there is no history): the end of the
         part of the request that is the same from one turn to the next."""
-        last = max((i for i, e in enumerate(self.layout) if e.slot == FrameSlot.HISTORY.value), default=-1)
-        return last + 1 if last >= 0 else self.head_end
+        return layout_history_end(self.layout)
 
     def layout_dicts(self) -> list[dict[str, str | None]]:
         """The layout in its JSON form, as request logs carry it: ``[{"slot": ..., "key": ...}, ...]``."""

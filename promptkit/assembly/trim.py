@@ -67,12 +67,13 @@ from typing import Any, Final, Literal, get_args
 import attrs
 
 from promptkit.assembly.anchors import SUMMARY_INJECTOR, Anchor, FrameSlot, LayoutEntry
-from promptkit.assembly.placement import HEAD_SLOTS, AssembledPrompt, layout_of
+from promptkit.assembly.placement import AssembledPrompt, layout_of
 from promptkit.assembly.registry import message_tuple
-from promptkit.assembly.tokens import Counter, message_tokens, resolve_counter
+from promptkit.assembly.token_counts import Counter, message_tokens, resolve_counter
 from promptkit.chat.history import group_tool_calls
 from promptkit.chat.message import DIRECTIVE_KINDS, Message
 from promptkit.errors import UsageError
+from promptkit.layout import head_end
 
 __all__ = [
     "DEFAULT_LOW_WATER",
@@ -272,7 +273,7 @@ def trim_to_budget(
     ``prompt`` is an :class:`AssembledPrompt` (its layout says which messages are history) or a list of
     messages (read with :func:`promptkit.assembly.placement.layout_of`; a block of a contributor it cannot
     know is then recognised only by its position). Tokens per message are
-    :func:`promptkit.assembly.tokens.message_tokens` with ``count`` (a ``str -> int`` callable) or
+    :func:`promptkit.assembly.token_counts.message_tokens` with ``count`` (a ``str -> int`` callable) or
     ``tokenizer`` (anything with ``encode``), by default the cheap :func:`estimate_tokens`.
 
     ``policy`` is ``"chunked"`` (default: drop whole chunks of about ``(1 - low_water) * budget``
@@ -485,9 +486,7 @@ def _result(
     starts = [position[i] for i in chunk_starts]
     summary_at: int | None = None
     if summary is not None:
-        summary_at = 0
-        while summary_at < len(out_layout) and out_layout[summary_at].slot in HEAD_SLOTS:
-            summary_at += 1
+        summary_at = head_end(out_layout)
         out_messages.insert(summary_at, summary)
         out_layout.insert(summary_at, LayoutEntry(slot=Anchor.CONTEXT, key=SUMMARY_INJECTOR))
         starts = [s + 1 for s in starts]

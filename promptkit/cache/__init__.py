@@ -23,13 +23,13 @@ from promptkit.errors import UnknownAttributeError
 # old submodule (under promptkit.cache) -> its new home
 MOVED: dict[str, str] = {
     **{m: f"promptkit.analysis.{m}" for m in (
-        "calibration", "causes", "composition", "engine", "executors", "opaque", "runtime", "simulator",
+        "calibration", "causes", "composition", "engine", "executors", "runtime", "simulator",
         "trace", "ruler", "filetasks",
     )},
     **{m: f"promptkit.tokens.{m}" for m in (
         "tokenize", "tokenizers", "render", "render.base", "render.chatml", "render.deepseek", "render.jinja",
     )},
-    "models": "promptkit.tokens.cache_models",
+    "models": "promptkit.tokens.cache_models", "opaque": "promptkit.formats.opaque_head",
     "causes_report": "promptkit.report.causes", "html": "promptkit.report.html",
     "plots": "promptkit.report.plots", "plot_data": "promptkit.report.plot_data",
     "plot_png": "promptkit.report.plot_png", "summary": "promptkit.report.summary",

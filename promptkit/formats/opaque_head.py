@@ -1,5 +1,30 @@
-"""Estimate the opaque head of records whose log omits the start of the prompt.
+"""The opaque head: prompt tokens a log does not show, modelled as placeholder tokens.
 
+Some logs hold the conversation but not what the client put before it: Claude Code transcripts have
+neither the system prompt nor the tool definitions, Codex rollouts have no tool definitions. The provider
+still tokenized and cached them, and its reported usage counts them. A log format that knows this puts
+``meta={"opaque_head_tokens": N, "opaque_head_key": K}`` on each record (N estimated from the reported
+usage, K naming the head: the same K means the same head). Right after tokenization the engine calls
+:func:`with_opaque_head`, which puts N **placeholder tokens** in front of the rendered tokens: ids above
+any vocabulary, derived from K and the position only, so two requests with the same K share their first
+``min(N, N')`` tokens, in one session or across sessions, and a different K breaks the prefix at token 0.
+Every offset of the :class:`~promptkit.tokens.tokenize.TokenizedRequest` (message starts and ends, header
+and prompt length) moves by N. The composition names the span :data:`OPAQUE_HEAD_SLOT`.
+
+What this cannot attribute: the head's content is unknown, so a change inside the system prompt or the
+tool definitions (a new tool, an edited ``CLAUDE.md``, the date line) shows only as a break at token 0
+that nothing in the log explains, or as a gap between predicted and reported cached tokens.
+
+>>> import numpy as np
+>>> from promptkit.tokens.tokenize import TokenizedRequest
+>>> tok = TokenizedRequest(np.array([7, 8, 9]), message_starts=(0,), header_len=0, prompt_len=3)
+>>> shifted = shift_tokenized(tok, placeholder_ids("claude-code:s1:claude-opus-4-6", 2))
+>>> len(shifted), shifted.message_starts, shifted.header_len, shifted.prompt_len
+(5, (2,), 2, 5)
+>>> is_placeholder(int(shifted.tokens[0])), shifted.tokens[2:].tolist()
+(True, [7, 8, 9])
+
+**Estimating N.**
 Agent logs such as Claude Code transcripts (no system prompt, no tool definitions) and Codex rollouts (no
 tool definitions) show the conversation but not everything before it. The provider's usage still counts
 it. :func:`estimate_opaque_heads` gives each group of records (one session and model: one key) the
@@ -10,7 +35,7 @@ size of that hidden head::
 taken on the group's **first call with reported usage**, where the visible part is smallest, so the
 error of our own tokenizer (a model of the provider's, not a copy) weighs least; N is floored at 0. Every
 record of the group gets ``meta["opaque_head_tokens"] = N`` and ``meta["opaque_head_key"] = key``;
-:mod:`promptkit.analysis.opaque` turns them into placeholder tokens at analysis time. The count uses the
+:func:`with_opaque_head` turns them into placeholder tokens at analysis time. The count uses the
 provider profile's render and tokenizer, exactly what the analysis uses, so the shifted prompt of the
 first call equals its reported prompt tokens.
 
@@ -24,14 +49,205 @@ first call equals its reported prompt tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import functools
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from promptkit.layout import RequestRecord
+from promptkit.errors import RecordFormatError
+from promptkit.layout import RequestRecord, type_name
 
-__all__ = ["estimate_opaque_heads", "visible_prompt_tokens"]
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from promptkit.tokens.tokenize import TokenizedRequest
+
+__all__ = [
+    "OPAQUE_HEAD_SLOT",
+    "PLACEHOLDER_BASE",
+    "OpaqueHead",
+    "estimate_opaque_heads",
+    "is_placeholder",
+    "opaque_blocks_of",
+    "opaque_decoder",
+    "opaque_head_of",
+    "placeholder_ids",
+    "shift_tokenized",
+    "visible_prompt_tokens",
+    "with_opaque_head",
+]
+
+#: The composition slot (and divergence role) of the placeholder span.
+OPAQUE_HEAD_SLOT: Final[str] = "opaque-head"
+#: Placeholder ids start here: far above any vocabulary (and above the request tokenizer's reserved ids).
+PLACEHOLDER_BASE: Final[int] = 1 << 40
+_POSITION_BITS: Final[int] = 24  # up to 16.7M placeholder tokens per head
+_KEY_BITS: Final[int] = 32  # 2**32 distinct heads before two keys may share ids
+
+
+@attrs.frozen(slots=True)
+class OpaqueHead:
+    """A record's opaque head: ``tokens`` placeholder tokens named ``key``."""
+
+    tokens: int
+    key: str
+
+
+def opaque_head_of(record: RequestRecord) -> OpaqueHead | None:
+    """The record's opaque head from ``meta["opaque_head_tokens"]`` / ``meta["opaque_head_key"]``; None
+    when it has none (or N is 0). Raises :class:`~promptkit.errors.RecordFormatError` naming the field
+    when one is malformed.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> opaque_head_of(RequestRecord({"messages": []}, "s", meta={"opaque_head_tokens": 12, "opaque_head_key": "k"}))
+    OpaqueHead(tokens=12, key='k')
+    """
+    meta: Mapping[str, Any] = record.meta
+    if "opaque_head_tokens" not in meta:
+        return None
+    n = meta["opaque_head_tokens"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise RecordFormatError(f"meta.opaque_head_tokens: expected a whole number >= 0, got {n!r}")
+    if n >= 1 << _POSITION_BITS:
+        raise RecordFormatError(f"meta.opaque_head_tokens: {n} is more than {(1 << _POSITION_BITS) - 1}")
+    key = meta.get("opaque_head_key", "")
+    if not isinstance(key, str):
+        raise RecordFormatError(f"meta.opaque_head_key: expected a string, got {type_name(key)}")
+    return OpaqueHead(n, key) if n else None
+
+
+@functools.lru_cache(maxsize=256)
+def _key_base(key: str) -> int:
+    h = int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
+    return PLACEHOLDER_BASE + ((h % (1 << _KEY_BITS)) << _POSITION_BITS)
+
+
+def placeholder_ids(key: str, n: int) -> np.ndarray:
+    """The ``n`` placeholder ids of the head named ``key``: ``base(key) + position``, int64, read-only.
+
+    >>> a, b = placeholder_ids("k", 3), placeholder_ids("k", 5)
+    >>> (b[:3] == a).all(), (placeholder_ids("other", 3) == a).any()
+    (np.True_, np.False_)
+    """
+    import numpy as np
+
+    ids = np.arange(n, dtype=np.int64) + _key_base(key)
+    ids.flags.writeable = False
+    return ids
+
+
+def is_placeholder(token_id: int) -> bool:
+    """Whether ``token_id`` is a placeholder of an opaque head."""
+    return token_id >= PLACEHOLDER_BASE
+
+
+def shift_tokenized(tok: TokenizedRequest, head: np.ndarray) -> TokenizedRequest:
+    """``tok`` with ``head`` in front: tokens, message starts and ends, header and prompt length shifted."""
+    import numpy as np
+
+    from promptkit.tokens.tokenize import TokenizedRequest
+
+    n = len(head)
+    if n == 0:
+        return tok
+    tokens = np.concatenate([np.asarray(head, dtype=np.int64), tok.tokens])
+    tokens.flags.writeable = False
+    return TokenizedRequest(
+        tokens=tokens,
+        message_starts=tuple(s + n for s in tok.message_starts),
+        header_len=tok.header_len + n,
+        prompt_len=tok.prompt_len + n,
+        message_ends=None if tok.message_ends is None else tuple(e + n for e in tok.message_ends),
+    )
+
+
+def with_opaque_head(tok: TokenizedRequest, record: RequestRecord) -> TokenizedRequest:
+    """The engine's hook: ``tok`` with the record's opaque head in front (``tok`` itself without one).
+
+    >>> import numpy as np
+    >>> from promptkit.tokens.tokenize import TokenizedRequest
+    >>> from promptkit.layout import RequestRecord
+    >>> tok = TokenizedRequest(np.array([1, 2]), message_starts=(0,), header_len=0, prompt_len=2)
+    >>> rec = RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s",
+    ...                     meta={"opaque_head_tokens": 3, "opaque_head_key": "k"})
+    >>> with_opaque_head(tok, rec).prompt_len
+    5
+    """
+    blocks = opaque_blocks_of(record)
+    if blocks:
+        import numpy as np
+
+        return shift_tokenized(tok, np.concatenate([placeholder_ids(k, n) for k, n in blocks]))
+    head = opaque_head_of(record)
+    if head is None:
+        return tok
+    return shift_tokenized(tok, placeholder_ids(head.key, head.tokens))
+
+
+def opaque_blocks_of(record: RequestRecord) -> list[tuple[str, int]]:
+    """The record's opaque head as a chain of blocks, from ``meta["opaque_head_blocks"]``: a list of
+    ``[key, tokens]`` (a block trace's chained hash ids: two records share a prefix exactly as long as
+    their leading blocks agree). Empty when it has none; raises
+    :class:`~promptkit.errors.RecordFormatError` naming the field when malformed.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> opaque_blocks_of(RequestRecord({"messages": []}, "s", meta={"opaque_head_blocks": [["b1", 512], ["b2", 40]]}))
+    [('b1', 512), ('b2', 40)]
+    """
+    raw = record.meta.get("opaque_head_blocks")
+    if raw is None:
+        return []
+    if not isinstance(raw, list | tuple):
+        raise RecordFormatError(
+            f"meta.opaque_head_blocks: expected a list of [key, tokens], got {type_name(raw)}"
+        )
+    blocks: list[tuple[str, int]] = []
+    for i, block in enumerate(raw):
+        if (
+            not isinstance(block, list | tuple)
+            or len(block) != 2
+            or not isinstance(block[0], str)
+            or isinstance(block[1], bool)
+            or not isinstance(block[1], int)
+            or not 0 <= block[1] < 1 << _POSITION_BITS
+        ):
+            raise RecordFormatError(
+                f"meta.opaque_head_blocks[{i}]: expected [key, tokens >= 0], got {block!r}"
+            )
+        blocks.append((block[0], block[1]))
+    return blocks
+
+
+def opaque_decoder(decode: Callable[[Sequence[int]], str]) -> Callable[[Sequence[int]], str]:
+    """Wrap a tokenizer's ``decode`` so placeholder ids decode to ``<opaque-head>`` (once per run).
+
+    >>> dec = opaque_decoder(lambda ids: "".join(chr(96 + i) for i in ids))
+    >>> dec([int(i) for i in placeholder_ids("k", 2)] + [1, 2])
+    '<opaque-head>ab'
+    """
+
+    def decode_with_placeholders(ids: Sequence[int]) -> str:
+        out: list[str] = []
+        run: list[int] = []
+        in_head = False
+        for i in (int(x) for x in ids):
+            if is_placeholder(i):
+                if run:
+                    out.append(decode(run))
+                    run = []
+                if not in_head:
+                    out.append(f"<{OPAQUE_HEAD_SLOT}>")
+                in_head = True
+            else:
+                in_head = False
+                run.append(i)
+        if run:
+            out.append(decode(run))
+        return "".join(out)
+
+    return decode_with_placeholders
 
 
 def visible_prompt_tokens(record: RequestRecord, cache: dict[tuple[str, str], Any] | None = None) -> int:

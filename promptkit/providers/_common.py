@@ -29,6 +29,7 @@ from promptkit.errors import (
     ToolDefinitionError,
     UsageError,
 )
+from promptkit.layout import role_head_end
 
 __all__ = [
     "SYSTEM_HINT_PREFIX",
@@ -98,12 +99,7 @@ class PreparedInput:
 
     def head_length(self) -> int:
         """How many messages the leading run of system messages (the stable head) holds."""
-        n = 0
-        for m in self.messages:
-            if m.role != "system":
-                break
-            n += 1
-        return n
+        return role_head_end([m.role for m in self.messages], head_roles=("system",))
 
 
 def _coerce(prompt_or_messages: Any, where: str) -> tuple[list[Message], list[Any] | None]:

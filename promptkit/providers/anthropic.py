@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from promptkit.chat.message import Message
-from promptkit.layout import FrameSlot, LayoutEntry
+from promptkit.layout import FrameSlot, LayoutEntry, last_history_index
 from promptkit.providers._common import (
     MediaFormatError,
     PreparedInput,
@@ -186,11 +186,8 @@ def history_end(prepared: PreparedInput) -> int | None:
     focus, turn-hint, a directive block) and this turn's tool loop after it). The last message whose slot
     is ``history`` ends it; messages of the stable head are never history.
     """
-    layout = prepared.frame_layout()
-    for j in range(len(prepared.messages) - 1, prepared.head_length() - 1, -1):
-        if LayoutEntry.coerce(layout[j]).slot == FrameSlot.HISTORY:
-            return j
-    return None
+    layout = [LayoutEntry.coerce(e) for e in prepared.frame_layout()[: len(prepared.messages)]]
+    return last_history_index(layout, prepared.head_length())
 
 
 def _cut_points(points: Any, prepared: PreparedInput, where: str) -> list[int]:

@@ -25,13 +25,24 @@ from promptkit.errors import ReportInputError
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.engine import AnalysisResult
 
-__all__ = ["REPORT_FORMATS", "ReportFiles", "check_out_dir", "write_report"]
+__all__ = ["REPORT_FORMATS", "ReportFiles", "check_out_dir", "report_formats", "write_report"]
 
 #: What :func:`write_report` can write: ``parquet`` / ``csv`` (the per-request table), ``summary``
 #: (``summary.txt``: the text the terminal shows), ``causes`` (``causes.csv``, and ``writes.csv`` /
 #: ``reads-invariant.csv`` when the analysis has cache writes), ``problems`` (``problems.csv`` when a
 #: record was skipped), ``html`` (``report.html``) and ``png`` (the plots).
 REPORT_FORMATS: Final[tuple[str, ...]] = ("parquet", "csv", "summary", "causes", "problems", "html", "png")
+
+
+def report_formats(*, html: bool = True, plots: bool = True) -> list[str]:
+    """The formats of :data:`REPORT_FORMATS` to write: all of them, less ``html`` (``html=False``,
+    ``--no-html``) and ``png`` (``plots=False``, ``--no-plots``).
+
+    >>> report_formats(plots=False)
+    ['parquet', 'csv', 'summary', 'causes', 'problems', 'html']
+    """
+    dropped = ({"html"} if not html else set()) | ({"png"} if not plots else set())
+    return [f for f in REPORT_FORMATS if f not in dropped]
 
 
 @attrs.frozen(slots=True)

@@ -242,7 +242,7 @@ def visible_text(text: pl.Expr, limit: int) -> pl.Expr:
     )
 
 
-#: What a break inside a head the log does not record says, in words (see :mod:`promptkit.analysis.opaque`).
+#: What a break inside a head the log does not record says, in words (see :mod:`promptkit.formats.opaque_head`).
 OPAQUE_CHANGE: Final[str] = (
     "inside the opaque head: the log does not record that text, so what changed cannot be shown"
 )

@@ -29,9 +29,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "SUMMARY_VERSION",
+    "analysis_head",
     "apply_expectation",
     "causes_lines",
     "expectation_line",
+    "header_line",
     "headline",
     "headline_line",
     "provider_line",
@@ -138,6 +140,55 @@ def causes_lines(result: Any) -> list[str]:
             f"never read before they expired: {wasted:,}"
         )
     return lines
+
+
+def header_line(result: Any, paths: Sequence[object] = ()) -> str:
+    """The first line of the terminal summary: how many requests, sessions and files (the files the
+    requests and the problems name; ``len(paths)`` when they name none), and the provider, tokenizer,
+    render, cache model and view the analysis used.
+
+    >>> from promptkit.analysis import analyze_requests
+    >>> header_line(analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact"), ["a.jsonl"])
+    '1 requests in 1 sessions from 1 file(s); provider: exact; tokenizer: cl100k_base; render: chatml; cache model: exact; view: consecutive'
+    """
+    requests = result.requests
+    files = set(requests["file"].drop_nulls()) if "file" in requests.columns else set()
+    problems = getattr(result, "problems", None)
+    if problems is not None and "file" in problems.columns:
+        files |= set(problems["file"].drop_nulls())
+    parts = [
+        f"{requests.height} requests in {requests['session'].n_unique()} sessions "
+        f"from {len(files) or len(paths)} file(s)"
+    ]
+    for name in ("provider", "tokenizer", "render", "cache_model", "view"):
+        value = getattr(result, name, None)
+        if value is not None:
+            parts.append(f"{name.replace('_', ' ')}: {getattr(value, 'name', value)}")
+    return "; ".join(parts)
+
+
+def analysis_head(
+    result: Any,
+    paths: Sequence[object] = (),
+    expectation: Mapping[str, Any] | None = None,
+    *,
+    provider_given: bool = False,
+) -> str:
+    """The lines above the summary tables: :func:`header_line`, how the provider was chosen (left out
+    when the caller named it: ``provider_given``), the causes and, with a calibration, the expectation.
+
+    >>> from promptkit.analysis import analyze_requests
+    >>> result = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact")
+    >>> analysis_head(result, provider_given=True).splitlines()[1]
+    'Lost to your layout: 0 tokens (0.0% of the prompt); to the provider: 0 (0.0%); inherent (cold start, new tokens): 9 (100.0%)'
+    """
+    lines = [header_line(result, paths)]
+    if not provider_given:
+        lines.append(provider_line(result))
+    lines += causes_lines(result)
+    if expectation is not None:
+        lines.append(expectation_line(expectation))
+    return "\n".join(lines)
 
 
 def _plain(value: Any) -> Any:

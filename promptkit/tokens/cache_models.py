@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 import attrs
 
 from promptkit.errors import UsageError
-from promptkit.layout import HEAD_SLOTS
+from promptkit.layout import head_end, last_history_index
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.layout import LayoutEntry
@@ -545,16 +545,13 @@ class AnthropicCache(CacheModel):
         if top is not None:
             add(tokenized.prompt_len, self._ttl_of(top))
         if not points and layout is not None and self.auto_from_layout:
-            head: list[int] = []  # the leading run of head slots
-            for i, s in enumerate(layout[: len(ends)]):
-                if s.slot not in HEAD_SLOTS:
-                    break
-                head.append(ends[i])
-            history = [ends[i] for i, s in enumerate(layout[: len(ends)]) if s.slot == "history"]
+            aligned = layout[: len(ends)]
+            head = head_end(aligned)  # the leading run of head slots
+            last = last_history_index(aligned, head)
             if head:
-                add(max(head), self.ttl)
-            if history:
-                add(max(history), self.ttl)
+                add(ends[head - 1], self.ttl)
+            if last is not None:
+                add(ends[last], self.ttl)
         return sorted(points.items())
 
     def plan(

@@ -38,6 +38,7 @@ __all__ = [
     "fix_for",
     "format_lint_advice",
     "lint_advice",
+    "with_break_fixes",
 ]
 
 #: Columns of :func:`break_fixes`.
@@ -241,3 +242,18 @@ def break_fixes(advice: LintAdvice, breaks: pl.DataFrame, *, paths: str = "") ->
         **{c: pl.Float64 for c in BREAK_FIX_COLUMNS[4:]},
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def with_break_fixes(
+    tables: Mapping[str, pl.DataFrame], advice: LintAdvice, *, paths: str = ""
+) -> dict[str, pl.DataFrame]:
+    """``tables`` (:func:`~promptkit.report.summarize`'s) with a ``break_fixes`` table right after
+    ``largest_breaks``: each break's fix, measured by replay (:func:`break_fixes`). ``paths``: the
+    ``promptkit whatif`` arguments of the printed commands."""
+    fixes = break_fixes(advice, tables["largest_breaks"], paths=paths)
+    ordered: dict[str, pl.DataFrame] = {}
+    for name, table in tables.items():
+        ordered[name] = table
+        if name == "largest_breaks":
+            ordered["break_fixes"] = fixes
+    return ordered

@@ -36,7 +36,16 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import UsageError
-from promptkit.layout import ANCHORS, LayoutEntry, RequestRecord, head_end, history_end
+from promptkit.layout import (
+    ANCHORS,
+    HEAD_ROLES,
+    LayoutEntry,
+    RequestRecord,
+    head_end,
+    history_end,
+    role_head_end,
+    role_history_end,
+)
 
 __all__ = [
     "BUILTIN_PATTERNS",
@@ -66,7 +75,7 @@ __all__ = [
 ]
 
 #: Roles of the leading head region of a prompt without a layout.
-_HEAD_ROLES: Final[frozenset[str]] = frozenset({"system", "developer"})
+_HEAD_ROLES: Final[frozenset[str]] = HEAD_ROLES
 
 
 def _transforms(value: Iterable[Transform]) -> tuple[Transform, ...]:
@@ -169,16 +178,8 @@ def regions(record: RequestRecord) -> tuple[int, int]:
     layout = _aligned_layout(record)
     if layout is not None:
         return head_end(layout), history_end(layout)
-    head = 0
-    while head < len(messages) and _role(messages[head]) in _HEAD_ROLES:
-        head += 1
-    last_user = next(
-        (i for i in range(len(messages) - 1, head - 1, -1) if _role(messages[i]) == "user"), None
-    )
-    end = last_user if last_user is not None else len(messages)
-    while end > head and _role(messages[end - 1]) in _HEAD_ROLES:  # blocks injected for this turn
-        end -= 1
-    return head, end
+    roles = [_role(m) for m in messages]
+    return role_head_end(roles, _HEAD_ROLES), role_history_end(roles, _HEAD_ROLES)
 
 
 def _role(message: Any) -> str | None:

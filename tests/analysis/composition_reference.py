@@ -34,7 +34,7 @@ def composition_part(
     message with tokens (its layout ``slot`` and ``key``, else its role), sorted by start; a
     ``template`` span for every gap between them; the trailing ``generation`` prompt. ``shifted``: the
     body's first message was prepended (an Anthropic top-level system), so message indices shift by one.
-    ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.analysis.opaque`), the
+    ``opaque``: ``(tokens, key)`` of an opaque head the log omits (:mod:`promptkit.formats.opaque_head`), the
     first ``tokens`` of the header: it becomes its own ``opaque-head`` span with that key.
 
     >>> from promptkit.tokens.tokenize import TokenizedRequest

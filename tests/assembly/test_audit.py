@@ -7,7 +7,7 @@ import pytest
 import tiktoken
 
 from promptkit.assembly import AUDIT_COLUMNS, PromptRegistry, PromptView, audit
-from promptkit.assembly.tokens import message_tokens
+from promptkit.assembly.token_counts import message_tokens
 from promptkit.chat.message import Message
 
 

@@ -12,7 +12,7 @@ from hypothesis import event, given, settings, strategies as st
 
 from promptkit.assembly import VOLATILE_INJECTOR, PromptRegistry, layout_of, trim_to_budget
 from promptkit.assembly.anchors import SUMMARY_INJECTOR
-from promptkit.assembly.tokens import message_tokens
+from promptkit.assembly.token_counts import message_tokens
 from promptkit.assembly.trim import DEFAULT_SUMMARY_HEADER, Compaction, TrimPolicy, TrimResult
 from promptkit.chat.message import Message, ToolCall, to_openai_dict
 

@@ -165,7 +165,7 @@ def test_one_hour_writes_cost_the_same_in_analyze_and_whatif(tmp_path: Path) -> 
         "promptkit.report.summary",
         "promptkit.report.metrics",
         "promptkit.formats.mooncake_trace",
-        "promptkit.analysis.opaque",
+        "promptkit.formats.opaque_head",
     ],
 )
 def test_the_docstring_examples_hold(name: str, monkeypatch: pytest.MonkeyPatch) -> None:

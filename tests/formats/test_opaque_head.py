@@ -1,4 +1,4 @@
-"""promptkit.analysis.opaque: placeholder tokens for a head the log omits, and the engine's use of them."""
+"""promptkit.formats.opaque_head: placeholder tokens for a head the log omits, and the engine's use of them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis import RequestTokenizer, analyze_requests
-from promptkit.analysis.opaque import (
+from promptkit.errors import RecordFormatError
+from promptkit.formats.opaque_head import (
     OPAQUE_HEAD_SLOT,
     is_placeholder,
     opaque_decoder,
@@ -15,7 +16,6 @@ from promptkit.analysis.opaque import (
     placeholder_ids,
     with_opaque_head,
 )
-from promptkit.errors import RecordFormatError
 from promptkit.layout import RequestRecord
 
 
@@ -103,7 +103,7 @@ def test_a_malformed_head_is_a_problem_not_a_crash() -> None:
 def test_docstring_examples() -> None:
     import doctest
 
-    from promptkit.analysis import opaque
+    from promptkit.formats import opaque_head as opaque
 
     result = doctest.testmod(opaque, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

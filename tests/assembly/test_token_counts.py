@@ -1,4 +1,4 @@
-"""Tests for promptkit/assembly/tokens.py: the cheap estimate, counters and per-message costs."""
+"""Tests for promptkit/assembly/token_counts.py: the cheap estimate, counters and per-message costs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st
 
-from promptkit.assembly.tokens import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_counter
+from promptkit.assembly.token_counts import MESSAGE_OVERHEAD, estimate_tokens, message_tokens, resolve_counter
 from promptkit.chat.message import Message, ToolCall
 
 
