@@ -67,6 +67,7 @@ from promptkit.formats.base import Item, LogFormat, Source
 from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.providers.registry import native_provider
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "NAME", "transcript_records"]
@@ -473,7 +474,7 @@ def transcript_records(
                 usage=usage,
                 file=file,
                 line=first.line,
-                provider="anthropic",
+                provider=native_provider(NAME),  # Claude Code speaks one provider's API
                 meta=meta,
             )
         )
