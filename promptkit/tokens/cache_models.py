@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from promptkit.errors import UsageError
+from promptkit.errors import UnknownAttributeError, UsageError
 from promptkit.layout import HEAD_SLOTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -641,7 +641,7 @@ _DEPRECATED: Final[Mapping[str, str]] = {
 def __getattr__(name: str) -> Any:
     new = _DEPRECATED.get(name)
     if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
         f"promptkit.tokens.cache_models.{name} is deprecated: it is {new}, named after its mechanism; "
         "a provider's cache model with the provider's parameters is get_provider(NAME).new_cache_model()",

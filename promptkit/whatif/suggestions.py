@@ -400,10 +400,10 @@ def _duration(seconds: float) -> str:
     """A lifetime in words.
 
     >>> _duration(300.0), _duration(3600.0), _duration(86400.0), _duration(90.0)
-    ('5 minutes', 'an hour', '24 hours', '90 seconds')
+    ('5 minutes', '1 hour', '24 hours', '90 seconds')
     """
     if seconds == 3600:
-        return "an hour"
+        return "1 hour"
     if seconds % 3600 == 0:
         return f"{seconds / 3600:g} hours"
     if seconds % 60 == 0:
