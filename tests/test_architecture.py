@@ -179,3 +179,55 @@ def test_no_bare_built_in_raise() -> None:
                 if isinstance(target, ast.Name) and target.id in built_in:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target.id}")
     assert not found, "bare built-in raises:\n" + "\n".join(found)
+
+
+#: Profiles that model no provider (an ideal cache, the rules for an unrecognised one): their names are
+#: words of the analysis ("exact" prefix), not a provider's.
+ANALYSIS_ONLY_PROFILES = frozenset({"exact", "generic"})
+
+
+def provider_names() -> set[str]:
+    """The names of the registered provider profiles (built-ins and plugins), lower-cased."""
+    from promptkit.providers.registry import available_providers
+
+    return {name.lower() for name in available_providers()} - ANALYSIS_ONLY_PROFILES
+
+
+def code_strings(source: str, filename: str = "<sample>") -> Iterator[tuple[int, str]]:
+    """Every string constant of ``source`` that is not a docstring (f-string pieces included)."""
+    tree = ast.parse(source, filename)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.lineno, node.value
+
+
+def test_no_module_outside_providers_names_a_provider() -> None:
+    """Provider knowledge lives in the profiles (``promptkit/providers/``): no other module holds a
+    string that is a provider's name (docstrings aside); it asks a profile a capability question,
+    resolves a name through :mod:`promptkit.providers.resolve`, or reads the name from a profile."""
+    names = provider_names()
+    assert {"deepseek", "anthropic", "openai", "gemini", "vllm"} <= names  # the profiles are loaded
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {value!r}"
+        for module, path in ALL.items()
+        if concern(module) != "providers"
+        for line, value in code_strings(path.read_text(encoding="utf-8"), str(path))
+        if value.lower() in names
+    ]
+    assert not found, "provider names outside promptkit/providers:\n" + "\n".join(found)
+
+
+def test_the_provider_name_check_sees_code_and_not_docstrings() -> None:
+    sample = '"""Reads DeepSeek logs."""\nX = "OpenAI"\ndef f():\n    """anthropic"""\n    return f"{X}/gemini" + "vllm"\n'
+    assert [(line, v) for line, v in code_strings(sample) if v.lower() in provider_names()] == [
+        (2, "OpenAI"),
+        (5, "vllm"),
+    ]

@@ -621,8 +621,8 @@ def test_the_tour_prose_states_what_its_examples_compute(
 
 def test_the_constants_the_pages_state() -> None:
     from promptkit.assembly.registry import DEFAULT_BUILD_TIMEOUT, SLOW_STEP_SECONDS
+    from promptkit.providers.anthropic import anthropic_min_cacheable_tokens
     from promptkit.report import resolve_prices
-    from promptkit.tokens.cache_models import anthropic_min_cacheable_tokens
     from promptkit.whatif import suggestions
 
     contributors = _page("how-to", "contributors.md")
@@ -639,10 +639,11 @@ def test_the_constants_the_pages_state() -> None:
     assert m("claude-opus-4-1") == m("claude-sonnet-4-5") and m("claude-3-5-haiku") == m("claude-sonnet-4-6")
     assert m("claude-opus-4-6") == m("claude-haiku-4-5") == m("claude-opus-4-5")
     # cache models: each default rule and its worked example
-    from promptkit.tokens.cache_models import CachePlan, DeepSeekCache, OpenAICache, VLLMCache
+    from promptkit.providers.resolve import resolve_cache_model
+    from promptkit.tokens.cache_models import CachePlan, PagedBlockCache, UnitPrefixCache
 
     models = _page("concepts", "cache-models.md")
-    deepseek, openai, vllm = DeepSeekCache(), OpenAICache(), VLLMCache()
+    deepseek, openai, vllm = UnitPrefixCache(), resolve_cache_model("openai"), PagedBlockCache()
     assert f"**down to whole units of {deepseek.unit} tokens** (3013 shared → " in models
     assert f"(3013 shared → {deepseek.cached_tokens(CachePlan(5000), 3013)} cached)" in models
     assert f"**Nothing below {openai.min_tokens} shared tokens**; above, the cached count grows in " in models

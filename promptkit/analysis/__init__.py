@@ -38,12 +38,22 @@ from promptkit.lazy import LazyExports
 _MODULES: dict[str, str] = {
     **dict.fromkeys(
         (
-            "get_cache_model", "register_cache_model", "CacheModel", "CachePlan", "CacheEntry",
-            "ExactCache", "PrefixCache", "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache",
-            "anthropic_min_cacheable_tokens",
+            "register_cache_model", "CacheModel", "CachePlan", "CacheEntry", "ExactCache", "PrefixCache",
+            "UnitPrefixCache", "SteppedPrefixCache", "BreakpointCache", "PagedBlockCache",
+            # deprecated names of the four above (a DeprecationWarning on use)
+            "DeepSeekCache", "OpenAICache", "AnthropicCache", "VLLMCache",
         ),
         "promptkit.tokens.cache_models",
     ),
+    # the tokens' resolvers extended to the providers' names (``get_cache_model("deepseek")``)
+    **dict.fromkeys(
+        (
+            "get_cache_model", "get_tokenizer", "get_render_model", "resolve_cache_model",
+            "resolve_tokenizer", "resolve_render",
+        ),
+        "promptkit.providers.resolve",
+    ),
+    **dict.fromkeys(("anthropic_min_cacheable_tokens",), "promptkit.providers.anthropic"),
     **dict.fromkeys(
         ("RadixCache", "CacheSimulator", "CacheLookup", "CacheOutcome"), "promptkit.analysis.simulator"
     ),
@@ -54,13 +64,13 @@ _MODULES: dict[str, str] = {
         ),
         "promptkit.analysis.engine",
     ),
-    **dict.fromkeys(("get_tokenizer", "Tokenizer"), "promptkit.tokens.tokenizers"),
+    **dict.fromkeys(("Tokenizer",), "promptkit.tokens.tokenizers"),
     **dict.fromkeys(("explain_causes", "classify_change", "CAUSES"), "promptkit.analysis.causes"),
     **dict.fromkeys(
         ("Calibration", "fit_calibration", "load_calibration", "apply_calibration", "default_calibration"),
         "promptkit.analysis.calibration",
     ),
-    **dict.fromkeys(("get_render_model", "RenderModel"), "promptkit.tokens.render"),
+    **dict.fromkeys(("RenderModel",), "promptkit.tokens.render"),
     **dict.fromkeys(("RequestTokenizer", "TokenizedRequest"), "promptkit.tokens.tokenize"),
     # the record contract and the log readers, re-exported for analysis code
     **dict.fromkeys(("read_logs", "records_from_requests"), "promptkit.formats"),

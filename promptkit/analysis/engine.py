@@ -48,7 +48,8 @@ from promptkit.providers.registry import (
     get_provider,
     infer_record_provider,
 )
-from promptkit.tokens.cache_models import CacheModel, get_cache_model
+from promptkit.providers.resolve import resolve_cache_model, resolve_render, resolve_tokenizer
+from promptkit.tokens.cache_models import CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -453,11 +454,12 @@ def _resolve(
     cache_model: str | CacheModel | None,
 ) -> tuple[ProviderProfile, Any, Any, CacheModel]:
     profile = get_provider(provider)
-    model = get_cache_model(cache_model) if cache_model is not None else profile.new_cache_model()
+    # a name given here may be a provider's (``--tokenizer deepseek``): the providers resolve it
+    model = resolve_cache_model(cache_model) if cache_model is not None else profile.new_cache_model()
     return (
         profile,
-        (tokenizer if tokenizer is not None else profile.load_tokenizer()),
-        (render if render is not None else profile.load_render()),
+        (resolve_tokenizer(tokenizer) if tokenizer is not None else profile.load_tokenizer()),
+        (resolve_render(render) if render is not None else profile.load_render()),
         model,
     )
 
@@ -1652,7 +1654,7 @@ def analyze_requests(
     nothing recognises (a note says so). Sessions of different providers are analyzed each with their
     own profile and the frames joined (``provider`` then lists them); ``tokenizer`` (a name for :func:`~promptkit.tokens.tokenizers.get_tokenizer`
     or an object), ``render`` (:func:`~promptkit.tokens.render.get_render_model`) and ``cache_model``
-    (:func:`~promptkit.tokens.cache_models.get_cache_model`) override them. ``view`` is ``"consecutive"`` or
+    (:func:`~promptkit.providers.resolve.resolve_cache_model`: a mechanism's or a provider's name) override them. ``view`` is ``"consecutive"`` or
     ``"simulated"``; None (the default) takes ``"simulated"`` when every record comes from a log of
     conversation trees (``meta["conversation_tree"]``: Claude Code projects, whose rewinds, branches and
     sub-agents share one cache with its TTL) and ``"consecutive"`` otherwise; a note says which.

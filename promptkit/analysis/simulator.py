@@ -393,7 +393,7 @@ class CacheSimulator:
 
         >>> import numpy as np
         >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
-        >>> sim = CacheSimulator(get_cache_model("deepseek"))
+        >>> sim = CacheSimulator(get_cache_model("unit-prefix"))
         >>> tokens = np.arange(200)
         >>> sim.store(tokens, CachePlan(130, (CacheEntry(200),)), now=0.0, source="s#0")
         >>> sim.lookup(np.arange(300), CachePlan(300), now=5.0).cached_tokens
@@ -592,7 +592,7 @@ def consecutive_outcome(
 
     >>> import numpy as np
     >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
-    >>> model = get_cache_model("deepseek")
+    >>> model = get_cache_model("unit-prefix")
     >>> stored = (np.arange(200), CachePlan(130, (CacheEntry(200),)), 0.0, "s#0")
     >>> consecutive_outcome(model, stored, np.arange(300), CachePlan(300), 5.0).cached_tokens
     192

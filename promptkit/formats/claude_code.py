@@ -67,6 +67,7 @@ from promptkit.formats.base import Item, LogFormat, Source, json_values, reporte
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
+from promptkit.providers.registry import native_provider
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "NAME", "transcript_records"]
@@ -510,7 +511,7 @@ def transcript_records(
                 usage=usage,
                 file=file,
                 line=first.line,
-                provider="anthropic",
+                provider=native_provider(NAME),  # Claude Code speaks one provider's API
                 meta=meta,
             )
         )

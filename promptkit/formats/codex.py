@@ -56,6 +56,7 @@ from promptkit.formats.fields import loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
+from promptkit.providers.registry import native_provider
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["FORMAT", "NAME", "rollout_records"]
@@ -316,7 +317,7 @@ class _Rollout:
                 usage=normalize_usage(_raw_usage(counts), "payload.info.last_token_usage"),
                 file=self.file,
                 line=lineno,
-                provider="openai",
+                provider=native_provider(NAME),  # Codex CLI speaks one provider's API
                 meta={"codex_items": cut},
             )
         )

@@ -33,6 +33,7 @@ The provider comes from the model name (``gemini-*``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -44,12 +45,22 @@ from promptkit.formats.base import Item, LogFormat, Source, json_lines
 from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, token_count, type_name
+from promptkit.providers.registry import native_provider
 
 __all__ = ["FORMAT", "recording_records"]
 
 NAME: Final[str] = "gemini-cli"
 #: Message types the model never sees (shown to the user only).
 _NOT_SENT: Final[frozenset[str]] = frozenset({"info", "error", "warning"})
+
+
+@functools.cache
+def _model_turn() -> str | None:
+    """The ``type`` of a model turn. Gemini CLI types the model's messages with the name of the
+    provider whose API it speaks (``MessageRecord.type`` is ``'user' | 'gemini' | 'info' | 'error' |
+    'warning'`` in chatRecordingTypes.ts): so the type is that provider's name, read from the profile
+    that declares this format as its own (``native_formats``) instead of being spelled here."""
+    return native_provider(NAME)
 
 
 def _text(content: object, where: str) -> str:
@@ -146,7 +157,7 @@ class _Folded:
         if mid not in self.order:
             self.order.append(mid)
         self.latest[mid] = (line, msg)
-        if kind == "gemini" and mid not in self.called:
+        if kind == _model_turn() and mid not in self.called:
             self.called.add(mid)
             self.calls.append((mid, tuple(self.order[:-1])))
 
@@ -212,7 +223,7 @@ def _history(folded: _Folded, ids: tuple[str, ...], where: str) -> list[dict[str
         kind = msg.get("type")
         if kind == "user":
             chat.append({"role": "user", "content": _text(msg.get("content"), f"{where}.content")})
-        elif kind == "gemini":
+        elif kind == _model_turn():
             assistant, results = _assistant(msg, where)
             chat.append(assistant)
             chat.extend(results)

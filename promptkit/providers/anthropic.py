@@ -44,13 +44,15 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.tokens.cache_models import AnthropicCache
+from promptkit.tokens.cache_models import BreakpointCache
 
 __all__ = [
     "ANTHROPIC_DEFAULT_MAX_TOKENS",
     "ANTHROPIC_IMAGE_TYPES",
     "ANTHROPIC_MAX_BREAKPOINTS",
+    "ANTHROPIC_MIN_CACHEABLE_TOKENS",
     "CacheTTL",
+    "anthropic_min_cacheable_tokens",
     "anthropic_request",
     "anthropic_tool",
     "history_end",
@@ -534,13 +536,69 @@ PRICES = (
     _price("claude-3-5-haiku", 0.80, 4.00),
     _price("claude-3-haiku", 0.25, 1.25),
 )
+# Anthropic's prompt caching: https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+_CACHE_PAGE = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+
+#: Minimum cacheable prompt length per Claude model (prefix of the model id → tokens), from
+#: _CACHE_PAGE ("Cache limitations", checked 2026): a breakpoint whose prefix is shorter writes nothing.
+#: Longest matching prefix wins; unknown models get 1024.
+ANTHROPIC_MIN_CACHEABLE_TOKENS: Final[Mapping[str, int]] = {
+    "claude-opus-4-6": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-haiku-4-5": 4096,
+    "claude-sonnet-4-6": 2048,
+    "claude-3-5-haiku": 2048,
+    "claude-3-haiku": 2048,
+    "claude-haiku-3": 2048,
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4": 1024,
+    "claude-sonnet-4": 1024,
+    "claude-3-7-sonnet": 1024,
+    "claude-3-5-sonnet": 1024,
+    "claude-3-opus": 1024,
+}
+
+#: The ``ttl`` values of a ``cache_control`` breakpoint: 5 minutes (the default) and 1 hour
+#: (_CACHE_PAGE, "1-hour cache duration"; a 1-hour write costs twice the base input price).
+CACHE_TTLS: Final[tuple[tuple[str, float], ...]] = (("5m", 300.0), ("1h", 3600.0))
+
+#: The cache model: explicit breakpoints, exact entries, the per-model minimum, a 20-block lookback
+#: (a read is looked up at the breakpoint and the block boundaries before it, 20 blocks in all;
+#: _CACHE_PAGE), 5 minutes by default.
+CACHE_MODEL = BreakpointCache(
+    lookback=20,
+    ttl=300.0,
+    min_tokens_by_model=ANTHROPIC_MIN_CACHEABLE_TOKENS,
+    default_min_tokens=1024,
+    ttl_names=CACHE_TTLS,
+)
+
+
+def anthropic_min_cacheable_tokens(model: str | None) -> int:
+    """The minimum cacheable prompt length of Claude ``model`` (see :data:`ANTHROPIC_MIN_CACHEABLE_TOKENS`).
+
+    Example::
+
+        >>> anthropic_min_cacheable_tokens("claude-3-5-haiku-20241022"), anthropic_min_cacheable_tokens("claude-sonnet-4-5")
+        (2048, 1024)
+    """
+    return CACHE_MODEL.min_cacheable_tokens(model)
+
+
 PROFILE = ProviderProfile(
     name="anthropic",
     prices=PRICES,
     description="Anthropic Messages: explicit cache_control breakpoints, 5-minute / 1-hour TTLs, billed writes",
     tokenizer="cl100k_base",
     render="chatml",
-    cache_model=AnthropicCache(),
+    cache_model=CACHE_MODEL,
+    # nothing is cached without a cache_control breakpoint (top-level automatic caching is one);
+    # a breakpoint may ask for the 1-hour TTL instead of the default 5 minutes (_CACHE_PAGE)
+    needs_explicit_breakpoints=True,
+    extended_ttl_options=tuple((name, s) for name, s in CACHE_TTLS if s > 300.0),
+    # Claude Code speaks only Anthropic's Messages API (its logs hold Messages bodies, cache_control)
+    native_formats=("claude-code",),
     build_request=anthropic_request,
     default_model="claude-sonnet-4-5",
     context_window=1_000_000,

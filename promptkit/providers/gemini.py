@@ -123,6 +123,9 @@ PROFILE = ProviderProfile(
     model_patterns=(r"gemini",),
     model_vendors=("google", "google-vertex", "vertex_ai", "gemini"),
     model_excludes=(r"gemma",),
+    # Gemini CLI speaks only Google's Gemini API (Gemini API or Vertex AI; github.com/google-gemini/gemini-cli),
+    # and its recordings type a model turn with this profile's name (formats/gemini_cli.py)
+    native_formats=("gemini-cli",),
     # LiteLLM's provider names, and OpenTelemetry's gen_ai.provider.name values for Google
     aliases=(
         "vertex_ai",

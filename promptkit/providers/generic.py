@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from promptkit.providers.openai import openai_request
 from promptkit.providers.registry import GENERIC_PROVIDER, ProviderProfile
-from promptkit.tokens.cache_models import ExactCache, PrefixCache, VLLMCache
+from promptkit.tokens.cache_models import ExactCache, PagedBlockCache, PrefixCache
 
 __all__ = ["EXACT", "GENERIC", "PROFILES", "VLLM"]
 
@@ -20,7 +20,7 @@ VLLM = ProviderProfile(
     description="a vLLM / SGLang server with automatic prefix caching in 16-token blocks",
     tokenizer="cl100k_base",
     render="chatml",
-    cache_model=VLLMCache(),
+    cache_model=PagedBlockCache(block_size=16),  # vLLM's default block size (docs.vllm.ai, --block-size)
     build_request=openai_request,
     aliases=("hosted_vllm",),
 )

@@ -29,7 +29,7 @@ from promptkit.providers._common import (
     warn_not_sent,
 )
 from promptkit.providers.registry import ProviderProfile
-from promptkit.tokens.cache_models import VLLMCache
+from promptkit.tokens.cache_models import PagedBlockCache
 
 __all__ = ["ollama_image", "ollama_request"]
 
@@ -192,7 +192,7 @@ PROFILE = ProviderProfile(
     description="Ollama /api/chat (a local llama.cpp server): exact prefix reuse of the last prompt",
     tokenizer="cl100k_base",
     render="chatml",
-    cache_model=VLLMCache(),
+    cache_model=PagedBlockCache(),
     build_request=ollama_request,
     aliases=("ollama_chat",),
     url_hosts=("ollama.com",),

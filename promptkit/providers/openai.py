@@ -29,7 +29,7 @@ from promptkit.providers._common import (
 )
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile
-from promptkit.tokens.cache_models import OpenAICache
+from promptkit.tokens.cache_models import SteppedPrefixCache
 
 __all__ = ["OPENAI_AUDIO_FORMATS", "MaxTokensField", "openai_message", "openai_request"]
 
@@ -236,13 +236,26 @@ PRICES = (
     ModelPrice("openai", "gpt-4o", 1.25, 2.5, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
     ModelPrice("openai", "gpt-4o-mini", 0.075, 0.15, 0.6, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
 )
+# OpenAI's prompt caching: https://platform.openai.com/docs/guides/prompt-caching ("Caching is enabled
+# automatically for prompts that are 1024 tokens or longer"; cached counts grow in 128-token steps;
+# the in-memory cache is cleared after 5 to 10 minutes of inactivity, always within an hour).
+_CACHE_PAGE = "https://platform.openai.com/docs/guides/prompt-caching"
+#: The values of ``prompt_cache_retention`` that keep a cached prefix longer than the in-memory cache:
+#: ``"24h"`` (extended retention, "up to a maximum of 24 hours"; _CACHE_PAGE#prompt-cache-retention).
+RETENTION_OPTIONS: Final[tuple[tuple[str, float], ...]] = (("24h", 24 * 3600.0),)
+#: The cache model: nothing under 1,024 tokens, then 128-token steps, 10 minutes after last use.
+CACHE_MODEL = SteppedPrefixCache(min_tokens=1024, step=128, ttl=600.0, retention=RETENTION_OPTIONS)
+
 PROFILE = ProviderProfile(
     name="openai",
     prices=PRICES,
     description="OpenAI chat completions / Responses: automatic prefix caching from 1,024 tokens in 128-token steps",
     tokenizer="o200k_base",
     render="chatml",
-    cache_model=OpenAICache(),
+    cache_model=CACHE_MODEL,
+    retention_options=RETENTION_OPTIONS,
+    # Codex CLI speaks only the Responses API of OpenAI (github.com/openai/codex)
+    native_formats=("codex",),
     build_request=openai_request,
     default_model="gpt-4.1",
     context_window=1_047_576,

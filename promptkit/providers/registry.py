@@ -36,6 +36,7 @@ __all__ = [
     "get_provider",
     "infer_provider",
     "infer_record_provider",
+    "native_provider",
     "provider_named",
     "register_provider",
 ]
@@ -94,6 +95,14 @@ class ProviderProfile:
       shortfall can be a provider miss), ``calibration`` (the bundled calibration file in
       ``promptkit/data/``, or None); the cache model answers the rest (:attr:`exact_entries`,
       :attr:`cache_unit`, :meth:`min_cacheable_tokens`).
+    - Cache settings a request may ask for (what the what-if suggestions propose, each profile citing
+      its provider's documentation): ``needs_explicit_breakpoints`` (nothing is cached unless the
+      request marks breakpoints, ``cache_control``), ``extended_ttl_options`` (``(name, seconds)``: a
+      breakpoint's ``ttl`` values that keep an entry longer than the cache model's ``ttl``),
+      ``retention_options`` (``(value, seconds)``: the request's ``prompt_cache_retention`` values
+      that keep an entry longer).
+    - ``native_formats``: the log formats (:mod:`promptkit.formats` names) written by an agent that
+      speaks only this provider's API, so their calls are this provider's (:func:`native_provider`).
     - ``layout_aligned``: whether ``build_request`` keeps one body message per prepared message (so a
       layout stays aligned with the body, as request logs need).
     """
@@ -122,6 +131,10 @@ class ProviderProfile:
     best_effort: bool = False
     calibration: str | None = None
     layout_aligned: bool = True
+    needs_explicit_breakpoints: bool = False
+    extended_ttl_options: tuple[tuple[str, float], ...] = ()
+    retention_options: tuple[tuple[str, float], ...] = ()
+    native_formats: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ the objects
 
@@ -387,6 +400,19 @@ def provider_named(name: str) -> str | None:
     wanted = name.strip().lower()
     for profile in available_providers().values():
         if wanted == profile.name or wanted in profile.aliases:
+            return profile.name
+    return None
+
+
+def native_provider(log_format: str) -> str | None:
+    """The provider whose API the agent writing ``log_format`` speaks (the profile that lists it in
+    :attr:`~ProviderProfile.native_formats`), or None when the format may hold any provider's calls.
+
+    >>> native_provider("claude-code"), native_provider("codex"), native_provider("litellm")
+    ('anthropic', 'openai', None)
+    """
+    for profile in available_providers().values():
+        if log_format in profile.native_formats:
             return profile.name
     return None
 

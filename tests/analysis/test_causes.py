@@ -14,7 +14,8 @@ from promptkit.analysis.causes import CAUSES, explain_causes, find_change, volat
 from promptkit.analysis.engine import analyze_requests
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.registry import get_provider, register_provider
-from promptkit.tokens.cache_models import DeepSeekCache, ExactCache, OpenAICache
+from promptkit.providers.resolve import resolve_cache_model
+from promptkit.tokens.cache_models import ExactCache, UnitPrefixCache
 from tests.analysis.tiny import CharTokenizer, TinyRender
 
 TINY: dict[str, Any] = {"tokenizer": CharTokenizer(), "render": TinyRender()}
@@ -196,12 +197,12 @@ def test_eviction() -> None:
 
 
 def test_below_minimum() -> None:
-    causes = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=OpenAICache())
+    causes = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=resolve_cache_model("openai"))
     only(causes, 1, "below_minimum")
 
 
 def test_granularity() -> None:
-    causes = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=DeepSeekCache(unit=64))
+    causes = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=UnitPrefixCache(unit=64))
     only(causes, 1, "granularity")
     assert causes["uncached_tokens"][1] == causes["prompt_tokens"][1] % 64
 
@@ -441,8 +442,8 @@ def test_causes_add_up_to_the_uncached_tokens(
         bodies.append((messages, tools))
     cache = {
         "exact": ExactCache(),
-        "deepseek": DeepSeekCache(unit=16),
-        "openai": OpenAICache(min_tokens=64, step=16),
+        "deepseek": UnitPrefixCache(unit=16),
+        "openai": resolve_cache_model("openai", min_tokens=64, step=16),
         "ttl": ExactCache(ttl=20),
     }[model]
     t = 0.0
@@ -483,27 +484,27 @@ def _anthropic_body(ttl: str | None = None) -> dict[str, Any]:
 
 
 def test_anthropic_expiry_after_five_minutes() -> None:
-    from promptkit.tokens.cache_models import AnthropicCache
 
     records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=400.0)]
-    result = analyze_requests(records, cache_model=AnthropicCache(min_tokens=0), **TINY)
+    result = analyze_requests(records, cache_model=resolve_cache_model("anthropic", min_tokens=0), **TINY)
     causes = explain_causes(result)
     row = causes.row(1, named=True)
     assert row["lost_ttl_expiry"] == result.requests["unexpired_cached_tokens"][1] > 0
     assert row["idle_seconds"] == 400.0
     # a 1-hour entry is still there after 400 s, and its write was priced as a 1-hour write
     hour = [rec(_anthropic_body("1h"), 0, t=0.0), rec(_anthropic_body("1h"), 1, t=400.0)]
-    result = analyze_requests(hour, cache_model=AnthropicCache(min_tokens=0), **TINY)
+    result = analyze_requests(hour, cache_model=resolve_cache_model("anthropic", min_tokens=0), **TINY)
     assert explain_causes(result)["lost_ttl_expiry"].to_list() == [0, 0]
     writes = result.requests.select("predicted_cache_write_tokens", "predicted_cache_write_1h_tokens").row(0)
     assert writes[0] == writes[1] > 0
 
 
 def test_anthropic_below_minimum() -> None:
-    from promptkit.tokens.cache_models import AnthropicCache
 
     records = [rec(_anthropic_body(), 0, t=0.0), rec(_anthropic_body(), 1, t=1.0)]
-    causes = explain_causes(analyze_requests(records, cache_model=AnthropicCache(min_tokens=4096), **TINY))
+    causes = explain_causes(
+        analyze_requests(records, cache_model=resolve_cache_model("anthropic", min_tokens=4096), **TINY)
+    )
     only(causes, 1, "below_minimum")
 
 

@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis.engine import COMPOSITION_COLUMNS, REQUEST_COLUMNS, analyze, analyze_requests
 from promptkit.formats import records_from_requests
-from promptkit.tokens.cache_models import AnthropicCache, DeepSeekCache, ExactCache
+from promptkit.providers.resolve import resolve_cache_model
+from promptkit.tokens.cache_models import ExactCache, UnitPrefixCache
 from promptkit.tokens.tokenize import RequestTokenizer
 from tests.analysis.tiny import CharTokenizer, TinyRender
 
@@ -107,7 +108,7 @@ def test_consecutive_view_without_answer_inclusion() -> None:
 
 def test_deepseek_units_apply_to_the_shared_prefix() -> None:
     recs = session([R1, R2], ["ok", None])
-    result = analyze_requests(recs, cache_model=DeepSeekCache(unit=4), **TINY)
+    result = analyze_requests(recs, cache_model=UnitPrefixCache(unit=4), **TINY)
     assert rows(result)[1]["prefix_tokens"] == 14
     assert rows(result)[1]["predicted_cached_tokens"] == 12
 
@@ -247,7 +248,9 @@ def test_anthropic_automatic_breakpoints_reads_and_writes() -> None:
     ]
     recs = session([R1, R2], ["ok", None], layouts=layouts, times=[0.0, 1.0])
     r1, r2 = rows(
-        analyze_requests(recs, provider="anthropic", cache_model=AnthropicCache(min_tokens=1), **TINY)
+        analyze_requests(
+            recs, provider="anthropic", cache_model=resolve_cache_model("anthropic", min_tokens=1), **TINY
+        )
     )
     # R1: breakpoint at the end of the head (4 tokens): nothing read, 4 written
     assert (r1["predicted_cached_tokens"], r1["predicted_cache_write_tokens"]) == (0, 4)
@@ -263,7 +266,7 @@ def test_anthropic_body_with_top_level_system() -> None:
         "messages": [user("hello")],
     }
     changed = {**body, "messages": [user("help")]}
-    model = AnthropicCache(min_tokens=1)
+    model = resolve_cache_model("anthropic", min_tokens=1)
     r1, r2 = rows(analyze_requests(records_from_requests([body, changed]), cache_model=model, **TINY))
     assert (r1["prompt_tokens"], r1["predicted_cache_write_tokens"]) == (11, 4)
     # only the system prompt (4 tokens) was stored, and R2 continues it: a read, no divergence
@@ -389,7 +392,7 @@ def test_an_unrecognised_provider_gets_the_generic_rules_with_a_note() -> None:
 def test_a_recognised_provider_is_not_assumed() -> None:
     recs = session([R1, R2], ["ok", None])
     result = analyze_requests(recs, provider="deepseek")
-    assert (result.tokenizer, result.cache_model.name) == ("deepseek", "deepseek")
+    assert (result.tokenizer, result.cache_model.name) == ("deepseek", "unit-prefix")
     assert not result.provider_assumed
     assert not any("analyzed with the" in n for n in result.notes)
 
@@ -558,7 +561,7 @@ def test_a_note_says_when_anthropic_requests_have_no_breakpoint() -> None:
         ]
     }
     bare = analyze_requests(records_from_requests([plain, plain]), provider="anthropic")
-    assert any("2 of 2 requests write no cache entry (anthropic)" in n for n in bare.notes)
+    assert any("2 of 2 requests write no cache entry (breakpoint)" in n for n in bare.notes)
     assert bare.requests["predicted_cached_tokens"].sum() == 0
     with_breakpoint = analyze_requests(records_from_requests([marked, marked]), provider="anthropic")
     assert not any("write no cache entry" in n for n in with_breakpoint.notes)

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import example, given, settings, strategies as st
 
 from promptkit.analysis.simulator import CacheSimulator, RadixCache
-from promptkit.tokens.cache_models import AnthropicCache, CacheEntry, CachePlan, DeepSeekCache, ExactCache
+from promptkit.providers.resolve import resolve_cache_model
+from promptkit.tokens.cache_models import CacheEntry, CachePlan, ExactCache, UnitPrefixCache
 
 
 def arr(*xs: int) -> np.ndarray:
@@ -243,7 +244,7 @@ def test_capacity_is_never_exceeded_and_the_newest_survives(stored: list[list[in
 
 
 def test_simulator_applies_the_model_and_records_the_source() -> None:
-    sim = CacheSimulator(DeepSeekCache())
+    sim = CacheSimulator(UnitPrefixCache())
     first = np.arange(200)
     out = sim.step(first, CachePlan(150, (CacheEntry(200),)), now=0.0, source="s#0")
     assert (out.prefix_tokens, out.cached_tokens, out.source) == (0, 0, None)
@@ -264,7 +265,7 @@ def test_simulator_delay_makes_entries_readable_later() -> None:
 
 
 def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None:
-    model = AnthropicCache(min_tokens=1)
+    model = resolve_cache_model("anthropic", min_tokens=1)
     sim = CacheSimulator(model)
     tokens = np.arange(100)
     plan = CachePlan(
@@ -303,7 +304,7 @@ def test_a_known_shared_prefix_changes_no_outcome(
     stored.flags.writeable = False
     k = min(cut, len(prev))
     prompt = np.concatenate((stored[:k], np.array(tail, dtype=np.int64)))
-    model = DeepSeekCache(unit=1, ttl=ttl)
+    model = UnitPrefixCache(unit=1, ttl=ttl)
     plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
     outcomes = []
     for known in (None, (stored, k), (stored.copy(), k)):
@@ -328,7 +329,7 @@ def test_what_nothing_expired_would_have_read_equals_the_keep_everything_cache(
 ) -> None:
     """``unexpired_cached_tokens`` is what a cache that keeps everything reads (the simulator skips
     reading that cache when the lookup met nothing expired and nothing was ever removed)."""
-    model = AnthropicCache(min_tokens=1, ttl=3.0, capacity=capacity)
+    model = resolve_cache_model("anthropic", min_tokens=1, ttl=3.0, capacity=capacity)
     sim = CacheSimulator(model)
     keep_all = RadixCache()
     now = 0.0
@@ -384,7 +385,6 @@ def test_consecutive_outcome_equals_a_simulator_holding_one_call(
     """The consecutive view's shortcut (no tree: the stored runs are prefixes of one array) gives the
     simulator's outcome for every model, entry mix, expiry and ``known`` hint."""
     from promptkit.analysis.simulator import consecutive_outcome
-    from promptkit.tokens.cache_models import get_cache_model
 
     array = np.array(prev, dtype=np.int64)
     array.flags.writeable = False
@@ -393,7 +393,7 @@ def test_consecutive_outcome_equals_a_simulator_holding_one_call(
     overrides: dict[str, object] = {"ttl": ttl} if name != "vllm" else {}
     if name in ("openai", "anthropic"):
         overrides["min_tokens"] = 1
-    model = get_cache_model(name, **overrides)
+    model = resolve_cache_model(name, **overrides)  # a provider's name: its profile's model
     stored_plan = CachePlan(len(prev), tuple(CacheEntry(n, t, x) for n, t, x in entries))
     plan = CachePlan(len(prompt), (CacheEntry(len(prompt), ttl),))
     call = (array, stored_plan, stored_at, "a#0") if stored else None
@@ -409,7 +409,7 @@ def test_consecutive_outcome_equals_a_simulator_holding_one_call(
 def test_an_expired_exact_entry_counts_as_expired_when_the_prompt_runs_past_the_stored_tokens() -> None:
     """The exact entry at 2 expired while the run it lies on lives on: what nothing expired would have
     read is that entry, also when the prompt continues past everything stored."""
-    model = AnthropicCache(min_tokens=1, ttl=300.0)
+    model = resolve_cache_model("anthropic", min_tokens=1, ttl=300.0)
     sim = CacheSimulator(model)
     sim.store(arr(1, 2, 3, 4), CachePlan(4, (CacheEntry(4, 100.0), CacheEntry(2, 1.0, True))), 0.0, "a#0")
     out = sim.lookup(arr(1, 2, 3, 4, 9), CachePlan(5, (CacheEntry(5, 300.0, True),), (2,)), now=5.0)

@@ -9,17 +9,21 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 from promptkit.layout import LayoutEntry
-from promptkit.tokens.cache_models import (
+from promptkit.providers.anthropic import (
     ANTHROPIC_MIN_CACHEABLE_TOKENS,
-    AnthropicCache,
+    CACHE_MODEL as CLAUDE,
+    anthropic_min_cacheable_tokens,
+)
+from promptkit.providers.openai import CACHE_MODEL as OPENAI
+from promptkit.tokens.cache_models import (
+    BreakpointCache,
     CacheEntry,
     CacheModel,
     CachePlan,
-    DeepSeekCache,
     ExactCache,
-    OpenAICache,
-    VLLMCache,
-    anthropic_min_cacheable_tokens,
+    PagedBlockCache,
+    SteppedPrefixCache,
+    UnitPrefixCache,
     get_cache_model,
     register_cache_model,
 )
@@ -68,12 +72,12 @@ def test_exact_is_the_shared_prefix_capped_by_the_prompt() -> None:
     ],
 )
 def test_deepseek_units_at_64k(prefix: int, prompt: int, cached: int) -> None:
-    assert DeepSeekCache().cached_tokens(plan(prompt), prefix) == cached
+    assert UnitPrefixCache().cached_tokens(plan(prompt), prefix) == cached
     assert cached == (min(prefix, prompt) // 64) * 64
 
 
 def test_deepseek_counts_whole_64_token_units() -> None:
-    m = DeepSeekCache()
+    m = UnitPrefixCache()
     # pvlib-1072: call 2 had prompt 2942 + answer 71 = 3013 tokens; call 3 (prompt 3049) hit 3008 = 47 x 64
     assert m.cached_tokens(plan(3049), 2942 + 71) == 3008 == 47 * 64
     assert m.cached_tokens(plan(3049), 63) == 0
@@ -81,20 +85,20 @@ def test_deepseek_counts_whole_64_token_units() -> None:
     assert m.cached_tokens(plan(3049), 127) == 64
     assert m.cached_tokens(plan(100), 5000) == 64  # never more than the prompt
     assert m.cached_tokens(plan(128), 128) == 128
-    assert DeepSeekCache(unit=10).cached_tokens(plan(100), 57) == 50
+    assert UnitPrefixCache(unit=10).cached_tokens(plan(100), 57) == 50
 
 
 def test_deepseek_entry_covers_the_answer() -> None:
     tok = tokenized(total=130, prompt=100, starts=[0], ends=[99])
-    assert DeepSeekCache().plan(tok, {"messages": []}).entries == (CacheEntry(130, None, False),)
-    assert DeepSeekCache(include_completion=False).plan(tok, {"messages": []}).entries == (
+    assert UnitPrefixCache().plan(tok, {"messages": []}).entries == (CacheEntry(130, None, False),)
+    assert UnitPrefixCache(include_completion=False).plan(tok, {"messages": []}).entries == (
         CacheEntry(100, None, False),
     )
-    assert OpenAICache().plan(tok, {"messages": []}).entries == (CacheEntry(100, 600.0, False),)
+    assert SteppedPrefixCache().plan(tok, {"messages": []}).entries == (CacheEntry(100, 600.0, False),)
 
 
 def test_openai_nothing_under_1024_then_128_steps() -> None:
-    m = OpenAICache()
+    m = SteppedPrefixCache()
     assert m.cached_tokens(plan(5000), 1023) == 0
     assert m.cached_tokens(plan(5000), 1024) == 1024
     assert m.cached_tokens(plan(5000), 1151) == 1024
@@ -106,19 +110,22 @@ def test_openai_nothing_under_1024_then_128_steps() -> None:
 
 
 def test_openai_ttl_and_24h_retention() -> None:
-    m = OpenAICache()
+    m = OPENAI  # the profile's model: the provider's retention values
     assert m.entry_ttl({"messages": []}) == 600.0
     assert m.entry_ttl({"messages": [], "prompt_cache_retention": "24h"}) == 86400.0
-    assert OpenAICache(ttl=None).entry_ttl({}) is None
+    assert m.entry_ttl({"messages": [], "prompt_cache_retention": "in_memory"}) == 600.0
+    assert SteppedPrefixCache(ttl=None).entry_ttl({}) is None
+    # the mechanism alone knows no retention value: a request's field changes nothing
+    assert SteppedPrefixCache().entry_ttl({"prompt_cache_retention": "24h"}) == 600.0
 
 
 def test_vllm_full_blocks_and_last_prompt_token_recomputed() -> None:
-    m = VLLMCache()
+    m = PagedBlockCache()
     assert m.cached_tokens(plan(100), 40) == 32
     assert m.cached_tokens(plan(32), 32) == 16  # identical prompt of 2 blocks: the last token is recomputed
     assert m.cached_tokens(plan(33), 33) == 32
     assert m.cached_tokens(plan(33), 15) == 0
-    assert VLLMCache(block_size=4).cached_tokens(plan(10), 10) == 8
+    assert PagedBlockCache(block_size=4).cached_tokens(plan(10), 10) == 8
     tok = tokenized(total=45, prompt=40, starts=[0], ends=[39])
     assert m.plan(tok, {"messages": []}).entries == (CacheEntry(32, None, False),)  # full blocks only
 
@@ -126,14 +133,14 @@ def test_vllm_full_blocks_and_last_prompt_token_recomputed() -> None:
 @given(
     prompt=st.integers(0, 200_000),
     prefix=st.integers(0, 300_000),
-    name=st.sampled_from(["exact", "deepseek", "openai", "vllm"]),
+    name=st.sampled_from(["exact", "unit-prefix", "stepped-prefix", "paged-block"]),
 )
-@example(prompt=200_000, prefix=65_535, name="deepseek")  # 64k - 1: one token short of a unit boundary
-@example(prompt=200_000, prefix=65_536, name="deepseek")  # 64k: exactly 1024 units
-@example(prompt=200_000, prefix=65_537, name="deepseek")
-@example(prompt=65_536, prefix=65_537, name="deepseek")  # capped by a prompt of whole units
-@example(prompt=200_000, prefix=1024, name="openai")
-@example(prompt=200_000, prefix=1151, name="openai")
+@example(prompt=200_000, prefix=65_535, name="unit-prefix")  # 64k - 1: one token short of a unit boundary
+@example(prompt=200_000, prefix=65_536, name="unit-prefix")  # 64k: exactly 1024 units
+@example(prompt=200_000, prefix=65_537, name="unit-prefix")
+@example(prompt=65_536, prefix=65_537, name="unit-prefix")  # capped by a prompt of whole units
+@example(prompt=200_000, prefix=1024, name="stepped-prefix")
+@example(prompt=200_000, prefix=1151, name="stepped-prefix")
 @settings(max_examples=300, deadline=None)
 def test_any_prefix_models_never_exceed_prompt_or_prefix_and_respect_units(
     prompt: int, prefix: int, name: str
@@ -143,12 +150,12 @@ def test_any_prefix_models_never_exceed_prompt_or_prefix_and_respect_units(
     assert 0 <= c <= min(prompt, prefix)
     more = m.cached_tokens(plan(prompt), prefix + 1)
     assert more >= c  # monotone in the shared prefix
-    if name == "deepseek":
+    if name == "unit-prefix":
         assert c % 64 == 0 and min(prompt, prefix) - c < 64
-    elif name == "openai":
+    elif name == "stepped-prefix":
         assert c == 0 or (c >= 1024 and (c - 1024) % 128 == 0)
         assert min(prompt, prefix) < 1024 or min(prompt, prefix) - c < 128
-    elif name == "vllm":
+    elif name == "paged-block":
         assert c % 16 == 0 and c <= max(prompt - 1, 0)
     else:
         assert c == min(prompt, prefix)
@@ -181,7 +188,7 @@ def messages(cc_at: dict[int, Any] | None = None, *, part: bool = False) -> list
 
 
 def test_anthropic_without_breakpoints_caches_nothing() -> None:
-    m = AnthropicCache()
+    m = CLAUDE
     p = m.plan(TOK, {"messages": messages()})
     assert p.entries == () and p.breakpoints == ()
     assert m.cached_tokens(p, 2601, [600, 1100]) == 0
@@ -189,7 +196,7 @@ def test_anthropic_without_breakpoints_caches_nothing() -> None:
 
 
 def test_anthropic_breakpoints_from_messages_parts_tools_and_top_level() -> None:
-    m = AnthropicCache()
+    m = CLAUDE
     eph = {"type": "ephemeral"}
     assert m.plan(TOK, {"messages": messages({1: eph})}).breakpoints == (1100,)
     assert m.plan(TOK, {"messages": messages({3: eph}, part=True)}).breakpoints == (2100,)
@@ -199,19 +206,22 @@ def test_anthropic_breakpoints_from_messages_parts_tools_and_top_level() -> None
 
 
 def test_anthropic_ttl_5m_default_and_1h() -> None:
-    m = AnthropicCache()
+    m = CLAUDE
     p = m.plan(TOK, {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral", "ttl": "1h"}})})
     assert p.entries == (CacheEntry(1100, 300.0, True), CacheEntry(2100, 3600.0, True))
+    # the mechanism alone knows no TTL name: "1h" keeps the default
+    bare = BreakpointCache().plan(TOK, {"messages": messages({3: {"type": "ephemeral", "ttl": "1h"}})})
+    assert bare.entries == (CacheEntry(2100, 300.0, True),)
 
 
 def test_anthropic_minimum_cacheable_length_per_model() -> None:
-    m = AnthropicCache()
+    m = CLAUDE
     body = {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral"}})}
     # the breakpoint at 1100 tokens is cacheable for Sonnet 4.5 (1024) but not for Haiku 3.5 (2048)
     assert [e.length for e in m.plan(TOK, {**body, "model": "claude-sonnet-4-5"}).entries] == [1100, 2100]
     assert [e.length for e in m.plan(TOK, {**body, "model": "claude-3-5-haiku-20241022"}).entries] == [2100]
     assert [e.length for e in m.plan(TOK, {**body, "model": "claude-opus-4-6"}).entries] == []
-    assert [e.length for e in AnthropicCache(min_tokens=2200).plan(TOK, body).entries] == []
+    assert [e.length for e in BreakpointCache(min_tokens=2200).plan(TOK, body).entries] == []
     assert anthropic_min_cacheable_tokens(None) == 1024
     assert anthropic_min_cacheable_tokens("anthropic/claude-haiku-4-5") == 4096
     assert anthropic_min_cacheable_tokens("claude-opus-4-1-20250805") == 1024  # longest prefix wins
@@ -221,7 +231,7 @@ def test_anthropic_minimum_cacheable_length_per_model() -> None:
 
 
 def test_anthropic_reads_only_whole_entries_at_lookup_points_and_reports_writes() -> None:
-    m = AnthropicCache()
+    m = CLAUDE
     p = m.plan(TOK, {"messages": messages({3: {"type": "ephemeral"}})})
     assert p.lookup_points == (100, 600, 1100, 1600, 2100)
     assert m.cached_tokens(p, 2601, [1100]) == 1100  # an earlier entry within the lookback
@@ -241,13 +251,19 @@ def test_anthropic_lookback_is_20_blocks() -> None:
         "messages": [{"role": "user", "content": str(i)} for i in range(n - 1)]
         + [{"role": "user", "content": "last", "cache_control": {"type": "ephemeral"}}]
     }
-    p = AnthropicCache(min_tokens=1).plan(tok, body)
+    p = BreakpointCache(min_tokens=1).plan(tok, body)
     # breakpoint on block 30 (ends at 300): blocks 30 down to 11 are checked
     assert p.lookup_points == tuple(range(110, 301, 10))
-    m = AnthropicCache(min_tokens=1)
+    m = BreakpointCache(min_tokens=1)
     assert m.cached_tokens(p, 301, [110]) == 110
     assert m.cached_tokens(p, 301, [100]) == 0  # 21 blocks back: out of the window
-    assert AnthropicCache(min_tokens=1, lookback=5).plan(tok, body).lookup_points == (260, 270, 280, 290, 300)
+    assert BreakpointCache(min_tokens=1, lookback=5).plan(tok, body).lookup_points == (
+        260,
+        270,
+        280,
+        290,
+        300,
+    )
 
 
 def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
@@ -258,7 +274,7 @@ def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
         LayoutEntry("history"),
         LayoutEntry("current"),
     ]
-    m = AnthropicCache(min_tokens=1)
+    m = BreakpointCache(min_tokens=1)
     p = m.plan(TOK, {"messages": messages()}, layout)
     assert p.breakpoints == (1100, 2100)  # end of the stable head, end of the history
     # a system block after the history is not part of the head: the head is the leading run only
@@ -271,7 +287,7 @@ def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
     ]
     assert m.plan(TOK, {"messages": messages()}, late).breakpoints == (1100, 1600)
     assert (
-        AnthropicCache(auto_from_layout=False).plan(TOK, {"messages": messages()}, layout).breakpoints == ()
+        BreakpointCache(auto_from_layout=False).plan(TOK, {"messages": messages()}, layout).breakpoints == ()
     )
     # explicit breakpoints win over the layout
     explicit = m.plan(TOK, {"messages": messages({0: {"type": "ephemeral"}})}, layout)
@@ -284,19 +300,22 @@ def test_anthropic_automatic_breakpoints_from_a_layout() -> None:
 
 def test_get_cache_model_names_overrides_and_errors() -> None:
     assert isinstance(get_cache_model("exact"), ExactCache)
-    assert get_cache_model("deepseek", ttl=3600.0) == DeepSeekCache(ttl=3600.0)
-    assert get_cache_model("vllm", block_size=32).block_size == 32  # type: ignore[attr-defined]
-    m = DeepSeekCache()
+    assert get_cache_model("unit-prefix", ttl=3600.0) == UnitPrefixCache(ttl=3600.0)
+    assert get_cache_model("paged-block", block_size=32).block_size == 32  # type: ignore[attr-defined]
+    m = UnitPrefixCache()
     assert get_cache_model(m) is m
-    assert get_cache_model(m, unit=32) == DeepSeekCache(unit=32)
-    with pytest.raises(ValueError, match="unknown cache model 'gemini'"):
-        get_cache_model("gemini")
-    with pytest.raises(TypeError, match="cache model 'openai'"):
-        get_cache_model("openai", unit=64)
-    with pytest.raises(ValueError, match=r"DeepSeekCache\.unit"):
-        DeepSeekCache(unit=0)
-    with pytest.raises(ValueError, match=r"OpenAICache\.ttl"):
-        OpenAICache(ttl=-1)
+    assert get_cache_model(m, unit=32) == UnitPrefixCache(unit=32)
+    # a provider's name is not a mechanism: the providers resolve it (promptkit.providers.resolve)
+    with pytest.raises(ValueError, match=r"unknown cache model 'deepseek'.*resolve_cache_model"):
+        get_cache_model("deepseek")
+    with pytest.raises(TypeError, match="cache model 'stepped-prefix'"):
+        get_cache_model("stepped-prefix", unit=64)
+    with pytest.raises(TypeError, match="cache model 'stepped-prefix'"):
+        get_cache_model(SteppedPrefixCache(), unit=64)
+    with pytest.raises(ValueError, match=r"UnitPrefixCache\.unit"):
+        UnitPrefixCache(unit=0)
+    with pytest.raises(ValueError, match=r"SteppedPrefixCache\.ttl"):
+        SteppedPrefixCache(ttl=-1)
     with pytest.raises(ValueError, match=r"ExactCache\.delay"):
         ExactCache(delay=float("inf"))
 
@@ -321,3 +340,30 @@ def test_register_cache_model() -> None:
         from promptkit.tokens.cache_models import CACHE_MODELS
 
         del CACHE_MODELS["test-half"]
+
+
+def test_the_old_provider_named_classes_are_deprecated_aliases_of_the_mechanisms() -> None:
+    import promptkit.tokens.cache_models as cm
+
+    for old, new in [
+        ("DeepSeekCache", UnitPrefixCache),
+        ("OpenAICache", SteppedPrefixCache),
+        ("AnthropicCache", BreakpointCache),
+        ("VLLMCache", PagedBlockCache),
+    ]:
+        with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: it is {new.__name__}"):
+            assert getattr(cm, old) is new
+    with pytest.raises(AttributeError):
+        cm.NoSuchCache  # noqa: B018
+
+
+def test_the_mechanisms_take_a_providers_parameters_from_its_profile() -> None:
+    from promptkit.providers.registry import get_provider
+    from promptkit.providers.resolve import resolve_cache_model
+
+    assert resolve_cache_model("deepseek") == get_provider("deepseek").new_cache_model()
+    assert resolve_cache_model("deepseek", ttl=60.0).ttl == 60.0
+    assert isinstance(resolve_cache_model("vllm"), PagedBlockCache)
+    assert resolve_cache_model("anthropic").min_cacheable_tokens("claude-haiku-4-5") == 4096
+    assert BreakpointCache().min_cacheable_tokens("claude-haiku-4-5") == 0  # the mechanism knows no model
+    assert resolve_cache_model("stepped-prefix") == SteppedPrefixCache()

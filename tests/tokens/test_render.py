@@ -494,8 +494,12 @@ def test_load_chat_template_errors(tmp_path: Path) -> None:
 
 def test_get_render_model() -> None:
     assert isinstance(get_render_model("deepseek-v3"), DeepSeekV3Render)
-    assert isinstance(get_render_model("deepseek"), DeepSeekV32Render)
-    assert get_render_model("deepseek") == get_render_model("deepseek-v3.2")
+    assert "deepseek" not in KNOWN_RENDER_MODELS  # a provider's name: its profile registers it
+    from promptkit.providers.resolve import resolve_render
+
+    assert isinstance(resolve_render("deepseek"), DeepSeekV32Render)
+    assert get_render_model("deepseek") == get_render_model("deepseek-v3.2")  # registered by the profile
+    assert resolve_render("openai") is get_render_model("chatml")
     assert isinstance(get_render_model("deepseek-v3.2"), DeepSeekV32Render)
     assert get_render_model("deepseek-v3.2-thinking").thinking  # type: ignore[attr-defined]
     assert isinstance(get_render_model("chatml"), ChatMLRender)

@@ -15,6 +15,8 @@ import pytest
 import tiktoken
 from hypothesis import given, settings, strategies as st
 
+# importing DeepSeek's profile registers its tokenizer under the name "deepseek"
+from promptkit.providers.deepseek import deepseek_tokenizer
 from promptkit.tokens import tokenizers as tk
 from promptkit.tokens.tokenizers import (
     KNOWN_TOKENIZERS,
@@ -22,9 +24,9 @@ from promptkit.tokens.tokenizers import (
     TiktokenTokenizer,
     Tokenizer,
     TokenizerNotAvailableError,
-    deepseek_tokenizer,
     encode_with_offsets,
     get_tokenizer,
+    register_tokenizer,
     vocab_size,
 )
 
@@ -327,11 +329,26 @@ def test_get_tokenizer_names_and_objects() -> None:
     assert isinstance(hf, HFTokenizer)
     assert hf.encode("hello world") == get_tokenizer("deepseek").encode("hello world")
     assert HFTokenizer(_deepseek_json().parent).encode("x") == hf.encode("x")
-    with pytest.raises(ValueError, match="known: cl100k_base, o200k_base, deepseek"):
+    with pytest.raises(
+        ValueError, match=r"known: cl100k_base, o200k_base, hf:PATH/tokenizer\.json, deepseek"
+    ):
         get_tokenizer("gpt2")
     with pytest.raises(TypeError):
         get_tokenizer(42)  # type: ignore[arg-type]
-    assert "deepseek" in KNOWN_TOKENIZERS
+    assert "deepseek" not in KNOWN_TOKENIZERS  # a provider's name: registered by its profile
+
+
+def test_register_tokenizer() -> None:
+    register_tokenizer("deepseek", deepseek_tokenizer)  # the same loader again: a no-op
+    with pytest.raises(ValueError, match="'deepseek' is already registered"):
+        register_tokenizer("deepseek", lambda: get_tokenizer("cl100k_base"))
+    with pytest.raises(ValueError, match="built-in"):
+        register_tokenizer("cl100k_base", lambda: get_tokenizer("o200k_base"))
+    register_tokenizer("test-o200k", lambda: get_tokenizer("o200k_base"))
+    try:
+        assert get_tokenizer("test-o200k") is get_tokenizer("o200k_base")
+    finally:
+        del tk._REGISTERED["test-o200k"], tk._CACHE["test-o200k"]
 
 
 def test_hf_tokenizer_from_object_and_bad_files(tmp_path: Path) -> None:

@@ -127,7 +127,12 @@ def test_openai_24h_retention_keeps_entries_across_long_gaps() -> None:
 
 def test_cache_model_and_provider_overrides_apply_to_the_after_side() -> None:
     w = replay(layout_log(2), [UseCacheModel("exact")])
-    assert (w.before.cache_model.name, w.after.cache_model.name) == ("deepseek", "exact")
+    assert (w.before.cache_model.name, w.after.cache_model.name) == ("unit-prefix", "exact")
+    # a provider's name is that profile's model, with the provider's parameters (resolved by the providers)
+    w = replay(layout_log(2), [UseCacheModel("openai")])
+    assert w.after.cache_model.name == "stepped-prefix" and w.after.cache_model.retention == (
+        ("24h", 86400.0),
+    )
     w = replay(layout_log(2), [ChangeProvider("openai")], tokenizer="o200k_base", provider="deepseek")
     assert (w.before.provider, w.after.provider) == ("deepseek", "openai")
     assert w.after.requests["model"].unique().to_list() == ["gpt-4.1"]

@@ -102,3 +102,50 @@ def test_anthropic_log_without_breakpoints_gets_them_and_a_longer_ttl_for_long_g
     assert plain.after_hit_ratio == 0.0  # ten minutes between calls: every 5-minute entry has expired
     assert longer.after_hit_ratio is not None and longer.after_hit_ratio > 0.5
     assert longer.saving_usd > 0 > plain.saving_usd  # writes without reads only cost
+
+
+def test_cache_settings_are_asked_of_the_profile_not_of_its_name() -> None:
+    """A profile that answers the capability questions gets the suggestions, whatever its name; each
+    longer lifetime is proposed only for the idle gaps it bridges (longer than the model's TTL, at most
+    the option's lifetime)."""
+    from promptkit.providers.registry import _REGISTRY, ProviderProfile, register_provider
+    from promptkit.tokens.cache_models import SteppedPrefixCache
+    from promptkit.whatif.transforms import Breakpoints, SetRetention, SetTTL
+
+    profile = ProviderProfile(
+        name="test-keeper",
+        description="a provider that offers a 2-hour retention and a 30-minute breakpoint TTL",
+        tokenizer="cl100k_base",
+        render="chatml",
+        cache_model=SteppedPrefixCache(min_tokens=1, step=1, ttl=600.0, retention={"2h": 7200}),
+        needs_explicit_breakpoints=True,
+        extended_ttl_options=(("1h", 1800.0),),
+        retention_options=(("2h", 7200.0),),
+    )
+    register_provider(profile)
+    try:
+
+        def log(gap: float) -> list[RequestRecord]:
+            records = plain_log(3, timestamp=False, provider="test-keeper")
+            return [attrs.evolve(r, timestamp=1_767_225_600.0 + gap * r.index) for r in records]
+
+        def proposed(gap: float) -> dict[str, str]:
+            records = log(gap)
+            return {format_transform(t): why for t, why in candidates(records, analyze_requests(records))}
+
+        hour = proposed(3600.0)  # bridged by the 2-hour retention, not by the 30-minute TTL
+        assert format_transform(SetRetention("2h")) in hour
+        assert "2 gap(s) between calls last longer than 10 minutes and at most 2 hours" in hour.values()
+        assert format_transform(Breakpoints()) in hour  # no cache_control in the log
+        assert format_transform(Chain((Breakpoints(), SetTTL("1h")))) not in hour
+        quarter = proposed(900.0)  # bridged by both
+        assert format_transform(Chain((Breakpoints(), SetTTL("1h")))) in quarter
+        assert format_transform(SetRetention("2h")) in quarter
+        days = proposed(2 * 86400.0)  # bridged by neither
+        assert format_transform(SetRetention("2h")) not in days
+        # the same log under a profile that answers no: no cache setting at all
+        plain = [attrs.evolve(r, provider="deepseek") for r in log(900.0)]
+        found = {format_transform(t) for t, _ in candidates(plain, analyze_requests(plain))}
+        assert not {format_transform(Breakpoints()), format_transform(SetRetention("2h"))} & found
+    finally:
+        del _REGISTRY["test-keeper"]

@@ -78,6 +78,7 @@ __all__ = [
     "deepseek_v32_tools_text",
     "get_render_model",
     "load_chat_template",
+    "register_render_model",
     "rendered_text",
 ]
 
@@ -86,14 +87,30 @@ __all__ = [
 # registry
 
 _NAMED: dict[str, Callable[[], Any]] = {
-    "deepseek": DeepSeekV32Render,
     "deepseek-v3": DeepSeekV3Render,
     "deepseek-v3.2": DeepSeekV32Render,
     "deepseek-v3.2-thinking": lambda: DeepSeekV32Render(thinking=True, name="deepseek-v3.2-thinking"),
     "chatml": ChatMLRender,
 }
 
+#: The names this package resolves by itself (those registered with :func:`register_render_model` come
+#: on top: a provider profile registers its own name for its render).
 KNOWN_RENDER_MODELS: tuple[str, ...] = (*_NAMED, "hf:PATH")
+_BUILTIN: frozenset[str] = frozenset(_NAMED)
+
+
+def register_render_model(name: str, factory: Callable[[], RenderModel]) -> None:
+    """Make ``get_render_model(name)`` build ``factory()`` (once per process). A provider profile
+    registers its name for the render it uses this way; registering the same factory again is a no-op.
+
+    Raises :class:`~promptkit.errors.UsageError` when ``name`` is built in or already registered with
+    another factory.
+    """
+    if name in _BUILTIN or name.startswith("hf:"):
+        raise UsageError(f"register_render_model: {name!r} is a built-in render model name")
+    if _NAMED.get(name, factory) is not factory:
+        raise UsageError(f"register_render_model: a render model named {name!r} is already registered")
+    _NAMED[name] = factory
 
 
 @functools.cache
@@ -105,11 +122,12 @@ def _named(name: str) -> RenderModel:
 def get_render_model(name: str | RenderModel) -> RenderModel:
     """A render model by name, or a :class:`RenderModel` passed through.
 
-    Names: ``"deepseek"`` (= ``"deepseek-v3.2"``, the encoding DeepSeek's API uses today: it
-    reproduces the API's reported ``prompt_tokens`` exactly; ``"deepseek-v3.2-thinking"`` for thinking
-    mode, i.e. deepseek-reasoner), ``"deepseek-v3"`` (DeepSeek-V3's published chat template, which hoists
-    every system message to the front), ``"chatml"``, or ``"hf:PATH"`` where PATH is a
-    ``tokenizer_config.json`` or a ``.jinja`` file.
+    Names: ``"deepseek-v3.2"`` (the encoding DeepSeek's API uses today: it reproduces the API's
+    reported ``prompt_tokens`` exactly; ``"deepseek-v3.2-thinking"`` for thinking mode, i.e.
+    deepseek-reasoner), ``"deepseek-v3"`` (DeepSeek-V3's published chat template, which hoists every
+    system message to the front), ``"chatml"``, ``"hf:PATH"`` where PATH is a ``tokenizer_config.json``
+    or a ``.jinja`` file, and the names registered with :func:`register_render_model` (a provider's
+    name, by its profile: resolve one with :func:`promptkit.providers.resolve.resolve_render`).
 
     Example::
 
@@ -126,4 +144,8 @@ def get_render_model(name: str | RenderModel) -> RenderModel:
         return _named(name)
     if name.startswith("hf:") and len(name) > 3:
         return load_chat_template(name[3:])
-    raise UsageError(f"render: unknown render model {name!r}; known: {', '.join(KNOWN_RENDER_MODELS)}")
+    raise UsageError(
+        f"render: unknown render model {name!r}; known: {', '.join([*_NAMED, 'hf:PATH'])} (a provider's "
+        "render is registered by its profile: promptkit.providers.resolve.resolve_render loads the "
+        "profiles first)"
+    )
