@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "ANTHROPIC_MIN_CACHEABLE_TOKENS",
     "CACHE_MODELS",
+    "OPAQUE_HEAD_BREAKPOINT",
     "AnthropicCache",
     "CacheEntry",
     "CacheModel",
@@ -445,6 +446,10 @@ def anthropic_min_cacheable_tokens(model: str | None) -> int:
 
 _TTL_NAMES: Final[Mapping[str, float]] = {"5m": 300.0, "1h": 3600.0}
 
+#: The request key under which the analysis passes a breakpoint at the end of an opaque head (a system
+#: prompt and tools the log does not show): ``{"tokens": N, "cache_control": {...}}``.
+OPAQUE_HEAD_BREAKPOINT: Final[str] = "opaque_head_breakpoint"
+
 #: Layout slots of the stable head: the leading run of messages in these slots.
 
 
@@ -469,6 +474,13 @@ class AnthropicCache(CacheModel):
       breakpoints at the end of the stable head (the leading run of persona, system, identity, knowledge and context messages) and at the end
       of the history — what :func:`promptkit.anthropic_request` writes. Without either, nothing is
       cached.
+    - **A head the log does not show.** ``request[OPAQUE_HEAD_BREAKPOINT]`` (``{"tokens": N,
+      "cache_control": {...}}``, set by the analysis for a record whose opaque head ends in a
+      breakpoint, :mod:`promptkit.analysis.opaque`) → a breakpoint after the first N tokens. Cache
+      prefixes are built in the order tools, system, messages, and a breakpoint caches the prefix up to
+      it (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching): Claude Code marks the
+      end of its system prompt, so a request whose messages changed (a compaction) still reads the
+      tools + system prefix that any request with the same head wrote within the TTL.
     - **Entries are exact.** A call writes one entry per breakpoint (the prefix up to it) if that
       prefix has at least ``min_tokens`` tokens (per model, :func:`anthropic_min_cacheable_tokens`
       unless given). A later call reads an entry only whole.
@@ -544,6 +556,10 @@ class AnthropicCache(CacheModel):
         top = _cache_control(request)
         if top is not None:
             add(tokenized.prompt_len, self._ttl_of(top))
+        opaque = request.get(OPAQUE_HEAD_BREAKPOINT)  # a system prompt the log does not show, marked
+        mark = _cache_control(opaque)
+        if mark is not None and isinstance(opaque, Mapping) and isinstance(opaque.get("tokens"), int):
+            add(int(opaque["tokens"]), self._ttl_of(mark))
         if not points and layout is not None and self.auto_from_layout:
             head: list[int] = []  # the leading run of head slots
             for i, s in enumerate(layout[: len(ends)]):

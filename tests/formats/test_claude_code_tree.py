@@ -69,8 +69,10 @@ def test_a_rewind_is_predicted_within_one_percent_of_what_the_provider_read(tmp_
     predicted, reported = q["predicted_cached_tokens"][2], q["reported_cached_tokens"][2]
     assert reported == 21832 and abs(predicted - reported) <= 0.01 * reported
     assert q["position_basis"][2] == "exact"
-    # each call against the previous one only: the rewind reads nothing (the "predicted 0")
-    assert analyze(path, view="consecutive").requests.sort("index")["predicted_cached_tokens"][2] == 0
+    # each call against the previous one only: the rewind reads no more than the head (system prompt
+    # and tools, its breakpoint shared by every call), short of what the provider read
+    alone = analyze(path, view="consecutive").requests.sort("index")
+    assert alone["predicted_cached_tokens"][2] == alone["head_end_tokens"][2] < 0.99 * reported
 
 
 def test_compaction_is_an_event_and_names_the_rebuild(tmp_path: Path) -> None:
