@@ -212,3 +212,31 @@ def test_without_an_earlier_read_the_head_is_placed_by_the_earlier_calls_proport
     causes = explain_causes(result).sort("index")
     assert causes["cause"][2] == "compaction" and "in the head" in causes["change_detail"][2]
     assert causes["lost_unexplained"].to_list() == [0, 0, 0]
+
+
+def test_a_rewind_in_a_real_transcript_is_predicted_within_one_percent(tmp_path: Path) -> None:
+    """The real fixture's main thread, branched: after call 2 the user goes back to the tool results call
+    2 answered and asks something else (no public transcript with a rewind and usage was found). The
+    branch keeps call 2's prompt, so Anthropic reads call 2's breakpoint: reads(2) + writes(2)."""
+    source = PROJECT / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines()
+    parent = next(
+        json.loads(x)["uuid"] for x in lines if json.loads(x).get("uuid", "").startswith("51b2e9ce")
+    )
+    # the tool results of call 1: call 2's answer is left out
+    branch = _event("user", "rw-user", parent, "Before that: which files does the issue touch?", "03:00")
+    answer = _event(
+        "assistant", "rw-answer", "rw-user", [{"type": "text", "text": "A"}], "03:05", _usage(28045, 40)
+    )
+    answer["sessionId"] = branch["sessionId"] = json.loads(lines[-1])["sessionId"]
+    answer["message"]["model"] = next(  # the same model as the thread (the cache is per model)
+        json.loads(x)["message"]["model"] for x in lines if json.loads(x).get("type") == "assistant"
+    )
+    path = tmp_path / source.name
+    path.write_text("\n".join([*lines, json.dumps(branch), json.dumps(answer)]) + "\n", encoding="utf-8")
+    main = [r for r in read_logs(path).records if "/" not in r.session]
+    assert [r.meta.get("log_events") for r in main] == [None, None, ["rewind"]]
+    q = analyze(path).requests.filter(~pl.col("session").str.contains("/")).sort("index")
+    predicted, reported = q["predicted_cached_tokens"][2], q["reported_cached_tokens"][2]
+    assert reported == 26447 + 1598 and abs(predicted - reported) <= 0.01 * reported
+    assert q["position_basis"][2] == "exact"
