@@ -154,7 +154,9 @@ def _compacted(tmp_path: Path, *, fall_back: bool) -> Path:
     """A session compacted at 01:30. Claude Code marks the end of its system prompt (tools + system:
     17,000 tokens here, the rest of the first prompt's 21,835 being the first turn and what the transcript
     does not show), so the call after the compaction reads that head. With ``fall_back``, call 3 first
-    fell back to it (a change after the head the log does not show), which marks where it ends."""
+    fell back to it (a change after the head the log does not show), which marks where it ends. The call
+    after the compaction sends 12,000 tokens more than its summary (files Claude Code re-attaches, which
+    the transcript does not show)."""
     text = "a line of the project's code, repeated so that the prompt is long enough to cache. " * 20
     events = [
         _event("user", "u1", None, "one " + text, "00:00"),
@@ -180,7 +182,7 @@ def _compacted(tmp_path: Path, *, fall_back: bool) -> Path:
             "timestamp": "2026-02-12T16:01:30Z",
         },
         _event("user", "u4", "c1", "This session is being continued. Summary: " + text, "01:31"),
-        _event("assistant", "a4", "u4", [{"type": "text", "text": "A4"}], "01:35", _usage(17000, 500)),
+        _event("assistant", "a4", "u4", [{"type": "text", "text": "A4"}], "01:35", _usage(17000, 12000)),
     ]
     path = tmp_path / "s1.jsonl"
     path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
@@ -207,7 +209,7 @@ def test_without_an_earlier_read_the_head_is_placed_by_the_earlier_calls_proport
     predicted, reported = q["predicted_cached_tokens"][2], q["reported_cached_tokens"][2]
     # the head is read (not 0), its end placed by the first call's counts: the transcript's hidden part of
     # that call (its first turn's reminders) is counted in, so the estimate is over the read
-    assert reported == 17000 < predicted < q["prompt_tokens"][0]
+    assert reported == 17000 < predicted == q["head_end_tokens"][0] < q["prompt_tokens"][0]
     assert q["position_basis"][2] == "interpolated"
     causes = explain_causes(result).sort("index")
     assert causes["cause"][2] == "compaction" and "in the head" in causes["change_detail"][2]
