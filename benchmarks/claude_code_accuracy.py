@@ -4,8 +4,9 @@ For each project folder given (a Claude Code project: session files and their ``
 with the defaults (simulated view, ruler mode) and print one row: calls, warm calls whose predicted cached
 tokens equal the reported ones (a warm call follows a call of its session within the 5-minute TTL, with
 no compaction or rewind in between), the aggregate error of the cached tokens, the per-call mean absolute
-error, and the unexplained share of the lost tokens; then every rebuild (a call after the first of its
-thread that read less than half its prompt) with its cause. The table of docs/concepts/ruler.md was made
+error, the calls predicted under what the provider read, and the unexplained share of the lost tokens;
+then every rebuild (a call after the first of its thread that read less than half its prompt, and the
+first call after each compaction) with its predicted and reported reads and its cause. The table of docs/concepts/ruler.md was made
 with it on the five projects of marot/spotter's ``test/fixtures/transcripts/``.
 
     python benchmarks/claude_code_accuracy.py fixtures/claude-code/-home-USER-projects-spotter-worktrees-spotter-dov
@@ -40,6 +41,7 @@ def measure(path: str) -> tuple[dict[str, object], pl.DataFrame]:
         "calls": q.height,
         "warm exact": f"{int((warm['predicted_cached_tokens'] == warm['reported_cached_tokens']).sum())} / {warm.height}",
         "aggregate error": f"{(predicted - reported) / reported:+.1%}" if reported else "n/a",
+        "under read": int((q["predicted_cached_tokens"] < q["reported_cached_tokens"]).sum()),
         "per-call MAE": round(
             float((q["predicted_cached_tokens"] - q["reported_cached_tokens"]).abs().mean() or 0)
         ),
@@ -50,14 +52,19 @@ def measure(path: str) -> tuple[dict[str, object], pl.DataFrame]:
             q.select("session", "index", "gap", "reported_cached_tokens", "reported_prompt_tokens"),
             on=["session", "index"],
         )
+        .join(q.select("session", "index", "predicted_cached_tokens", "log_events"), on=["session", "index"])
         .filter(
             (pl.col("index") > 0)
-            & (pl.col("reported_cached_tokens") < 0.5 * pl.col("reported_prompt_tokens"))
+            & (
+                (pl.col("reported_cached_tokens") < 0.5 * pl.col("reported_prompt_tokens"))
+                | pl.col("log_events").str.contains("compaction")
+            )
         )
         .select(
             "session",
             "index",
             "gap",
+            "predicted_cached_tokens",
             "reported_cached_tokens",
             "reported_prompt_tokens",
             "cause",

@@ -441,6 +441,13 @@ def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
     if expected is not None and float(expected) < int(row["predicted_cached_tokens"]):
         return "provider_miss", None
     head = row.get("head_end_tokens")
+    if head is not None and reads <= int(head) and "compaction" in (row.get("log_events") or "").split(","):
+        # a compaction keeps only the head: reads that stop in it are the compaction's (where the head's
+        # breakpoint lies was placed by proportions, not yet by a read that landed on it)
+        return (
+            "compaction",
+            f"reads stopped at {reads:,} tokens, in the head; the log shows a compaction here",
+        )
     if (
         head is not None
         and reads <= int(head)
@@ -464,10 +471,13 @@ def _relabelled(row: dict[str, Any], first: bool, model_before: str | None) -> d
     """``row`` with the change class the session's log shows: a compaction it records, or a switch from
     ``model_before`` (the session's previous call's model) to another model."""
     events = (row.get("log_events") or "").split(",")
-    if "compaction" in events and row.get("change_class") is None and not first:
-        # the transcript shows a compaction: the new context shares only the head with the old one
+    # a compaction the log shows (the new context shares only the head) names the rebuild, and wins
+    # over a model switch at the same call
+    compacted = "compaction" in events and not first and row.get("change_class") in (None, "compaction")
+    switched = model_before != row.get("model") and row.get("change_class") != "model_switch"
+    if compacted and row.get("change_class") is None:
         return {**row, "change_class": "compaction", "change_detail": "the log shows a compaction here"}
-    if not first and row.get("change_class") != "model_switch" and model_before != row.get("model"):
+    if switched and not (compacted or first):
         # caches are per model: nothing the previous model's calls wrote is read (the prompt may
         # even differ from the start, as a head estimated per model does)
         return {

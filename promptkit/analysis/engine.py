@@ -36,11 +36,23 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import attrs
 
 from promptkit.analysis.composition import COMPOSITION_COLUMNS
-from promptkit.analysis.ruler import Ruler, own_anchors, row_to_provider, usage_contradictions
+from promptkit.analysis.ruler import (
+    POSITION_COLUMNS,
+    Ruler,
+    own_anchors,
+    row_to_provider,
+    usage_contradictions,
+)
 from promptkit.analysis.runtime import gc_paused, phase
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError, RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
-from promptkit.formats.opaque_head import OPAQUE_HEAD_SLOT, opaque_decoder, opaque_head_of, with_opaque_head
+from promptkit.formats.opaque_head import (
+    OPAQUE_HEAD_SLOT,
+    opaque_decoder,
+    opaque_head_breakpoint,
+    opaque_head_of,
+    with_opaque_head,
+)
 from promptkit.layout import LayoutEntry, LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import (
     GENERIC_PROVIDER,
@@ -49,7 +61,7 @@ from promptkit.providers.registry import (
     infer_record_provider,
 )
 from promptkit.providers.resolve import resolve_cache_model, resolve_render, resolve_tokenizer
-from promptkit.tokens.cache_models import CacheModel
+from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -365,10 +377,12 @@ def _measure(
     usage: Any,
     exact_units: bool,
     model: CacheModel | None = None,
+    head_breakpoint: int | None = None,
 ) -> None:
     """Ruler mode (:mod:`promptkit.analysis.ruler`): give the request the anchors it shares with its
     source and its own usage's, and convert its positions to provider units (where the local tokenizer
-    is the provider's, they already are)."""
+    is the provider's, they already are). ``head_breakpoint``: the local end of an opaque head that
+    ends in a breakpoint (:func:`_place_head`)."""
     prompt_len = int(row["prompt_tokens"])
     shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
     inherited = rulers.get(src_id) if src_id is not None else None
@@ -395,6 +409,53 @@ def _measure(
         row["predicted_cached_tokens"] = cached
         row["hit_ratio"] = cached / prompt if prompt > 0 else None
         row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
+    if head_breakpoint is not None:
+        _place_head(row, rulers, source_id, src_id, usage, head_breakpoint, local_cached)
+
+
+def _place_head(
+    row: dict[str, Any],
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    usage: Any,
+    head: int,
+    local_cached: int,
+) -> None:
+    """Ruler mode for a head that ends in a breakpoint the log does not show (Claude Code's system
+    prompt: :func:`~promptkit.formats.opaque_head.opaque_head_breakpoint`), at local position ``head``.
+
+    - A read predicted at the head (after a compaction) is a position every earlier call of the head
+      shares: without an anchor there it is placed by the proportions of the call it read from, not by
+      this call's own prompt (whose part after the head the log may not show, as Claude Code's
+      re-attached files after a compaction).
+    - The call's reported reads mark where the head's breakpoint is, in the provider's units, for the
+      calls after it, when they landed on it: the read was predicted at the head, or the reads fell back
+      into the head from further on (``head_changed``), not after a change of the tools the log shows.
+    """
+    reads = getattr(usage, "cached_tokens", None)
+    source = rulers.get(src_id) if src_id is not None else None
+    if local_cached == head and row["position_basis"] != "exact" and source is not None:
+        own = row["predicted_cached_tokens"]  # the head placed by this call's own anchors
+        placed, basis = source.to_provider(head)
+        placed = min(placed, own)  # never past what this call's own reported prompt allows
+        for column in ("head_end_tokens", *POSITION_COLUMNS):  # the same point, placed the same way
+            if row.get(column) == own:
+                row[column] = placed
+        row["predicted_cached_tokens"], row["position_basis"] = placed, basis
+        prompt = row["prompt_tokens"]
+        row["hit_ratio"] = placed / prompt if isinstance(prompt, int) and prompt > 0 else None
+    if not isinstance(reads, int) or reads <= 0 or local_cached < head:
+        return
+    events = str(row.get("log_events") or "").split(",")
+    fell_back = (
+        local_cached > head
+        and reads < int(row["predicted_cached_tokens"])
+        and reads <= int(row["head_end_tokens"])
+        and "tools_changed" not in events
+    )
+    if local_cached == head or fell_back:
+        rulers[source_id] = rulers[source_id].extended([(head, reads)])
 
 
 def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
@@ -1221,13 +1282,14 @@ class _RunState:
         plan: CachePlan,
         usage: Any,
         prev: _Stored | None,
+        head: int | None = None,
     ) -> RequestRow:
         """Ruler mode: where the local tokenizer is not the provider's, the row's positions in provider
         units from the anchors the request shares with its source and its own usage's (:func:`_measure`)."""
         if self.exact_units:  # positions are already the provider's: no anchors needed
             return row
         values = attrs.asdict(row, recurse=False)
-        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model)
+        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head)
         if prev is not None and prev.source != source_id:  # memory: the consecutive view needs no older one
             self.rulers.pop(prev.source, None)
         return RequestRow(**values)
@@ -1239,7 +1301,9 @@ class _RunState:
             return
         p, rt, tok, think = done
         source_id = _source_id(record)
-        plan = self.model.plan(tok, p.body, p.layout, units=_own_units(tok, record.usage, self.exact_units))
+        head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
+        body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
+        plan = self.model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, self.exact_units))
         if not plan.entries:
             self.writes_nothing += 1
         now = record.timestamp if self.timed else None
@@ -1277,7 +1341,10 @@ class _RunState:
             _log_events(record),
         )
         row = _request_row(record, tok, plan, outcome, div, causes, model_name, facts)
-        self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev), pos)
+        marked = None  # the head's breakpoint, where it stores an entry
+        if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
+            marked = int(head_bp["tokens"])
+        self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev, marked), pos)
         head = opaque_head_of(record)
         self.composition.add(
             record.session,

@@ -32,6 +32,9 @@ How the file becomes request records:
   gets ``meta["opaque_head_tokens"]`` (estimated per session and model by
   :func:`~promptkit.formats.opaque_head.estimate_opaque_heads`) and ``meta["opaque_head_key"] =
   "claude-code:<session>:<model>"``; the analysis puts that many placeholder tokens before the messages.
+  Claude Code marks the end of its system prompt with ``cache_control`` too (the prefix tools + system
+  is read by every request of the session with the same head), so the head ends in a breakpoint:
+  ``meta["opaque_head_cache_control"]``, with the last message's TTL.
 
 - **The conversation tree.** Every record has ``meta["conversation_tree"] = True``: its calls follow
   ``parentUuid``, a rewind or a branch is a path sharing a prefix with an earlier one, and sub-agents
@@ -401,7 +404,10 @@ def _with_breakpoint(record: RequestRecord, ttl: str | None) -> RequestRecord:
     if ttl is not None:
         cc["ttl"] = ttl
     messages[-1] = {**messages[-1], "cache_control": cc}
-    return attrs.evolve(record, request={**record.request, "messages": messages})
+    # Claude Code also marks the end of its system prompt (after the tools): the opaque head ends in a
+    # breakpoint, so a call whose conversation changed (after a compaction) still reads the head
+    meta = {**record.meta, "opaque_head_cache_control": dict(cc)}
+    return attrs.evolve(record, request={**record.request, "messages": messages}, meta=meta)
 
 
 def _events(lines: Iterable[tuple[int, str]], file: str, problems: list[LoadProblem]) -> list[_Event]:

@@ -72,6 +72,7 @@ __all__ = [
     "is_placeholder",
     "opaque_blocks_of",
     "opaque_decoder",
+    "opaque_head_breakpoint",
     "opaque_head_of",
     "placeholder_ids",
     "shift_tokenized",
@@ -116,6 +117,30 @@ def opaque_head_of(record: RequestRecord) -> OpaqueHead | None:
     if not isinstance(key, str):
         raise RecordFormatError(f"meta.opaque_head_key: expected a string, got {type_name(key)}")
     return OpaqueHead(n, key) if n else None
+
+
+def opaque_head_breakpoint(record: RequestRecord) -> dict[str, Any] | None:
+    """The cache breakpoint at the end of the record's opaque head, as the request key
+    :data:`~promptkit.tokens.cache_models.OPAQUE_HEAD_BREAKPOINT` takes it (``{"tokens": N,
+    "cache_control": {...}}``), from ``meta["opaque_head_cache_control"]``: a log format whose client
+    marks the end of the head it does not show (Claude Code marks its system prompt) sets it. None when
+    the record has no opaque head or no such mark; raises
+    :class:`~promptkit.errors.RecordFormatError` naming the field when the mark is not an object.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> meta = {"opaque_head_tokens": 12, "opaque_head_key": "k", "opaque_head_cache_control": {"type": "ephemeral"}}
+    >>> opaque_head_breakpoint(RequestRecord({"messages": []}, "s", meta=meta))
+    {'tokens': 12, 'cache_control': {'type': 'ephemeral'}}
+    """
+    cc = record.meta.get("opaque_head_cache_control")
+    if cc is None:
+        return None
+    if not isinstance(cc, Mapping):
+        raise RecordFormatError(f"meta.opaque_head_cache_control: expected an object, got {type_name(cc)}")
+    head = opaque_head_of(record)
+    if head is None or opaque_blocks_of(record):
+        return None
+    return {"tokens": head.tokens, "cache_control": dict(cc)}
 
 
 @functools.lru_cache(maxsize=256)

@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CACHE_MODELS",
+    "OPAQUE_HEAD_BREAKPOINT",
     "BreakpointCache",
     "CacheEntry",
     "CacheModel",
@@ -448,6 +449,10 @@ class PrefixCache(CacheModel):
 # ---------------------------------------------------------------------------------------------------
 # explicit breakpoints
 
+#: The request key under which the analysis passes a breakpoint at the end of an opaque head (a system
+#: prompt and tools the log does not show): ``{"tokens": N, "cache_control": {...}}``.
+OPAQUE_HEAD_BREAKPOINT: Final[str] = "opaque_head_breakpoint"
+
 
 def _cache_control(obj: object) -> Mapping[str, Any] | None:
     if isinstance(obj, Mapping):
@@ -471,6 +476,13 @@ class BreakpointCache(CacheModel):
       breakpoints at the end of the stable head (the leading run of persona, system, identity, knowledge and context messages) and at the end
       of the history — what :func:`promptkit.anthropic_request` writes. Without either, nothing is
       cached.
+    - **A head the log does not show.** ``request[OPAQUE_HEAD_BREAKPOINT]`` (``{"tokens": N,
+      "cache_control": {...}}``, set by the analysis for a record whose opaque head ends in a
+      breakpoint, :mod:`promptkit.formats.opaque_head`) → a breakpoint after the first N tokens. Cache
+      prefixes are built in the order tools, system, messages, and a breakpoint caches the prefix up to
+      it (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching): Claude Code marks the
+      end of its system prompt, so a request whose messages changed (a compaction) still reads the
+      tools + system prefix that any request with the same head wrote within the TTL.
     - **Entries are exact.** A call writes one entry per breakpoint (the prefix up to it) if that
       prefix has at least the model's minimum: ``min_tokens`` when given, else the longest model-name
       prefix of ``min_tokens_by_model``, else ``default_min_tokens``. A later call reads an entry
@@ -553,6 +565,10 @@ class BreakpointCache(CacheModel):
         top = _cache_control(request)
         if top is not None:
             add(tokenized.prompt_len, self._ttl_of(top))
+        opaque = request.get(OPAQUE_HEAD_BREAKPOINT)  # a system prompt the log does not show, marked
+        mark = _cache_control(opaque)
+        if mark is not None and isinstance(opaque, Mapping) and isinstance(opaque.get("tokens"), int):
+            add(int(opaque["tokens"]), self._ttl_of(mark))
         if not points and layout is not None and self.auto_from_layout:
             aligned = layout[: len(ends)]
             head = head_end(aligned)  # the leading run of head slots
