@@ -876,11 +876,12 @@ class _Undelta:
     memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
     (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
-    __slots__ = ("_last", "_shipped")
+    __slots__ = ("_last", "_shipped", "shared")
 
     def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
         self._shipped = shipped
         self._last: dict[str, _TokenBuffer] = {}
+        self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
 
     def take(self, pos: int, session: str) -> _Tokenized:
         """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
@@ -892,6 +893,7 @@ class _Undelta:
         if isinstance(delta, str):
             return _Tokenized(delta, mended)
         buffer = self._last.get(session) if delta.base is not None else None
+        self.shared = delta.shared if buffer is not None else 0
         tokens, self._last[session], _ = _TokenBuffer.extend(
             buffer, delta.shared if buffer is not None else 0, delta.tail.astype(np.int64)
         )
@@ -1036,6 +1038,7 @@ class _RunState:
         self.rows = _Columns()
         self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
         self.sim = CacheSimulator(self.model) if self.view == "simulated" else None
+        self.session_tokens: dict[str, np.ndarray] = {}  # simulated: each session's previous tokens
         self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
         self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
         self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.analysis.causes compares
@@ -1093,7 +1096,12 @@ class _RunState:
 
         source_id = _source_id(record)
         if self.sim is not None:
-            return self.sim.step(tok.tokens, plan, now, source_id), None
+            # perf: the prompt resumes from its session's previous call: the simulation compares and
+            # walks its new tokens only (the outcome is the same)
+            shared = self.shared_with_previous(record.session, rt, tok.tokens)
+            return self.sim.step(
+                tok.tokens, plan, now, source_id, session=record.session, shared=shared
+            ), None
         # a cache holding only what the session's previous request stored
         prev = self.previous.get(record.session)
         # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
@@ -1103,6 +1111,24 @@ class _RunState:
         outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
         self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
         return outcome, prev
+
+    def shared_with_previous(self, session: str, rt: RequestTokenizer | None, tokens: np.ndarray) -> int:
+        """How many first tokens ``tokens`` shares with its session's previous tokenized request: as
+        phase 1 shipped it, or known from the tokenizer's resume and compared from there on."""
+        import numpy as np
+
+        from promptkit.analysis.simulator import _shared
+
+        prev = self.session_tokens.get(session)
+        self.session_tokens[session] = tokens
+        if self.pretokenized is not None:
+            return self.pretokenized.shared
+        if prev is None:
+            return 0
+        hint = rt.shared_prefix if rt is not None else None
+        k = min(hint[1], len(prev), len(tokens)) if hint is not None and hint[0] is prev else 0
+        n = min(len(prev), len(tokens))
+        return k + _shared(np.asarray(prev[k:n]), np.asarray(tokens[k:n]))
 
     def source_facts(
         self,
