@@ -1098,9 +1098,9 @@ class _RunState:
         if self.sim is not None:
             # perf: the prompt resumes from its session's previous call: the simulation compares and
             # walks its new tokens only (the outcome is the same)
-            shared = self.shared_with_previous(record.session, rt, tok.tokens)
+            common = self.shared_with_previous(record.session, rt, tok.tokens)
             return self.sim.step(
-                tok.tokens, plan, now, source_id, session=record.session, shared=shared
+                tok.tokens, plan, now, source_id, session=record.session, shared=common
             ), None
         # a cache holding only what the session's previous request stored
         prev = self.previous.get(record.session)
