@@ -699,6 +699,35 @@ def _match_one(
     return CacheLookup(pos, found_source, diverged, tuple(exact)), blocked
 
 
+def _stored_path(
+    plan: CachePlan, size: int, stored_at: float | None, source: str | None
+) -> tuple[list[int], list[float], list[tuple[float, str | None, float | None] | None]]:
+    """The runs one call's ``plan`` leaves in an empty cache (its tokens: ``size``): one per distinct
+    entry length (ascending), each alive as long as the longest entry that covers it, marked by the
+    exact entries that end there (as :meth:`RadixCache.insert` leaves them, longest entry first)."""
+    by_length: dict[int, list[CacheEntry]] = {}
+    for entry in sorted(plan.entries, key=lambda e: -e.length):
+        depth = min(entry.length, size)  # RadixCache.insert stores tokens[:length]
+        if depth > 0:
+            by_length.setdefault(depth, []).append(entry)
+    depths = sorted(by_length)
+    expires: list[float] = []
+    marks: list[tuple[float, str | None, float | None] | None] = []
+    alive_until = -_INF
+    for depth in reversed(depths):
+        mark: tuple[float, str | None, float | None] | None = None
+        for entry in by_length[depth]:
+            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
+            alive_until = max(alive_until, until)
+            if entry.exact:
+                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
+        expires.append(alive_until)
+        marks.append(mark)
+    expires.reverse()
+    marks.reverse()
+    return depths, expires, marks
+
+
 def consecutive_outcome(
     model: CacheModel,
     stored: tuple[np.ndarray, CachePlan, float | None, str | None] | None,
@@ -740,30 +769,7 @@ def consecutive_outcome(
             sim.clear()
     array, stored_plan, stored_at, source = stored
     array = np.asarray(array)
-    # the runs of the path: one per distinct entry length, each alive as long as the longest entry
-    # that covers it, marked by the exact entries that end there (as RadixCache.insert leaves them,
-    # inserting the longest entry first)
-    by_length: dict[int, list[CacheEntry]] = {}
-    for entry in sorted(stored_plan.entries, key=lambda e: -e.length):
-        depth = min(entry.length, int(array.shape[0]))  # RadixCache.insert stores tokens[:length]
-        if depth > 0:
-            by_length.setdefault(depth, []).append(entry)
-    depths = sorted(by_length)
-    expires: list[float] = []
-    marks: list[tuple[float, str | None, float | None] | None] = []
-    alive_until = -_INF
-    for depth in reversed(depths):
-        entries = by_length[depth]
-        mark: tuple[float, str | None, float | None] | None = None
-        for entry in entries:
-            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
-            alive_until = max(alive_until, until)
-            if entry.exact:
-                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
-        expires.append(alive_until)
-        marks.append(mark)
-    expires.reverse()
-    marks.reverse()
+    depths, expires, marks = _stored_path(stored_plan, int(array.shape[0]), stored_at, source)
     prompt = np.asarray(tokens)[: plan.prompt_len]
     reach = min(int(prompt.shape[0]), depths[-1]) if depths else 0
     skip = 0
