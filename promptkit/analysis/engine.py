@@ -1783,6 +1783,34 @@ def _analyze_records(
     return attrs.evolve(_combine(results, notes, view), provider_assumed=bool(defaulted))
 
 
+def _stream_batches(
+    stream: Any,
+    specs: Mapping[str | ProviderProfile, _Spec],
+    group_of: Callable[[str | None], str | ProviderProfile],
+    inferred: bool,
+    order: deque[str | ProviderProfile],
+    defaulted: set[str],
+) -> Iterator[tuple[_Spec, list[tuple[int, RequestRecord]]]]:
+    """A stream's whole sessions in chunks of about ``_STREAM_BATCH`` records per provider group, each
+    chunk's group appended to ``order`` as it is sent (``inferred``: providers recognised per record;
+    the sessions none was recognised for go into ``defaulted``)."""
+    pending: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+    for items in stream.positioned():
+        for pos, record in items:
+            name = infer_record_provider(record)
+            if inferred and name is None:
+                defaulted.add(record.session)
+            key = group_of(name)
+            pending.setdefault(key, []).append((pos, record))
+        for key in list(pending):
+            if len(pending[key]) >= _STREAM_BATCH:
+                order.append(key)
+                yield specs[key], pending.pop(key)
+    for key, rest in pending.items():
+        order.append(key)
+        yield specs[key], rest
+
+
 def _analyze_stream(
     paths: Any,
     fmt: Any,
@@ -1830,24 +1858,7 @@ def _analyze_stream(
     defaulted: set[str] = set()
 
     order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
-
-    def batches() -> Iterator[tuple[_Spec, list[tuple[int, RequestRecord]]]]:
-        pending: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
-        for items in stream.positioned():
-            for pos, record in items:
-                name = infer_record_provider(record)
-                if provider is None and name is None:
-                    defaulted.add(record.session)
-                key = group_of(name)
-                pending.setdefault(key, []).append((pos, record))
-            for key in list(pending):
-                if len(pending[key]) >= _STREAM_BATCH:
-                    order.append(key)
-                    yield specs[key], pending.pop(key)
-        for key, rest in pending.items():
-            order.append(key)
-            yield specs[key], rest
-
+    batches = _stream_batches(stream, specs, group_of, provider is None, order, defaulted)
     executor = make_executor(engine, jobs, client=client)
     try:
         bar: Any = None
@@ -1856,9 +1867,9 @@ def _analyze_stream(
 
             bar = tqdm(total=stream.records, desc="analyze (consecutive, streamed)", unit="req", delay=0.5)
         if executor is None:
-            results: Iterator[_Partial] = (_analyze_chunk(spec, chunk) for spec, chunk in batches())
+            results: Iterator[_Partial] = (_analyze_chunk(spec, chunk) for spec, chunk in batches)
         else:
-            results = executor.map(_analyze_chunk, batches())
+            results = executor.map(_analyze_chunk, batches)
         for part in results:
             key = order.popleft()
             group = partials[key]
@@ -1875,15 +1886,28 @@ def _analyze_stream(
     finally:
         if executor is not None:
             executor.close()
+    keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
+    empty = _Spec(keys[0], tokenizer, render, cache_model, "consecutive", False)  # no records at all
+    return _stream_result(stream, keys, specs, partials, counts, defaulted, empty)
+
+
+def _stream_result(
+    stream: Any,
+    keys: list[str | ProviderProfile],
+    specs: Mapping[str | ProviderProfile, _Spec],
+    partials: Mapping[str | ProviderProfile, list[_Partial]],
+    counts: Mapping[str | ProviderProfile, int],
+    defaulted: set[str],
+    empty: _Spec,
+) -> AnalysisResult:
+    """A streamed analysis' result from each provider group's partials (``empty``: the spec of the
+    one group of a stream without records)."""
     notes = list(stream.notes)
     if defaulted:
         notes.append(_defaulted_note(len(defaulted)))
-    keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
     results_by_group = [
         _finish(
-            _Context(specs[key])
-            if key in specs
-            else _Context(_Spec(key, tokenizer, render, cache_model, "consecutive", False)),
+            _Context(specs[key] if key in specs else empty),
             partials.get(key, []),
             list(stream.problems) if i == 0 else [],
             counts.get(key, 0),
