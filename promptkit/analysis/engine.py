@@ -1643,6 +1643,13 @@ def _default_view(records: Sequence[RequestRecord]) -> str:
     return "consecutive"
 
 
+#: The note of an analysis whose records chose the simulated view (:func:`_default_view`).
+_VIEW_NOTE: Final[str] = (
+    "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
+    "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
+)
+
+
 def _defaulted_note(count: int) -> str:
     profile = get_provider(DEFAULT_PROVIDER)
     unit = "no unit" if profile.cache_unit is None else f"{profile.cache_unit}-token units"
@@ -1740,10 +1747,7 @@ def _analyze_records(
     if view is None:
         view = _default_view(record_list)
         if view == "simulated":
-            load_notes.append(
-                "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
-                "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
-            )
+            load_notes.append(_VIEW_NOTE)
     # keyed by name: a profile object is not hashable (its fields hold mappings), so it is kept by id
     groups: dict[str | int, list[tuple[int, RequestRecord]]] = {}
     chosen: dict[str | int, str | ProviderProfile] = {}
@@ -1974,8 +1978,8 @@ def _analyze_by_file(
     client: Any = None,
 ) -> AnalysisResult:
     """:func:`analyze` on workers, one task per log file (:func:`~promptkit.analysis.filetasks.analyze_files`),
-    or, when a session spans files or the view is to be chosen from the records (``view=None``), by
-    loading the records here and shipping them by session."""
+    also with ``view=None`` (each worker chooses its file's default view), or, when a session spans
+    files, by loading the records here and shipping them by session."""
     from promptkit.analysis.executors import make_executor
     from promptkit.analysis.filetasks import analyze_files
 
@@ -1987,7 +1991,7 @@ def _analyze_by_file(
     )
     executor = make_executor(engine, jobs, client=client)
     try:
-        if executor is not None and view is not None:
+        if executor is not None:
             result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)
             if result is not None:
                 return result
