@@ -85,7 +85,7 @@ def test_bad_jobs_and_engines_are_usage_errors() -> None:
         make_executor("local", 2, client="tcp://127.0.0.1:1")
 
 
-def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any) -> None:
+def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch: Any) -> None:
     """Without a view, the workers read their own files and choose the records' default view: the
     simulated one for conversation trees (Claude Code projects), the consecutive one when any file's
     records are not trees; the same result and notes as one process, and no record is loaded here."""
@@ -98,15 +98,13 @@ def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any) -> None:
     mixed = tmp_path / "mixed"
     shutil.copytree(trees, mixed / "cc")
     shutil.copytree("fixtures/real-logs/deepseek", mixed / "deepseek")
+    calls: list[Any] = []
+    real = filetasks.analyze_files
+    monkeypatch.setattr(filetasks, "analyze_files", lambda *a, **k: calls.append(k) or real(*a, **k))
     for paths, view in ((trees, "simulated"), (mixed, "consecutive")):
         serial = analyze(paths)
-        calls: list[Any] = []
-        real = filetasks.analyze_files
-        filetasks.analyze_files = lambda *a, **k: calls.append(k) or real(*a, **k)  # type: ignore[assignment]
-        try:
-            parallel = analyze(paths, jobs=2)
-        finally:
-            filetasks.analyze_files = real  # type: ignore[assignment]
+        calls.clear()
+        parallel = analyze(paths, jobs=2)
         assert serial.view == parallel.view == view
         assert calls and calls[0]["view"] is None
         assert_same(serial, parallel)
