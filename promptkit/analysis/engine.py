@@ -1117,8 +1117,6 @@ class _RunState:
         phase 1 shipped it, or known from the tokenizer's resume and compared from there on."""
         import numpy as np
 
-        from promptkit.analysis.simulator import _shared
-
         prev = self.session_tokens.get(session)
         self.session_tokens[session] = tokens
         if self.pretokenized is not None:
@@ -1128,7 +1126,8 @@ class _RunState:
         hint = rt.shared_prefix if rt is not None else None
         k = min(hint[1], len(prev), len(tokens)) if hint is not None and hint[0] is prev else 0
         n = min(len(prev), len(tokens))
-        return k + _shared(np.asarray(prev[k:n]), np.asarray(tokens[k:n]))
+        differ = np.flatnonzero(np.asarray(prev[k:n]) != np.asarray(tokens[k:n]))
+        return k + (int(differ[0]) if differ.size else n - k)
 
     def source_facts(
         self,
