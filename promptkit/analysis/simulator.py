@@ -8,7 +8,9 @@ call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a n
 
 :class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
 order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
-evict least-recently-used tokens beyond the model's ``capacity``. The engine's *simulated* view uses
+evict least-recently-used tokens beyond the model's ``capacity``. A call given its ``session`` and
+the tokens it ``shared`` with that session's previous call resumes on the path that call stored:
+it compares only its new tokens (perf: the ordered simulation costs the new tokens, not the prompts). The engine's *simulated* view uses
 one simulator for all sessions, so a static head shared across sessions is credited as a real
 provider credits it; the *consecutive* view uses a fresh one holding only the previous call.
 

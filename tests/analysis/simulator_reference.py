@@ -1,4 +1,8 @@
-"""A provider-side prefix cache, simulated: a radix tree of token runs with TTL and LRU capacity.
+"""The reference for :mod:`promptkit.analysis.simulator` (tests/analysis/test_simulator.py): the simulator
+as it was before runs were extended in place and prompts resumed from their session's previous call
+(one node per stored call, every match from the root, every token compared). Kept unchanged.
+
+A provider-side prefix cache, simulated: a radix tree of token runs with TTL and LRU capacity.
 
 :class:`RadixCache` stores token sequences in a compressed trie: each edge holds a *run* of tokens
 (a numpy array), so a conversation of hundreds of calls is a handful of nodes, and matching a prompt
