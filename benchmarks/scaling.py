@@ -20,7 +20,7 @@ after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator
 worker's. Every result is checked equal to ``jobs=1`` (requests and composition frames, notes). Each
 configuration runs ``--runs`` times; the table shows the fastest run (others load this machine too).
 
-    python benchmarks/scaling.py [--jobs 1,2,4] [--views consecutive,simulated] [--dask]
+    python benchmarks/scaling.py [--jobs 1,2,4] [--views consecutive,simulated,default] [--dask]
                                  [--provider openai --tokenizer cl100k_base] [--corpus DIR]
                                  [--sessions 20] [--calls 130] [--runs 2]
 """
@@ -117,6 +117,8 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         workers_before = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
     self0, children0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
+    if view == "default":  # no view given: the records' default (the path `promptkit analyze` takes)
+        view = None
     if kind == "jobs":
         result = analyze(corpus, view=view, **options)
     else:
@@ -182,7 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--calls", type=int, default=130)
     parser.add_argument("--jobs", default="1,2,4", help="worker counts, comma-separated")
-    parser.add_argument("--views", default="consecutive,simulated")
+    parser.add_argument(
+        "--views", default="consecutive,simulated", help="comma-separated; `default`: no view given"
+    )
     parser.add_argument("--dask", action="store_true", help="also run on a local Dask cluster")
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--one", nargs=2, metavar=("VIEW", "CONFIG"), help=argparse.SUPPRESS)

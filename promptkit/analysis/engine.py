@@ -939,11 +939,12 @@ class _Undelta:
     memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
     (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
-    __slots__ = ("_last", "_shipped")
+    __slots__ = ("_last", "_shipped", "shared")
 
     def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
         self._shipped = shipped
         self._last: dict[str, _TokenBuffer] = {}
+        self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
 
     def take(self, pos: int, session: str) -> _Tokenized:
         """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
@@ -955,6 +956,7 @@ class _Undelta:
         if isinstance(delta, str):
             return _Tokenized(delta, mended)
         buffer = self._last.get(session) if delta.base is not None else None
+        self.shared = delta.shared if buffer is not None else 0
         tokens, self._last[session], _ = _TokenBuffer.extend(
             buffer, delta.shared if buffer is not None else 0, delta.tail.astype(np.int64)
         )
@@ -1099,6 +1101,7 @@ class _RunState:
         self.rows = _Columns()
         self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
         self.sim = CacheSimulator(self.model) if self.view == "simulated" else None
+        self.session_tokens: dict[str, np.ndarray] = {}  # simulated: each session's previous tokens
         self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
         self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
         self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.analysis.causes compares
@@ -1156,7 +1159,12 @@ class _RunState:
 
         source_id = _source_id(record)
         if self.sim is not None:
-            return self.sim.step(tok.tokens, plan, now, source_id), None
+            # perf: the prompt resumes from its session's previous call: the simulation compares and
+            # walks its new tokens only (the outcome is the same)
+            common = self.shared_with_previous(record.session, rt, tok.tokens)
+            return self.sim.step(
+                tok.tokens, plan, now, source_id, session=record.session, shared=common
+            ), None
         # a cache holding only what the session's previous request stored
         prev = self.previous.get(record.session)
         # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
@@ -1166,6 +1174,23 @@ class _RunState:
         outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
         self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
         return outcome, prev
+
+    def shared_with_previous(self, session: str, rt: RequestTokenizer | None, tokens: np.ndarray) -> int:
+        """How many first tokens ``tokens`` shares with its session's previous tokenized request: as
+        phase 1 shipped it, or known from the tokenizer's resume and compared from there on."""
+        import numpy as np
+
+        prev = self.session_tokens.get(session)
+        self.session_tokens[session] = tokens
+        if self.pretokenized is not None:
+            return self.pretokenized.shared
+        if prev is None:
+            return 0
+        hint = rt.shared_prefix if rt is not None else None
+        k = min(hint[1], len(prev), len(tokens)) if hint is not None and hint[0] is prev else 0
+        n = min(len(prev), len(tokens))
+        differ = np.flatnonzero(np.asarray(prev[k:n]) != np.asarray(tokens[k:n]))
+        return k + (int(differ[0]) if differ.size else n - k)
 
     def source_facts(
         self,
@@ -1686,6 +1711,13 @@ def _default_view(records: Sequence[RequestRecord]) -> str:
     return "consecutive"
 
 
+#: The note of an analysis whose records chose the simulated view (:func:`_default_view`).
+_VIEW_NOTE: Final[str] = (
+    "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
+    "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
+)
+
+
 def _defaulted_note(count: int) -> str:
     profile = get_provider(DEFAULT_PROVIDER)
     unit = "no unit" if profile.cache_unit is None else f"{profile.cache_unit}-token units"
@@ -1783,10 +1815,7 @@ def _analyze_records(
     if view is None:
         view = _default_view(record_list)
         if view == "simulated":
-            load_notes.append(
-                "view: simulated (the default for conversation trees: rewinds, branches and sub-agents "
-                "share one cache with its TTL); pass view='consecutive' for each call against the previous one"
-            )
+            load_notes.append(_VIEW_NOTE)
     # keyed by name: a profile object is not hashable (its fields hold mappings), so it is kept by id
     groups: dict[str | int, list[tuple[int, RequestRecord]]] = {}
     chosen: dict[str | int, str | ProviderProfile] = {}
@@ -1824,6 +1853,34 @@ def _analyze_records(
         for i, (key, items) in enumerate(groups.items())
     ]
     return attrs.evolve(_combine(results, notes, view), provider_assumed=bool(defaulted))
+
+
+def _stream_batches(
+    stream: Any,
+    specs: Mapping[str | ProviderProfile, _Spec],
+    group_of: Callable[[str | None], str | ProviderProfile],
+    inferred: bool,
+    order: deque[str | ProviderProfile],
+    defaulted: set[str],
+) -> Iterator[tuple[_Spec, list[tuple[int, RequestRecord]]]]:
+    """A stream's whole sessions in chunks of about ``_STREAM_BATCH`` records per provider group, each
+    chunk's group appended to ``order`` as it is sent (``inferred``: providers recognised per record;
+    the sessions none was recognised for go into ``defaulted``)."""
+    pending: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
+    for items in stream.positioned():
+        for pos, record in items:
+            name = infer_record_provider(record)
+            if inferred and name is None:
+                defaulted.add(record.session)
+            key = group_of(name)
+            pending.setdefault(key, []).append((pos, record))
+        for key in list(pending):
+            if len(pending[key]) >= _STREAM_BATCH:
+                order.append(key)
+                yield specs[key], pending.pop(key)
+    for key, rest in pending.items():
+        order.append(key)
+        yield specs[key], rest
 
 
 def _analyze_stream(
@@ -1873,24 +1930,7 @@ def _analyze_stream(
     defaulted: set[str] = set()
 
     order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
-
-    def batches() -> Iterator[tuple[_Spec, list[tuple[int, RequestRecord]]]]:
-        pending: dict[str | ProviderProfile, list[tuple[int, RequestRecord]]] = {}
-        for items in stream.positioned():
-            for pos, record in items:
-                name = infer_record_provider(record)
-                if provider is None and name is None:
-                    defaulted.add(record.session)
-                key = group_of(name)
-                pending.setdefault(key, []).append((pos, record))
-            for key in list(pending):
-                if len(pending[key]) >= _STREAM_BATCH:
-                    order.append(key)
-                    yield specs[key], pending.pop(key)
-        for key, rest in pending.items():
-            order.append(key)
-            yield specs[key], rest
-
+    batches = _stream_batches(stream, specs, group_of, provider is None, order, defaulted)
     executor = make_executor(engine, jobs, client=client)
     try:
         bar: Any = None
@@ -1899,9 +1939,9 @@ def _analyze_stream(
 
             bar = tqdm(total=stream.records, desc="analyze (consecutive, streamed)", unit="req", delay=0.5)
         if executor is None:
-            results: Iterator[_Partial] = (_analyze_chunk(spec, chunk) for spec, chunk in batches())
+            results: Iterator[_Partial] = (_analyze_chunk(spec, chunk) for spec, chunk in batches)
         else:
-            results = executor.map(_analyze_chunk, batches())
+            results = executor.map(_analyze_chunk, batches)
         for part in results:
             key = order.popleft()
             group = partials[key]
@@ -1918,15 +1958,28 @@ def _analyze_stream(
     finally:
         if executor is not None:
             executor.close()
+    keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
+    empty = _Spec(keys[0], tokenizer, render, cache_model, "consecutive", False)  # no records at all
+    return _stream_result(stream, keys, specs, partials, counts, defaulted, empty)
+
+
+def _stream_result(
+    stream: Any,
+    keys: list[str | ProviderProfile],
+    specs: Mapping[str | ProviderProfile, _Spec],
+    partials: Mapping[str | ProviderProfile, list[_Partial]],
+    counts: Mapping[str | ProviderProfile, int],
+    defaulted: set[str],
+    empty: _Spec,
+) -> AnalysisResult:
+    """A streamed analysis' result from each provider group's partials (``empty``: the spec of the
+    one group of a stream without records)."""
     notes = list(stream.notes)
     if defaulted:
         notes.append(_defaulted_note(len(defaulted)))
-    keys = sorted(specs, key=lambda k: first[k]) or [group_of(None)]
     results_by_group = [
         _finish(
-            _Context(specs[key])
-            if key in specs
-            else _Context(_Spec(key, tokenizer, render, cache_model, "consecutive", False)),
+            _Context(specs[key] if key in specs else empty),
             partials.get(key, []),
             list(stream.problems) if i == 0 else [],
             counts.get(key, 0),
@@ -1993,8 +2046,8 @@ def _analyze_by_file(
     client: Any = None,
 ) -> AnalysisResult:
     """:func:`analyze` on workers, one task per log file (:func:`~promptkit.analysis.filetasks.analyze_files`),
-    or, when a session spans files or the view is to be chosen from the records (``view=None``), by
-    loading the records here and shipping them by session."""
+    also with ``view=None`` (each worker chooses its file's default view), or, when a session spans
+    files, by loading the records here and shipping them by session."""
     from promptkit.analysis.executors import make_executor
     from promptkit.analysis.filetasks import analyze_files
 
@@ -2006,7 +2059,7 @@ def _analyze_by_file(
     )
     executor = make_executor(engine, jobs, client=client)
     try:
-        if executor is not None and view is not None:
+        if executor is not None:
             result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)
             if result is not None:
                 return result

@@ -64,7 +64,7 @@ class _Options:
     tokenizer: Any
     render: Any
     cache_model: str | CacheModel | None
-    view: str
+    view: str | None  # None: each file's own default (:func:`~promptkit.analysis.engine._default_view`)
 
 
 @attrs.frozen(slots=True)
@@ -100,6 +100,7 @@ class _FilePiece:
     defaulted: tuple[str, ...]
     groups: tuple[_GroupPiece, ...]
     loaded: tuple[RequestRecord, ...] = ()  # simulated view: the records, pickled together (below)
+    view: str | None = None  # the view the file was analyzed in (None: it has no records)
 
 
 def _to_ipc(frame: pl.DataFrame) -> bytes:
@@ -154,7 +155,12 @@ def _group_piece(
 
     timed = all(r.timestamp is not None for _, r in items)
     spec = _Spec(
-        key, options.tokenizer, options.render, options.cache_model, options.view, timed and not untimed
+        key,
+        options.tokenizer,
+        options.render,
+        options.cache_model,
+        options.view or "consecutive",
+        timed and not untimed,
     )
     ctx = _context_for(spec)
     names = (ctx.tokenizer_name, ctx.render_name)
@@ -183,9 +189,11 @@ def _file_task(
 ) -> _FilePiece:
     """A worker's task: read, parse and analyze (or tokenize) one log file (``untimed``: the groups to
     analyze without times, as some record of theirs elsewhere has none)."""
-    from promptkit.analysis.engine import DEFAULT_PROVIDER
+    from promptkit.analysis.engine import DEFAULT_PROVIDER, _default_view
 
     records, problems, reordered = _read_file(Path(path), fmt)
+    if options.view is None:  # the view the records call for (the coordinator checks that all agree)
+        options = attrs.evolve(options, view=_default_view(records))
     groups: dict[_Key, list[tuple[int, RequestRecord]]] = {}
     defaulted: dict[str, None] = {}
     for k, r in enumerate(records):
@@ -201,8 +209,9 @@ def _file_task(
     # message object is serialized once, so what is shipped grows with the new content, not with the
     # prompts (a log that repeats the conversation on every line is parsed here, once)
     loaded = tuple(records) if options.view != "consecutive" else ()
+    view = options.view if records else None
     return _FilePiece(
-        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded
+        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view
     )
 
 
@@ -256,12 +265,14 @@ def analyze_files(
     tokenizer: Any = None,
     render: Any = None,
     cache_model: str | CacheModel | None = None,
-    view: str = "consecutive",
+    view: str | None = "consecutive",
     progress: bool = False,
 ) -> AnalysisResult | None:
     """Analyze the logs under ``paths`` with one task per file on ``executor`` (see the module
     docstring; ``progress`` shows a bar over the files); None when a session spans files (the caller
-    then loads the records and ships them)."""
+    then loads the records and ships them). ``view`` None: the default view of the records
+    (``simulated`` when all are conversation trees), chosen by each worker for its file; files that
+    chose ``simulated`` are analyzed again when another file's records make it ``consecutive``."""
     options = _Options(provider, tokenizer, render, cache_model, view)
     files, notes = _tasks(paths, format)
     todo = [(k, path, fmt) for k, (path, fmt, _) in enumerate(files) if fmt is not None]
@@ -278,9 +289,28 @@ def analyze_files(
         seen.update(piece.sessions)
     if not seen:
         return None
-    if view == "consecutive":
+    if view is None:
+        options = _choose_view(pieces, files, options, executor)
+    if options.view == "consecutive":
         _retime(pieces, files, options, executor)
-    return _assemble(pieces, files, notes, options, executor)
+    return _assemble(pieces, files, notes, options, executor, view is None and options.view == "simulated")
+
+
+def _choose_view(
+    pieces: dict[int, _FilePiece],
+    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    options: _Options,
+    executor: Executor,
+) -> _Options:
+    """The default view of all the files' records: ``simulated`` when every file with records chose it,
+    else ``consecutive`` (the files that chose ``simulated`` are analyzed again in it)."""
+    chosen = {piece.view for piece in pieces.values() if piece.view is not None}
+    options = attrs.evolve(options, view="simulated" if chosen == {"simulated"} else "consecutive")
+    redo = [k for k, piece in pieces.items() if piece.view not in (None, options.view)]
+    calls = [(options, files[k][0], files[k][1]) for k in redo]
+    for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
+        pieces[k] = piece
+    return options
 
 
 def _retime(
@@ -310,9 +340,11 @@ def _assemble(
     notes: list[str],
     options: _Options,
     executor: Executor,
+    chosen_view: bool = False,
 ) -> AnalysisResult:
-    """The result from the files' pieces: each group's frames finished in load order, then joined."""
-    from promptkit.analysis.engine import _combine, _defaulted_note
+    """The result from the files' pieces: each group's frames finished in load order, then joined
+    (``chosen_view``: the simulated view was chosen as the records' default, a note says so)."""
+    from promptkit.analysis.engine import _VIEW_NOTE, _combine, _defaulted_note
     from promptkit.formats.discovery import _session_notes
 
     problems: list[LoadProblem] = []
@@ -335,6 +367,8 @@ def _assemble(
             groups.setdefault(group.key, []).append((offset, group))
         offset += piece.records
     _session_notes([], reordered, notes)
+    if chosen_view:
+        notes.append(_VIEW_NOTE)
     if defaulted:
         notes.append(_defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
@@ -342,7 +376,7 @@ def _assemble(
         _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
         for i, key in enumerate(order)
     ]
-    return _combine(results, notes, options.view)
+    return _combine(results, notes, options.view or "consecutive")
 
 
 def _finish_group(
@@ -358,7 +392,9 @@ def _finish_group(
     from promptkit.analysis.engine import _Described, _finish, _resolve, _Spec
 
     timed = all(group.timed for _, group in parts)
-    spec = _Spec(key, options.tokenizer, options.render, options.cache_model, options.view, timed)
+    spec = _Spec(
+        key, options.tokenizer, options.render, options.cache_model, options.view or "consecutive", timed
+    )
     count = sum(group.count for _, group in parts)
     if options.view == "consecutive":
         profile, _, _, model = _resolve(key, options.tokenizer, options.render, options.cache_model)

@@ -8,7 +8,9 @@ call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a n
 
 :class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
 order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
-evict least-recently-used tokens beyond the model's ``capacity``. The engine's *simulated* view uses
+evict least-recently-used tokens beyond the model's ``capacity``. A call given its ``session`` and
+the tokens it ``shared`` with that session's previous call resumes on the path that call stored:
+it compares only its new tokens (perf: the ordered simulation costs the new tokens, not the prompts). The engine's *simulated* view uses
 one simulator for all sessions, so a static head shared across sessions is credited as a real
 provider credits it; the *consecutive* view uses a fresh one holding only the previous call.
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -51,11 +53,14 @@ class _Node:
     """A radix-tree node: the run of tokens on the edge into it, and its bookkeeping."""
 
     __slots__ = (
-        "children", "depth", "edge", "expires", "mark_expires", "mark_source", "mark_ttl", "parent", "source", "tick",
+        "buffer", "children", "depth", "edge", "expires", "mark_expires", "mark_source", "mark_ttl", "parent",
+        "source", "tick",
     )  # fmt: skip
 
     def __init__(self, edge: np.ndarray, parent: _Node | None, depth: int) -> None:
         self.edge = edge  # tokens on the edge from the parent (int64, owned copy)
+        # the owned array ``edge`` is the start of, with room to grow (a run extended in place), or None
+        self.buffer: np.ndarray | None = None
         self.parent = parent
         self.depth = depth  # tokens from the root to this node's end
         self.children: dict[int, _Node] = {}
@@ -139,6 +144,8 @@ class RadixCache:
         # whether any run was ever removed (evicted or expired away)
         self._blocked = False
         self._pruned = False
+        # key -> the node where the last insert given that ``cursor`` key ended (see ``resume``)
+        self._cursors: dict[Hashable, _Node] = {}
 
     # -- inspection -----------------------------------------------------------------------------
 
@@ -168,7 +175,21 @@ class RadixCache:
         for node in list(self._nodes()):
             node.children = {}
             node.parent = None
+        self._root.parent = None
         self._tokens = 0
+        self._cursors.clear()
+
+    def _resume_path(self, resume: tuple[Hashable, int] | None) -> tuple[set[_Node], int] | None:
+        """The nodes from the root to where the last insert with cursor ``resume[0]`` ended (none when
+        it was removed since), and ``resume[1]``: its first tokens that the caller's tokens equal."""
+        if resume is None or resume[1] <= 0:
+            return None
+        node = self._cursors.get(resume[0])
+        path: set[_Node] = set()
+        while node is not None and node is not self._root:
+            path.add(node)
+            node = node.parent
+        return (path, resume[1]) if node is self._root else None
 
     # -- matching -------------------------------------------------------------------------------
 
@@ -179,14 +200,19 @@ class RadixCache:
         *,
         touch: bool = True,
         known: tuple[np.ndarray, int] | None = None,
+        resume: tuple[Hashable, int] | None = None,
     ) -> CacheLookup:
         """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``.
 
         ``known=(array, k)``: the caller knows that ``tokens[:k]`` equals ``array[:k]``; a stored run
         that is that very memory (a cache with ``share_tokens``) is then compared from ``k`` on only.
+        ``resume=(key, k)``: the caller knows that ``tokens[:k]`` equals the first ``k`` tokens of what
+        the last :meth:`insert` with ``cursor=key`` stored; the runs on that insert's path are then
+        compared from ``k`` on only (perf: a session's next prompt costs its new tokens).
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
+        on_path = self._resume_path(resume)
         node = self._root
         pos = 0
         source: str | None = None
@@ -204,6 +230,8 @@ class RadixCache:
             edge = child.edge
             m = min(edge.shape[0], n - pos)
             skip = _known_equal(edge, pos, known, m)
+            if on_path is not None and child in on_path[0]:
+                skip = max(skip, min(on_path[1] - pos, m))
             k = skip + _shared(edge[skip:m], tokens[pos + skip : pos + m])
             pos += k
             path.append(child)
@@ -233,6 +261,7 @@ class RadixCache:
         upper = _Node(child.edge[:k].copy(), parent, child.depth - child.edge.shape[0] + k)
         upper.expires, upper.tick, upper.source = child.expires, child.tick, child.source
         child.edge = child.edge[k:].copy()
+        child.buffer = None
         child.parent = upper
         upper.children[int(child.edge[0])] = child
         parent.children[int(upper.edge[0])] = upper
@@ -246,16 +275,25 @@ class RadixCache:
         ttl: float | None = None,
         source: str | None = None,
         exact: bool = False,
+        resume: tuple[Hashable, int] | None = None,
+        cursor: Hashable | None = None,
     ) -> None:
         """Store ``tokens`` (alive until ``now + ttl``; forever when ``ttl`` or ``now`` is None).
 
         With ``exact``, also mark an exact entry of length ``len(tokens)``. Runs already stored are
-        refreshed (expiry, LRU, source); then the capacity is enforced.
+        refreshed (expiry, LRU, source); then the capacity is enforced. ``cursor``: a key under which
+        the cache remembers where this insert ended (for a later ``resume``, see :meth:`match`).
+
+        perf: a run that ends in a leaf the insert refreshed, with nothing marked there, is extended
+        in place (into spare room: a session's growing prompt is one run, not one node per call) when
+        that is indistinguishable from a new child: the same expiry and source, and no capacity (whose
+        LRU order would tell a partly used run from two runs).
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         if n == 0:
             return
+        on_path = self._resume_path(resume)
         expires = _INF if ttl is None or now is None else now + ttl
         tick = next(self._clock)
         node = self._root
@@ -264,19 +302,12 @@ class RadixCache:
             first = int(tokens[pos])
             child = node.children.get(first)
             if child is None:
-                tail = tokens[pos:]
-                leaf = _Node(
-                    tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n
-                )
-                node.children[first] = leaf
-                self._tokens += n - pos
-                node = leaf
-                pos = n
-                node.expires, node.tick, node.source = expires, tick, source
+                node = self._grow(node, tokens, pos, expires, tick, source)
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
-            k = _shared(edge[:m], tokens[pos : pos + m])
+            skip = min(on_path[1] - pos, m) if on_path is not None and child in on_path[0] else 0
+            k = max(skip, 0) + _shared(edge[max(skip, 0) : m], tokens[pos + max(skip, 0) : pos + m])
             if k < edge.shape[0]:
                 child = self._split(child, k)
             child.expires = max(child.expires, expires)
@@ -286,8 +317,39 @@ class RadixCache:
         if exact:
             node.mark_source, node.mark_ttl = source, ttl
             node.mark_expires = max(node.mark_expires, expires)
+        if cursor is not None:
+            self._cursors[cursor] = node
         if self.capacity is not None and self._tokens > self.capacity:
             self._evict(self._tokens - self.capacity, now)
+
+    def _grow(
+        self, node: _Node, tokens: np.ndarray, pos: int, expires: float, tick: int, source: str | None
+    ) -> _Node:
+        """Store ``tokens[pos:]`` below ``node`` (a new leaf, or ``node``'s run extended); the node
+        they end in."""
+        n = int(tokens.shape[0])
+        self._tokens += n - pos
+        tail = tokens[pos:]
+        if (
+            node is not self._root
+            and not node.children
+            and node.mark_expires == -_INF
+            and node.expires == expires
+            and node.source == source
+            and self.capacity is None
+        ):
+            size, extra = int(node.edge.shape[0]), n - pos
+            buffer = node.buffer
+            if buffer is None or buffer.shape[0] < size + extra:
+                buffer = np.empty(max(2 * (size + extra), 64), np.int64)
+                buffer[:size] = node.edge
+            buffer[size : size + extra] = tail
+            node.edge, node.buffer, node.depth = buffer[: size + extra], buffer, n
+            return node
+        leaf = _Node(tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n)
+        node.children[int(tail[0])] = leaf
+        leaf.expires, leaf.tick, leaf.source = expires, tick, source
+        return leaf
 
     # -- eviction -------------------------------------------------------------------------------
 
@@ -306,12 +368,13 @@ class RadixCache:
             parent = leaf.parent
             assert parent is not None
             if size > excess:  # trim the leaf's tail
-                leaf.edge = leaf.edge[: size - excess].copy()
+                leaf.edge, leaf.buffer = leaf.edge[: size - excess].copy(), None
                 leaf.depth -= excess
                 leaf.mark_expires, leaf.mark_source, leaf.mark_ttl = -_INF, None, None
                 self._tokens -= excess
                 return
             del parent.children[int(leaf.edge[0])]
+            leaf.parent = None  # removed: no cursor resumes from it
             self._tokens -= size
             excess -= size
             if parent is not self._root and not parent.children:
@@ -327,6 +390,7 @@ class RadixCache:
                 if child.expires < now:
                     freed += sum(int(d.edge.shape[0]) for d in _subtree(child))
                     del node.children[first]
+                    child.parent = None
                 else:
                     stack.append(child)
         self._tokens -= freed
@@ -373,6 +437,7 @@ class _Pending:
     plan: CachePlan = attrs.field(eq=False)
     stored_at: float | None = attrs.field(eq=False)
     source: str | None = attrs.field(eq=False)
+    resume: tuple[Hashable, int, int | None, int] | None = attrs.field(eq=False, default=None)
 
 
 def _keeps_all(model: CacheModel) -> bool:
@@ -409,26 +474,63 @@ class CacheSimulator:
         self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
+        # per session: the order number of its latest store, and (order number, tokens) of its latest
+        # written one (a prompt resumes from the runs its session's previous call wrote, see lookup)
+        self._latest: dict[Hashable, int] = {}
+        self._written: dict[Hashable, tuple[int, int]] = {}
+
+    def _caches(self) -> Iterator[tuple[RadixCache, bool]]:
+        """The cache and its shadows, each with whether it keeps the entries' TTLs."""
+        yield self.cache, True
+        if self._keep_all is not None:
+            yield self._keep_all, False
+        if self._keep_ttl is not None:
+            yield self._keep_ttl, True
 
     def _release(self, now: float | None) -> None:
         while self._pending and (now is None or self._pending[0][0] <= now):
             _, _, p = heapq.heappop(self._pending)
-            self._write(p.tokens, p.plan, p.stored_at, p.source)
+            self._write(p.tokens, p.plan, p.stored_at, p.source, p.resume)
 
-    def _write(self, tokens: np.ndarray, plan: CachePlan, now: float | None, source: str | None) -> None:
+    def _resume(
+        self, session: Hashable | None, shared: int, after: int | None
+    ) -> tuple[Hashable, int] | None:
+        """``(session, k)`` for :meth:`RadixCache.match`/``insert`` when the session's latest written
+        call is the one numbered ``after`` (the prompt's first ``shared`` tokens are that call's)."""
+        written = self._written.get(session) if session is not None else None
+        if written is None or written[0] != after or min(shared, written[1]) <= 0:
+            return None
+        return session, min(shared, written[1])
+
+    def _write(
+        self,
+        tokens: np.ndarray,
+        plan: CachePlan,
+        now: float | None,
+        source: str | None,
+        resume: tuple[Hashable, int, int | None, int] | None = None,
+    ) -> None:
+        """Insert the plan's entries, longest first (``resume``: session, shared tokens, the number of
+        the session's previous store and of this one)."""
+        hint = self._resume(resume[0], resume[1], resume[2]) if resume is not None else None
+        longest = 0
         for entry in sorted(plan.entries, key=lambda e: -e.length):
             if entry.length > 0:
-                self.cache.insert(
-                    tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
-                )
-                if self._keep_all is not None:
-                    self._keep_all.insert(
-                        tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact
+                cursor = resume[0] if resume is not None and not longest else None
+                run = tokens[: entry.length]
+                longest = longest or int(run.shape[0])
+                for cache, keeps_ttl in self._caches():
+                    cache.insert(
+                        run,
+                        now,
+                        ttl=entry.ttl if keeps_ttl else None,
+                        source=source,
+                        exact=entry.exact,
+                        resume=hint,
+                        cursor=cursor,
                     )
-                if self._keep_ttl is not None:
-                    self._keep_ttl.insert(
-                        tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
-                    )
+        if resume is not None:
+            self._written[resume[0]] = (resume[3], longest)
 
     def _shadow(
         self,
@@ -437,11 +539,12 @@ class CacheSimulator:
         plan: CachePlan,
         now: float | None,
         known: tuple[np.ndarray, int] | None = None,
+        resume: tuple[Hashable, int] | None = None,
     ) -> tuple[int | None, str | None]:
         """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
         if cache is None:
             return None, None
-        found = cache.match(prompt, now, touch=False, known=known)
+        found = cache.match(prompt, now, touch=False, known=known, resume=resume)
         cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
         return cached, found.source
 
@@ -452,12 +555,17 @@ class CacheSimulator:
         now: float | None = None,
         *,
         known: tuple[np.ndarray, int] | None = None,
+        session: Hashable | None = None,
+        shared: int = 0,
     ) -> CacheOutcome:
         """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules (``known``: see
-        :meth:`RadixCache.match`)."""
+        :meth:`RadixCache.match`). ``session``: the call's session, whose previous call's tokens the
+        prompt's first ``shared`` tokens are (perf: the match then compares the new tokens only; the
+        outcome is the same)."""
         self._release(now)
         prompt = np.asarray(tokens)[: plan.prompt_len]
-        found = self.cache.match(prompt, now, known=known)
+        resume = self._resume(session, shared, self._latest.get(session)) if session is not None else None
+        found = self.cache.match(prompt, now, known=known, resume=resume)
         blocked = self.cache._blocked
         exact = [length for length, _, _ in found.exact_entries]
         cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
@@ -468,7 +576,7 @@ class CacheSimulator:
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
                 self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
         write = self.model.write_tokens(plan, cached)
-        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known)
+        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known, resume)
         unexpired: int | None
         expired_source: str | None
         if self._keep_all is not None and not blocked and not self.cache._pruned:
@@ -476,7 +584,7 @@ class CacheSimulator:
             # the same runs and exact entries: when nothing expired was met, it reads what was read
             unexpired, expired_source = cached, None
         else:
-            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now, known)
+            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now, known, resume)
         lost = None
         if unevicted is not None and unevicted > cached:
             lost = evicted_source
@@ -495,28 +603,49 @@ class CacheSimulator:
 
     def clear(self) -> None:
         """Drop everything stored, written or pending (see :meth:`RadixCache.clear`)."""
-        for cache in (self.cache, self._keep_all, self._keep_ttl):
-            if cache is not None:
-                cache.clear()
+        for cache, _ in self._caches():
+            cache.clear()
         self._pending.clear()
+        self._latest.clear()
+        self._written.clear()
 
     def store(
-        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+        self,
+        tokens: np.ndarray,
+        plan: CachePlan,
+        now: float | None = None,
+        source: str | None = None,
+        *,
+        session: Hashable | None = None,
+        shared: int = 0,
     ) -> None:
-        """Write the call's entries (readable from ``now + model.delay``)."""
+        """Write the call's entries (readable from ``now + model.delay``); ``session`` and ``shared``:
+        see :meth:`lookup`."""
         tokens = np.asarray(tokens)
+        order = next(self._order)
+        resume = None
+        if session is not None:
+            resume = (session, shared, self._latest.get(session), order)
+            self._latest[session] = order
         if self.model.delay > 0 and now is not None:
-            p = _Pending(now + self.model.delay, next(self._order), tokens, plan, now, source)
+            p = _Pending(now + self.model.delay, order, tokens, plan, now, source, resume)
             heapq.heappush(self._pending, (p.available, p.order, p))
         else:
-            self._write(tokens, plan, now, source)
+            self._write(tokens, plan, now, source, resume)
 
     def step(
-        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+        self,
+        tokens: np.ndarray,
+        plan: CachePlan,
+        now: float | None = None,
+        source: str | None = None,
+        *,
+        session: Hashable | None = None,
+        shared: int = 0,
     ) -> CacheOutcome:
-        """:meth:`lookup` then :meth:`store`."""
-        outcome = self.lookup(tokens, plan, now)
-        self.store(tokens, plan, now, source)
+        """:meth:`lookup` then :meth:`store` (``session``, ``shared``: see :meth:`lookup`)."""
+        outcome = self.lookup(tokens, plan, now, session=session, shared=shared)
+        self.store(tokens, plan, now, source, session=session, shared=shared)
         return outcome
 
     def plan(
@@ -572,6 +701,35 @@ def _match_one(
     return CacheLookup(pos, found_source, diverged, tuple(exact)), blocked
 
 
+def _stored_path(
+    plan: CachePlan, size: int, stored_at: float | None, source: str | None
+) -> tuple[list[int], list[float], list[tuple[float, str | None, float | None] | None]]:
+    """The runs one call's ``plan`` leaves in an empty cache (its tokens: ``size``): one per distinct
+    entry length (ascending), each alive as long as the longest entry that covers it, marked by the
+    exact entries that end there (as :meth:`RadixCache.insert` leaves them, longest entry first)."""
+    by_length: dict[int, list[CacheEntry]] = {}
+    for entry in sorted(plan.entries, key=lambda e: -e.length):
+        depth = min(entry.length, size)  # RadixCache.insert stores tokens[:length]
+        if depth > 0:
+            by_length.setdefault(depth, []).append(entry)
+    depths = sorted(by_length)
+    expires: list[float] = []
+    marks: list[tuple[float, str | None, float | None] | None] = []
+    alive_until = -_INF
+    for depth in reversed(depths):
+        mark: tuple[float, str | None, float | None] | None = None
+        for entry in by_length[depth]:
+            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
+            alive_until = max(alive_until, until)
+            if entry.exact:
+                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
+        expires.append(alive_until)
+        marks.append(mark)
+    expires.reverse()
+    marks.reverse()
+    return depths, expires, marks
+
+
 def consecutive_outcome(
     model: CacheModel,
     stored: tuple[np.ndarray, CachePlan, float | None, str | None] | None,
@@ -613,30 +771,7 @@ def consecutive_outcome(
             sim.clear()
     array, stored_plan, stored_at, source = stored
     array = np.asarray(array)
-    # the runs of the path: one per distinct entry length, each alive as long as the longest entry
-    # that covers it, marked by the exact entries that end there (as RadixCache.insert leaves them,
-    # inserting the longest entry first)
-    by_length: dict[int, list[CacheEntry]] = {}
-    for entry in sorted(stored_plan.entries, key=lambda e: -e.length):
-        depth = min(entry.length, int(array.shape[0]))  # RadixCache.insert stores tokens[:length]
-        if depth > 0:
-            by_length.setdefault(depth, []).append(entry)
-    depths = sorted(by_length)
-    expires: list[float] = []
-    marks: list[tuple[float, str | None, float | None] | None] = []
-    alive_until = -_INF
-    for depth in reversed(depths):
-        entries = by_length[depth]
-        mark: tuple[float, str | None, float | None] | None = None
-        for entry in entries:
-            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
-            alive_until = max(alive_until, until)
-            if entry.exact:
-                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
-        expires.append(alive_until)
-        marks.append(mark)
-    expires.reverse()
-    marks.reverse()
+    depths, expires, marks = _stored_path(stored_plan, int(array.shape[0]), stored_at, source)
     prompt = np.asarray(tokens)[: plan.prompt_len]
     reach = min(int(prompt.shape[0]), depths[-1]) if depths else 0
     skip = 0

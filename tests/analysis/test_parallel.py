@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -81,3 +83,28 @@ def test_bad_jobs_and_engines_are_usage_errors() -> None:
         make_executor("spark", 2)
     with pytest.raises(UsageError, match="dask"):
         make_executor("local", 2, client="tcp://127.0.0.1:1")
+
+
+def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch: Any) -> None:
+    """Without a view, the workers read their own files and choose the records' default view: the
+    simulated one for conversation trees (Claude Code projects), the consecutive one when any file's
+    records are not trees; the same result and notes as one process, and no record is loaded here."""
+    import shutil
+
+    from promptkit.analysis import filetasks
+
+    trees = tmp_path / "trees"
+    shutil.copytree("fixtures/claude-code", trees, ignore=shutil.ignore_patterns("*.md"))
+    mixed = tmp_path / "mixed"
+    shutil.copytree(trees, mixed / "cc")
+    shutil.copytree("fixtures/real-logs/deepseek", mixed / "deepseek")
+    calls: list[Any] = []
+    real = filetasks.analyze_files
+    monkeypatch.setattr(filetasks, "analyze_files", lambda *a, **k: calls.append(k) or real(*a, **k))
+    for paths, view in ((trees, "simulated"), (mixed, "consecutive")):
+        serial = analyze(paths)
+        calls.clear()
+        parallel = analyze(paths, jobs=2)
+        assert serial.view == parallel.view == view
+        assert calls and calls[0]["view"] is None
+        assert_same(serial, parallel)

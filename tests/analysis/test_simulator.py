@@ -3,6 +3,9 @@ entries) and the cache simulator (model rules, delays, refresh on read)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import numpy as np
 from hypothesis import example, given, settings, strategies as st
 
@@ -415,3 +418,141 @@ def test_an_expired_exact_entry_counts_as_expired_when_the_prompt_runs_past_the_
     out = sim.lookup(arr(1, 2, 3, 4, 9), CachePlan(5, (CacheEntry(5, 300.0, True),), (2,)), now=5.0)
     assert (out.prefix_tokens, out.cached_tokens) == (4, 0)
     assert (out.unexpired_cached_tokens, out.lost_source) == (2, "a#0")
+
+
+# ---------------------------------------------------------------------------------------------------
+# property: a session that resumes from its previous call answers like the reference simulator
+#
+# tests/analysis/simulator_reference.py is the simulator before runs were extended in place and
+# prompts resumed from their session's previous call: every outcome and every cache's size must be
+# the same, with TTL expiry, capacity eviction, entry delays, exact entries and sessions sharing heads.
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> tuple[Any, list[tuple[int, list[int], list[int], float | None, Any]]]:
+    """A cache model and calls ``(session, prompt, answer, time, ttl)`` of interleaved growing sessions
+    (``ttl`` -1: the call stores nothing)."""
+    exact = draw(st.booleans())
+    ttl = draw(st.sampled_from([None, 30.0, 300.0]))
+    capacity = draw(st.sampled_from([None, None, 12, 40, 120]))
+    delay = draw(st.sampled_from([0.0, 0.0, 2.0]))
+    model = (
+        AnthropicCache(min_tokens=0, ttl=ttl or 300.0, capacity=capacity, delay=delay)
+        if exact
+        else ExactCache(ttl=ttl, capacity=capacity, delay=delay)
+    )
+    heads = [draw(st.lists(st.integers(0, 3), max_size=6)) for _ in range(2)]
+    sessions = draw(st.integers(1, 4))
+    order = draw(st.lists(st.integers(0, sessions - 1), min_size=1, max_size=24))
+    timed = draw(st.booleans())
+    now = 0.0
+    prompts: dict[int, list[int]] = {}
+    calls = []
+    for s in order:
+        prev = prompts.get(s)
+        new = draw(st.lists(st.integers(0, 3), max_size=7))
+        if prev is None:
+            prompt = heads[draw(st.integers(0, 1))] + new
+        elif draw(st.integers(0, 4)) == 0:  # the session's prompt changed: cut somewhere, then new content
+            prompt = prev[: draw(st.integers(0, len(prev)))] + new
+        else:
+            prompt = prev + new
+        answer = draw(st.lists(st.integers(0, 3), max_size=3))
+        prompts[s] = prompt + answer if draw(st.booleans()) else prompt
+        now += draw(st.sampled_from([0.0, 1.0, 5.0, 40.0, 400.0]))
+        # the entry's TTL (a longer one now and then, as a request may ask) or no entry at all
+        ttl_call = draw(st.sampled_from([model.ttl, model.ttl, (model.ttl or 30.0) * 20, -1.0]))
+        calls.append((s, prompt, answer, now if timed else None, ttl_call))
+    return model, calls
+
+
+def _plan(model: Any, prompt: list[int], tokens: list[int], cuts: list[int], ttl: Any) -> CachePlan:
+    """An any-prefix model's plan: the whole call (and a shorter entry at a cut); an exact model's:
+    exact entries at the cuts and the prompt's end, read at any of them (``ttl`` -1: no entries)."""
+    if isinstance(model, AnthropicCache):
+        points = sorted({c for c in cuts if 0 < c <= len(prompt)} | ({len(prompt)} if prompt else set()))
+        entries = tuple(CacheEntry(p, ttl, True) for p in points if ttl != -1.0)
+        return CachePlan(len(prompt), entries, tuple(points), tuple(points))
+    entries = [CacheEntry(len(tokens), ttl)] if tokens and ttl != -1.0 else []
+    entries += [CacheEntry(c, model.ttl) for c in cuts if 0 < c < len(tokens)]
+    return CachePlan(len(prompt), tuple(entries))
+
+
+@given(workload=workloads(), cuts=st.lists(st.integers(0, 40), max_size=2), lower=st.booleans())
+@settings(max_examples=600, deadline=None)
+@example(
+    workload=(
+        ExactCache(),
+        [(0, [1, 2], [3], 0.0, None), (0, [1, 2, 3, 4], [], 1.0, None), (1, [1, 2, 3, 5], [], 2.0, None)],
+    ),
+    cuts=[],
+    lower=False,
+)
+def test_resumed_sessions_equal_the_reference_simulator(
+    workload: tuple[Any, list[tuple[int, list[int], list[int], float | None, Any]]],
+    cuts: list[int],
+    lower: bool,
+) -> None:
+    from tests.analysis import simulator_reference as ref
+
+    model, calls = workload
+    old, new = ref.CacheSimulator(model), CacheSimulator(model)
+    last: dict[int, list[int]] = {}
+    for k, (s, prompt, answer, now, ttl) in enumerate(calls):
+        tokens = prompt + answer
+        plan = _plan(model, prompt, tokens, cuts if k % 2 else [], ttl)
+        array = np.array(tokens, dtype=np.int64)
+        shared = _lcp(last.get(s, []), tokens)
+        if lower:  # a caller may know less than all that is shared
+            shared //= 2
+        expected = attrs.astuple(old.step(array, plan, now, f"r{k}"))
+        assert attrs.astuple(new.step(array, plan, now, f"r{k}", session=s, shared=shared)) == expected, k
+        last[s] = tokens
+        for mine, theirs in (
+            (new.cache, old.cache),
+            (new._keep_all, old._keep_all),
+            (new._keep_ttl, old._keep_ttl),
+        ):
+            assert (mine is None) == (theirs is None)
+            assert mine is None or theirs is None or mine.stored_tokens == theirs.stored_tokens
+
+
+def test_a_session_resumes_from_its_previous_call_comparing_only_its_new_tokens(monkeypatch: Any) -> None:
+    """A growing conversation of 300 calls is one run, not 300 nodes; with ``session`` and ``shared``
+    a call compares its new tokens only (the tokens compared are counted, not timed)."""
+    from promptkit.analysis import simulator
+
+    compared = []
+    real = simulator._shared
+    monkeypatch.setattr(simulator, "_shared", lambda a, b: compared.append(len(a)) or real(a, b))
+    rng = np.random.default_rng(3)
+    sim = CacheSimulator(DeepSeekCache(unit=1, ttl=3600.0))
+    convo = rng.integers(0, 50_000, 2_000)
+    new_tokens = 0
+    for turn in range(300):
+        plan = CachePlan(len(convo), (CacheEntry(len(convo), 3600.0),))
+        shared = len(convo) - (2_000 if turn == 0 else 300)
+        outcome = sim.step(convo, plan, float(turn), f"s#{turn}", session="s", shared=max(shared, 0))
+        assert outcome.prefix_tokens == (0 if turn == 0 else len(convo) - 300)
+        new_tokens += 2_000 if turn == 0 else 300
+        convo = np.concatenate([convo, rng.integers(0, 50_000, 300)])
+    assert len(sim.cache) == 1  # one run, extended in place
+    assert sum(compared) <= 2 * new_tokens  # a lookup and an insert per call, each over the new tokens
+
+
+def test_with_a_capacity_runs_are_not_extended_in_place() -> None:
+    """Under a capacity a run partly used is not a run used whole (LRU order): a call's run stays a
+    node of its own, as in the reference simulator."""
+    from tests.analysis import simulator_reference as ref
+
+    caches = [ref.RadixCache(capacity=6), RadixCache(capacity=6)]
+    for c in caches:
+        c.insert(arr(1, 2), source="a")
+        c.insert(arr(1, 2, 3, 4), source="a")  # the same expiry and source: extended in place uncapped
+        c.insert(arr(7, 8), source="b")
+        c.match(arr(1, 2, 9))  # uses [1, 2] only, not [3, 4]
+        c.insert(arr(5), source="c")  # one token over: the least recently used is [3, 4]'s tail
+    old, new = caches
+    for probe in (arr(1, 2, 3, 4), arr(7, 8)):
+        assert new.match(probe, touch=False).prefix_tokens == old.match(probe, touch=False).prefix_tokens
+    assert new.match(arr(7, 8), touch=False).prefix_tokens == 2

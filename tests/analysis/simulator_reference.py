@@ -1,0 +1,677 @@
+"""The reference for :mod:`promptkit.analysis.simulator` (tests/analysis/test_simulator.py): the simulator
+as it was before runs were extended in place and prompts resumed from their session's previous call
+(one node per stored call, every match from the root, every token compared). Kept unchanged.
+
+A provider-side prefix cache, simulated: a radix tree of token runs with TTL and LRU capacity.
+
+:class:`RadixCache` stores token sequences in a compressed trie: each edge holds a *run* of tokens
+(a numpy array), so a conversation of hundreds of calls is a handful of nodes, and matching a prompt
+costs one vectorized comparison per edge. Every node knows when it expires (the latest
+``last use + ttl`` of the entries through it), when it was last used (for LRU eviction) and which
+call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
+
+:class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
+order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
+evict least-recently-used tokens beyond the model's ``capacity``. The engine's *simulated* view uses
+one simulator for all sessions, so a static head shared across sessions is credited as a real
+provider credits it; the *consecutive* view uses a fresh one holding only the previous call.
+
+Example::
+
+    >>> import numpy as np
+    >>> cache = RadixCache()
+    >>> cache.insert(np.array([1, 2, 3, 4]), now=0.0, ttl=None, source="a#0")
+    >>> m = cache.match(np.array([1, 2, 9]), now=1.0)
+    >>> m.prefix_tokens, m.source, m.diverged
+    (2, 'a#0', True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from promptkit.errors import UsageError
+from promptkit.tokens.cache_models import CacheEntry, CacheModel, CachePlan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from promptkit.layout import LayoutEntry
+    from promptkit.tokens.tokenize import TokenizedRequest
+
+__all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache", "consecutive_outcome"]
+
+_INF = math.inf
+_NO_TOKENS = np.zeros(0, np.int64)  # the root's edge (read-only: shared by every cache)
+_NO_TOKENS.flags.writeable = False
+
+
+class _Node:
+    """A radix-tree node: the run of tokens on the edge into it, and its bookkeeping."""
+
+    __slots__ = (
+        "children", "depth", "edge", "expires", "mark_expires", "mark_source", "mark_ttl", "parent", "source", "tick",
+    )  # fmt: skip
+
+    def __init__(self, edge: np.ndarray, parent: _Node | None, depth: int) -> None:
+        self.edge = edge  # tokens on the edge from the parent (int64, owned copy)
+        self.parent = parent
+        self.depth = depth  # tokens from the root to this node's end
+        self.children: dict[int, _Node] = {}
+        self.expires = -_INF  # alive while now <= expires
+        self.tick = 0  # last use, for LRU
+        self.source: str | None = None  # the call that stored this run last
+        self.mark_expires = -_INF  # an exact entry ends here while now <= mark_expires
+        self.mark_source: str | None = None
+        self.mark_ttl: float | None = None
+
+
+@attrs.frozen(slots=True)
+class CacheLookup:
+    """The result of matching a prompt against a :class:`RadixCache`.
+
+    ``prefix_tokens``: the longest prefix of the prompt found in live cached content; ``source``: the
+    call that last stored the deepest matched run (None when nothing matched); ``diverged``: whether
+    the cached content continues past the match with a different token (the prompt *changed* there,
+    as opposed to simply extending what was cached); ``exact_entries``: (length, source, ttl) of every
+    live exact entry that is a prefix of the prompt.
+    """
+
+    prefix_tokens: int = 0
+    source: str | None = None
+    diverged: bool = False
+    exact_entries: tuple[tuple[int, str | None, float | None], ...] = ()
+
+
+def _shared(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading elements two arrays of the same length share (perf: the first mismatch by
+    ``argmax`` of the comparison, which stops at the first True, rather than ``flatnonzero``)."""
+    if not a.shape[0]:
+        return 0
+    differ = a != b
+    k = int(differ.argmax())
+    return k if differ[k] else int(a.shape[0])
+
+
+def _known_equal(edge: np.ndarray, pos: int, known: tuple[np.ndarray, int] | None, m: int) -> int:
+    """How many of ``edge``'s first ``m`` tokens are known to equal the prompt's from ``pos`` on: those
+    before ``known[1]`` when ``edge`` is the memory of ``known[0]`` from ``pos`` on (0 otherwise)."""
+    if known is None or pos >= known[1]:
+        return 0
+    array = known[0]
+    owner = array if array.base is None else array.base
+    if edge.base is not owner and edge is not array:  # not a view of the same memory: nothing known
+        return 0
+    # the edge starts at the array's element ``pos`` (perf: two one-element views overlap only there,
+    # a cheaper test than reading both data pointers)
+    if (
+        array.dtype != edge.dtype
+        or edge.strides != array.strides
+        or not np.may_share_memory(edge[:1], array[pos : pos + 1])
+    ):
+        return 0
+    return min(known[1] - pos, m, int(array.shape[0]) - pos)
+
+
+class RadixCache:
+    """A radix tree of token runs with per-node expiry, LRU ticks and a capacity in tokens.
+
+    ``now`` arguments are seconds (any origin) or None when the time is unknown: then nothing
+    expires. ``capacity`` (tokens) bounds the stored tokens; inserting beyond it evicts expired runs
+    first, then the least recently used leaves (a leaf is trimmed token-exactly when only part of it
+    must go).
+
+    ``share_tokens``: keep read-only token arrays by reference instead of copying them (for a
+    short-lived cache: a view keeps the whole array it comes from alive).
+    """
+
+    def __init__(self, *, capacity: int | None = None, share_tokens: bool = False) -> None:
+        if capacity is not None and capacity < 0:
+            raise UsageError(f"capacity must be >= 0 or None, got {capacity}")
+        self.capacity = capacity
+        self.share_tokens = share_tokens
+        self._root = _Node(_NO_TOKENS, None, 0)
+        self._root.expires = _INF
+        self._tokens = 0
+        self._clock = itertools.count(1)
+        # whether the last match stopped at, or passed, expired content (a run or an exact entry), and
+        # whether any run was ever removed (evicted or expired away)
+        self._blocked = False
+        self._pruned = False
+
+    # -- inspection -----------------------------------------------------------------------------
+
+    @property
+    def stored_tokens(self) -> int:
+        """Tokens held by the tree (live or expired but not yet evicted)."""
+        return self._tokens
+
+    def __len__(self) -> int:
+        """Number of nodes (the root excluded)."""
+        return sum(1 for _ in self._nodes()) - 1
+
+    def _nodes(self) -> Iterator[_Node]:
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children.values())
+
+    @staticmethod
+    def _alive(node: _Node, now: float | None) -> bool:
+        return now is None or node.expires >= now
+
+    def clear(self) -> None:
+        """Drop every stored run. perf: memory: the nodes' links to their parents are cut, so the
+        dropped nodes are freed by reference counting, with no cyclic collection."""
+        for node in list(self._nodes()):
+            node.children = {}
+            node.parent = None
+        self._tokens = 0
+
+    # -- matching -------------------------------------------------------------------------------
+
+    def match(
+        self,
+        tokens: np.ndarray,
+        now: float | None = None,
+        *,
+        touch: bool = True,
+        known: tuple[np.ndarray, int] | None = None,
+    ) -> CacheLookup:
+        """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``.
+
+        ``known=(array, k)``: the caller knows that ``tokens[:k]`` equals ``array[:k]``; a stored run
+        that is that very memory (a cache with ``share_tokens``) is then compared from ``k`` on only.
+        """
+        tokens = np.asarray(tokens, dtype=np.int64)
+        n = int(tokens.shape[0])
+        node = self._root
+        pos = 0
+        source: str | None = None
+        diverged = False
+        exact: list[tuple[int, str | None, float | None]] = []
+        path: list[_Node] = []
+        blocked = False
+        while pos < n:
+            child = node.children.get(int(tokens[pos]))
+            if child is None or not self._alive(child, now):
+                # an expired run stops the match here; an expired exact entry met before still counts
+                blocked = blocked or child is not None
+                diverged = any(self._alive(c, now) for c in node.children.values())
+                break
+            edge = child.edge
+            m = min(edge.shape[0], n - pos)
+            skip = _known_equal(edge, pos, known, m)
+            k = skip + _shared(edge[skip:m], tokens[pos + skip : pos + m])
+            pos += k
+            path.append(child)
+            source = child.source
+            if k < edge.shape[0]:
+                diverged = k < m
+                break
+            if child.mark_expires > -_INF:
+                if now is None or child.mark_expires >= now:
+                    exact.append((child.depth, child.mark_source, child.mark_ttl))
+                else:
+                    blocked = True
+            node = child
+        self._blocked = blocked
+        if touch and path:
+            tick = next(self._clock)
+            for p in path:
+                p.tick = tick
+        return CacheLookup(pos, source, diverged, tuple(exact))
+
+    # -- inserting ------------------------------------------------------------------------------
+
+    def _split(self, child: _Node, k: int) -> _Node:
+        """Split ``child``'s edge after ``k`` tokens; return the new upper node."""
+        parent = child.parent
+        assert parent is not None
+        upper = _Node(child.edge[:k].copy(), parent, child.depth - child.edge.shape[0] + k)
+        upper.expires, upper.tick, upper.source = child.expires, child.tick, child.source
+        child.edge = child.edge[k:].copy()
+        child.parent = upper
+        upper.children[int(child.edge[0])] = child
+        parent.children[int(upper.edge[0])] = upper
+        return upper
+
+    def insert(
+        self,
+        tokens: np.ndarray,
+        now: float | None = None,
+        *,
+        ttl: float | None = None,
+        source: str | None = None,
+        exact: bool = False,
+    ) -> None:
+        """Store ``tokens`` (alive until ``now + ttl``; forever when ``ttl`` or ``now`` is None).
+
+        With ``exact``, also mark an exact entry of length ``len(tokens)``. Runs already stored are
+        refreshed (expiry, LRU, source); then the capacity is enforced.
+        """
+        tokens = np.asarray(tokens, dtype=np.int64)
+        n = int(tokens.shape[0])
+        if n == 0:
+            return
+        expires = _INF if ttl is None or now is None else now + ttl
+        tick = next(self._clock)
+        node = self._root
+        pos = 0
+        while pos < n:
+            first = int(tokens[pos])
+            child = node.children.get(first)
+            if child is None:
+                tail = tokens[pos:]
+                leaf = _Node(
+                    tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n
+                )
+                node.children[first] = leaf
+                self._tokens += n - pos
+                node = leaf
+                pos = n
+                node.expires, node.tick, node.source = expires, tick, source
+                break
+            edge = child.edge
+            m = min(edge.shape[0], n - pos)
+            k = _shared(edge[:m], tokens[pos : pos + m])
+            if k < edge.shape[0]:
+                child = self._split(child, k)
+            child.expires = max(child.expires, expires)
+            child.tick, child.source = tick, source
+            node = child
+            pos += k
+        if exact:
+            node.mark_source, node.mark_ttl = source, ttl
+            node.mark_expires = max(node.mark_expires, expires)
+        if self.capacity is not None and self._tokens > self.capacity:
+            self._evict(self._tokens - self.capacity, now)
+
+    # -- eviction -------------------------------------------------------------------------------
+
+    def _evict(self, excess: int, now: float | None) -> None:
+        """Drop ``excess`` tokens: expired leaves first, then least recently used ones."""
+
+        def key(node: _Node) -> tuple[int, int, int]:
+            return (0 if not self._alive(node, now) else 1, node.tick, id(node))
+
+        self._pruned = True
+        heap = [(key(n), n) for n in self._nodes() if n is not self._root and not n.children]
+        heapq.heapify(heap)
+        while excess > 0 and heap:
+            _, leaf = heapq.heappop(heap)
+            size = int(leaf.edge.shape[0])
+            parent = leaf.parent
+            assert parent is not None
+            if size > excess:  # trim the leaf's tail
+                leaf.edge = leaf.edge[: size - excess].copy()
+                leaf.depth -= excess
+                leaf.mark_expires, leaf.mark_source, leaf.mark_ttl = -_INF, None, None
+                self._tokens -= excess
+                return
+            del parent.children[int(leaf.edge[0])]
+            self._tokens -= size
+            excess -= size
+            if parent is not self._root and not parent.children:
+                heapq.heappush(heap, (key(parent), parent))
+
+    def expire(self, now: float) -> int:
+        """Remove every run expired at ``now``; return the tokens freed."""
+        freed = 0
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            for first, child in list(node.children.items()):
+                if child.expires < now:
+                    freed += sum(int(d.edge.shape[0]) for d in _subtree(child))
+                    del node.children[first]
+                else:
+                    stack.append(child)
+        self._tokens -= freed
+        self._pruned = self._pruned or freed > 0
+        return freed
+
+
+def _subtree(node: _Node) -> Iterator[_Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children.values())
+
+
+# ---------------------------------------------------------------------------------------------------
+# a cache model over a radix cache
+
+
+@attrs.frozen(slots=True)
+class CacheOutcome:
+    """What the cache did for one call: the shared prefix, the predicted cached tokens, the tokens
+    written (None when the model does not report writes), where the hit came from and whether the
+    prompt diverged from cached content (at ``prefix_tokens``)."""
+
+    prefix_tokens: int
+    cached_tokens: int
+    write_tokens: int | None
+    source: str | None
+    diverged: bool
+    # what the call would have read had nothing expired (TTL) / been evicted (capacity): None when the
+    # model has no TTL / no capacity (nothing can expire / be evicted); ``lost_source`` is the call that
+    # stored the expired or evicted content (for the idle gap)
+    unexpired_cached_tokens: int | None = None
+    unevicted_cached_tokens: int | None = None
+    lost_source: str | None = None
+
+
+@attrs.frozen(slots=True)
+class _Pending:
+    available: float
+    order: int
+    tokens: np.ndarray = attrs.field(eq=False)
+    plan: CachePlan = attrs.field(eq=False)
+    stored_at: float | None = attrs.field(eq=False)
+    source: str | None = attrs.field(eq=False)
+
+
+def _keeps_all(model: CacheModel) -> bool:
+    """Whether a simulator of ``model`` keeps a shadow cache of everything stored (to tell an expiry or
+    an eviction apart from "never stored")."""
+    return model.ttl is not None or model.capacity is not None or model.exact_entries
+
+
+class CacheSimulator:
+    """One cache model applied over a :class:`RadixCache`, call after call, in time order.
+
+    :meth:`lookup` then :meth:`store` for each call (or :meth:`step`). Entries become readable
+    ``model.delay`` seconds after the call (immediately when the delay is 0 or the time unknown).
+    Calls must come in non-decreasing time; times may be None (unknown: nothing expires).
+    ``share_tokens`` is passed to the :class:`RadixCache`.
+
+    Example::
+
+        >>> import numpy as np
+        >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
+        >>> sim = CacheSimulator(get_cache_model("deepseek"))
+        >>> tokens = np.arange(200)
+        >>> sim.store(tokens, CachePlan(130, (CacheEntry(200),)), now=0.0, source="s#0")
+        >>> sim.lookup(np.arange(300), CachePlan(300), now=5.0).cached_tokens
+        192
+    """
+
+    def __init__(self, model: CacheModel, *, share_tokens: bool = False) -> None:
+        self.model = model
+        self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
+        # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
+        # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
+        self._keep_all = RadixCache(share_tokens=share_tokens) if _keeps_all(model) else None
+        self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
+        self._pending: list[tuple[float, int, _Pending]] = []
+        self._order = itertools.count()
+
+    def _release(self, now: float | None) -> None:
+        while self._pending and (now is None or self._pending[0][0] <= now):
+            _, _, p = heapq.heappop(self._pending)
+            self._write(p.tokens, p.plan, p.stored_at, p.source)
+
+    def _write(self, tokens: np.ndarray, plan: CachePlan, now: float | None, source: str | None) -> None:
+        for entry in sorted(plan.entries, key=lambda e: -e.length):
+            if entry.length > 0:
+                self.cache.insert(
+                    tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
+                )
+                if self._keep_all is not None:
+                    self._keep_all.insert(
+                        tokens[: entry.length], now, ttl=None, source=source, exact=entry.exact
+                    )
+                if self._keep_ttl is not None:
+                    self._keep_ttl.insert(
+                        tokens[: entry.length], now, ttl=entry.ttl, source=source, exact=entry.exact
+                    )
+
+    def _shadow(
+        self,
+        cache: RadixCache | None,
+        prompt: np.ndarray,
+        plan: CachePlan,
+        now: float | None,
+        known: tuple[np.ndarray, int] | None = None,
+    ) -> tuple[int | None, str | None]:
+        """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
+        if cache is None:
+            return None, None
+        found = cache.match(prompt, now, touch=False, known=known)
+        cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
+        return cached, found.source
+
+    def lookup(
+        self,
+        tokens: np.ndarray,
+        plan: CachePlan,
+        now: float | None = None,
+        *,
+        known: tuple[np.ndarray, int] | None = None,
+    ) -> CacheOutcome:
+        """Match the prompt ``tokens[:plan.prompt_len]`` and apply the model's rules (``known``: see
+        :meth:`RadixCache.match`)."""
+        self._release(now)
+        prompt = np.asarray(tokens)[: plan.prompt_len]
+        found = self.cache.match(prompt, now, known=known)
+        blocked = self.cache._blocked
+        exact = [length for length, _, _ in found.exact_entries]
+        cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
+        source = found.source
+        if plan.lookup_points is not None:  # exact entries: the source is the entry read
+            read = next(((s, ttl) for length, s, ttl in found.exact_entries if length == cached), None)
+            source = None if read is None else read[0]
+            if read is not None and cached > 0:  # a read refreshes the entry's TTL
+                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
+        write = self.model.write_tokens(plan, cached)
+        unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known)
+        unexpired: int | None
+        expired_source: str | None
+        if self._keep_all is not None and not blocked and not self.cache._pruned:
+            # perf: while nothing was ever removed from the cache, the cache that keeps everything holds
+            # the same runs and exact entries: when nothing expired was met, it reads what was read
+            unexpired, expired_source = cached, None
+        else:
+            unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now, known)
+        lost = None
+        if unevicted is not None and unevicted > cached:
+            lost = evicted_source
+        elif unexpired is not None and unexpired > cached:
+            lost = expired_source
+        return CacheOutcome(
+            found.prefix_tokens,
+            cached,
+            write,
+            source if cached > 0 else None,
+            found.diverged,
+            unexpired,
+            unevicted,
+            lost,
+        )
+
+    def clear(self) -> None:
+        """Drop everything stored, written or pending (see :meth:`RadixCache.clear`)."""
+        for cache in (self.cache, self._keep_all, self._keep_ttl):
+            if cache is not None:
+                cache.clear()
+        self._pending.clear()
+
+    def store(
+        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+    ) -> None:
+        """Write the call's entries (readable from ``now + model.delay``)."""
+        tokens = np.asarray(tokens)
+        if self.model.delay > 0 and now is not None:
+            p = _Pending(now + self.model.delay, next(self._order), tokens, plan, now, source)
+            heapq.heappush(self._pending, (p.available, p.order, p))
+        else:
+            self._write(tokens, plan, now, source)
+
+    def step(
+        self, tokens: np.ndarray, plan: CachePlan, now: float | None = None, source: str | None = None
+    ) -> CacheOutcome:
+        """:meth:`lookup` then :meth:`store`."""
+        outcome = self.lookup(tokens, plan, now)
+        self.store(tokens, plan, now, source)
+        return outcome
+
+    def plan(
+        self,
+        tokenized: TokenizedRequest,
+        request: Mapping[str, Any],
+        layout: Sequence[LayoutEntry] | None = None,
+    ) -> CachePlan:
+        """The model's plan for a tokenized request (a shortcut)."""
+        return self.model.plan(tokenized, request, layout)
+
+
+def _match_one(
+    depths: Sequence[int],
+    expires: Sequence[float],
+    marks: Sequence[tuple[float, str | None, float | None] | None],
+    source: str | None,
+    prompt: np.ndarray,
+    now: float | None,
+    shared: int,
+) -> tuple[CacheLookup, bool]:
+    """What :meth:`RadixCache.match` finds in a cache whose runs are prefixes of one array: a path of
+    nodes ending at ``depths`` (ascending), each alive while ``now <= expires[j]`` and with
+    the exact entry ``marks[j]`` (expiry, source, ttl) or None; ``shared`` is how many leading tokens
+    ``prompt`` and ``stored`` share. Returns the lookup and whether the match was blocked by expired
+    content."""
+    n = int(prompt.shape[0])
+    pos = 0
+    start = 0
+    diverged = blocked = False
+    found_source: str | None = None
+    exact: list[tuple[int, str | None, float | None]] = []
+    for depth, alive_until, mark in zip(depths, expires, marks, strict=True):
+        if start >= n:
+            break
+        if shared <= start:  # the prompt's next token is not the run's: the run continues, unread
+            diverged = now is None or alive_until >= now
+            break
+        if now is not None and alive_until < now:
+            blocked = True
+            break
+        pos = min(shared, depth, n)
+        found_source = source
+        if pos < depth:
+            diverged = pos < min(depth, n)
+            break
+        if mark is not None:
+            if now is None or mark[0] >= now:
+                exact.append((depth, mark[1], mark[2]))
+            else:
+                blocked = True
+        start = depth
+    return CacheLookup(pos, found_source, diverged, tuple(exact)), blocked
+
+
+def consecutive_outcome(
+    model: CacheModel,
+    stored: tuple[np.ndarray, CachePlan, float | None, str | None] | None,
+    tokens: np.ndarray,
+    plan: CachePlan,
+    now: float | None = None,
+    *,
+    known: tuple[np.ndarray, int] | None = None,
+) -> CacheOutcome:
+    """The outcome of a call against a cache that holds only what one earlier call stored (``stored``:
+    its tokens, plan, time and source; None: an empty cache), as the consecutive view asks.
+
+    Equal to ``CacheSimulator(model)``, then ``store(*stored)``, then ``lookup(tokens, plan, now,
+    known=known)``. perf: the stored runs are prefixes of one array, so the match is one comparison of
+    two arrays and a walk over the plan's entries, with no tree; a model with a delay, a capacity or
+    exact-entry reads goes through a throw-away simulator, cleared after (no reference cycles are
+    left for the cyclic garbage collector).
+
+    >>> import numpy as np
+    >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
+    >>> model = get_cache_model("deepseek")
+    >>> stored = (np.arange(200), CachePlan(130, (CacheEntry(200),)), 0.0, "s#0")
+    >>> consecutive_outcome(model, stored, np.arange(300), CachePlan(300), 5.0).cached_tokens
+    192
+    """
+    if (
+        stored is None
+        or model.delay > 0
+        or model.capacity is not None
+        or plan.lookup_points is not None
+        or stored[1].lookup_points is not None
+    ):
+        sim = CacheSimulator(model, share_tokens=True)
+        if stored is not None:
+            sim.store(*stored)
+        try:
+            return sim.lookup(tokens, plan, now, known=known)
+        finally:
+            sim.clear()
+    array, stored_plan, stored_at, source = stored
+    array = np.asarray(array)
+    # the runs of the path: one per distinct entry length, each alive as long as the longest entry
+    # that covers it, marked by the exact entries that end there (as RadixCache.insert leaves them,
+    # inserting the longest entry first)
+    by_length: dict[int, list[CacheEntry]] = {}
+    for entry in sorted(stored_plan.entries, key=lambda e: -e.length):
+        depth = min(entry.length, int(array.shape[0]))  # RadixCache.insert stores tokens[:length]
+        if depth > 0:
+            by_length.setdefault(depth, []).append(entry)
+    depths = sorted(by_length)
+    expires: list[float] = []
+    marks: list[tuple[float, str | None, float | None] | None] = []
+    alive_until = -_INF
+    for depth in reversed(depths):
+        entries = by_length[depth]
+        mark: tuple[float, str | None, float | None] | None = None
+        for entry in entries:
+            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
+            alive_until = max(alive_until, until)
+            if entry.exact:
+                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
+        expires.append(alive_until)
+        marks.append(mark)
+    expires.reverse()
+    marks.reverse()
+    prompt = np.asarray(tokens)[: plan.prompt_len]
+    reach = min(int(prompt.shape[0]), depths[-1]) if depths else 0
+    skip = 0
+    if known is not None and known[0] is array:
+        skip = min(known[1], reach)
+    shared = skip + _shared(array[skip:reach], prompt[skip:reach])
+    found, blocked = _match_one(depths, expires, marks, source, prompt, now, shared)
+    exact = [length for length, _, _ in found.exact_entries]
+    cached = model.cached_tokens(plan, found.prefix_tokens, exact)
+    write = model.write_tokens(plan, cached)
+    unexpired: int | None = None
+    expired_source: str | None = None
+    if _keeps_all(model):
+        if not blocked:
+            unexpired = cached
+        else:  # the shadow cache stores the same runs with no TTL: nothing in it expires
+            everything, _ = _match_one(depths, [_INF] * len(depths),
+                                       [None if m is None else (_INF, m[1], None) for m in marks],
+                                       source, prompt, None, shared)  # fmt: skip
+            unexpired = model.cached_tokens(
+                plan, everything.prefix_tokens, [n for n, _, _ in everything.exact_entries]
+            )
+            expired_source = everything.source
+    lost = expired_source if unexpired is not None and unexpired > cached else None
+    return CacheOutcome(
+        found.prefix_tokens,
+        cached,
+        write,
+        found.source if cached > 0 else None,
+        found.diverged,
+        unexpired,
+        None,
+        lost,
+    )
