@@ -1,6 +1,7 @@
 """The frames ``promptkit analyze`` writes for every bundled log, kept as golden files.
 
-``python -m tests.golden_frames`` (from the repository root) rewrites ``fixtures/golden/``; the test
+``python -m tests.golden_frames [NAME ...]`` (from the repository root) rewrites ``fixtures/golden/`` (only
+the named logs' goldens when names are given); the test
 ``tests/test_golden_frames.py`` runs the same analyses and compares every CSV frame cell by cell, so a
 refactoring that changes a figure fails there, naming the log, the frame, the column and the row. The
 golden files are rewritten only on purpose, when a change of the figures is intended (the commit that
@@ -32,6 +33,7 @@ LOGS: dict[str, tuple[list[str], list[str]]] = {
     "swe-agent": (["fixtures/swe_agent"], []),
     "real-gemini": (["fixtures/real-logs/gemini"], []),
     "gemini-cli": (["fixtures/gemini-cli"], []),
+    "gemini-cli-real": (["fixtures/gemini-cli-real"], []),
     "opencode": (["fixtures/opencode"], []),
     "mooncake-trace": (["fixtures/traces/mooncake-conversation-head.jsonl"], []),
 }
@@ -54,10 +56,14 @@ def normalized(csv: Path) -> str:
     return csv.read_text().replace(f"{ROOT}/", "")
 
 
-def write_all() -> None:
+def write_all(names: list[str] | None = None) -> None:
+    """Rewrite the goldens of ``names`` (every log when empty)."""
     import tempfile
 
-    for name in LOGS:
+    unknown = sorted(set(names or ()) - set(LOGS))
+    if unknown:
+        raise SystemExit(f"unknown golden log(s): {', '.join(unknown)}; known: {', '.join(LOGS)}")
+    for name in names or LOGS:
         with tempfile.TemporaryDirectory() as tmp:
             analyze_into(name, Path(tmp))
             target = GOLDEN / name
@@ -69,4 +75,4 @@ def write_all() -> None:
 
 
 if __name__ == "__main__":
-    write_all()
+    write_all(sys.argv[1:])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -102,8 +103,24 @@ def _usage(tokens: object, where: str) -> Usage | None:
     cached = token_count(tokens.get("cached"), f"{where}.cached")
     output = token_count(tokens.get("output"), f"{where}.output")
     thoughts = token_count(tokens.get("thoughts"), f"{where}.thoughts")
+    tool = token_count(tokens.get("tool"), f"{where}.tool")
+    total = token_count(tokens.get("total"), f"{where}.total")
+    if prompt == 0 and not any((cached, output, thoughts, tool, total)):
+        # A real recording (CLI 0.10, fixtures/gemini-cli-real/) writes all-zero tokens on a model
+        # message whose usage was never received: a prompt is never 0 tokens, so nothing was measured.
+        raise RecordFormatError(
+            f"{where}.input: 0 input tokens (every count is 0): the usage was not recorded"
+        )
     if prompt is not None and cached is not None and cached > prompt:
         raise RecordFormatError(f"{where}.cached: {cached} cached tokens exceed the {prompt} input tokens")
+    parts = (prompt, output, thoughts, tool)
+    if total is not None and None not in parts and total != sum(p or 0 for p in parts):
+        # totalTokenCount = promptTokenCount + candidatesTokenCount + thoughtsTokenCount +
+        # toolUsePromptTokenCount (Gemini API UsageMetadata, ai.google.dev/api/generate-content)
+        raise RecordFormatError(
+            f"{where}.total: {total} is not input + output + thoughts + tool "
+            f"({prompt} + {output} + {thoughts} + {tool})"
+        )
     completion = None if output is None and thoughts is None else (output or 0) + (thoughts or 0)
     return Usage(prompt, completion, cached, None)
 
@@ -168,6 +185,32 @@ class _Folded:
             self.order.clear()
 
 
+def _element_lines(text: str, key: str, count: int) -> list[int | None]:
+    """The line each element of the document's first ``key`` array starts on (lines split at ``\\n``,
+    as :meth:`Source.lines` numbers them); ``None`` for an element that could not be placed.
+
+    >>> _element_lines('{"messages": [\\n  {"id": 1},\\n  {"id": 2}\\n]}', "messages", 2)
+    [2, 3]
+    """
+    found: list[int | None] = []
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*\[', text)
+    decoder = json.JSONDecoder()
+    pos, line, counted = (match.end() if match else len(text)), 1, 0
+    while match and len(found) < count:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            break
+        line += text.count("\n", counted, pos)
+        counted = pos
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        found.append(line)
+    return found + [None] * (count - len(found))
+
+
 def _fold(source: Source, problems: list[LoadProblem]) -> _Folded:
     folded = _Folded()
     text = source.text()
@@ -177,13 +220,14 @@ def _fold(source: Source, problems: list[LoadProblem]) -> _Folded:
         whole = None
     if isinstance(whole, Mapping) and isinstance(whole.get("messages"), list):  # the JSON layout
         folded.meta = {k: v for k, v in whole.items() if k != "messages"}
+        lines = _element_lines(text, "messages", len(whole["messages"]))
         for i, msg in enumerate(whole["messages"]):
             try:
                 if not isinstance(msg, Mapping):
                     raise RecordFormatError(f"messages[{i}]: expected an object, got {type_name(msg)}")
-                folded.message(None, msg, f"messages[{i}]")
+                folded.message(lines[i], msg, f"messages[{i}]")
             except RecordFormatError as exc:
-                problems.append(LoadProblem(source.file, None, f"{exc}; message skipped"))
+                problems.append(LoadProblem(source.file, lines[i], f"{exc}; message skipped"))
         return folded
     for item in json_lines(source):  # the JSONL layout, one change a line
         if isinstance(item, LoadProblem):

@@ -142,3 +142,74 @@ def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
     r = read_logs(path)
     assert len(r.records) == 1
     assert [p.line for p in r.problems] == [4]
+
+
+# Real recordings (fixtures/README.md): the figures below were read from the files by hand.
+POMODORO = Path("fixtures/gemini-cli-real/gemini-cli-pomodoro-timer.json")  # CLI 0.10, gemini-2.5-pro
+CONTROL_FLASH = Path("fixtures/gemini-cli-real/control_flash.json")  # CLI 0.3x, gemini-3-flash-preview
+
+
+def test_a_real_recording_gives_one_call_per_model_message_with_its_tokens() -> None:
+    r = read_logs(POMODORO)
+    assert len(r.records) == 14  # 14 messages of type "gemini"
+    second, last = r.records[1], r.records[-1]
+    # message 210f3488: input 7269, cached 5811, output 46, thoughts 58 (total 7373)
+    assert (second.usage.prompt_tokens, second.usage.cached_tokens, second.usage.completion_tokens) == (
+        7269,
+        5811,
+        104,
+    )
+    # the last model message: input 12707, cached 8840, output 35, thoughts 63
+    assert (last.usage.prompt_tokens, last.usage.cached_tokens, last.usage.completion_tokens) == (
+        12707,
+        8840,
+        98,
+    )
+    with_usage = [rec.usage for rec in r.records if rec.usage is not None]
+    assert sum(u.prompt_tokens or 0 for u in with_usage) == 120730  # the 14 inputs, the first being 0
+    assert sum(u.cached_tokens or 0 for u in with_usage) == 86702
+    assert second.line == 114 and second.file.endswith("gemini-cli-pomodoro-timer.json")
+    # the first call wrote three files: its three write_file results are sent with the second call
+    assert [m["role"] for m in second.request["messages"]] == ["user", "assistant", "tool", "tool", "tool"]
+
+
+def test_all_zero_tokens_are_a_counted_problem_not_a_zero_prompt() -> None:
+    r = read_logs(POMODORO)
+    # message e5679916 (line 13) records input, output, cached, thoughts, tool and total all 0
+    (problem,) = r.problems
+    assert problem.line == 13 and "tokens.input" in problem.reason and "not recorded" in problem.reason
+    assert r.records[0].usage is None
+    # so the opaque head is estimated from the first call that has usage, not from a 0-token prompt
+    assert all(rec.meta["opaque_head_tokens"] > 0 for rec in r.records)
+
+
+def test_a_real_recording_with_failed_requests_and_info_messages() -> None:
+    r = read_logs(CONTROL_FLASH)
+    assert r.problems == ()
+    assert len(r.records) == 45 and {rec.request["model"] for rec in r.records} == {"gemini-3-flash-preview"}
+    first, last = r.records[0], r.records[-1]
+    assert (first.usage.prompt_tokens, first.usage.cached_tokens, first.usage.completion_tokens) == (
+        8759,
+        0,
+        92,
+    )
+    assert (last.usage.prompt_tokens, last.usage.cached_tokens) == (57418, 54370)
+    # three "hello"s failed (an error message each, "Requested entity was not found") before a model
+    # was found: the CLI keeps a prompt in the history before the request is made (geminiChat.ts
+    # sendMessageStream), so all four are in the first call; info and error messages are never sent
+    assert first.request["messages"] == [{"role": "user", "content": "hello"}] * 4
+    assert sum(rec.usage.prompt_tokens or 0 for rec in r.records) == 1735904
+
+
+def test_a_total_that_is_not_the_sum_of_its_parts_is_counted(tmp_path: Path) -> None:
+    tokens = {"input": 3000, "cached": 0, "output": 5, "thoughts": 10, "tool": 0, "total": 3015}
+    doc = {**META, "messages": [_user("u1", "hi"), _model("g1", "a", tokens)]}
+    path = tmp_path / "session-ok.json"
+    path.write_text(json.dumps(doc, indent=2))
+    assert read_logs(path).problems == ()
+    doc["messages"][1]["tokens"] = {**tokens, "total": 3016}  # type: ignore[index]
+    path.write_text(json.dumps(doc, indent=2))
+    r = read_logs(path)
+    (problem,) = r.problems
+    assert problem.line == 12 and "tokens.total: 3016" in problem.reason  # where message g1 starts
+    assert r.records[0].usage is None
