@@ -11,7 +11,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from promptkit.analysis.simulator import CacheSimulator, RadixCache
 from promptkit.providers.resolve import resolve_cache_model
-from promptkit.tokens.cache_models import CacheEntry, CachePlan, ExactCache, UnitPrefixCache
+from promptkit.tokens.cache_models import BreakpointCache, CacheEntry, CachePlan, ExactCache, UnitPrefixCache
 
 
 def arr(*xs: int) -> np.ndarray:
@@ -437,7 +437,7 @@ def workloads(draw: st.DrawFn) -> tuple[Any, list[tuple[int, list[int], list[int
     capacity = draw(st.sampled_from([None, None, 12, 40, 120]))
     delay = draw(st.sampled_from([0.0, 0.0, 2.0]))
     model = (
-        AnthropicCache(min_tokens=0, ttl=ttl or 300.0, capacity=capacity, delay=delay)
+        BreakpointCache(min_tokens=0, ttl=ttl or 300.0, capacity=capacity, delay=delay)
         if exact
         else ExactCache(ttl=ttl, capacity=capacity, delay=delay)
     )
@@ -469,7 +469,7 @@ def workloads(draw: st.DrawFn) -> tuple[Any, list[tuple[int, list[int], list[int
 def _plan(model: Any, prompt: list[int], tokens: list[int], cuts: list[int], ttl: Any) -> CachePlan:
     """An any-prefix model's plan: the whole call (and a shorter entry at a cut); an exact model's:
     exact entries at the cuts and the prompt's end, read at any of them (``ttl`` -1: no entries)."""
-    if isinstance(model, AnthropicCache):
+    if isinstance(model, BreakpointCache):
         points = sorted({c for c in cuts if 0 < c <= len(prompt)} | ({len(prompt)} if prompt else set()))
         entries = tuple(CacheEntry(p, ttl, True) for p in points if ttl != -1.0)
         return CachePlan(len(prompt), entries, tuple(points), tuple(points))
@@ -526,7 +526,7 @@ def test_a_session_resumes_from_its_previous_call_comparing_only_its_new_tokens(
     real = simulator._shared
     monkeypatch.setattr(simulator, "_shared", lambda a, b: compared.append(len(a)) or real(a, b))
     rng = np.random.default_rng(3)
-    sim = CacheSimulator(DeepSeekCache(unit=1, ttl=3600.0))
+    sim = CacheSimulator(UnitPrefixCache(unit=1, ttl=3600.0))
     convo = rng.integers(0, 50_000, 2_000)
     new_tokens = 0
     for turn in range(300):
