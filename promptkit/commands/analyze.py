@@ -7,7 +7,7 @@ share.
 >>> import tempfile
 >>> run = run_analyze(["fixtures/logs/session-before.jsonl"], out=tempfile.mkdtemp(), formats=["csv"])
 >>> run.head.splitlines()[0]
-'71 requests in 1 sessions from 1 file(s); provider: deepseek; tokenizer: deepseek; render: deepseek-v3.2; cache model: deepseek; view: consecutive'
+'71 requests in 1 sessions from 1 file(s); provider: deepseek; tokenizer: deepseek; render: deepseek-v3.2; cache model: unit-prefix; view: consecutive'
 >>> [p.name for p in run.written.paths]
 ['requests.csv']
 """
