@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 import operator
 import os
 from collections import OrderedDict, deque
@@ -1993,12 +1992,21 @@ def _stream_result(
 def analyze(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
+    format: str | None = None,
     stream: bool = False,
-    **kwargs: Any,
+    provider: str | ProviderProfile | None = None,
+    tokenizer: Any = None,
+    render: Any = None,
+    cache_model: str | CacheModel | None = None,
+    view: str | None = None,
+    progress: bool = False,
+    jobs: int = 1,
+    engine: str = "local",
+    client: Any = None,
 ) -> AnalysisResult:
     """Read request logs (:func:`~promptkit.formats.read_logs`; ``format=`` forces a log format) and
-    analyze them (:func:`analyze_requests`, same keyword arguments); load problems and notes are carried
-    into the result.
+    analyze them (:func:`analyze_requests`, whose keyword arguments it takes, each by name); load
+    problems and notes are carried into the result.
 
     ``stream=True`` (consecutive view only) reads the logs by streaming
     (:func:`~promptkit.formats.stream_logs`) and analyzes and releases them session by session: memory
@@ -2014,21 +2022,24 @@ def analyze(
         >>> r.requests.height, r.problems.height
         (154, 5)
     """
-    fmt = kwargs.pop("format", None)
-    known = {name for name in inspect.signature(analyze_requests).parameters if name != "records"}
-    unknown = sorted(set(kwargs) - known)
-    if unknown:
-        raise UsageError(
-            f"analyze: unknown keyword argument(s) {', '.join(unknown)}; "
-            f"expected {', '.join(sorted(known | {'format'}))}"
-        )
+    options: dict[str, Any] = {
+        "provider": provider,
+        "tokenizer": tokenizer,
+        "render": render,
+        "cache_model": cache_model,
+        "view": view,
+        "progress": progress,
+        "jobs": jobs,
+        "engine": engine,
+        "client": client,
+    }
     if stream:
-        return _analyze_stream(paths, fmt, **kwargs)
-    if kwargs.get("jobs", 1) != 1 or kwargs.get("engine", "local") != "local":
-        return _analyze_by_file(paths, fmt, **kwargs)
-    with phase("load", enabled=bool(kwargs.get("progress"))):  # perf: the loading phase on a TTY
-        loaded = read_logs(paths, format=fmt)
-    return analyze_requests(loaded, **kwargs)
+        return _analyze_stream(paths, format, **{**options, "view": view or "consecutive"})
+    if jobs != 1 or engine != "local":
+        return _analyze_by_file(paths, format, **options)
+    with phase("load", enabled=progress):  # perf: the loading phase on a TTY
+        loaded = read_logs(paths, format=format)
+    return analyze_requests(loaded, **options)
 
 
 def _analyze_by_file(

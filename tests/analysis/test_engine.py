@@ -711,3 +711,22 @@ def test_the_causes_are_computed_once_and_held_by_the_result(monkeypatch: pytest
     copy = attrs.evolve(result, notes=("changed",))
     assert copy.causes.height == first.height
     assert len(calls) == 2  # a modified copy starts without the held frame
+
+
+def test_analyze_takes_analyze_requests_keywords_each_by_name() -> None:
+    """``analyze`` names every keyword of ``analyze_requests`` (plus ``format`` and ``stream``) in its own
+    signature, with the same defaults, instead of forwarding ``**kwargs``; a misspelt keyword is a
+    TypeError at the call."""
+    import inspect
+
+    from promptkit.analysis.engine import analyze, analyze_requests
+
+    outer = inspect.signature(analyze).parameters
+    inner = inspect.signature(analyze_requests).parameters
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in outer.values())
+    assert set(outer) == (set(inner) - {"records"}) | {"paths", "format", "stream"}
+    for name, param in inner.items():
+        if name != "records":
+            assert outer[name].default == param.default, name
+    with pytest.raises(TypeError, match="provder"):
+        analyze("fixtures/real-logs/deepseek", provder="deepseek")  # type: ignore[call-arg]
