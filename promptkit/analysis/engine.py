@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
+    from promptkit.analysis.composition import CompositionRows
     from promptkit.analysis.executors import Executor
     from promptkit.analysis.simulator import CacheOutcome
     from promptkit.tokens.cache_models import CachePlan
@@ -507,15 +508,24 @@ def _provider_diagnostics(meta: Mapping[str, Any]) -> tuple[str | None, int | No
     return None, None
 
 
+def _profile_and_model(
+    provider: str | ProviderProfile, cache_model: str | CacheModel | None
+) -> tuple[ProviderProfile, CacheModel]:
+    """The provider's profile and the cache model, without loading a tokenizer or a render (a
+    coordinator whose workers tokenized needs neither)."""
+    profile = get_provider(provider)
+    model = resolve_cache_model(cache_model) if cache_model is not None else profile.new_cache_model()
+    return profile, model
+
+
 def _resolve(
     provider: str | ProviderProfile,
     tokenizer: Any,
     render: Any,
     cache_model: str | CacheModel | None,
 ) -> tuple[ProviderProfile, Any, Any, CacheModel]:
-    profile = get_provider(provider)
+    profile, model = _profile_and_model(provider, cache_model)
     # a name given here may be a provider's (``--tokenizer deepseek``): the providers resolve it
-    model = resolve_cache_model(cache_model) if cache_model is not None else profile.new_cache_model()
     return (
         profile,
         (resolve_tokenizer(tokenizer) if tokenizer is not None else profile.load_tokenizer()),
@@ -889,23 +899,36 @@ class _TokenDelta:
     message_ends: np.ndarray | None
 
 
-def _tokenize_chunk(
-    spec: _Spec, items: Sequence[tuple[int, RequestRecord]]
-) -> dict[int, tuple[_TokenDelta | str, bool]]:
+@attrs.frozen(slots=True)
+class _Phase1:
+    """What phase 1 of a parallel simulated view returns for a chunk: the per-session token delta
+    streams by position, and the chunk's composition rows (``_pos`` its records' positions), which
+    need no cache outcome: the worker that tokenized a request also places its tokens in its blocks,
+    and the coordinator only joins the columns."""
+
+    deltas: dict[int, tuple[_TokenDelta | str, bool]]
+    composition: pl.DataFrame
+
+
+def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Phase1:
     """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
-    into per-session delta streams (:class:`_TokenDelta`)."""
+    into per-session delta streams (:class:`_TokenDelta`), and its composition rows."""
     import numpy as np
+
+    from promptkit.analysis.composition import CompositionRows
 
     ctx = _context_for(spec)
     memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
     last: dict[str, tuple[int, np.ndarray]] = {}
     out: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    composition = CompositionRows()
     for pos, record in sorted(items, key=lambda t: t[0]):
-        tokenized = _tokenize_one(ctx, record, memo)[1]
+        prepared, tokenized, _ = _tokenize_one(ctx, record, memo)
         result, mended = tokenized.value, tokenized.mended
         if isinstance(result, str):
             out[pos] = (result, mended)
             continue
+        _compose(composition, pos, record, prepared, result)
         tokens = result.tokens
         base, shared = None, 0
         prev = last.get(record.session)
@@ -929,7 +952,30 @@ def _tokenize_chunk(
             mended,
         )
         last[record.session] = (pos, tokens)
-    return out
+    return _Phase1(out, _composition_frame(composition))
+
+
+def _compose(
+    rows: CompositionRows, pos: int, record: RequestRecord, p: _Prepared, tok: TokenizedRequest
+) -> None:
+    """Add the composition rows of the record at ``pos`` (tokenized as ``tok``)."""
+    head = opaque_head_of(record)
+    rows.add(
+        record.session,
+        record.index,
+        p.body,
+        tok,
+        layout=p.layout,
+        shifted=p.shifted,
+        opaque=(head.tokens, head.key) if head is not None else None,
+        position=pos,
+    )
+
+
+def _composition_frame(rows: CompositionRows) -> pl.DataFrame:
+    """The composition frame of ``rows`` with the records' positions in ``_pos``."""
+    _, comp_schema, _ = _schemas()
+    return rows.frame(comp_schema, position=True).rename({"_position": "_pos"})
 
 
 class _Undelta:
@@ -938,10 +984,13 @@ class _Undelta:
     memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
     (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
-    __slots__ = ("_last", "_shipped", "shared")
+    __slots__ = ("_last", "_shipped", "composition", "shared")
 
-    def __init__(self, shipped: dict[int, tuple[_TokenDelta | str, bool]]) -> None:
+    def __init__(
+        self, shipped: dict[int, tuple[_TokenDelta | str, bool]], composition: Sequence[pl.DataFrame] = ()
+    ) -> None:
         self._shipped = shipped
+        self.composition = list(composition)  # phase 1's composition rows (``_pos``: record positions)
         self._last: dict[str, _TokenBuffer] = {}
         self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
 
@@ -1065,8 +1114,12 @@ class _Columns:
     def set(self, row: int, name: str, value: Any) -> None:
         self._set[row, self._names.index(name)] = value
 
-    def add(self, row: RequestRow, pos: int) -> None:
-        self._rows.append((*_ROW_FIELDS(row), pos, len(self._rows)))
+    def add(self, row: RequestRow | Mapping[str, Any], pos: int) -> None:
+        """Add a row: a :class:`RequestRow`, or its fields by name (every column, as ruler mode left them)."""
+        fields = (
+            _ROW_FIELDS(row) if isinstance(row, RequestRow) else operator.itemgetter(*REQUEST_COLUMNS)(row)
+        )
+        self._rows.append((*fields, pos, len(self._rows)))
 
     def frame(self) -> pl.DataFrame:
         import polars as pl
@@ -1307,16 +1360,17 @@ class _RunState:
         usage: Any,
         prev: _Stored | None,
         head: int | None = None,
-    ) -> RequestRow:
+    ) -> RequestRow | dict[str, Any]:
         """Ruler mode: where the local tokenizer is not the provider's, the row's positions in provider
-        units from the anchors the request shares with its source and its own usage's (:func:`_measure`)."""
+        units from the anchors the request shares with its source and its own usage's (:func:`_measure`);
+        the row's fields by name (perf: no second :class:`RequestRow` is built)."""
         if self.exact_units:  # positions are already the provider's: no anchors needed
             return row
-        values = attrs.asdict(row, recurse=False)
+        values = dict(zip(REQUEST_COLUMNS, _ROW_FIELDS(row), strict=True))
         _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head)
         if prev is not None and prev.source != source_id:  # memory: the consecutive view needs no older one
             self.rulers.pop(prev.source, None)
-        return RequestRow(**values)
+        return values
 
     def add(self, pos: int, record: RequestRecord) -> None:
         """Analyze one record and add its row (or its problem)."""
@@ -1369,22 +1423,16 @@ class _RunState:
         if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
             marked = int(head_bp["tokens"])
         self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev, marked), pos)
-        head = opaque_head_of(record)
-        self.composition.add(
-            record.session,
-            record.index,
-            p.body,
-            tok,
-            layout=p.layout,
-            shifted=p.shifted,
-            opaque=(head.tokens, head.key) if head is not None else None,
-            position=pos,
-        )
+        if self.pretokenized is None:  # phase 1 composed the pretokenized requests where it tokenized them
+            _compose(self.composition, pos, record, p, tok)
 
     def partial(self) -> _Partial:
         """What the run produced."""
-        _, comp_schema, _ = _schemas()
-        composition = self.composition.frame(comp_schema, position=True).rename({"_position": "_pos"})
+        import polars as pl
+
+        composition = _composition_frame(self.composition)
+        if self.pretokenized is not None:  # phase 1's rows, in the chunks' position order
+            composition = pl.concat([composition, *self.pretokenized.composition])
         return _Partial(
             self.rows.frame(), composition, self.problems, self.writes_nothing, self.thinking, self.mended
         )
@@ -1668,9 +1716,12 @@ def _analyze_group(
         partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
         return _finish(ctx, partials, load_problems, len(items))
     shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    composed: list[pl.DataFrame] = []
     for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
-        shipped.update(part)
-    return _finish(ctx, [_run(ctx, items, _Undelta(shipped), progress=progress)], load_problems, len(items))
+        shipped.update(part.deltas)
+        composed.append(part.composition)
+    pretokenized = _Undelta(shipped, composed)
+    return _finish(ctx, [_run(ctx, items, pretokenized, progress=progress)], load_problems, len(items))
 
 
 #: The provider assumed for records whose provider nothing in the log recognises: the generic rules

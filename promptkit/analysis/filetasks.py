@@ -70,8 +70,8 @@ class _Options:
 @attrs.frozen(slots=True)
 class _GroupPiece:
     """One provider group of one file, as the worker returns it. Positions are the file's own (0 =
-    its first record). ``requests`` / ``composition``: Arrow IPC bytes (consecutive view);
-    ``deltas``: per-position token deltas or errors (simulated view)."""
+    its first record). ``requests`` / ``composition``: Arrow IPC bytes (``requests``: consecutive view
+    only); ``deltas``: per-position token deltas or errors (simulated view)."""
 
     key: _Key
     first: int
@@ -164,9 +164,12 @@ def _group_piece(
     )
     ctx = _context_for(spec)
     names = (ctx.tokenizer_name, ctx.render_name)
-    if options.view != "consecutive":
-        deltas = _tokenize_chunk(spec, items)
-        return _GroupPiece(key, items[0][0], len(items), timed, None, None, (), 0, {}, (), deltas, names)
+    if options.view != "consecutive":  # phase 1: the token deltas, and the composition rows as Arrow
+        phase1 = _tokenize_chunk(spec, items)
+        composition = _to_ipc(phase1.composition)
+        return _GroupPiece(
+            key, items[0][0], len(items), timed, None, composition, (), 0, {}, (), phase1.deltas, names
+        )
     part = _run(ctx, items)
     return _GroupPiece(
         key,
@@ -389,7 +392,7 @@ def _finish_group(
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
     their token deltas (simulated)."""
-    from promptkit.analysis.engine import _Described, _finish, _resolve, _Spec
+    from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Spec
 
     timed = all(group.timed for _, group in parts)
     spec = _Spec(
@@ -397,7 +400,7 @@ def _finish_group(
     )
     count = sum(group.count for _, group in parts)
     if options.view == "consecutive":
-        profile, _, _, model = _resolve(key, options.tokenizer, options.render, options.cache_model)
+        profile, model = _profile_and_model(key, options.cache_model)
         described = _Described(spec, profile, model, *parts[0][1].names)
         return _finish(described, [_shifted(group, offset) for offset, group in parts], problems, count)
     return _simulate(spec, parts, problems, loaded, executor)
@@ -412,17 +415,28 @@ def _simulate(
 ) -> AnalysisResult:
     """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
     no tokenizer loaded here (a worker decodes the divergences' excerpts)."""
-    from promptkit.analysis.engine import _decode_excerpts, _Described, _finish, _resolve, _RunState, _Undelta
+    import polars as pl
+
+    from promptkit.analysis.engine import (
+        _decode_excerpts,
+        _Described,
+        _finish,
+        _profile_and_model,
+        _RunState,
+        _Undelta,
+    )
 
     shipped: dict[int, tuple[Any, bool]] = {}
+    composed: list[pl.DataFrame] = []
     for offset, group in parts:
-        assert group.deltas is not None
+        assert group.deltas is not None and group.composition is not None
         shipped.update((pos + offset, value) for pos, value in group.deltas.items())
         group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
+        composed.append(_from_ipc(group.composition).with_columns(pl.col("_pos") + offset))
     items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
-    profile, _, _, model = _resolve(spec.provider, spec.tokenizer, spec.render, spec.cache_model)
+    profile, model = _profile_and_model(spec.provider, spec.cache_model)
     described = _Described(spec, profile, model, *parts[0][1].names)
-    state = _RunState(described, _Undelta(shipped))
+    state = _RunState(described, _Undelta(shipped, composed))
     for j in state.order(items):
         state.add(*items[j])
     if state.excerpts:

@@ -108,3 +108,25 @@ def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch:
         assert serial.view == parallel.view == view
         assert calls and calls[0]["view"] is None
         assert_same(serial, parallel)
+
+
+@pytest.mark.parametrize("view", ["consecutive", "simulated"])
+def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: Any) -> None:
+    """The workers tokenize (and, simulated, compose the blocks); the coordinator only names the
+    tokenizer: loading one here (0.2 s and tens of MB for cl100k_base) is a failure. The workers are
+    forked from a fresh server process: the patch does not reach them."""
+    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.providers import registry, resolve
+
+    serial = analyze("fixtures/real-logs/deepseek", view=view)
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the coordinator loaded a tokenizer")
+
+    monkeypatch.setattr(resolve, "resolve_tokenizer", refuse)
+    monkeypatch.setattr(registry.ProviderProfile, "load_tokenizer", refuse)
+    with ProcessPool(1) as pool:
+        parallel = analyze_files("fixtures/real-logs/deepseek", executor=pool, view=view)
+    assert parallel is not None
+    assert serial.composition.height > serial.requests.height > 0
+    assert_same(serial, parallel)
