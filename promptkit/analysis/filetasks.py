@@ -10,12 +10,13 @@ paths and joins columnar pieces.
   :func:`~promptkit.formats.read_logs` puts them), groups its records by provider and, for each group:
   in the consecutive view analyzes them (sessions are independent) and returns the requests and
   composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
-  token delta streams (each new token once: what a request adds to its session's previous one) and
-  the file's records, in one pickle (a session's interned messages are written once);
+  token delta streams (each new token once: what a request adds to its session's previous one), its
+  composition rows as Arrow IPC (they need no cache outcome) and the file's records, in one pickle (a
+  session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
   files before it) and finishes each provider's frames. In the simulated view it runs the ordered
-  cache simulation over the delta streams, without a tokenizer of its own: a worker decodes the
-  divergences' excerpts afterwards.
+  cache simulation over the delta streams, without a tokenizer of its own (it never loads one, in
+  either view: it names the workers'): a worker decodes the divergences' excerpts afterwards.
 
 A worker holds one file at a time; the coordinator of the consecutive view never holds a record. The
 result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
