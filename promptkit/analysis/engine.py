@@ -428,7 +428,9 @@ def _place_head(
     - A read predicted at the head (after a compaction) is a position every earlier call of the head
       shares: without an anchor there it is placed by the proportions of the call it read from, not by
       this call's own prompt (whose part after the head the log may not show, as Claude Code's
-      re-attached files after a compaction).
+      re-attached files after a compaction), and never past the head's own length: its placeholder
+      tokens are the provider's count on the call the head was estimated on (a compaction sub-agent,
+      sent the whole conversation, has proportions that the transcript's hidden parts stretch).
     - The call's reported reads mark where the head's breakpoint is, in the provider's units, for the
       calls after it, when they landed on it: the read was predicted at the head, or the reads fell back
       into the head from further on (``head_changed``), not after a change of the tools the log shows.
@@ -438,6 +440,11 @@ def _place_head(
     if local_cached == head and row["position_basis"] != "exact" and source is not None:
         own = row["predicted_cached_tokens"]  # the head placed by this call's own anchors
         placed, basis = source.to_provider(head)
+        if basis != "exact" and placed > head:
+            # the head's placeholder tokens were counted in the provider's units (its reported prompt less
+            # the rest, on the call they were estimated on): the head ends there at the latest, wherever
+            # the proportions of a call whose prompt the log shows less of would stretch it
+            placed, basis = head, "interpolated"
         placed = min(placed, own)  # never past what this call's own reported prompt allows
         for column in ("head_end_tokens", *POSITION_COLUMNS):  # the same point, placed the same way
             if row.get(column) == own:

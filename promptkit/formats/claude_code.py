@@ -35,6 +35,13 @@ How the file becomes request records:
   Claude Code marks the end of its system prompt with ``cache_control`` too (the prefix tools + system
   is read by every request of the session with the same head), so the head ends in a breakpoint:
   ``meta["opaque_head_cache_control"]``, with the last message's TTL.
+- **The compaction sub-agent** (``subagents/agent-acompact-<id>.jsonl``) holds only the summary
+  instruction, whose ``parentUuid`` is the main thread's last event: Claude Code compacts by sending the
+  main thread's request (its system prompt, tools and conversation) with that instruction appended. Its
+  request is built so, from the main thread's transcript (``<session>.jsonl`` beside ``<session>/``),
+  and it gets the main thread's head (key ``claude-code:<session>:<model>`` and length), so it reads
+  what the main thread's calls wrote and the main thread's next call reads the head it wrote. Without
+  the main thread's file it keeps what its own file holds (and the missing parent is a problem).
 
 - **The conversation tree.** Every record has ``meta["conversation_tree"] = True``: its calls follow
   ``parentUuid``, a rewind or a branch is a path sharing a prefix with an earlier one, and sub-agents
@@ -60,12 +67,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
-from promptkit.errors import RecordFormatError
+from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
@@ -103,10 +110,17 @@ class _Event:
     agent_id: str | None = None
     sidechain: bool = False
     compact_boundary: bool = False
+    prelude: bool = False  # an event of the main thread's file, read for a compaction sub-agent's context
 
     @property
     def synthetic(self) -> bool:
         return self.type == "assistant" and self.model == "<synthetic>"
+
+    @property
+    def order(self) -> tuple[int, int]:
+        """Where the event stands in the conversation: the main thread's events (a prelude) before the
+        file's own, each in line order."""
+        return (0 if self.prelude else 1, self.line)
 
 
 def _str_or_none(value: object) -> str | None:
@@ -246,14 +260,17 @@ def _assistant_message(blocks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 class _Transcript:
-    """The events of one file, indexed for walking the parentUuid chains."""
+    """The events of one file, indexed for walking the parentUuid chains. ``prelude``: the main thread's
+    events a compaction sub-agent's conversation continues (:func:`_compaction_prelude`), found where
+    the file's own chain leaves it."""
 
-    def __init__(self, events: list[_Event], file: str, stem: str) -> None:
+    def __init__(self, events: list[_Event], file: str, stem: str, prelude: Sequence[_Event] = ()) -> None:
         self.events = events
         self.file = file
-        self.by_uuid = {e.uuid: e for e in events if e.uuid is not None}
+        self.by_uuid = {e.uuid: e for e in prelude if e.uuid is not None}
+        self.by_uuid.update({e.uuid: e for e in events if e.uuid is not None})
         self.answers: dict[str, list[_Event]] = {}  # tool_use id -> user events holding its tool_result
-        for e in events:
+        for e in [*prelude, *events]:
             if e.type == "user":
                 for b in e.blocks:
                     if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
@@ -278,7 +295,8 @@ class _Transcript:
                 self.missing_parents.append((first.line, cur))
                 break
             if ev.compact_boundary:
-                self.compacted.add(first.line)
+                if not ev.prelude:  # the main thread's earlier compaction is not this thread's event
+                    self.compacted.add(first.line)
                 break
             out.append(ev)
             if cur in self._contexts:
@@ -306,7 +324,9 @@ class _Transcript:
         nearest earlier call's (on its chain) plus the events since: linear in the file's length."""
         segment, known = self.segment(first)
         self.known_call[first.line] = known.uuid if known is not None else None
-        self.commands[first.line] = [c for e in segment if e.type == "user" for c in _commands(e)]
+        self.commands[first.line] = [
+            c for e in segment if e.type == "user" and not e.prelude for c in _commands(e)
+        ]
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
@@ -324,10 +344,10 @@ class _Transcript:
                 tid = b.get("id")
                 if b.get("type") == "tool_use" and isinstance(tid, str) and tid not in answered:
                     for ans in self.answers.get(tid, []):
-                        if ans.line < first.line and ans.uuid not in on_chain:
+                        if ans.order < first.order and ans.uuid not in on_chain:
                             extra.append(ans)
                             on_chain.add(ans.uuid)
-        events = sorted([*chain, *extra], key=lambda e: e.line)
+        events = sorted([*chain, *extra], key=lambda e: e.order)
         turns: list[tuple[str, list[Mapping[str, Any]]]] = []
         assistant_turn: dict[str, int] = {}
         for e in events:
@@ -484,10 +504,89 @@ def _missing_parents(t: _Transcript, file: str) -> LoadProblem:
     )
 
 
+#: The agent id of Claude Code's compaction sub-agent starts so (``subagents/agent-acompact-<id>.jsonl``).
+_COMPACTION_AGENT: Final[str] = "acompact"
+
+
+@attrs.frozen(slots=True)
+class _MainThread:
+    """What a compaction sub-agent takes from its main thread's transcript: the events up to where it
+    forked off (its conversation's prefix) and the main thread's opaque heads (key -> tokens, basis)."""
+
+    events: tuple[_Event, ...]
+    heads: Mapping[str, tuple[int, str | None]]
+
+
+def _compaction_prelude(
+    events: Sequence[_Event], main_thread: Callable[[], Source | None]
+) -> _MainThread | None:
+    """The main thread a compaction sub-agent continues, or None for any other transcript.
+
+    Claude Code compacts by forking the main conversation: the compaction call is the main thread's
+    request (its system prompt, tools and messages) plus the summary instruction, so its file holds only
+    that instruction, whose ``parentUuid`` is the main thread's last event. The main thread's transcript
+    (``main_thread()``: ``<session>.jsonl`` beside ``<session>/subagents/``) gives the conversation
+    before it, up to the line it forked at, and the heads its calls were given. None where the file is
+    not a compaction's, its chain does not leave it, or the main thread's file is absent, unreadable or
+    does not hold the parent (the calls are then kept with what the file holds, and the missing parent
+    is a problem)."""
+    if not any(e.agent_id and e.agent_id.startswith(_COMPACTION_AGENT) for e in events):
+        return None
+    own = {e.uuid for e in events if e.uuid is not None}
+    missing = {e.parent for e in events if e.parent is not None and e.parent not in own}
+    source = main_thread() if missing else None
+    if source is None:
+        return None
+    try:
+        main_events = _events(source.lines(), source.file, [])  # its problems: where it is read itself
+    except LogFileError:
+        return None
+    forks = [e.line for e in main_events if e.uuid in missing]
+    if not forks:
+        return None
+    fork = max(forks)
+    main_records = _records(main_events, source.file, source.stem, [])
+    heads = {
+        str(r.meta["opaque_head_key"]): (int(r.meta["opaque_head_tokens"]), r.meta.get("opaque_head_basis"))
+        for r in main_records
+        if "opaque_head_tokens" in r.meta
+    }
+    prelude = tuple(attrs.evolve(e, prelude=True) for e in main_events if e.line <= fork)
+    return _MainThread(prelude, heads)
+
+
+def _main_thread_source(source: Source) -> Callable[[], Source | None]:
+    """Opens the main thread's transcript of a sub-agent's file (``<project>/<session>.jsonl``, plain or
+    compressed, for ``<project>/<session>/subagents/agent-<id>.jsonl``) when called; None when there is
+    none or it cannot be opened (reading it reports that)."""
+
+    def open_main() -> Source | None:
+        folder = source.path.parent
+        if folder.name != "subagents":
+            return None
+        session = folder.parent
+        for suffix in ("", ".gz", ".zst", ".zstd"):
+            path = session.parent / f"{session.name}.jsonl{suffix}"
+            if path.is_file():
+                try:
+                    return Source.open(path)
+                except LogFileError:
+                    return None
+        return None
+
+    return open_main
+
+
 def transcript_records(
-    lines: Iterator[tuple[int, str]] | Sequence[tuple[int, str]], *, file: str, stem: str
+    lines: Iterator[tuple[int, str]] | Sequence[tuple[int, str]],
+    *,
+    file: str,
+    stem: str,
+    main_thread: Callable[[], Source | None] | None = None,
 ) -> tuple[list[RequestRecord], list[LoadProblem]]:
     """The model calls of one transcript file (see the module docstring) and the problems met.
+    ``main_thread`` opens the main thread's transcript, read when the file is a compaction sub-agent's
+    (:func:`_compaction_prelude`).
 
     >>> lines = ['{"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s", "message": {"role": "user", "content": "hi"}}',
     ...          '{"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": {"id": "m1", '
@@ -498,7 +597,15 @@ def transcript_records(
     """
     problems: list[LoadProblem] = []
     events = _events(lines, file, problems)
-    t = _Transcript(events, file, stem)
+    main = _compaction_prelude(events, main_thread) if main_thread is not None else None
+    return _records(events, file, stem, problems, main), problems
+
+
+def _records(
+    events: list[_Event], file: str, stem: str, problems: list[LoadProblem], main: _MainThread | None = None
+) -> list[RequestRecord]:
+    """The model calls of a transcript's events; ``main``: the main thread a compaction continues."""
+    t = _Transcript(events, file, stem, prelude=main.events if main is not None else ())
     records: list[RequestRecord] = []
     last_call: dict[str, str | None] = {}  # thread -> the uuid of its latest call's first line
     for group in _model_calls(events):
@@ -525,10 +632,27 @@ def transcript_records(
         problems.append(_missing_parents(t, file))
     hour = _one_hour_sessions(records)
     records = [_with_breakpoint(r, "1h" if r.session in hour else None) for r in records]
+    if main is None:
+        return estimate_opaque_heads(
+            records, key_of=lambda r: f"claude-code:{r.session}:{r.request.get('model', '?')}"
+        )
+    # a compaction is sent with the main thread's system prompt and tools: the main thread's head (its
+    # key, and its length where the main thread's calls of the model estimate it)
     records = estimate_opaque_heads(
-        records, key_of=lambda r: f"claude-code:{r.session}:{r.request.get('model', '?')}"
+        records, key_of=lambda r: f"claude-code:{t.session}:{r.request.get('model', '?')}"
     )
-    return records, problems
+    return [_main_head(r, main.heads) for r in records]
+
+
+def _main_head(record: RequestRecord, heads: Mapping[str, tuple[int, str | None]]) -> RequestRecord:
+    """``record`` with the main thread's head of its key (tokens, and the call they were estimated on)."""
+    head = heads.get(str(record.meta.get("opaque_head_key")))
+    if head is None:
+        return record
+    meta = {**record.meta, "opaque_head_tokens": head[0]}
+    if head[1] is not None:
+        meta["opaque_head_basis"] = head[1]
+    return attrs.evolve(record, meta=meta)
 
 
 def _first_objects(head: str, n: int = 8) -> list[Any]:
@@ -566,7 +690,9 @@ def sniff(source: Source) -> bool:
 
 def read(source: Source) -> Iterator[Item]:
     """The model calls of one transcript file, problems first."""
-    records, problems = transcript_records(source.lines(), file=source.file, stem=source.stem)
+    records, problems = transcript_records(
+        source.lines(), file=source.file, stem=source.stem, main_thread=_main_thread_source(source)
+    )
     yield from problems
     yield from records
 

@@ -242,3 +242,142 @@ def test_a_rewind_in_a_real_transcript_is_predicted_within_one_percent(tmp_path:
     predicted, reported = q["predicted_cached_tokens"][2], q["reported_cached_tokens"][2]
     assert reported == 26447 + 1598 and abs(predicted - reported) <= 0.01 * reported
     assert q["position_basis"][2] == "exact"
+
+
+_SESSION = "4d5611e5-241a-462a-8d15-5122611a9569"
+_INSTRUCTION = (
+    "Your task is to create a detailed summary of the conversation so far, paying close attention to "
+    "the user's explicit requests and your previous actions."
+)
+
+
+def _with_compaction(
+    tmp_path: Path, *, at: str, usage: dict[str, int], after: str | None = None, switch: str | None = None
+) -> Path:
+    """The real fixture's project with a compaction: Claude Code's compaction sub-agent
+    (``subagents/agent-acompact-*.jsonl``) forks the main thread after its last event (the summary
+    instruction is the file's one user event, its parent the main thread's last line) at ``at`` and
+    reports ``usage``. With ``after``, the main thread goes on past a compact boundary: one call at
+    ``after`` that reads the head (21,478 tokens, as 4d5611e5 #61 did) and writes its summary and
+    the files Claude Code re-attaches. With ``switch``, the main thread's second call is made with that
+    model (reading nothing: the cache is per model), and so are 12 more, as ae4a77f8 went from opus to
+    haiku."""
+    project = tmp_path / PROJECT.name
+    (project / _SESSION / "subagents").mkdir(parents=True)
+    main = (PROJECT / f"{_SESSION}.jsonl").read_text(encoding="utf-8").splitlines()
+    (project / _SESSION / "subagents" / "agent-a2898e3.jsonl").write_text(
+        (PROJECT / _SESSION / "subagents" / "agent-a2898e3.jsonl").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    model = next(json.loads(x)["message"]["model"] for x in main if json.loads(x).get("type") == "assistant")
+    last = json.loads(main[-1])["uuid"]
+
+    def ours(event: dict[str, Any], *, on: str | None = None, **fields: Any) -> dict[str, Any]:
+        event |= {"sessionId": _SESSION, **fields}
+        if event["type"] == "assistant":
+            event["message"]["model"] = on or model  # the main thread's model (the cache is per model)
+        return event
+
+    if switch is not None:
+        # the main thread's second call and 12 more go to ``switch``: the compaction forks 27 messages
+        # after the main thread's last call on its model, further than a breakpoint looks back (20 blocks)
+        second = [json.loads(x) for x in main if json.loads(x).get("type") == "assistant"][-1]
+        for k, line in enumerate(main):
+            event = json.loads(line)
+            if event.get("type") == "assistant" and event["message"]["id"] == second["message"]["id"]:
+                event["message"] |= {"model": switch, "usage": {"output_tokens": 1, **_usage(0, 28045, 1)}}
+                main[k] = json.dumps(event)
+        for n in range(12):
+            main += [
+                json.dumps(ours(_event("user", f"sw-user{n}", last, f"step {n}", f"03:{10 + n}"))),
+                json.dumps(ours(_event("assistant", f"sw-answer{n}", f"sw-user{n}", [{"type": "text", "text": "ok"}],
+                                       f"03:{11 + n}", _usage(28045 + 20 * n, 20)), on=switch)),
+            ]  # fmt: skip
+            last = f"sw-answer{n}"
+
+    compaction = [
+        ours(_event("user", "cmp-user", last, _INSTRUCTION, at), isSidechain=True, agentId="acompact-5e1f"),
+        ours(_event("assistant", "cmp-answer", "cmp-user", [{"type": "text", "text": "<summary>"}], at, usage),
+             isSidechain=True, agentId="acompact-5e1f"),
+    ]  # fmt: skip
+    (project / _SESSION / "subagents" / "agent-acompact-5e1f.jsonl").write_text(
+        "\n".join(json.dumps(e) for e in compaction) + "\n", encoding="utf-8"
+    )
+    if after is not None:
+        boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
+                    "sessionId": _SESSION, "logicalParentUuid": last, "timestamp": f"2026-02-12T16:{after}Z"}  # fmt: skip
+        summary = (
+            "This session is being continued from a previous conversation. Summary: " + "the work. " * 300
+        )
+        main += [
+            json.dumps(boundary),
+            json.dumps(ours(_event("user", "post-user", "cb", summary, after))),
+            json.dumps(ours(_event("assistant", "post-answer", "post-user", [{"type": "text", "text": "ok"}],
+                                   after, _usage(21478, 16000)))),
+        ]  # fmt: skip
+    (project / f"{_SESSION}.jsonl").write_text("\n".join(main) + "\n", encoding="utf-8")
+    return project
+
+
+def test_a_compaction_sub_agent_continues_its_main_thread_with_its_head(tmp_path: Path) -> None:
+    project = _with_compaction(tmp_path, at="03:00", usage=_usage(26447 + 1598, 900))
+    loaded = read_logs(project)
+    assert not loaded.problems  # the summary instruction's parent is found in the main thread's file
+    [main_last] = [r for r in loaded.records if r.session == _SESSION and r.index == 1]
+    [compaction] = [r for r in loaded.records if r.session.endswith("/agent-acompact-5e1f")]
+    # the request is the main thread's conversation (its last call's prompt and answer), then the
+    # instruction, sent with the main thread's system prompt and tools: the same head
+    messages = compaction.request["messages"]
+    assert [{k: v for k, v in m.items() if k != "cache_control"} for m in messages[: len(main_last.request["messages"])]] == [
+        {k: v for k, v in m.items() if k != "cache_control"} for m in main_last.request["messages"]
+    ]  # fmt: skip
+    assert messages[-1]["content"] == _INSTRUCTION and messages[-2]["role"] == "assistant"
+    for field in ("opaque_head_key", "opaque_head_tokens", "opaque_head_basis"):
+        assert compaction.meta[field] == main_last.meta[field]
+    assert "log_events" not in compaction.meta
+    # within the TTL it reads the main thread's last breakpoint: reads(1) + writes(1), exactly
+    q = analyze(project).requests.filter(pl.col("session").str.contains("acompact"))
+    assert q["predicted_cached_tokens"].to_list() == q["reported_cached_tokens"].to_list() == [26447 + 1598]
+    assert q["position_basis"].to_list() == ["exact"]
+
+
+def test_without_its_main_threads_file_a_compaction_sub_agent_keeps_what_its_file_holds(
+    tmp_path: Path,
+) -> None:
+    project = _with_compaction(tmp_path, at="03:00", usage=_usage(26447 + 1598, 900))
+    (project / f"{_SESSION}.jsonl").unlink()
+    loaded = read_logs(project)
+    [compaction] = [r for r in loaded.records if "acompact" in r.session]
+    assert [m["content"] for m in compaction.request["messages"]] == [_INSTRUCTION]
+    assert compaction.meta["opaque_head_key"].startswith(f"claude-code:{compaction.session}:")
+    assert any("parentUuid" in p.reason and "acompact" in str(p.file) for p in loaded.problems)
+
+
+def test_the_call_after_a_compaction_reads_the_head_the_compaction_sub_agent_wrote(tmp_path: Path) -> None:
+    """ae4a77f8 #138's shape: the main thread switches to another model, the compaction sub-agent, with
+    the main thread's first model, system prompt and tools, rewrites that model's head after its
+    entries expired, and the main thread's next call, back on that model, reads it. The compaction's
+    prompt holds 9,000 tokens the transcript does not show (hook output Claude Code sent in the
+    conversation), so its own proportions would place the head far past its end."""
+    project = _with_compaction(
+        tmp_path, at="10:00", usage=_usage(0, 26447 + 1598 + 9000), after="12:00", switch="claude-haiku-4-5"
+    )
+    result = analyze(project)
+    q = result.requests.sort("session", "index")
+    main = q.filter(pl.col("session") == _SESSION)
+    assert set(main["model"][1:-1]) == {"claude-haiku-4-5"} and main["model"][-1] == main["model"][0]
+    post = main.row(-1, named=True)
+    assert post["log_events"] == "compaction" and post["cached_source"].endswith("acompact-5e1f#0")
+    # the compaction read nothing (the first model's entries expired) and wrote the head; placed by
+    # its own proportions the head would end far past where the main thread's first call counted it
+    [compaction] = q.filter(pl.col("session").str.contains("acompact")).iter_rows(named=True)
+    assert compaction["predicted_cached_tokens"] == 0 and compaction["idle_seconds"] > 300
+    assert compaction["head_end_tokens"] > 1.2 * main["head_end_tokens"][0]
+    # the head is read, its end placed by the count it was estimated from (the main thread's first
+    # call): over the provider's 21,478, which excludes that call's hidden first turn, never past it
+    assert post["reported_cached_tokens"] == 21478 < post["predicted_cached_tokens"]
+    assert post["predicted_cached_tokens"] == main["head_end_tokens"][0] < main["prompt_tokens"][0]
+    assert post["position_basis"] == "interpolated"
+    causes = explain_causes(result).filter(pl.col("session") == _SESSION).sort("index")
+    assert causes["cause"][-1] == "compaction" and "in the head" in causes["change_detail"][-1]
+    assert causes["lost_unexplained"].sum() == 0
