@@ -121,7 +121,7 @@ def sniff(path: Path, head: str) -> bool:
         try:  # the whole file is in the head: a HAR cut off before its entries is still a HAR (truncated)
             loads_json(text)
         except json.JSONDecodeError:
-            return False
+            return True
         return False
     first = next((line for line in text.split("\n") if line.strip()), "")
     try:
