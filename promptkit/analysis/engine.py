@@ -1100,7 +1100,8 @@ class _Causes:
 
 
 #: A :class:`RequestRow`'s fields as a tuple, in column order (perf: one C call, not ``attrs.astuple``).
-_ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)
+_ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)  # a RequestRow's fields, in column order
+_ROW_VALUES: Final = operator.itemgetter(*REQUEST_COLUMNS)  # the same of a row's fields by name
 
 
 class _Columns:
@@ -1121,11 +1122,8 @@ class _Columns:
     def set(self, row: int, name: str, value: Any) -> None:
         self._set[row, self._names.index(name)] = value
 
-    def add(self, row: RequestRow | Mapping[str, Any], pos: int) -> None:
-        """Add a row: a :class:`RequestRow`, or its fields by name (every column, as ruler mode left them)."""
-        fields = (
-            _ROW_FIELDS(row) if isinstance(row, RequestRow) else operator.itemgetter(*REQUEST_COLUMNS)(row)
-        )
+    def add(self, fields: tuple[Any, ...], pos: int) -> None:
+        """Add a row: its fields in :data:`REQUEST_COLUMNS` order."""
         self._rows.append((*fields, pos, len(self._rows)))
 
     def frame(self) -> pl.DataFrame:
@@ -1367,17 +1365,19 @@ class _RunState:
         usage: Any,
         prev: _Stored | None,
         head: int | None = None,
-    ) -> RequestRow | dict[str, Any]:
-        """Ruler mode: where the local tokenizer is not the provider's, the row's positions in provider
-        units from the anchors the request shares with its source and its own usage's (:func:`_measure`);
-        the row's fields by name (perf: no second :class:`RequestRow` is built)."""
+    ) -> tuple[Any, ...]:
+        """The row's fields in column order. Ruler mode: where the local tokenizer is not the provider's,
+        its positions in provider units from the anchors the request shares with its source and its own
+        usage's (:func:`_measure`)."""
         if self.exact_units:  # positions are already the provider's: no anchors needed
-            return row
+            fields: tuple[Any, ...] = _ROW_FIELDS(row)
+            return fields
         values = dict(zip(REQUEST_COLUMNS, _ROW_FIELDS(row), strict=True))
         _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head)
         if prev is not None and prev.source != source_id:  # memory: the consecutive view needs no older one
             self.rulers.pop(prev.source, None)
-        return values
+        measured: tuple[Any, ...] = _ROW_VALUES(values)
+        return measured
 
     def add(self, pos: int, record: RequestRecord) -> None:
         """Analyze one record and add its row (or its problem)."""

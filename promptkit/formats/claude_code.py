@@ -73,7 +73,7 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError
-from promptkit.formats.base import Item, LogFormat, Source, json_values, reporter
+from promptkit.formats.base import _COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
@@ -565,7 +565,7 @@ def _main_thread_source(source: Source) -> Callable[[], Source | None]:
         if folder.name != "subagents":
             return None
         session = folder.parent
-        for suffix in ("", ".gz", ".zst", ".zstd"):
+        for suffix in ("", *_COMPRESSED_SUFFIXES):
             path = session.parent / f"{session.name}.jsonl{suffix}"
             if path.is_file():
                 try:
