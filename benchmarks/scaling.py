@@ -12,11 +12,15 @@ one's peak memory is its own):
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
   127.0.0.1, started before the clock starts.
 
-Start-up is left out of every configuration alike: numpy, polars, promptkit and the log-format
-registry are loaded before the clock starts (a pool's fork server and workers start inside it).
-CPU time is user + system time: the coordinator's (``RUSAGE_SELF``) and the workers'
-(``RUSAGE_CHILDREN`` after the pool is shut down; for Dask, each worker's own ``getrusage`` before and
-after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator's, and the largest
+Start-up is left out of every configuration alike and shown on its own: numpy, polars, promptkit and
+the log-format registry are loaded before the clock starts, a pool's workers are forked (from a fork
+server that imported the same modules) and a Dask cluster's are started before it too. The ``start s``
+column is that start-up of the workers (the pool's fork server's imports and the forks, or the Dask
+cluster's start), which the command line overlaps with its own imports (it starts the fork server as
+soon as it has read ``--jobs``: :func:`promptkit.analysis.executors.start_fork_server`) and a reused
+pool or cluster pays once. CPU time is user + system time spent inside the clock: the coordinator's
+(``RUSAGE_SELF``) and the workers' (each pool worker's and the fork server's from ``/proc`` before and
+after; for Dask, each worker's own ``getrusage`` before and after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator's, and the largest
 worker's. Every result is checked equal to ``jobs=1`` (requests and composition frames, notes). Each
 configuration runs ``--runs`` times; the table shows the fastest run (others load this machine too).
 
@@ -70,20 +74,19 @@ def _proc(pid: int) -> tuple[float, int]:
     return cpu, peak
 
 
-def _pool_usage(pool: Any) -> tuple[float, float, int] | None:
-    """The CPU seconds of a local pool's workers and of the fork server they came from (its imports),
-    and the largest worker's peak RSS (kB), read before the pool shuts down (forked workers are not
-    this process' children: ``RUSAGE_CHILDREN`` does not see them), and the fork server's plus the
-    busiest worker's CPU seconds (the workers' critical path). None without ``/proc``."""
+def _pool_usage(pool: Any) -> dict[str, tuple[float, int]] | None:
+    """CPU seconds and peak RSS (kB) of each of a local pool's workers and of the fork server they
+    came from (``"server"``), read while the pool is up (forked workers are not this process'
+    children: ``RUSAGE_CHILDREN`` does not see them). None without ``/proc``."""
     import multiprocessing.forkserver as fs
 
     if not Path("/proc/self/stat").exists():
         return None
-    pids = list(pool._pool._processes)
+    usage = {str(pid): _proc(pid) for pid in pool._pool._processes}
     server = getattr(fs._forkserver, "_forkserver_pid", None)
-    usage = [_proc(pid) for pid in pids]
-    start = _proc(server)[0] if server else 0.0  # the fork server's imports: before any worker runs
-    return sum(c for c, _ in usage) + start, start + max(c for c, _ in usage), max(peak for _, peak in usage)
+    if server:
+        usage["server"] = _proc(server)
+    return usage
 
 
 def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +94,7 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     import numpy  # noqa: F401  # imported before the clock in every configuration: start-up is not measured
     import polars  # noqa: F401
 
-    from promptkit.analysis.engine import _analyze_records, analyze
+    from promptkit.analysis.engine import _analyze_records, _named_tokenizers, analyze
     from promptkit.analysis.executors import DaskExecutor, ProcessPool
     from promptkit.analysis.filetasks import analyze_files
     from promptkit.formats import read_logs
@@ -101,9 +104,12 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     kind, _, n = config.partition(" ")
     workers_before: dict[str, Any] = {}
     client = cluster = None
+    cluster_start = 0.0
+    dask: Any = None
     if kind == "dask":
         from distributed import Client, LocalCluster
 
+        t = time.perf_counter()
         cluster = LocalCluster(
             n_workers=int(n),
             threads_per_worker=1,
@@ -114,7 +120,20 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         )
         client = Client(cluster)
         client.wait_for_workers(int(n))
+        # each worker imports the analysis and loads the tokenizer, as a pool's fork server does
+        dask = DaskExecutor(client, tokenizers=_named_tokenizers(options["tokenizer"], options["provider"]))
+        cluster_start = time.perf_counter() - t
         workers_before = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
+    startup = 0.0
+    pool = pool_before = None
+    if kind == "pool":  # the workers forked and ready, as for Dask: start-up is shown on its own
+        t = time.perf_counter()
+        pool = ProcessPool(int(n), tokenizers=_named_tokenizers(options["tokenizer"], options["provider"]))
+        list(pool.map(time.sleep, [(0.2,)] * int(n)))  # each call in a worker of its own: all forked
+        startup = time.perf_counter() - t - 0.2
+        pool_before = _pool_usage(pool)
+    elif client is not None:
+        startup = cluster_start
     self0, children0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     if view == "default":  # no view given: the records' default (the path `promptkit analyze` takes)
@@ -122,7 +141,7 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     if kind == "jobs":
         result = analyze(corpus, view=view, **options)
     else:
-        executor = ProcessPool(int(n)) if kind == "pool" else DaskExecutor(client)
+        executor = pool if pool is not None else dask
         try:
             result = analyze_files(corpus, executor=executor, view=view, **options)
             if result is None:  # a session spans files: the records plan
@@ -144,8 +163,12 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     workers = _cpu(children1) - _cpu(children0)
     worker_rss = children1.ru_maxrss
     busiest = workers
-    if kind == "pool" and pool_usage is not None:
-        workers, busiest, worker_rss = pool_usage
+    if kind == "pool" and pool_usage is not None and pool_before is not None:
+        spent = {k: cpu - pool_before.get(k, (0.0, 0))[0] for k, (cpu, _) in pool_usage.items()}
+        server = spent.pop("server", 0.0)
+        workers = sum(spent.values()) + server
+        busiest = max(spent.values()) + server
+        worker_rss = max(peak for k, (_, peak) in pool_usage.items() if k != "server")
     if client is not None:
         after = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
         workers = sum(after[w] - workers_before[w] for w in after)
@@ -156,6 +179,7 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         cluster.close()
     return {
         "wall": wall,
+        "startup": startup,
         "coordinator_cpu": coordinator,
         "worker_cpu": workers,
         "busiest_worker_cpu": busiest,
@@ -208,8 +232,9 @@ def main(argv: list[str] | None = None) -> None:
             write_corpus(corpus, sessions=args.sessions, calls=args.calls)
         size = sum(f.stat().st_size for f in corpus.rglob("*") if f.is_file())
         print(f"corpus: {corpus} ({size / 1e6:,.0f} MB); {os.cpu_count()} cores; best of {args.runs} run(s)")
-        header = (f"{'view':<12} {'run':<8} {'wall s':>7} {'speed-up':>8} {'CPU s':>7} {'coord. share':>12} "
-                  f"{'path s':>7} {'path speed-up':>13} {'coord. MB':>9} {'worker MB':>9}")  # fmt: skip
+        header = (f"{'view':<12} {'run':<8} {'wall s':>7} {'speed-up':>8} {'start s':>7} {'CPU s':>7} "
+                  f"{'coord. share':>12} {'path s':>7} {'path speed-up':>13} {'coord. MB':>9} "
+                  f"{'worker MB':>9}")  # fmt: skip
         print(header)
         for view in args.views.split(","):
             base: dict[str, Any] | None = None
@@ -220,9 +245,10 @@ def main(argv: list[str] | None = None) -> None:
                 assert all(r["digest"] == base["digest"] for r in runs), f"{view} {config}: results differ"
                 print(_line(view, config, best, base), flush=True)
         print(
-            "CPU: coordinator + workers (user + system). path: the coordinator's CPU plus the busiest "
-            "worker's (and the fork server's imports), about the wall time with a free core per process; "
-            "path speed-up: jobs 1's CPU over it."
+            "start: the workers' start-up before the clock (a pool's fork server imports and forks, a "
+            "Dask cluster starts; jobs 1's imports are before the clock too). CPU: coordinator + workers "
+            "(user + system) inside the clock. path: the coordinator's CPU plus the busiest worker's, "
+            "about the wall time with a free core per process; path speed-up: jobs 1's CPU over it."
         )
 
 
@@ -234,7 +260,8 @@ def _line(view: str, config: str, best: dict[str, Any], base: dict[str, Any]) ->
     base_cpu = base["coordinator_cpu"] + base["worker_cpu"]
     worker = f"{best['worker_rss_mb']:>9,.0f}" if best["worker_rss_mb"] is not None else f"{'-':>9}"
     return (
-        f"{view:<12} {config:<8} {best['wall']:>7.2f} {base['wall'] / best['wall']:>7.2f}x {cpu:>7.2f} "
+        f"{view:<12} {config:<8} {best['wall']:>7.2f} {base['wall'] / best['wall']:>7.2f}x "
+        f"{best['startup']:>7.2f} {cpu:>7.2f} "
         f"{share:>11.1%} {path:>7.2f} {base_cpu / path:>12.2f}x {best['coordinator_rss_mb']:>9,.0f} {worker}"
     )
 

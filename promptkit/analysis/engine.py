@@ -393,9 +393,15 @@ def _measure(
     if exact_units:
         row["position_basis"] = "exact"
         return
+    reported = getattr(usage, "prompt_tokens", None)
+    if not ruler.anchored and not isinstance(reported, int) and head_breakpoint is None:
+        # perf: no anchor (a call without usage, read from none with one): every position is its own
+        # (Ruler.to_provider), so the row keeps its local figures and only says how they were placed
+        row["position_basis"] = "local" if int(row["predicted_cached_tokens"]) > 0 else "exact"
+        return
     local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
     row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
-    row["position_basis"] = row_to_provider(row, ruler, getattr(usage, "prompt_tokens", None))
+    row["position_basis"] = row_to_provider(row, ruler, reported)
     if (
         model is not None
         and plan.lookup_points is None
@@ -1838,7 +1844,7 @@ def analyze_requests(
     if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
-    executor = make_executor(engine, jobs, client=client)
+    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
     try:
         return _analyze_records(
             records,
@@ -1988,7 +1994,7 @@ def _analyze_stream(
 
     order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
     batches = _stream_batches(stream, specs, group_of, provider is None, order, defaulted)
-    executor = make_executor(engine, jobs, client=client)
+    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
     try:
         bar: Any = None
         if progress:
@@ -2100,6 +2106,19 @@ def analyze(
     return analyze_requests(loaded, **options)
 
 
+def _named_tokenizers(tokenizer: Any, provider: Any) -> tuple[str, ...]:
+    """The tokenizer a local pool's workers are forked with, where the call names it: ``tokenizer``'s
+    name, else ``provider``'s (its tokenizer); none when each session's provider decides.
+
+    >>> _named_tokenizers(None, "deepseek"), _named_tokenizers("cl100k_base", "openai")
+    (('deepseek',), ('cl100k_base',))
+    """
+    for spec in (tokenizer, provider):
+        if spec is not None:
+            return (spec,) if isinstance(spec, str) else ()
+    return ()
+
+
 def _analyze_by_file(
     paths: Any,
     fmt: Any,
@@ -2126,7 +2145,7 @@ def _analyze_by_file(
     settings: dict[str, Any] = dict(
         provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
     )
-    executor = make_executor(engine, jobs, client=client)
+    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
     try:
         if executor is not None:
             result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)

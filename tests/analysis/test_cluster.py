@@ -51,6 +51,25 @@ def test_dask_engine_equals_local(client: Any, view: str) -> None:
     assert sum(contexts.values()) >= 1
 
 
+def test_a_dask_executor_warms_every_worker(client: Any) -> None:
+    """Made with a tokenizer's name, the executor has each worker import the analysis and load it once
+    (as a local pool's fork server does), before any task; a name no worker knows is left to the tasks."""
+    from promptkit.analysis.executors import DaskExecutor
+
+    def cached() -> list[str]:
+        from promptkit.tokens import tokenizers
+
+        return sorted(tokenizers._CACHE)
+
+    client.run(
+        lambda: __import__("promptkit.tokens.tokenizers").tokens.tokenizers._CACHE.pop("o200k_base", None)
+    )
+    assert all("o200k_base" not in names for names in client.run(cached).values())
+    DaskExecutor(client, tokenizers=["o200k_base", "no-such-tokenizer"]).close()
+    assert all("o200k_base" in names for names in client.run(cached).values())
+    assert len(client.run(cached)) == 2
+
+
 def test_dask_engine_streamed_by_address(client: Any) -> None:
     local = analyze("fixtures/real-logs/deepseek")
     remote = analyze(

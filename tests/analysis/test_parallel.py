@@ -130,3 +130,105 @@ def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: An
     assert parallel is not None
     assert serial.composition.height > serial.requests.height > 0
     assert_same(serial, parallel)
+
+
+def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> None:
+    """A file's frames go back as zstd-compressed Arrow IPC (a session's composition rows repeat each
+    request's blocks in the next: the bytes are a small fraction of the plain IPC), and come out with
+    their positions moved by the file's offset in the load order, the rest untouched."""
+    import io
+
+    import polars as pl
+
+    from promptkit.analysis.filetasks import _from_ipc, _to_ipc
+
+    frame = pl.DataFrame(
+        {
+            "_pos": [k // 50 for k in range(5000)],
+            "slot": ["context"] * 5000,
+            "tokens": [k % 50 for k in range(5000)],
+        }
+    )
+    plain = io.BytesIO()
+    frame.write_ipc(plain)
+    data = _to_ipc(frame)
+    assert len(data) * 10 < len(plain.getvalue())
+    assert_frame_equal(_from_ipc(data), frame)
+    moved = _from_ipc(data, 7)
+    assert moved["_pos"].to_list() == [p + 7 for p in frame["_pos"].to_list()]
+    assert_frame_equal(moved.drop("_pos"), frame.drop("_pos"))
+    assert moved.columns == frame.columns
+
+
+_FORKED = """
+import os
+import sys
+
+from promptkit.analysis.executors import TOKENIZERS_ENV, ProcessPool
+
+
+def loaded():
+    from promptkit.tokens import tokenizers
+
+    return sorted(tokenizers._CACHE)
+
+
+if __name__ == "__main__":
+    from promptkit.tokens import tokenizers
+
+    names = sys.argv[1:]
+    with ProcessPool(2, tokenizers=names) as pool:
+        workers = list(pool.map(loaded, [(), ()]))
+    print(workers, sorted(tokenizers._CACHE), TOKENIZERS_ENV in os.environ)
+"""
+
+
+def test_a_pool_s_workers_are_forked_with_the_tokenizers_it_names(tmp_path: Any) -> None:
+    """The fork server loads the tokenizers a pool names (a tokenizer's or a provider's name; an unknown
+    name is left for the worker that needs it), so each worker has them before its first task; the
+    calling process loads none and its environment is as it was. Each run is a fresh process: the fork
+    server is started once per process."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "forked.py"
+    script.write_text(_FORKED, encoding="utf-8")
+
+    def run(*names: str) -> str:
+        out = subprocess.run(
+            [sys.executable, str(script), *names], capture_output=True, text=True, check=True, timeout=120
+        )
+        return out.stdout.strip()
+
+    assert run("cl100k_base", "no-such-tokenizer") == "[['cl100k_base'], ['cl100k_base']] [] False"
+    assert run() == "[[], []] [] False"  # named none: a worker loads its own when it needs it
+
+
+def test_the_command_line_starts_the_fork_server_first(monkeypatch: Any, tmp_path: Any) -> None:
+    """``promptkit analyze --jobs N`` starts the workers' fork server (with the tokenizer it names)
+    before it imports the analysis, so the server's imports run beside its own; one job starts none."""
+    from promptkit import cli
+    from promptkit.analysis import executors
+    from promptkit.commands import analyze as command
+
+    started: list[list[str]] = []
+    ran: list[int] = []
+
+    def stop(*_: Any, **options: Any) -> Any:
+        ran.append(options["jobs"])
+        raise KeyboardInterrupt  # the analysis itself is not what this test is about
+
+    monkeypatch.setattr(executors, "start_fork_server", lambda names=(): started.append(list(names)))
+    monkeypatch.setattr(command, "run_analyze", stop)
+    out = str(tmp_path / "out")
+    assert (
+        cli.main(["analyze", "fixtures/logs", "--jobs", "2", "--provider", "deepseek", "--out", out]) == 130
+    )
+    assert (
+        cli.main(["analyze", "fixtures/logs", "--jobs", "3", "--tokenizer", "cl100k_base", "--out", out])
+        == 130
+    )
+    assert cli.main(["analyze", "fixtures/logs", "--jobs", "2", "--out", out]) == 130
+    assert cli.main(["analyze", "fixtures/logs", "--out", out]) == 130
+    assert started == [["deepseek"], ["cl100k_base"], []]
+    assert ran == [2, 3, 2, 1]

@@ -141,6 +141,33 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
     assert q["position_basis"][1] == "exact"
 
 
+def test_without_an_anchor_the_positions_stay_local() -> None:
+    """Calls without usage, read from none with one: no anchor past the start, so every position is the
+    local tokenizer's, unchanged (the prompt is its local count, the rule applies to the local prefix),
+    and the basis says how it was placed: ``local`` where something is read, ``exact`` at 0."""
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Rules of the house. " * 400},
+            {"role": "user", "content": "hi"},
+        ],
+    }
+    longer = {"model": "gpt-4o", "messages": [*body["messages"], {"role": "assistant", "content": "hello"}]}
+    local = [
+        int(
+            analyze_requests([RequestRecord(b, "s", index=0)], provider="openai").requests["prompt_tokens"][0]
+        )
+        for b in (body, longer)
+    ]
+    records = [RequestRecord(b, "s", index=i, timestamp=float(i)) for i, b in enumerate((body, longer))]
+    q = analyze_requests(records, provider="openai").requests
+    assert q["prompt_tokens"].to_list() == local
+    assert q["prefix_tokens"][1] == local[0]
+    assert q["predicted_cached_tokens"].to_list() == [0, 1024 + (local[0] - 1024) // 128 * 128]
+    assert q["hit_ratio"][1] == q["predicted_cached_tokens"][1] / local[1]
+    assert q["position_basis"].to_list() == ["exact", "local"]
+
+
 def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
     """Two calls of one session, the second appending a turn, whose reported prompts are ``scale`` ×
     the local counts (the provider's tokenizer is not the local one); returns them and the first
