@@ -2112,6 +2112,8 @@ def _named_tokenizers(tokenizer: Any, provider: Any) -> tuple[str, ...]:
 
     >>> _named_tokenizers(None, "deepseek"), _named_tokenizers("cl100k_base", "openai")
     (('deepseek',), ('cl100k_base',))
+    >>> _named_tokenizers(lambda: None, "openai"), _named_tokenizers(None, None)  # an object: no name
+    ((), ())
     """
     for spec in (tokenizer, provider):
         if spec is not None:

@@ -138,6 +138,7 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
     # the whole first prompt is shared: its reported length is the prefix, and the rule rounds that
     assert q["prefix_tokens"][1] == reported
     assert q["predicted_cached_tokens"][1] == 1024 + (reported - 1024) // 128 * 128
+    assert q["hit_ratio"][1] == q["predicted_cached_tokens"][1] / q["prompt_tokens"][1]  # the provider's
     assert q["position_basis"][1] == "exact"
 
 
@@ -166,6 +167,30 @@ def test_without_an_anchor_the_positions_stay_local() -> None:
     assert q["predicted_cached_tokens"].to_list() == [0, 1024 + (local[0] - 1024) // 128 * 128]
     assert q["hit_ratio"][1] == q["predicted_cached_tokens"][1] / local[1]
     assert q["position_basis"].to_list() == ["exact", "local"]
+
+
+def test_a_call_without_usage_keeps_the_anchors_it_inherits() -> None:
+    """A call without usage after one with usage: the positions it shares with that call are placed
+    by the anchor its usage gave (the shared prompt's end is the reported count), not left local."""
+    body = {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "Rules of the house. " * 400},
+            {"role": "user", "content": "hi"},
+        ],
+    }
+    longer = {"model": "gpt-4o", "messages": [*body["messages"], {"role": "assistant", "content": "hello"}]}
+    local = int(
+        analyze_requests([RequestRecord(body, "s", index=0)], provider="openai").requests["prompt_tokens"][0]
+    )
+    records = [
+        RequestRecord(body, "s", index=0, timestamp=0.0, usage=Usage(prompt_tokens=local + 150)),
+        RequestRecord(longer, "s", index=1, timestamp=5.0),
+    ]
+    q = analyze_requests(records, provider="openai").requests
+    assert q["prefix_tokens"][1] == local + 150
+    assert q["predicted_cached_tokens"][1] == 1024 + (local + 150 - 1024) // 128 * 128
+    assert q["position_basis"][1] == "exact"
 
 
 def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
