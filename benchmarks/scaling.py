@@ -10,19 +10,21 @@ one's peak memory is its own):
   for each N of ``--jobs`` (``pool 1`` measures the coordinator's share with one worker: the part of
   the work that more workers cannot divide);
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
-  127.0.0.1, started before the clock starts.
+  127.0.0.1, started and warmed before the clock starts.
 
 Start-up is left out of every configuration alike and shown on its own: numpy, polars, promptkit and
-the log-format registry are loaded before the clock starts, a pool's workers are forked (from a fork
-server that imported the same modules) and a Dask cluster's are started before it too. The ``start s``
-column is that start-up of the workers (the pool's fork server's imports and the forks, or the Dask
-cluster's start), which the command line overlaps with its own imports (it starts the fork server as
-soon as it has read ``--jobs``: :func:`promptkit.analysis.executors.start_fork_server`) and a reused
-pool or cluster pays once. CPU time is user + system time spent inside the clock: the coordinator's
-(``RUSAGE_SELF``) and the workers' (each pool worker's and the fork server's from ``/proc`` before and
-after; for Dask, each worker's own ``getrusage`` before and after). Peak memory is the maximum resident set (``ru_maxrss``): the coordinator's, and the largest
-worker's. Every result is checked equal to ``jobs=1`` (requests and composition frames, notes). Each
-configuration runs ``--runs`` times; the table shows the fastest run (others load this machine too).
+the log-format registry are loaded before the clock starts; a pool's workers are forked before it (from
+a fork server that imported the same modules and loaded the named tokenizer), and a Dask cluster's
+workers are started and warmed before it (each imports the analysis and loads the tokenizer:
+:func:`promptkit.analysis.executors.warm_worker`). The ``start s`` column is that start-up of the
+workers, which the command line overlaps with its own imports (it starts the fork server as soon as it
+has read ``--jobs``: :func:`promptkit.analysis.executors.start_fork_server`) and a reused pool or cluster
+pays once. CPU time is user + system time spent inside the clock: the coordinator's (``RUSAGE_SELF``)
+and the workers' (each pool worker's and the fork server's from ``/proc`` before and after; for Dask,
+each worker's own ``getrusage`` before and after). Peak memory is the maximum resident set
+(``ru_maxrss``): the coordinator's, and the largest worker's. Every result is checked equal to
+``jobs=1`` (requests and composition frames, notes). Each configuration runs ``--runs`` times; the
+table shows the fastest run (others load this machine too).
 
     python benchmarks/scaling.py [--jobs 1,2,4] [--views consecutive,simulated,default] [--dask]
                                  [--provider openai --tokenizer cl100k_base] [--corpus DIR]
