@@ -200,7 +200,8 @@ def test_a_pool_s_workers_are_forked_with_the_tokenizers_it_names(tmp_path: Any)
         )
         return out.stdout.strip()
 
-    assert run("cl100k_base", "no-such-tokenizer") == "[['cl100k_base'], ['cl100k_base']] [] False"
+    loaded = "['cl100k_base', 'deepseek']"  # a tokenizer by its name, a provider's by the provider's
+    assert run("cl100k_base", "deepseek", "no-such-tokenizer") == f"[{loaded}, {loaded}] [] False"
     assert run() == "[[], []] [] False"  # named none: a worker loads its own when it needs it
 
 
