@@ -128,7 +128,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("scale-out: the server's tokenizers left in the environment", "promptkit/analysis/executors.py",
      "            del os.environ[TOKENIZERS_ENV]", "            pass", "tests/analysis/test_parallel.py"),
     ("scale-out: the command line starts no fork server first", "promptkit/cli.py",
-     "        start_fork_server([name for name in (args.tokenizer or args.provider,) if name])", "        pass",
+     "        start_fork_server(named_tokenizers(args.tokenizer, args.provider))", "        pass",
      "tests/analysis/test_parallel.py"),
     ("scale-out: the Dask workers not warmed", "promptkit/analysis/executors.py",
      '        client.run(warm_worker, tuple(tokenizers), on_error="ignore")', "        pass",

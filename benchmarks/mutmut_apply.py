@@ -6,7 +6,7 @@ tests in 2 s by hand came back "timeout"). This script takes the mutants mutmut 
 run`` once, then stop it: the names are in ``mutmut results --all true``), applies each one's diff
 inside its function, runs the given tests in a fresh pytest and restores the file::
 
-    mutmut results --all true | grep -E 'x__measure__|x__named_tokenizers__' | cut -d: -f1 > names.txt
+    mutmut results --all true | grep -E 'x__measure__|x__place_head__' | cut -d: -f1 > names.txt
     PYTHONPATH=$PWD python benchmarks/mutmut_apply.py promptkit/analysis/engine.py names.txt \\
         tests/analysis/test_ruler.py tests/formats/test_claude_code_tree.py
 

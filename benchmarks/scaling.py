@@ -96,8 +96,8 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     import numpy  # noqa: F401  # imported before the clock in every configuration: start-up is not measured
     import polars  # noqa: F401
 
-    from promptkit.analysis.engine import _analyze_records, _named_tokenizers, analyze
-    from promptkit.analysis.executors import DaskExecutor, ProcessPool
+    from promptkit.analysis.engine import _analyze_records, analyze
+    from promptkit.analysis.executors import DaskExecutor, ProcessPool, named_tokenizers
     from promptkit.analysis.filetasks import analyze_files
     from promptkit.formats import read_logs
     from promptkit.formats.base import available_formats
@@ -123,14 +123,14 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         client = Client(cluster)
         client.wait_for_workers(int(n))
         # each worker imports the analysis and loads the tokenizer, as a pool's fork server does
-        dask = DaskExecutor(client, tokenizers=_named_tokenizers(options["tokenizer"], options["provider"]))
+        dask = DaskExecutor(client, tokenizers=named_tokenizers(options["tokenizer"], options["provider"]))
         cluster_start = time.perf_counter() - t
         workers_before = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
     startup = 0.0
     pool = pool_before = None
     if kind == "pool":  # the workers forked and ready, as for Dask: start-up is shown on its own
         t = time.perf_counter()
-        pool = ProcessPool(int(n), tokenizers=_named_tokenizers(options["tokenizer"], options["provider"]))
+        pool = ProcessPool(int(n), tokenizers=named_tokenizers(options["tokenizer"], options["provider"]))
         list(pool.map(time.sleep, [(0.2,)] * int(n)))  # each call in a worker of its own: all forked
         startup = time.perf_counter() - t - 0.2
         pool_before = _pool_usage(pool)

@@ -1839,12 +1839,12 @@ def analyze_requests(
         >>> r.requests["prefix_tokens"].to_list()[1] > 0
         True
     """
-    from promptkit.analysis.executors import make_executor
+    from promptkit.analysis.executors import make_executor, named_tokenizers
 
     if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     _check_arguments(records, provider=provider, progress=progress)
-    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
+    executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
     try:
         return _analyze_records(
             records,
@@ -1961,7 +1961,7 @@ def _analyze_stream(
     client: Any = None,
 ) -> AnalysisResult:
     """The consecutive view, session by session as the logs are streamed (see :func:`analyze`)."""
-    from promptkit.analysis.executors import make_executor
+    from promptkit.analysis.executors import make_executor, named_tokenizers
     from promptkit.formats import stream_logs
 
     if view not in (None, "consecutive"):
@@ -1994,7 +1994,7 @@ def _analyze_stream(
 
     order: deque[str | ProviderProfile] = deque()  # the group of each chunk sent, in order
     batches = _stream_batches(stream, specs, group_of, provider is None, order, defaulted)
-    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
+    executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
     try:
         bar: Any = None
         if progress:
@@ -2106,21 +2106,6 @@ def analyze(
     return analyze_requests(loaded, **options)
 
 
-def _named_tokenizers(tokenizer: Any, provider: Any) -> tuple[str, ...]:
-    """The tokenizer a local pool's workers are forked with, where the call names it: ``tokenizer``'s
-    name, else ``provider``'s (its tokenizer); none when each session's provider decides.
-
-    >>> _named_tokenizers(None, "deepseek"), _named_tokenizers("cl100k_base", "openai")
-    (('deepseek',), ('cl100k_base',))
-    >>> _named_tokenizers(lambda: None, "openai"), _named_tokenizers(None, None)  # an object: no name
-    ((), ())
-    """
-    for spec in (tokenizer, provider):
-        if spec is not None:
-            return (spec,) if isinstance(spec, str) else ()
-    return ()
-
-
 def _analyze_by_file(
     paths: Any,
     fmt: Any,
@@ -2138,7 +2123,7 @@ def _analyze_by_file(
     """:func:`analyze` on workers, one task per log file (:func:`~promptkit.analysis.filetasks.analyze_files`),
     also with ``view=None`` (each worker chooses its file's default view), or, when a session spans
     files, by loading the records here and shipping them by session."""
-    from promptkit.analysis.executors import make_executor
+    from promptkit.analysis.executors import make_executor, named_tokenizers
     from promptkit.analysis.filetasks import analyze_files
 
     if view is not None and (not isinstance(view, str) or view not in VIEWS):
@@ -2147,7 +2132,7 @@ def _analyze_by_file(
     settings: dict[str, Any] = dict(
         provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
     )
-    executor = make_executor(engine, jobs, client=client, tokenizers=_named_tokenizers(tokenizer, provider))
+    executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
     try:
         if executor is not None:
             result = analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)

@@ -30,7 +30,16 @@ from typing import Any, Final, Protocol
 
 from promptkit.errors import UsageError
 
-__all__ = ["ENGINES", "DaskExecutor", "Executor", "ProcessPool", "make_executor", "start_fork_server"]
+__all__ = [
+    "ENGINES",
+    "DaskExecutor",
+    "Executor",
+    "ProcessPool",
+    "make_executor",
+    "named_tokenizers",
+    "start_fork_server",
+    "warm_worker",
+]
 
 #: The engines ``analyze(engine=...)`` / ``--engine`` accept.
 ENGINES: tuple[str, ...] = ("local", "dask")
@@ -66,6 +75,21 @@ _PRELOAD: tuple[str, ...] = (
 )
 
 
+def named_tokenizers(tokenizer: Any, provider: Any) -> tuple[str, ...]:
+    """The tokenizer workers are started with, where a call names it: ``tokenizer``'s name, else
+    ``provider``'s (its tokenizer); none when each session's provider decides or an object is given.
+
+    >>> named_tokenizers(None, "deepseek"), named_tokenizers("cl100k_base", "openai")
+    (('deepseek',), ('cl100k_base',))
+    >>> named_tokenizers(lambda: None, "openai"), named_tokenizers(None, None)  # an object: no name
+    ((), ())
+    """
+    for spec in (tokenizer, provider):
+        if spec is not None:
+            return (spec,) if isinstance(spec, str) else ()
+    return ()
+
+
 def warm_worker(tokenizers: Iterable[str] = ()) -> None:
     """What a worker starts with, before its first task: the analysis' modules (:data:`_PRELOAD`), the
     log-format and provider registries (each an entry-point scan of every installed distribution, about
@@ -93,10 +117,9 @@ def warm_worker(tokenizers: Iterable[str] = ()) -> None:
             load()
         except PromptkitError:  # pragma: no cover - a broken plugin: the task that needs it reports it
             pass
-    for name in tokenizers:
+    for name in filter(None, tokenizers):
         try:
-            if name:
-                resolve_tokenizer(name).encode("warm")  # loaded, and its first encoding's set-up done
+            resolve_tokenizer(name).encode("warm")  # loaded, and its first encoding's set-up done
         except Exception:  # the task that needs it raises the error naming it
             pass
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
@@ -142,10 +143,9 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
     assert q["position_basis"][1] == "exact"
 
 
-def test_without_an_anchor_the_positions_stay_local() -> None:
-    """Calls without usage, read from none with one: no anchor past the start, so every position is the
-    local tokenizer's, unchanged (the prompt is its local count, the rule applies to the local prefix),
-    and the basis says how it was placed: ``local`` where something is read, ``exact`` at 0."""
+def _rules_and_reply() -> tuple[dict[str, Any], dict[str, Any], list[int]]:
+    """An OpenAI prompt past the 1024-token minimum, the same prompt with the answer appended, and
+    each one's local prompt tokens."""
     body = {
         "model": "gpt-4o",
         "messages": [
@@ -160,6 +160,14 @@ def test_without_an_anchor_the_positions_stay_local() -> None:
         )
         for b in (body, longer)
     ]
+    return body, longer, local
+
+
+def test_without_an_anchor_the_positions_stay_local() -> None:
+    """Calls without usage, read from none with one: no anchor past the start, so every position is the
+    local tokenizer's, unchanged (the prompt is its local count, the rule applies to the local prefix),
+    and the basis says how it was placed: ``local`` where something is read, ``exact`` at 0."""
+    body, longer, local = _rules_and_reply()
     records = [RequestRecord(b, "s", index=i, timestamp=float(i)) for i, b in enumerate((body, longer))]
     q = analyze_requests(records, provider="openai").requests
     assert q["prompt_tokens"].to_list() == local
@@ -172,17 +180,7 @@ def test_without_an_anchor_the_positions_stay_local() -> None:
 def test_a_call_without_usage_keeps_the_anchors_it_inherits() -> None:
     """A call without usage after one with usage: the positions it shares with that call are placed
     by the anchor its usage gave (the shared prompt's end is the reported count), not left local."""
-    body = {
-        "model": "gpt-4o",
-        "messages": [
-            {"role": "system", "content": "Rules of the house. " * 400},
-            {"role": "user", "content": "hi"},
-        ],
-    }
-    longer = {"model": "gpt-4o", "messages": [*body["messages"], {"role": "assistant", "content": "hello"}]}
-    local = int(
-        analyze_requests([RequestRecord(body, "s", index=0)], provider="openai").requests["prompt_tokens"][0]
-    )
+    body, longer, (local, _) = _rules_and_reply()
     records = [
         RequestRecord(body, "s", index=0, timestamp=0.0, usage=Usage(prompt_tokens=local + 150)),
         RequestRecord(longer, "s", index=1, timestamp=5.0),
