@@ -12,8 +12,10 @@ one's peak memory is its own):
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
   127.0.0.1, started and warmed before the clock starts.
 
-Start-up is left out of every configuration alike and shown on its own: numpy, polars, promptkit and
-the log-format registry are loaded before the clock starts; a pool's workers are forked before it (from
+Start-up is left out of every configuration alike and shown on its own: the measuring process imports
+the analysis and loads the log-format and provider registries before the clock starts, as a worker does
+(:func:`promptkit.analysis.executors.warm_worker`), and ``jobs=1``, which tokenizes itself, loads the
+tokenizer there too (its ``start s``); a pool's workers are forked before it (from
 a fork server that imported the same modules and loaded the named tokenizer), and a Dask cluster's
 workers are started and warmed before it (each imports the analysis and loads the tokenizer:
 :func:`promptkit.analysis.executors.warm_worker`). The ``start s`` column is that start-up of the
@@ -97,13 +99,17 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     import polars  # noqa: F401
 
     from promptkit.analysis.engine import _analyze_records, analyze
-    from promptkit.analysis.executors import DaskExecutor, ProcessPool, named_tokenizers
+    from promptkit.analysis.executors import DaskExecutor, ProcessPool, named_tokenizers, warm_worker
     from promptkit.analysis.filetasks import analyze_files
     from promptkit.formats import read_logs
-    from promptkit.formats.base import available_formats
 
-    available_formats()  # the format registry (entry points) too: start-up, the same for every run
     kind, _, n = config.partition(" ")
+    named = named_tokenizers(options["tokenizer"], options["provider"])
+    # start-up, left out alike: this process imports the analysis and loads the registries as a worker
+    # does, and the tokenizer where it tokenizes itself (jobs 1; a coordinator never loads one)
+    t = time.perf_counter()
+    warm_worker(named if kind == "jobs" else ())
+    own_start = time.perf_counter() - t
     workers_before: dict[str, Any] = {}
     client = cluster = None
     cluster_start = 0.0
@@ -123,14 +129,14 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         client = Client(cluster)
         client.wait_for_workers(int(n))
         # each worker imports the analysis and loads the tokenizer, as a pool's fork server does
-        dask = DaskExecutor(client, tokenizers=named_tokenizers(options["tokenizer"], options["provider"]))
+        dask = DaskExecutor(client, tokenizers=named)
         cluster_start = time.perf_counter() - t
         workers_before = client.run(lambda: _cpu(resource.getrusage(resource.RUSAGE_SELF)))
-    startup = 0.0
+    startup = own_start if kind == "jobs" else 0.0
     pool = pool_before = None
     if kind == "pool":  # the workers forked and ready, as for Dask: start-up is shown on its own
         t = time.perf_counter()
-        pool = ProcessPool(int(n), tokenizers=named_tokenizers(options["tokenizer"], options["provider"]))
+        pool = ProcessPool(int(n), tokenizers=named)
         list(pool.map(time.sleep, [(0.2,)] * int(n)))  # each call in a worker of its own: all forked
         startup = time.perf_counter() - t - 0.2
         pool_before = _pool_usage(pool)
@@ -247,8 +253,8 @@ def main(argv: list[str] | None = None) -> None:
                 assert all(r["digest"] == base["digest"] for r in runs), f"{view} {config}: results differ"
                 print(_line(view, config, best, base), flush=True)
         print(
-            "start: the workers' start-up before the clock (a pool's fork server imports and forks, a "
-            "Dask cluster starts; jobs 1's imports are before the clock too). CPU: coordinator + workers "
+            "start: start-up before the clock (jobs 1: its imports and tokenizer; a pool: its fork "
+            "server imports and forks; Dask: the cluster starts and warms). CPU: coordinator + workers "
             "(user + system) inside the clock. path: the coordinator's CPU plus the busiest worker's, "
             "about the wall time with a free core per process; path speed-up: jobs 1's CPU over it."
         )

@@ -367,6 +367,42 @@ def _head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
     return int(end)
 
 
+def _ruler_of(
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    prompt_len: int,
+    shared: int,
+    plan: Any,
+    usage: Any,
+) -> Ruler:
+    """The request's ruler (kept in ``rulers`` under ``source_id``): the anchors it shares with its
+    source (its first ``shared`` local tokens are the source's) and its own usage's."""
+    inherited = rulers.get(src_id) if src_id is not None else None
+    ruler = inherited.inherited(shared) if inherited is not None else Ruler.start()
+    breakpoint_end = max((e.length for e in plan.entries), default=None)
+    ruler = ruler.extended(own_anchors(prompt_len, breakpoint_end, usage))
+    rulers[source_id] = ruler
+    return ruler
+
+
+def _stays_local(ruler: Ruler, usage: Any, head_breakpoint: int | None) -> bool:
+    """Whether a request's positions stay its local ones: no anchor (a call without usage, read from
+    none with one) and no reported prompt or marked head to place, so every position is its own
+    (:meth:`Ruler.to_provider`) and the row only says how they were placed (:func:`_local_basis`)."""
+    return (
+        not ruler.anchored
+        and not isinstance(getattr(usage, "prompt_tokens", None), int)
+        and head_breakpoint is None
+    )
+
+
+def _local_basis(predicted_cached: int) -> str:
+    """The position basis of a row whose positions stay local: ``local`` where something was read (the
+    read's end is the local tokenizer's count), ``exact`` where nothing was."""
+    return "local" if predicted_cached > 0 else "exact"
+
+
 def _measure(
     row: dict[str, Any],
     rulers: dict[str, Ruler],
@@ -378,26 +414,23 @@ def _measure(
     exact_units: bool,
     model: CacheModel | None = None,
     head_breakpoint: int | None = None,
+    ruler: Ruler | None = None,
 ) -> None:
     """Ruler mode (:mod:`promptkit.analysis.ruler`): give the request the anchors it shares with its
     source and its own usage's, and convert its positions to provider units (where the local tokenizer
     is the provider's, they already are). ``head_breakpoint``: the local end of an opaque head that
-    ends in a breakpoint (:func:`_place_head`)."""
+    ends in a breakpoint (:func:`_place_head`); ``ruler``: the request's ruler where the caller made it
+    (:func:`_ruler_of`)."""
     prompt_len = int(row["prompt_tokens"])
-    shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
-    inherited = rulers.get(src_id) if src_id is not None else None
-    ruler = inherited.inherited(shared) if inherited is not None else Ruler.start()
-    breakpoint_end = max((e.length for e in plan.entries), default=None)
-    ruler = ruler.extended(own_anchors(prompt_len, breakpoint_end, usage))
-    rulers[source_id] = ruler
+    if ruler is None:
+        shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
+        ruler = _ruler_of(rulers, source_id, src_id, prompt_len, shared, plan, usage)
     if exact_units:
         row["position_basis"] = "exact"
         return
     reported = getattr(usage, "prompt_tokens", None)
-    if not ruler.anchored and not isinstance(reported, int) and head_breakpoint is None:
-        # perf: no anchor (a call without usage, read from none with one): every position is its own
-        # (Ruler.to_provider), so the row keeps its local figures and only says how they were placed
-        row["position_basis"] = "local" if int(row["predicted_cached_tokens"]) > 0 else "exact"
+    if _stays_local(ruler, usage, head_breakpoint):
+        row["position_basis"] = _local_basis(int(row["predicted_cached_tokens"]))
         return
     local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
     row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
@@ -1009,8 +1042,6 @@ class _Undelta:
 
     def take(self, pos: int, session: str) -> _Tokenized:
         """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
-        import numpy as np
-
         from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
 
         delta, mended = self._shipped.pop(pos)
@@ -1018,8 +1049,9 @@ class _Undelta:
             return _Tokenized(delta, mended)
         buffer = self._last.get(session) if delta.base is not None else None
         self.shared = delta.shared if buffer is not None else 0
+        # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first)
         tokens, self._last[session], _ = _TokenBuffer.extend(
-            buffer, delta.shared if buffer is not None else 0, delta.tail.astype(np.int64)
+            buffer, delta.shared if buffer is not None else 0, delta.tail
         )
         return _Tokenized(
             TokenizedRequest(
@@ -1108,6 +1140,7 @@ class _Causes:
 #: A :class:`RequestRow`'s fields as a tuple, in column order (perf: one C call, not ``attrs.astuple``).
 _ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)  # a RequestRow's fields, in column order
 _ROW_VALUES: Final = operator.itemgetter(*REQUEST_COLUMNS)  # the same of a row's fields by name
+_BASIS: Final = REQUEST_COLUMNS.index("position_basis")
 
 
 class _Columns:
@@ -1375,13 +1408,18 @@ class _RunState:
         """The row's fields in column order. Ruler mode: where the local tokenizer is not the provider's,
         its positions in provider units from the anchors the request shares with its source and its own
         usage's (:func:`_measure`)."""
+        fields: tuple[Any, ...] = _ROW_FIELDS(row)
         if self.exact_units:  # positions are already the provider's: no anchors needed
-            fields: tuple[Any, ...] = _ROW_FIELDS(row)
             return fields
-        values = dict(zip(REQUEST_COLUMNS, _ROW_FIELDS(row), strict=True))
-        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head)
+        shared = max(row.prefix_tokens or 0, row.unexpired_cached_tokens or 0)
+        ruler = _ruler_of(self.rulers, source_id, src_id, row.prompt_tokens or 0, shared, plan, usage)
         if prev is not None and prev.source != source_id:  # memory: the consecutive view needs no older one
             self.rulers.pop(prev.source, None)
+        if _stays_local(ruler, usage, head):  # perf: only the basis changes: no dict of the row
+            basis = _local_basis(row.predicted_cached_tokens or 0)
+            return (*fields[:_BASIS], basis, *fields[_BASIS + 1 :])
+        values = dict(zip(REQUEST_COLUMNS, fields, strict=True))
+        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head, ruler)
         measured: tuple[Any, ...] = _ROW_VALUES(values)
         return measured
 

@@ -105,11 +105,15 @@ class _FilePiece:
 
 
 def _to_ipc(frame: pl.DataFrame) -> bytes:
-    """``frame`` as Arrow IPC bytes, zstd-compressed: a file's composition rows repeat each request's
-    blocks in the next one, and compress about 200-fold (1.7 MB to 9 kB for one 130-call session), which
-    spares both ends the pipe's copies and costs no more CPU than the uncompressed write and read."""
+    """``frame`` as Arrow IPC stream bytes, zstd-compressed: a file's composition rows repeat each
+    request's blocks in the next one, and compress about 200-fold (1.7 MB to 9 kB for one 130-call
+    session), which spares both ends the pipe's copies and costs no more CPU than the uncompressed write
+    and read. perf: the stream format, not the file format: polars reads a stream in the calling thread
+    (0.1 ms for a session's 127 request rows, 0.5 ms for its 16,510 composition rows) where it reads a
+    file through a query on its thread pool (0.7 and 1.2 ms of wall time), and the coordinator reads
+    every piece."""
     buffer = io.BytesIO()
-    frame.write_ipc(buffer, compression="zstd")
+    frame.write_ipc_stream(buffer, compression="zstd")
     return buffer.getvalue()
 
 
@@ -118,7 +122,7 @@ def _from_ipc(data: bytes, offset: int = 0) -> pl.DataFrame:
     to the load order's (a Series sum: no query plan per piece)."""
     import polars as pl
 
-    frame = pl.read_ipc(io.BytesIO(data))
+    frame = pl.read_ipc_stream(io.BytesIO(data))
     if offset:  # in place: the frame was just read, nothing else holds it
         frame.replace_column(frame.get_column_index("_pos"), frame.get_column("_pos") + offset)
     return frame

@@ -469,8 +469,14 @@ class CacheSimulator:
         self.model = model
         self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
         # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
-        # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed
-        self._keep_all = RadixCache(share_tokens=share_tokens) if _keeps_all(model) else None
+        # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed.
+        # perf: memory: a cache without capacity never drops a run (this simulator only lets runs expire,
+        # it never removes them) and, for a model without exact entries, every run it holds was stored
+        # by the calls that stored it in the shadow too: the cache itself, read with nothing expired
+        # (``now=None``), is the shadow that keeps everything, so none is kept beside it
+        self._all_in_cache = _keeps_all(model) and model.capacity is None and not model.exact_entries
+        keep_all = _keeps_all(model) and not self._all_in_cache
+        self._keep_all = RadixCache(share_tokens=share_tokens) if keep_all else None
         self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
@@ -579,10 +585,12 @@ class CacheSimulator:
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known, resume)
         unexpired: int | None
         expired_source: str | None
-        if self._keep_all is not None and not blocked and not self.cache._pruned:
+        if (self._keep_all is not None or self._all_in_cache) and not blocked and not self.cache._pruned:
             # perf: while nothing was ever removed from the cache, the cache that keeps everything holds
             # the same runs and exact entries: when nothing expired was met, it reads what was read
             unexpired, expired_source = cached, None
+        elif self._all_in_cache:
+            unexpired, expired_source = self._shadow(self.cache, prompt, plan, None, known, resume)
         else:
             unexpired, expired_source = self._shadow(self._keep_all, prompt, plan, now, known, resume)
         lost = None

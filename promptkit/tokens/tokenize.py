@@ -185,9 +185,9 @@ _SHORT_KEY: Final[int] = 64
 
 
 def _same_tokens(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two int64 arrays of the same length hold the same tokens (perf: a short run's bytes
-    compared, cheaper than np.array_equal; a long one without copying it)."""
-    if a.shape[0] <= 4096:
+    """Whether two integer arrays of the same length hold the same tokens (perf: a short run's bytes
+    compared when both have one dtype, cheaper than np.array_equal; else without copying them)."""
+    if a.shape[0] <= 4096 and a.dtype == b.dtype:
         return a.tobytes() == b.tobytes()
     return bool(np.array_equal(a, b))
 

@@ -150,7 +150,7 @@ def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> Non
         }
     )
     plain = io.BytesIO()
-    frame.write_ipc(plain)
+    frame.write_ipc_stream(plain)
     data = _to_ipc(frame)
     assert len(data) * 10 < len(plain.getvalue())
     assert_frame_equal(_from_ipc(data), frame)
