@@ -470,11 +470,13 @@ class CacheSimulator:
         self.cache = RadixCache(capacity=model.capacity, share_tokens=share_tokens)
         # shadow caches that tell an expiry or an eviction apart from "never stored": one that keeps
         # everything (no TTL, no capacity), one with the TTL but no capacity; made only when needed.
-        # perf: memory: a cache without capacity never drops a run (this simulator only lets runs expire,
-        # it never removes them) and, for a model without exact entries, every run it holds was stored
-        # by the calls that stored it in the shadow too: the cache itself, read with nothing expired
-        # (``now=None``), is the shadow that keeps everything, so none is kept beside it
-        self._all_in_cache = _keeps_all(model) and model.capacity is None and not model.exact_entries
+        # perf: memory: a cache without capacity never drops a run or an exact entry (this simulator lets
+        # them expire, it never removes them), and every write reaches it as it reaches the shadow: the
+        # cache itself, read with nothing expired (``now=None``), is the shadow that keeps everything,
+        # and none is kept beside it. What only the cache gets, a read's refresh of the exact entry it
+        # read, stores nothing new and relabels only the runs up to that entry, which a lost read (one
+        # the shadow finds deeper) never ends in.
+        self._all_in_cache = _keeps_all(model) and model.capacity is None
         keep_all = _keeps_all(model) and not self._all_in_cache
         self._keep_all = RadixCache(share_tokens=share_tokens) if keep_all else None
         self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None

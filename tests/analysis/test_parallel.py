@@ -233,3 +233,29 @@ def test_the_command_line_starts_the_fork_server_first(monkeypatch: Any, tmp_pat
     assert cli.main(["analyze", "fixtures/logs", "--out", out]) == 130
     assert started == [["deepseek"], ["cl100k_base"], []]
     assert ran == [2, 3, 2, 1]
+
+
+def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
+    """Phase 2 rebuilds each request from its session's previous one and the int32 tail phase 1
+    shipped: the tokens are exact, and a tail that repeats what the buffer holds past the shared
+    prefix (the previous request's answer, sent again as a message) is written into the same buffer,
+    not copied into a new one."""
+    import numpy as np
+
+    from promptkit.analysis.engine import _TokenDelta, _Undelta
+
+    def delta(base: int | None, shared: int, tail: list[int]) -> tuple[_TokenDelta, bool]:
+        starts = np.zeros(1, dtype=np.int32)
+        size = shared + len(tail)
+        return _TokenDelta(base, shared, np.asarray(tail, dtype=np.int32), starts, 0, size, None), False
+
+    first = [5, 6, 7, 100_000, 9]  # 9: the answer's token, after the prompt
+    second = [*first, 11, 12]  # the answer sent again, then a new question
+    third = [5, 6, 70_000]  # a fork after two tokens
+    undelta = _Undelta({0: delta(None, 0, first), 1: delta(0, 4, second[4:]), 2: delta(1, 2, third[2:])})
+    got = [undelta.take(pos, "s").value for pos in range(3)]
+    for tok, expected in zip(got, (first, second, third), strict=True):
+        assert tok.tokens.dtype == np.int64 and tok.tokens.tolist() == expected  # type: ignore[union-attr]
+    assert np.shares_memory(got[0].tokens, got[1].tokens)  # type: ignore[union-attr]
+    assert not np.shares_memory(got[1].tokens, got[2].tokens)  # type: ignore[union-attr]
+    assert undelta.shared == 2

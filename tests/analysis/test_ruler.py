@@ -191,6 +191,18 @@ def test_a_call_without_usage_keeps_the_anchors_it_inherits() -> None:
     assert q["position_basis"][1] == "exact"
 
 
+def test_a_reported_prompt_of_no_tokens_gives_no_anchor_and_is_kept_as_reported() -> None:
+    """A usage that reports a prompt of 0 tokens places nothing (no anchor: there is no prompt end to
+    map), yet the row's prompt is the reported count, as for every call with usage, and no hit ratio is
+    made of it."""
+    body, _, (local, _) = _rules_and_reply()
+    record = RequestRecord(body, "s", index=0, timestamp=0.0, usage=Usage(prompt_tokens=0))
+    assert own_anchors(local, None, record.usage) == []
+    q = analyze_requests([record], provider="openai").requests
+    assert q["prompt_tokens"][0] == 0 and q["reported_prompt_tokens"][0] == 0
+    assert q["hit_ratio"][0] is None
+
+
 def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
     """Two calls of one session, the second appending a turn, whose reported prompts are ``scale`` ×
     the local counts (the provider's tokenizer is not the local one); returns them and the first
