@@ -956,6 +956,7 @@ class _Phase1:
     composition: pl.DataFrame
 
 
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Phase1:
     """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
     into per-session delta streams (:class:`_TokenDelta`), and its composition rows."""
@@ -1061,6 +1062,7 @@ class _Undelta:
         )
 
 
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def _decode_excerpts(
     spec: _Spec, excerpts: Sequence[tuple[str | None, list[int] | None, list[int], list[int]]]
 ) -> list[tuple[str | None, str, str]]:
@@ -1075,6 +1077,7 @@ def _decode_excerpts(
     return out
 
 
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
     """The consecutive view of whole sessions (runs in a worker)."""
     return _run(_context_for(spec), items)

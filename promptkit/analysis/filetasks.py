@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from promptkit.analysis.runtime import gc_paused
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
 from promptkit.tokens.cache_models import CacheModel
@@ -200,6 +201,7 @@ def _group_piece(
     )
 
 
+@gc_paused()  # perf: a worker holds a file's records while it builds many objects (engine.analyze's reason)
 def _file_task(
     options: _Options, path: str, fmt: LogFormat, untimed: frozenset[_Key] = frozenset()
 ) -> _FilePiece:
@@ -270,6 +272,7 @@ def _tasks(
     return out, notes
 
 
+@gc_paused()  # perf: the coordinator holds the pieces (and the simulated view's records) as it joins them
 def analyze_files(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
