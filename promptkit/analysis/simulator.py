@@ -441,8 +441,9 @@ class _Pending:
 
 
 def _keeps_all(model: CacheModel) -> bool:
-    """Whether a simulator of ``model`` keeps a shadow cache of everything stored (to tell an expiry or
-    an eviction apart from "never stored")."""
+    """Whether a simulator of ``model`` needs the shadow of everything stored (to tell an expiry or an
+    eviction apart from "never stored"): a tree of its own, or, without a capacity, the cache itself
+    read with nothing expired (see :class:`CacheSimulator`)."""
     return model.ttl is not None or model.capacity is not None or model.exact_entries
 
 
