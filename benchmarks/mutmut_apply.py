@@ -4,7 +4,7 @@ mutmut 3's own runner forks a child per mutant from a process that has started t
 server and Dask clusters; on this suite its children hang or hit its timeout (a mutant that fails its
 tests in 2 s by hand came back "timeout"). This script takes the mutants mutmut generated (``mutmut
 run`` once, then stop it: the names are in ``mutmut results --all true``), applies each one's diff
-inside its function, runs the given tests in a fresh pytest and restores the file::
+inside its function or method, runs the given tests in a fresh pytest and restores the file::
 
     mutmut results --all true | grep -E 'x__measure__|x__place_head__' | cut -d: -f1 > names.txt
     PYTHONPATH=$PWD python benchmarks/mutmut_apply.py promptkit/analysis/engine.py names.txt \\
@@ -22,6 +22,28 @@ from collections import Counter
 from pathlib import Path
 
 
+def _span(source: str, name: str) -> tuple[int, int] | None:
+    """Where the function a mutant belongs to is in ``source``: a module function (``x_name``) or a
+    method (``xǁClassǁname``), from its ``def`` to the next ``def`` or ``class`` at its indentation or
+    above (None where it is not found)."""
+    ends: tuple[str, ...]
+    method = re.search(r"\.xǁ(\w+)ǁ(\w+?)__mutmut_\d+$", name)
+    function = re.search(r"\.x_(\w+?)__mutmut_\d+$", name)
+    if method is not None:
+        klass = source.find(f"\nclass {method.group(1)}")
+        start = source.find(f"\n    def {method.group(2)}(", klass) if klass >= 0 else -1
+        ends = ("\n    def ", "\n    @", "\nclass ", "\ndef ", "\n@")
+    elif function is not None:
+        start = source.find(f"\ndef {function.group(1)}(")
+        ends = ("\ndef ", "\nclass ", "\n@")
+    else:
+        return None
+    if start < 0:
+        return None
+    found = [k for k in (source.find(e, start + 5) for e in ends) if k >= 0]
+    return start, min(found, default=len(source))
+
+
 def main(argv: list[str]) -> None:
     source, names_file, *tests = argv
     path = Path(source)
@@ -30,17 +52,15 @@ def main(argv: list[str]) -> None:
     outcomes: Counter[str] = Counter()
     for name in names:
         show = subprocess.run(["mutmut", "show", name], capture_output=True, text=True, check=True).stdout
-        found = re.search(r"\.x_(\w+?)__mutmut_\d+$", name)
-        if found is None or "ǁ" in name:  # methods are named xǁClassǁmethod: not handled here
+        span = _span(original, name)
+        if span is None:
             outcomes["unapplied"] += 1
             print(name, "unapplied", flush=True)
             continue
         body = [ln for ln in show.splitlines() if ln[:1] in "-+ " and not ln.startswith(("---", "+++"))]
         old = "\n".join(ln[1:] for ln in body if ln[:1] in "- ")
         new = "\n".join(ln[1:] for ln in body if ln[:1] in "+ ")
-        start = original.index(f"\ndef {found.group(1)}(")
-        end = original.find("\ndef ", start + 5)
-        end = len(original) if end < 0 else end
+        start, end = span
         region = original[start:end]
         if old not in region:
             outcomes["unapplied"] += 1
