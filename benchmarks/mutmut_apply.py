@@ -65,6 +65,13 @@ def main(argv: list[str]) -> None:
         region = original[start:end]
         if old not in region and "ǁ" in name:  # mutmut shows a method dedented to module level
             old, new = (textwrap.indent(text, "    ") for text in (old, new))
+        if old not in region:  # a docstring line in the context keeps its indent: the changed lines alone
+            changed = [(ln[:1], ln[1:]) for ln in body if ln[:1] in "-+"]
+            shift = "    " if "ǁ" in name else ""
+            old = "\n".join(shift + text for sign, text in changed if sign == "-")
+            new = "\n".join(shift + text for sign, text in changed if sign == "+")
+            if not old or region.count(old) != 1:
+                old = "\0"  # not found: unapplied
         if old not in region:
             outcomes["unapplied"] += 1
             print(name, "unapplied", flush=True)

@@ -405,33 +405,20 @@ def _local_basis(predicted_cached: int) -> str:
 
 def _measure(
     row: dict[str, Any],
+    ruler: Ruler,
     rulers: dict[str, Ruler],
     source_id: str,
     src_id: str | None,
-    outcome: Any,
     plan: Any,
     usage: Any,
-    exact_units: bool,
     model: CacheModel | None = None,
     head_breakpoint: int | None = None,
-    ruler: Ruler | None = None,
 ) -> None:
-    """Ruler mode (:mod:`promptkit.analysis.ruler`): give the request the anchors it shares with its
-    source and its own usage's, and convert its positions to provider units (where the local tokenizer
-    is the provider's, they already are). ``head_breakpoint``: the local end of an opaque head that
-    ends in a breakpoint (:func:`_place_head`); ``ruler``: the request's ruler where the caller made it
-    (:func:`_ruler_of`)."""
-    prompt_len = int(row["prompt_tokens"])
-    if ruler is None:
-        shared = max(int(row["prefix_tokens"] or 0), int(row["unexpired_cached_tokens"] or 0))
-        ruler = _ruler_of(rulers, source_id, src_id, prompt_len, shared, plan, usage)
-    if exact_units:
-        row["position_basis"] = "exact"
-        return
+    """Ruler mode (:mod:`promptkit.analysis.ruler`): convert the request's positions to provider units
+    by its ``ruler`` (:func:`_ruler_of`: the anchors it shares with its source and its own usage's; one
+    that stays local, :func:`_stays_local`, is the caller's: only the basis changes). ``head_breakpoint``:
+    the local end of an opaque head that ends in a breakpoint (:func:`_place_head`)."""
     reported = getattr(usage, "prompt_tokens", None)
-    if _stays_local(ruler, usage, head_breakpoint):
-        row["position_basis"] = _local_basis(int(row["predicted_cached_tokens"]))
-        return
     local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
     row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
     row["position_basis"] = row_to_provider(row, ruler, reported)
@@ -1402,7 +1389,6 @@ class _RunState:
         row: RequestRow,
         source_id: str,
         src_id: str | None,
-        outcome: CacheOutcome,
         plan: CachePlan,
         usage: Any,
         prev: _Stored | None,
@@ -1422,7 +1408,7 @@ class _RunState:
             basis = _local_basis(row.predicted_cached_tokens or 0)
             return (*fields[:_BASIS], basis, *fields[_BASIS + 1 :])
         values = dict(zip(REQUEST_COLUMNS, fields, strict=True))
-        _measure(values, self.rulers, source_id, src_id, outcome, plan, usage, False, self.model, head, ruler)
+        _measure(values, ruler, self.rulers, source_id, src_id, plan, usage, self.model, head)
         measured: tuple[Any, ...] = _ROW_VALUES(values)
         return measured
 
@@ -1476,7 +1462,7 @@ class _RunState:
         marked = None  # the head's breakpoint, where it stores an entry
         if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
             marked = int(head_bp["tokens"])
-        self.rows.add(self.measure(row, source_id, src_id, outcome, plan, record.usage, prev, marked), pos)
+        self.rows.add(self.measure(row, source_id, src_id, plan, record.usage, prev, marked), pos)
         if self.pretokenized is None:  # phase 1 composed the pretokenized requests where it tokenized them
             _compose(self.composition, pos, record, p, tok)
 

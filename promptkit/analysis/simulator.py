@@ -453,7 +453,10 @@ class CacheSimulator:
     :meth:`lookup` then :meth:`store` for each call (or :meth:`step`). Entries become readable
     ``model.delay`` seconds after the call (immediately when the delay is 0 or the time unknown).
     Calls must come in non-decreasing time; times may be None (unknown: nothing expires).
-    ``share_tokens`` is passed to the :class:`RadixCache`.
+    ``share_tokens`` is passed to the :class:`RadixCache`. The simulator only lets content expire in
+    its ``cache`` (a capacity evicts): without a capacity, the expired content it still holds is what
+    tells an expiry from "never stored" (``unexpired_cached_tokens``), so a caller that prunes it
+    (:meth:`RadixCache.expire`) loses that figure's expired part.
 
     Example::
 

@@ -203,6 +203,28 @@ def test_a_reported_prompt_of_no_tokens_gives_no_anchor_and_is_kept_as_reported(
     assert q["hit_ratio"][0] is None
 
 
+def test_the_consecutive_view_keeps_a_ruler_per_session_not_per_request() -> None:
+    """Memory: in the consecutive view a request reads only its session's previous one, so once a
+    request has its ruler the previous one's is dropped: a run keeps one ruler per session."""
+    from promptkit.analysis.engine import _context_for, _RunState, _Spec
+
+    body, _, _ = _rules_and_reply()
+    records = []
+    for s in ("a", "b"):
+        messages = list(body["messages"])
+        for i in range(4):
+            messages = [*messages, {"role": "user", "content": f"question {s}{i}"}]
+            usage = Usage(prompt_tokens=1500 + 40 * i)
+            records.append(RequestRecord({**body, "messages": messages}, s, index=i, usage=usage))
+            messages = [*messages, {"role": "assistant", "content": f"answer {s}{i}"}]
+    state = _RunState(_context_for(_Spec("openai", None, None, None, "consecutive", False)), None)
+    for pos, record in enumerate(records):
+        state.add(pos, record)
+    assert not state.problems
+    assert set(state.rulers) == {"a#3", "b#3"}
+    assert all(ruler.anchored for ruler in state.rulers.values())
+
+
 def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
     """Two calls of one session, the second appending a turn, whose reported prompts are ``scale`` ×
     the local counts (the provider's tokenizer is not the local one); returns them and the first

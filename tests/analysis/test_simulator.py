@@ -542,6 +542,29 @@ def test_a_session_resumes_from_its_previous_call_comparing_only_its_new_tokens(
     assert sum(compared) <= 2 * new_tokens  # a lookup and an insert per call, each over the new tokens
 
 
+def test_a_cache_without_capacity_is_its_own_shadow_and_keeps_no_second_tree() -> None:
+    """Memory: without a capacity nothing removes what the cache stored (it only expires), so the cache
+    read with nothing expired answers for the shadow of everything stored: no second tree is kept, and
+    an expired read still tells "expired" (``unexpired_cached_tokens``) from "never stored". With a
+    capacity (which evicts) the shadows are trees of their own."""
+    prompt = np.arange(400)
+    any_prefix = (UnitPrefixCache(unit=1, ttl=60.0), CachePlan(400, (CacheEntry(400, 60.0),)))
+    exact = (
+        BreakpointCache(min_tokens=0, ttl=60.0),
+        CachePlan(400, (CacheEntry(400, 60.0, True),), lookup_points=(400,)),
+    )
+    for model, plan in (any_prefix, exact):
+        sim = CacheSimulator(model)
+        assert sim._keep_all is None and sim._keep_ttl is None
+        sim.store(prompt, plan, now=0.0, source="a")
+        assert sim.lookup(prompt, plan, now=30.0).cached_tokens == 400  # alive: read (and refreshed)
+        late = sim.lookup(prompt, plan, now=1000.0)  # expired long ago
+        assert late.cached_tokens == 0 and late.unexpired_cached_tokens == 400 and late.lost_source == "a"
+        assert sim.cache.stored_tokens == 400  # one tree holds the run
+    capped = CacheSimulator(UnitPrefixCache(unit=1, ttl=60.0, capacity=1000))
+    assert isinstance(capped._keep_all, RadixCache) and isinstance(capped._keep_ttl, RadixCache)
+
+
 def test_with_a_capacity_runs_are_not_extended_in_place() -> None:
     """Under a capacity a run partly used is not a run used whole (LRU order): a call's run stays a
     node of its own, as in the reference simulator."""
