@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -45,6 +44,23 @@ def _span(source: str, name: str) -> tuple[int, int] | None:
     return start, min(found, default=len(source))
 
 
+def _mutated(region: str, show: str, *, method: bool) -> str | None:
+    """``region`` (one function's or method's source) with the mutant ``mutmut show`` printed applied,
+    or None where its text is not found. mutmut shows a method dedented to module level: its lines are
+    indented back; a docstring line in the context keeps its own indent, so where the context does not
+    match, the changed lines alone are looked for (once)."""
+    body = [ln for ln in show.splitlines() if ln[:1] in "-+ " and not ln.startswith(("---", "+++"))]
+    shift = "    " if method else ""
+    tries = [[ln[:1] + shift + ln[1:] for ln in body]] if method else []
+    tries = [body, *tries, [ln[:1] + shift + ln[1:] for ln in body if ln[:1] in "-+"]]
+    for lines in tries:
+        old = "\n".join(ln[1:] for ln in lines if ln[:1] in "- ")
+        new = "\n".join(ln[1:] for ln in lines if ln[:1] in "+ ")
+        if old and region.count(old) == 1:
+            return region.replace(old, new, 1)
+    return None
+
+
 def main(argv: list[str]) -> None:
     source, names_file, *tests = argv
     path = Path(source)
@@ -54,29 +70,13 @@ def main(argv: list[str]) -> None:
     for name in names:
         show = subprocess.run(["mutmut", "show", name], capture_output=True, text=True, check=True).stdout
         span = _span(original, name)
-        if span is None:
+        start, end = span if span is not None else (0, 0)
+        mutated = _mutated(original[start:end], show, method="ǁ" in name) if span is not None else None
+        if mutated is None:
             outcomes["unapplied"] += 1
             print(name, "unapplied", flush=True)
             continue
-        body = [ln for ln in show.splitlines() if ln[:1] in "-+ " and not ln.startswith(("---", "+++"))]
-        old = "\n".join(ln[1:] for ln in body if ln[:1] in "- ")
-        new = "\n".join(ln[1:] for ln in body if ln[:1] in "+ ")
-        start, end = span
-        region = original[start:end]
-        if old not in region and "ǁ" in name:  # mutmut shows a method dedented to module level
-            old, new = (textwrap.indent(text, "    ") for text in (old, new))
-        if old not in region:  # a docstring line in the context keeps its indent: the changed lines alone
-            changed = [(ln[:1], ln[1:]) for ln in body if ln[:1] in "-+"]
-            shift = "    " if "ǁ" in name else ""
-            old = "\n".join(shift + text for sign, text in changed if sign == "-")
-            new = "\n".join(shift + text for sign, text in changed if sign == "+")
-            if not old or region.count(old) != 1:
-                old = "\0"  # not found: unapplied
-        if old not in region:
-            outcomes["unapplied"] += 1
-            print(name, "unapplied", flush=True)
-            continue
-        path.write_text(original[:start] + region.replace(old, new, 1) + original[end:], encoding="utf-8")
+        path.write_text(original[:start] + mutated + original[end:], encoding="utf-8")
         try:
             run = subprocess.run(
                 [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
