@@ -915,38 +915,92 @@ def _tokenize_one(
     return prepared, _Tokenized(tok, bool(mended)), think
 
 
-@attrs.frozen(slots=True)
-class _TokenDelta:
-    """A tokenized request as phase 1 ships it: the tokens it shares with its session's previous
-    tokenized request (``base``, a position; ``shared`` tokens) are left out and only the ``tail``
-    is sent (int32 when the ids fit), with the message offsets. A session's stream so carries each new
-    token once, exactly (what a Mooncake block-hash chain carries, plus the token ids that place a
-    divergence to the token)."""
+class _DeltaStream:
+    """Phase 1's tokenized requests of a chunk, as it ships them: per-session token delta streams in
+    columns (perf: a handful of arrays per chunk, which the coordinator unpickles in a few calls,
+    where one object of three arrays per request cost it about 15 µs each).
 
-    base: int | None
-    shared: int
-    tail: np.ndarray
-    message_starts: np.ndarray  # memory: int32 arrays, not tuples of int objects (made at phase 2)
-    header_len: int
-    prompt_len: int
-    message_ends: np.ndarray | None
+    A request's tokens are those it shares with its session's previous tokenized request (``base``,
+    a position, -1 for none; ``shared`` tokens), left out, followed by its ``tail``, sent (int32 when
+    the ids fit): a session's stream so carries each new token once, exactly (what a Mooncake
+    block-hash chain carries, plus the token ids that place a divergence to the token). Row ``i``'s
+    tail is ``tails[tail_at[i]:tail_at[i + 1]]``, its message offsets ``starts[starts_at[i]:...]`` and
+    ``ends[...]`` (``has_ends``: the render gave them). A record that could not be tokenized is in
+    ``errors`` (position: (why, mended)), not in the columns."""
+
+    __slots__ = (
+        "base", "ends", "errors", "has_ends", "header_len", "mended", "positions", "prompt_len", "shared",
+        "starts", "starts_at", "tail_at", "tails",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        empty = np.zeros(0, np.int64)
+        self.positions, self.base, self.shared, self.header_len, self.prompt_len = (empty,) * 5
+        self.tails, self.starts, self.ends = empty, empty.astype(np.int32), empty.astype(np.int32)
+        self.tail_at = self.starts_at = np.zeros(1, np.int64)
+        self.has_ends = self.mended = np.zeros(0, bool)
+        self.errors: dict[int, tuple[str, bool]] = {}
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]]) -> _DeltaStream:
+        """The stream of ``rows`` (position, base or -1, shared, tail, tokenized request, mended)."""
+        import numpy as np
+
+        stream = cls()
+        if not rows:
+            return stream
+        positions, base, shared, tails, toks, mended = zip(*rows, strict=True)
+
+        def column(values: Iterable[int]) -> np.ndarray:
+            return np.fromiter(values, np.int64, len(rows))
+
+        def concat(parts: Sequence[Sequence[int] | np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+            at = np.zeros(len(parts) + 1, np.int64)
+            np.cumsum([len(x) for x in parts], out=at[1:])
+            return (np.concatenate(parts).astype(dtype, copy=False) if at[-1] else np.zeros(0, dtype)), at
+
+        stream.positions, stream.base, stream.shared = column(positions), column(base), column(shared)
+        stream.header_len = column(t.header_len for t in toks)
+        stream.prompt_len = column(t.prompt_len for t in toks)
+        low = min((int(t.min()) for t in tails if t.size), default=0)
+        high = max((int(t.max()) for t in tails if t.size), default=0)
+        stream.tails, stream.tail_at = concat(
+            tails, np.int32 if -(2**31) <= low and high < 2**31 else np.int64
+        )
+        stream.starts, stream.starts_at = concat([t.message_starts for t in toks], np.int32)
+        stream.ends, _ = concat([t.message_ends or t.message_starts for t in toks], np.int32)
+        stream.has_ends = np.fromiter((t.message_ends is not None for t in toks), bool, len(rows))
+        stream.mended = np.asarray(mended, bool)
+        return stream
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __len__(self) -> int:
+        return int(self.positions.shape[0]) + len(self.errors)
 
 
 @attrs.frozen(slots=True)
 class _Phase1:
     """What phase 1 of a parallel simulated view returns for a chunk: the per-session token delta
-    streams by position, and the chunk's composition rows (``_pos`` its records' positions), which
-    need no cache outcome: the worker that tokenized a request also places its tokens in its blocks,
-    and the coordinator only joins the columns."""
+    streams (:class:`_DeltaStream`), and the chunk's composition rows (``_pos`` its records'
+    positions), which need no cache outcome: the worker that tokenized a request also places its
+    tokens in its blocks, and the coordinator only joins the columns."""
 
-    deltas: dict[int, tuple[_TokenDelta | str, bool]]
+    deltas: _DeltaStream
     composition: pl.DataFrame
 
 
 @gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Phase1:
     """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
-    into per-session delta streams (:class:`_TokenDelta`), and its composition rows."""
+    into per-session delta streams (:class:`_DeltaStream`), and its composition rows."""
     import numpy as np
 
     from promptkit.analysis.composition import CompositionRows
@@ -954,39 +1008,28 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
     ctx = _context_for(spec)
     memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
     last: dict[str, tuple[int, np.ndarray]] = {}
-    out: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    rows: list[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]] = []
+    errors: dict[int, tuple[str, bool]] = {}
     composition = CompositionRows()
     for pos, record in sorted(items, key=lambda t: t[0]):
         prepared, tokenized, _ = _tokenize_one(ctx, record, memo)
         result, mended = tokenized.value, tokenized.mended
         if isinstance(result, str):
-            out[pos] = (result, mended)
+            errors[pos] = (result, mended)
             continue
         _compose(composition, pos, record, prepared, result)
         tokens = result.tokens
-        base, shared = None, 0
+        base, shared = -1, 0
         prev = last.get(record.session)
         if prev is not None:
             n = min(len(prev[1]), len(tokens))
             diff = np.flatnonzero(prev[1][:n] != tokens[:n])
             base, shared = prev[0], int(diff[0]) if diff.size else n
-        tail = tokens[shared:]
-        if tail.size and int(tail.min()) >= -(2**31) and int(tail.max()) < 2**31:
-            tail = tail.astype(np.int32)
-        out[pos] = (
-            _TokenDelta(
-                base,
-                shared,
-                tail,
-                np.asarray(result.message_starts, dtype=np.int32),
-                result.header_len,
-                result.prompt_len,
-                None if result.message_ends is None else np.asarray(result.message_ends, dtype=np.int32),
-            ),
-            mended,
-        )
+        rows.append((pos, base, shared, tokens[shared:], result, mended))
         last[record.session] = (pos, tokens)
-    return _Phase1(out, _composition_frame(composition))
+    stream = _DeltaStream.of(rows)
+    stream.errors = errors
+    return _Phase1(stream, _composition_frame(composition))
 
 
 def _compose(
@@ -1013,39 +1056,74 @@ def _composition_frame(rows: CompositionRows) -> pl.DataFrame:
 
 
 class _Undelta:
-    """Phase 2's tokens from phase 1's delta streams, rebuilt as phase 2 asks for them: a request's
-    tokens are its session's previous tokenized request's first ``shared`` tokens and its ``tail``.
+    """Phase 2's tokens from phase 1's delta streams (:class:`_DeltaStream`, each with the offset of
+    its positions in the load order), rebuilt as phase 2 asks for them: a request's tokens are its
+    session's previous tokenized request's first ``shared`` tokens and its ``tail``.
     memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
     (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
 
-    __slots__ = ("_last", "_shipped", "composition", "shared")
+    __slots__ = ("_at", "_columns", "_errors", "_last", "composition", "shared")
 
     def __init__(
-        self, shipped: dict[int, tuple[_TokenDelta | str, bool]], composition: Sequence[pl.DataFrame] = ()
+        self, streams: Sequence[tuple[int, _DeltaStream]], composition: Sequence[pl.DataFrame] = ()
     ) -> None:
-        self._shipped = shipped
         self.composition = list(composition)  # phase 1's composition rows (``_pos``: record positions)
         self._last: dict[str, _TokenBuffer] = {}
         self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
+        # perf: each stream's small columns as Python ints once (a numpy scalar per request costs more)
+        self._columns: list[tuple[Any, ...]] = []
+        self._at: dict[int, tuple[int, int]] = {}  # load-order position -> (stream, row)
+        self._errors: dict[int, tuple[str, bool]] = {}
+        for offset, stream in streams:
+            k = len(self._columns)
+            self._columns.append(
+                (
+                    stream.base.tolist(),
+                    stream.shared.tolist(),
+                    stream.header_len.tolist(),
+                    stream.prompt_len.tolist(),
+                    stream.tail_at.tolist(),
+                    stream.tails,
+                    stream.starts_at.tolist(),
+                    stream.starts,  # memory: arrays (a request's offsets become Python ints when taken)
+                    stream.ends,
+                    stream.has_ends.tolist(),
+                    stream.mended.tolist(),
+                )
+            )
+            self._at.update((pos + offset, (k, i)) for i, pos in enumerate(stream.positions.tolist()))
+            self._errors.update((pos + offset, error) for pos, error in stream.errors.items())
+
+    def __contains__(self, pos: object) -> bool:
+        return pos in self._at or pos in self._errors
 
     def take(self, pos: int, session: str) -> _Tokenized:
-        """The tokens of the request at ``pos`` (of ``session``), let go of by the stream."""
+        """The tokens of the request at ``pos`` (of ``session``)."""
         from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
 
-        delta, mended = self._shipped.pop(pos)
-        if isinstance(delta, str):
-            return _Tokenized(delta, mended)
-        buffer = self._last.get(session) if delta.base is not None else None
-        self.shared = delta.shared if buffer is not None else 0
+        at = self._at.pop(pos, None)
+        if at is None:
+            return _Tokenized(*self._errors.pop(pos))
+        k, i = at
+        base, shared, header, prompt, tail_at, tails, starts_at, starts, ends, has_ends, mended = (
+            self._columns[k]
+        )
+        buffer = self._last.get(session) if base[i] >= 0 else None
+        self.shared = shared[i] if buffer is not None else 0
         # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first)
         tokens, self._last[session], _ = _TokenBuffer.extend(
-            buffer, delta.shared if buffer is not None else 0, delta.tail
+            buffer, self.shared, tails[tail_at[i] : tail_at[i + 1]]
         )
+        a, b = starts_at[i], starts_at[i + 1]
         return _Tokenized(
-            TokenizedRequest(
-                tokens, delta.message_starts, delta.header_len, delta.prompt_len, delta.message_ends
+            TokenizedRequest._trusted(
+                tokens,
+                tuple(starts[a:b].tolist()),
+                header[i],
+                prompt[i],
+                tuple(ends[a:b].tolist()) if has_ends[i] else None,
             ),
-            mended,
+            mended[i],
         )
 
 
@@ -1755,10 +1833,10 @@ def _analyze_group(
     if spec.view == "consecutive":
         partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
         return _finish(ctx, partials, load_problems, len(items))
-    shipped: dict[int, tuple[_TokenDelta | str, bool]] = {}
+    shipped: list[tuple[int, _DeltaStream]] = []
     composed: list[pl.DataFrame] = []
     for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
-        shipped.update(part.deltas)
+        shipped.append((0, part.deltas))
         composed.append(part.composition)
     pretokenized = _Undelta(shipped, composed)
     return _finish(ctx, [_run(ctx, items, pretokenized, progress=progress)], load_problems, len(items))

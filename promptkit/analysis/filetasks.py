@@ -49,7 +49,7 @@ from promptkit.tokens.cache_models import CacheModel
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult, _Partial, _TokenDelta
+    from promptkit.analysis.engine import AnalysisResult, _DeltaStream, _Partial
     from promptkit.analysis.executors import Executor
     from promptkit.formats.base import LogFormat
 
@@ -73,7 +73,7 @@ class _Options:
 class _GroupPiece:
     """One provider group of one file, as the worker returns it. Positions are the file's own (0 =
     its first record). ``requests`` / ``composition``: Arrow IPC bytes (``requests``: consecutive view
-    only); ``deltas``: per-position token deltas or errors (simulated view)."""
+    only); ``deltas``: the token delta streams (simulated view)."""
 
     key: _Key
     first: int
@@ -85,7 +85,7 @@ class _GroupPiece:
     writes_nothing: int
     thinking: dict[str, int]
     mended: tuple[tuple[int, str], ...]
-    deltas: dict[int, tuple[_TokenDelta | str, bool]] | None
+    deltas: _DeltaStream | None
     names: tuple[str, str]  # the tokenizer's and the render's names
 
 
@@ -103,6 +103,7 @@ class _FilePiece:
     groups: tuple[_GroupPiece, ...]
     loaded: tuple[RequestRecord, ...] = ()  # simulated view: the records, pickled together (below)
     view: str | None = None  # the view the file was analyzed in (None: it has no records)
+    format: LogFormat | None = None  # the format it was read in (None: none known)
 
 
 def _to_ipc(frame: pl.DataFrame) -> bytes:
@@ -203,12 +204,21 @@ def _group_piece(
 
 @gc_paused()  # perf: a worker holds a file's records while it builds many objects (engine.analyze's reason)
 def _file_task(
-    options: _Options, path: str, fmt: LogFormat, untimed: frozenset[_Key] = frozenset()
+    options: _Options, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
 ) -> _FilePiece:
     """A worker's task: read, parse and analyze (or tokenize) one log file (``untimed``: the groups to
-    analyze without times, as some record of theirs elsewhere has none)."""
+    analyze without times, as some record of theirs elsewhere has none). ``fmt`` None: a file found in
+    a directory, sniffed here (perf: the coordinator reads none of it); one of no known format is the
+    piece's one problem."""
     from promptkit.analysis.engine import DEFAULT_PROVIDER, _default_view
+    from promptkit.formats.base import Source
+    from promptkit.formats.discovery import _format_of
 
+    if fmt is None:
+        sniffed: list[LoadProblem] = []
+        fmt = _format_of(Source.open(path), None, named=False, problems=sniffed)
+        if fmt is None:
+            return _FilePiece(0, tuple(sniffed), (), (), (), ())
     records, problems, reordered = _read_file(Path(path), fmt)
     if options.view is None:  # the view the records call for (the coordinator checks that all agree)
         options = attrs.evolve(options, view=_default_view(records))
@@ -229,7 +239,7 @@ def _file_task(
     loaded = tuple(records) if options.view != "consecutive" else ()
     view = options.view if records else None
     return _FilePiece(
-        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view
+        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view, fmt
     )
 
 
@@ -250,21 +260,19 @@ def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
     )
 
 
-def _tasks(
-    paths: Any, fmt: str | LogFormat | None
-) -> tuple[list[tuple[str, LogFormat | None, LoadProblem | None]], list[str]]:
-    """The files to read, each with its format (None and the problem: a file of no known format found in
-    a directory), and the loader's note on files passed over."""
+def _tasks(paths: Any, fmt: str | LogFormat | None) -> tuple[list[tuple[str, LogFormat | None]], list[str]]:
+    """The files to read, each with its format (None: a file found in a directory, which its worker
+    sniffs), and the loader's note on files passed over. A file named explicitly is sniffed here: one
+    of no known format raises before any work starts, as :func:`~promptkit.formats.read_logs` does."""
     from promptkit.formats.base import Source, get_format
     from promptkit.formats.discovery import _format_of, find_log_files
 
     forced = get_format(fmt) if isinstance(fmt, str) else fmt
     files, passed = find_log_files(paths)
-    out: list[tuple[str, LogFormat | None, LoadProblem | None]] = []
+    out: list[tuple[str, LogFormat | None]] = []
     for path, named in files:
-        problems: list[LoadProblem] = []
-        chosen = _format_of(Source.open(path), forced, named=named, problems=problems)
-        out.append((str(path), chosen, problems[0] if problems else None))
+        chosen = _format_of(Source.open(path), forced, named=True, problems=[]) if named else forced
+        out.append((str(path), chosen))
     notes = []
     if passed:
         listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
@@ -292,13 +300,12 @@ def analyze_files(
     chose ``simulated`` are analyzed again when another file's records make it ``consecutive``."""
     options = _Options(provider, tokenizer, render, cache_model, view)
     files, notes = _tasks(paths, format)
-    todo = [(k, path, fmt) for k, (path, fmt, _) in enumerate(files) if fmt is not None]
-    results: Any = executor.map(_file_task, [(options, path, fmt) for _, path, fmt in todo])
+    results: Any = executor.map(_file_task, [(options, path, fmt) for path, fmt in files])
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
         from tqdm.auto import tqdm
 
-        results = tqdm(results, total=len(todo), desc=f"analyze ({view}, by file)", unit="file", delay=0.5)
-    pieces = dict(zip((k for k, _, _ in todo), results, strict=True))
+        results = tqdm(results, total=len(files), desc=f"analyze ({view}, by file)", unit="file", delay=0.5)
+    pieces = dict(enumerate(results))
     seen: set[str] = set()
     for piece in pieces.values():
         if seen.intersection(piece.sessions):
@@ -315,7 +322,7 @@ def analyze_files(
 
 def _choose_view(
     pieces: dict[int, _FilePiece],
-    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    files: list[tuple[str, LogFormat | None]],
     options: _Options,
     executor: Executor,
 ) -> _Options:
@@ -324,7 +331,7 @@ def _choose_view(
     chosen = {piece.view for piece in pieces.values() if piece.view is not None}
     options = attrs.evolve(options, view="simulated" if chosen == {"simulated"} else "consecutive")
     redo = [k for k, piece in pieces.items() if piece.view not in (None, options.view)]
-    calls = [(options, files[k][0], files[k][1]) for k in redo]
+    calls = [(options, files[k][0], pieces[k].format) for k in redo]
     for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
         pieces[k] = piece
     return options
@@ -332,7 +339,7 @@ def _choose_view(
 
 def _retime(
     pieces: dict[int, _FilePiece],
-    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    files: list[tuple[str, LogFormat | None]],
     options: _Options,
     executor: Executor,
 ) -> None:
@@ -346,14 +353,14 @@ def _retime(
         for k, piece in pieces.items()
     }
     redo = {k: keys for k, keys in redo.items() if keys}
-    calls = [(options, files[k][0], files[k][1], keys) for k, keys in redo.items()]
+    calls = [(options, files[k][0], pieces[k].format, keys) for k, keys in redo.items()]
     for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
         pieces[k] = piece
 
 
 def _assemble(
     pieces: dict[int, _FilePiece],
-    files: list[tuple[str, LogFormat | None, LoadProblem | None]],
+    files: list[tuple[str, LogFormat | None]],
     notes: list[str],
     options: _Options,
     executor: Executor,
@@ -370,9 +377,7 @@ def _assemble(
     groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
     loaded: list[RequestRecord] = []  # simulated view: the records in load order
     offset = 0
-    for k, (_, _, sniffed) in enumerate(files):
-        if sniffed is not None:
-            problems.append(sniffed)
+    for k in range(len(files)):
         piece = pieces.get(k)
         if piece is None:
             continue
@@ -438,17 +443,17 @@ def _simulate(
         _Undelta,
     )
 
-    shipped: dict[int, tuple[Any, bool]] = {}
+    streams = []
     composed: list[pl.DataFrame] = []
     for offset, group in parts:
         assert group.deltas is not None and group.composition is not None
-        shipped.update((pos + offset, value) for pos, value in group.deltas.items())
-        group.deltas.clear()  # memory: phase 2 lets go of each request's delta as it takes it
+        streams.append((offset, group.deltas))
         composed.append(_from_ipc(group.composition, offset))
+    shipped = _Undelta(streams, composed)
     items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
     profile, model = _profile_and_model(spec.provider, spec.cache_model)
     described = _Described(spec, profile, model, *parts[0][1].names)
-    state = _RunState(described, _Undelta(shipped, composed))
+    state = _RunState(described, shipped)
     for j in state.order(items):
         state.add(*items[j])
     if state.excerpts:

@@ -138,7 +138,7 @@ class TokenizedRequest:
         message_starts: tuple[int, ...],
         header_len: int,
         prompt_len: int,
-        message_ends: tuple[int, ...],
+        message_ends: tuple[int, ...] | None,
     ) -> TokenizedRequest:
         """perf: an instance from values already in their converted form (a read-only int64 array,
         tuples of Python ints of the same length), without running the converters again."""

@@ -132,6 +132,35 @@ def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: An
     assert_same(serial, parallel)
 
 
+def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
+    """The coordinator reads no file found in a directory (each one's worker finds its format; one of
+    no known format is a problem at its place, as one process reports it); a file named explicitly is
+    sniffed first and one of no known format raises before any work, as ``read_logs`` raises."""
+    import shutil
+
+    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.errors import LogFileError
+    from promptkit.formats import discovery
+
+    logs = tmp_path / "logs"
+    shutil.copytree("fixtures/real-logs/deepseek", logs / "b")
+    (logs / "a.json").write_text('{"not": "a log"}')
+    serial = analyze(logs)
+    assert serial.problems["file"][0] == str(logs / "a.json")  # the first file's problem comes first
+
+    def refuse(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the coordinator sniffed a file")
+
+    monkeypatch.setattr(discovery, "sniff_format", refuse)  # the workers, forked from a fresh server, sniff
+    with ProcessPool(2) as pool:
+        parallel = analyze_files(logs, executor=pool)
+        assert parallel is not None
+        assert_same(serial, parallel)
+        monkeypatch.undo()
+        with pytest.raises(LogFileError, match=r"a\.json"):
+            analyze_files([logs / "a.json", logs / "b"], executor=pool)
+
+
 def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> None:
     """A file's frames go back as zstd-compressed Arrow IPC (a session's composition rows repeat each
     request's blocks in the next: the bytes are a small fraction of the plain IPC), and come out with
@@ -237,25 +266,44 @@ def test_the_command_line_starts_the_fork_server_first(monkeypatch: Any, tmp_pat
 
 def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     """Phase 2 rebuilds each request from its session's previous one and the int32 tail phase 1
-    shipped: the tokens are exact, and a tail that repeats what the buffer holds past the shared
-    prefix (the previous request's answer, sent again as a message) is written into the same buffer,
-    not copied into a new one."""
+    shipped in its columns: the tokens are exact, and a tail that repeats what the buffer holds past the
+    shared prefix (the previous request's answer, sent again as a message) is written into the same
+    buffer, not copied into a new one."""
+    import pickle
+
     import numpy as np
 
-    from promptkit.analysis.engine import _TokenDelta, _Undelta
-
-    def delta(base: int | None, shared: int, tail: list[int]) -> tuple[_TokenDelta, bool]:
-        starts = np.zeros(1, dtype=np.int32)
-        size = shared + len(tail)
-        return _TokenDelta(base, shared, np.asarray(tail, dtype=np.int32), starts, 0, size, None), False
+    from promptkit.analysis.engine import _DeltaStream, _Undelta
+    from promptkit.tokens.tokenize import TokenizedRequest
 
     first = [5, 6, 7, 100_000, 9]  # 9: the answer's token, after the prompt
     second = [*first, 11, 12]  # the answer sent again, then a new question
     third = [5, 6, 70_000]  # a fork after two tokens
-    undelta = _Undelta({0: delta(None, 0, first), 1: delta(0, 4, second[4:]), 2: delta(1, 2, third[2:])})
-    got = [undelta.take(pos, "s").value for pos in range(3)]
-    for tok, expected in zip(got, (first, second, third), strict=True):
-        assert tok.tokens.dtype == np.int64 and tok.tokens.tolist() == expected  # type: ignore[union-attr]
-    assert np.shares_memory(got[0].tokens, got[1].tokens)  # type: ignore[union-attr]
-    assert not np.shares_memory(got[1].tokens, got[2].tokens)  # type: ignore[union-attr]
+    toks = [
+        TokenizedRequest(np.asarray(first), (0, 2), 0, 4, (2, 4)),
+        TokenizedRequest(np.asarray(second), (0, 2, 5), 0, 7),
+        TokenizedRequest(np.asarray(third), (1,), 1, 3, (3,)),
+    ]
+    rows = [(0, -1, 0, toks[0].tokens, toks[0], False), (1, 0, 4, toks[1].tokens[4:], toks[1], True)]
+    rows.append((2, 1, 2, toks[2].tokens[2:], toks[2], False))
+    stream = _DeltaStream.of(rows)
+    stream.errors = {3: ("s#3: cannot tokenize: no", True)}
+    assert stream.tails.dtype == np.int32 and stream.tails.tolist() == [*first, 9, 11, 12, 70_000]
+    shipped = pickle.loads(pickle.dumps(stream))  # as a worker returns it
+    undelta = _Undelta([(10, shipped)])  # the chunk's positions start at 10 in the load order
+    assert [pos in undelta for pos in (9, 10, 13, 14)] == [False, True, True, False]
+    got = [undelta.take(pos, "s") for pos in range(10, 14)]
+    for result, expected in zip(got, toks, strict=False):
+        assert result.value == expected  # tokens, offsets (ends None where the render gave none), lengths
+        assert result.value.tokens.dtype == np.int64  # type: ignore[union-attr]
+    assert [result.mended for result in got] == [False, True, False, True]
+    assert got[3].value == "s#3: cannot tokenize: no"
+    assert np.shares_memory(got[0].value.tokens, got[1].value.tokens)  # type: ignore[union-attr]
+    assert not np.shares_memory(got[1].value.tokens, got[2].value.tokens)  # type: ignore[union-attr]
     assert undelta.shared == 2
+    wide = _DeltaStream.of(
+        [(0, -1, 0, np.asarray([2**31]), TokenizedRequest(np.asarray([2**31]), (0,), 0, 1), False)]
+    )
+    assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).take(0, "w").value.tokens.tolist() == [
+        2**31
+    ]  # type: ignore[union-attr]
