@@ -975,16 +975,6 @@ class _DeltaStream:
         stream.mended = np.asarray(mended, bool)
         return stream
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            setattr(self, name, value)
-
-    def __len__(self) -> int:
-        return int(self.positions.shape[0]) + len(self.errors)
-
 
 @attrs.frozen(slots=True)
 class _Phase1:
