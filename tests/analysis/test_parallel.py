@@ -159,6 +159,17 @@ def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeyp
         monkeypatch.undo()
         with pytest.raises(LogFileError, match=r"a\.json"):
             analyze_files([logs / "a.json", logs / "b"], executor=pool)
+        # a forced format (by name) is every file's, sniffed by none; a file not named like a log is
+        # passed over with the note one process writes
+        (logs / "b" / "README.txt").write_text("not a log")
+        (logs / "b" / "data.csv").write_text("not,a,log")
+        forced = analyze(logs / "b", format="mini-swe-agent")
+        assert any("passed over (1 " in note and ", 1 ." in note for note in forced.notes)
+        assert_same(forced, analyze_files(logs / "b", executor=pool, format="mini-swe-agent"))
+        # forced onto a file not of that format: the format's own problem, as one process reports it
+        wrong = analyze(logs, format="mini-swe-agent")
+        assert wrong.problems["file"][0] == str(logs / "a.json")
+        assert_same(wrong, analyze_files(logs, executor=pool, format="mini-swe-agent"))
 
 
 def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> None:
@@ -301,6 +312,10 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     assert np.shares_memory(got[0].value.tokens, got[1].value.tokens)  # type: ignore[union-attr]
     assert not np.shares_memory(got[1].value.tokens, got[2].value.tokens)  # type: ignore[union-attr]
     assert undelta.shared == 2
+    only_errors = _DeltaStream.of([])  # a chunk none of whose records could be tokenized
+    only_errors.errors = {0: ("s#0: cannot tokenize: no", False)}
+    empty = _Undelta([(5, pickle.loads(pickle.dumps(only_errors)))])
+    assert 5 in empty and empty.take(5, "s").value == "s#0: cannot tokenize: no" and 5 not in empty
     wide = _DeltaStream.of(
         [(0, -1, 0, np.asarray([2**31]), TokenizedRequest(np.asarray([2**31]), (0,), 0, 1), False)]
     )
