@@ -170,6 +170,11 @@ def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeyp
         wrong = analyze(logs, format="mini-swe-agent")
         assert wrong.problems["file"][0] == str(logs / "a.json")
         assert_same(wrong, analyze_files(logs, executor=pool, format="mini-swe-agent"))
+        named = [logs / "a.json", *sorted((logs / "b").glob("*.json"))]  # named, and forced: not sniffed
+        assert_same(
+            analyze(named, format="mini-swe-agent"),
+            analyze_files(named, executor=pool, format="mini-swe-agent"),
+        )
 
 
 def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> None:
