@@ -4,13 +4,15 @@ paths and joins columnar pieces.
 :func:`~promptkit.analysis.engine.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
 (:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
 
-- the coordinator lists the files and sniffs each one's format (a few kB each); it sends a worker the
-  path, never records;
+- the coordinator lists the files and sends a worker the path, never records; it reads none of a
+  file found in a directory (the worker sniffs its format), and sniffs a file named explicitly first,
+  so that one of no known format fails before any work;
 - the worker reads and parses the file (each session's calls in time order, as
   :func:`~promptkit.formats.read_logs` puts them), groups its records by provider and, for each group:
   in the consecutive view analyzes them (sessions are independent) and returns the requests and
   composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
-  token delta streams (each new token once: what a request adds to its session's previous one), its
+  token delta streams in columns (each new token once: what a request adds to its session's previous
+  one), its
   composition rows as Arrow IPC (they need no cache outcome) and the file's records, in one pickle (a
   session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
