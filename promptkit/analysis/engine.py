@@ -917,8 +917,9 @@ def _tokenize_one(
 
 class _DeltaStream:
     """Phase 1's tokenized requests of a chunk, as it ships them: per-session token delta streams in
-    columns (perf: a handful of arrays per chunk, which the coordinator unpickles in a few calls,
-    where one object of three arrays per request cost it about 15 µs each).
+    columns (perf: a handful of arrays per chunk, which the coordinator unpickles in a few calls: the
+    streams of the benchmark's 20 files in 0.5 ms, where an object of three arrays per request had it
+    rebuild about 7,600 small arrays).
 
     A request's tokens are those it shares with its session's previous tokenized request (``base``,
     a position, -1 for none; ``shared`` tokens), left out, followed by its ``tail``, sent (int32 when

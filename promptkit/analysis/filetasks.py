@@ -12,9 +12,8 @@ paths and joins columnar pieces.
   in the consecutive view analyzes them (sessions are independent) and returns the requests and
   composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
   token delta streams in columns (each new token once: what a request adds to its session's previous
-  one), its
-  composition rows as Arrow IPC (they need no cache outcome) and the file's records, in one pickle (a
-  session's interned messages are written once);
+  one), its composition rows as Arrow IPC (they need no cache outcome) and the file's records, in one
+  pickle (a session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
   files before it) and finishes each provider's frames. In the simulated view it runs the ordered
   cache simulation over the delta streams, without a tokenizer of its own (it never loads one, in
