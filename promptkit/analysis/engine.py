@@ -945,11 +945,17 @@ class _DeltaStream:
         self.errors: dict[int, tuple[str, bool]] = {}
 
     @classmethod
-    def of(cls, rows: Sequence[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]]) -> _DeltaStream:
-        """The stream of ``rows`` (position, base or -1, shared, tail, tokenized request, mended)."""
+    def of(
+        cls,
+        rows: Sequence[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]],
+        errors: dict[int, tuple[str, bool]] | None = None,
+    ) -> _DeltaStream:
+        """The stream of ``rows`` (position, base or -1, shared, tail, tokenized request, mended) and
+        of the records that could not be tokenized (``errors``)."""
         import numpy as np
 
         stream = cls()
+        stream.errors = dict(errors or {})
         if not rows:
             return stream
         positions, base, shared, tails, toks, mended = zip(*rows, strict=True)
@@ -1018,9 +1024,7 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
             base, shared = prev[0], int(diff[0]) if diff.size else n
         rows.append((pos, base, shared, tokens[shared:], result, mended))
         last[record.session] = (pos, tokens)
-    stream = _DeltaStream.of(rows)
-    stream.errors = errors
-    return _Phase1(stream, _composition_frame(composition))
+    return _Phase1(_DeltaStream.of(rows, errors), _composition_frame(composition))
 
 
 def _compose(

@@ -318,7 +318,7 @@ def analyze_files(
         options = _choose_view(pieces, files, options, executor)
     if options.view == "consecutive":
         _retime(pieces, files, options, executor)
-    return _assemble(pieces, files, notes, options, executor, view is None and options.view == "simulated")
+    return _assemble(pieces, notes, options, executor, view is None and options.view == "simulated")
 
 
 def _choose_view(
@@ -361,13 +361,13 @@ def _retime(
 
 def _assemble(
     pieces: dict[int, _FilePiece],
-    files: list[tuple[str, LogFormat | None]],
     notes: list[str],
     options: _Options,
     executor: Executor,
     chosen_view: bool = False,
 ) -> AnalysisResult:
-    """The result from the files' pieces: each group's frames finished in load order, then joined
+    """The result from the files' pieces (one per file, by its place in the listing): each group's
+    frames finished in load order, then joined
     (``chosen_view``: the simulated view was chosen as the records' default, a note says so)."""
     from promptkit.analysis.engine import _VIEW_NOTE, _combine, _defaulted_note
     from promptkit.formats.discovery import _session_notes
@@ -378,10 +378,8 @@ def _assemble(
     groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
     loaded: list[RequestRecord] = []  # simulated view: the records in load order
     offset = 0
-    for k in range(len(files)):
-        piece = pieces.get(k)
-        if piece is None:
-            continue
+    for k in sorted(pieces):
+        piece = pieces[k]
         problems.extend(piece.problems)
         reordered.extend(piece.reordered)
         loaded.extend(piece.loaded)

@@ -302,8 +302,7 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     ]
     rows = [(0, -1, 0, toks[0].tokens, toks[0], False), (1, 0, 4, toks[1].tokens[4:], toks[1], True)]
     rows.append((2, 1, 2, toks[2].tokens[2:], toks[2], False))
-    stream = _DeltaStream.of(rows)
-    stream.errors = {3: ("s#3: cannot tokenize: no", True)}
+    stream = _DeltaStream.of(rows, {3: ("s#3: cannot tokenize: no", True)})
     assert stream.tails.dtype == np.int32 and stream.tails.tolist() == [*first, 9, 11, 12, 70_000]
     shipped = pickle.loads(pickle.dumps(stream))  # as a worker returns it
     undelta = _Undelta([(10, shipped)])  # the chunk's positions start at 10 in the load order
@@ -317,8 +316,7 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     assert np.shares_memory(got[0].value.tokens, got[1].value.tokens)  # type: ignore[union-attr]
     assert not np.shares_memory(got[1].value.tokens, got[2].value.tokens)  # type: ignore[union-attr]
     assert undelta.shared == 2
-    only_errors = _DeltaStream.of([])  # a chunk none of whose records could be tokenized
-    only_errors.errors = {0: ("s#0: cannot tokenize: no", False)}
+    only_errors = _DeltaStream.of([], {0: ("s#0: cannot tokenize: no", False)})  # none tokenized
     empty = _Undelta([(5, pickle.loads(pickle.dumps(only_errors)))])
     assert 5 in empty and empty.take(5, "s").value == "s#0: cannot tokenize: no" and 5 not in empty
     wide = _DeltaStream.of(
