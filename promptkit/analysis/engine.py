@@ -60,7 +60,7 @@ from promptkit.providers.registry import (
     infer_record_provider,
 )
 from promptkit.providers.resolve import resolve_cache_model, resolve_render, resolve_tokenizer
-from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
+from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheEntry, CacheModel, CachePlan
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -69,7 +69,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.composition import CompositionRows
     from promptkit.analysis.executors import Executor
     from promptkit.analysis.simulator import CacheOutcome
-    from promptkit.tokens.cache_models import CachePlan
     from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
 
 __all__ = [
@@ -489,6 +488,30 @@ def _place_head(
     )
     if local_cached == head or fell_back:
         rulers[source_id] = rulers[source_id].extended([(head, reads)])
+
+
+class _Local(NamedTuple):
+    """What a request's row needs of it alone, before the cache is consulted: the cache model's plan,
+    where its head ends (local tokens, :func:`_head_end`) and the local end of an opaque head whose
+    breakpoint stores an entry (None: none). Phase 1 computes them where it tokenizes (perf: a plan
+    reads every message of an Anthropic prompt: the coordinator reads none)."""
+
+    plan: CachePlan
+    head_end: int
+    marked: int | None
+
+
+def _local(
+    model: CacheModel, exact_units: bool, record: RequestRecord, p: _Prepared, tok: TokenizedRequest
+) -> _Local:
+    """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``)."""
+    head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
+    body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
+    plan = model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, exact_units))
+    marked = None  # the head's breakpoint, where it stores an entry
+    if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
+        marked = int(head_bp["tokens"])
+    return _Local(plan, _head_end(tok, p.body), marked)
 
 
 def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
@@ -915,6 +938,18 @@ def _tokenize_one(
     return prepared, _Tokenized(tok, bool(mended)), think
 
 
+class _Shipped(NamedTuple):
+    """One tokenized request, as phase 1 puts it in a :class:`_DeltaStream`."""
+
+    position: int
+    base: int  # the position of its session's previous tokenized request, -1 for none
+    shared: int  # its first tokens that are that request's
+    tail: np.ndarray  # the tokens after those
+    tok: TokenizedRequest
+    mended: bool
+    local: _Local
+
+
 class _DeltaStream:
     """Phase 1's tokenized requests of a chunk, as it ships them: per-session token delta streams in
     columns (perf: a handful of arrays per chunk, which the coordinator unpickles in a few calls: the
@@ -926,51 +961,59 @@ class _DeltaStream:
     the ids fit): a session's stream so carries each new token once, exactly (what a Mooncake
     block-hash chain carries, plus the token ids that place a divergence to the token). Row ``i``'s
     tail is ``tails[tail_at[i]:tail_at[i + 1]]``, its message offsets ``starts[starts_at[i]:...]`` and
-    ``ends[...]`` (``has_ends``: the render gave them). A record that could not be tokenized is in
+    ``ends[...]`` (``has_ends``: the render gave them). ``room``: the most tokens of a request of the
+    session from this one on (the buffer phase 2 rebuilds them in is made that large once).
+
+    The request-local facts (:class:`_Local`) travel as columns too: ``head_end``, ``marked`` (-1:
+    None) and the plan: ``plan_len``, its entries ``entry_len``/``entry_ttl`` (NaN: None)/
+    ``entry_exact`` at ``entry_at[i]:entry_at[i + 1]``, its lookup points (``has_lookup``: not None)
+    at ``lookup_at`` and its breakpoints at ``bp_at``. A record that could not be tokenized is in
     ``errors`` (position: (why, mended)), not in the columns."""
 
     __slots__ = (
-        "base", "ends", "errors", "has_ends", "header_len", "mended", "positions", "prompt_len", "shared",
-        "starts", "starts_at", "tail_at", "tails",
+        "base", "bp_at", "bps", "ends", "entry_at", "entry_exact", "entry_len", "entry_ttl", "errors",
+        "has_ends", "has_lookup", "head_end", "header_len", "lookup_at", "lookups", "marked", "mended",
+        "plan_len", "positions", "prompt_len", "room", "shared", "starts", "starts_at", "tail_at", "tails",
     )  # fmt: skip
 
     def __init__(self) -> None:
         import numpy as np
 
         empty = np.zeros(0, np.int64)
-        self.positions, self.base, self.shared, self.header_len, self.prompt_len = (empty,) * 5
+        self.positions, self.base, self.shared, self.header_len, self.prompt_len, self.room = (empty,) * 6
+        self.head_end, self.marked, self.plan_len, self.entry_len, self.lookups, self.bps = (empty,) * 6
+        self.entry_ttl = np.zeros(0, np.float64)
         self.tails, self.starts, self.ends = empty, empty.astype(np.int32), empty.astype(np.int32)
-        self.tail_at = self.starts_at = np.zeros(1, np.int64)
-        self.has_ends = self.mended = np.zeros(0, bool)
+        self.tail_at = self.starts_at = self.entry_at = self.lookup_at = self.bp_at = np.zeros(1, np.int64)
+        self.has_ends = self.mended = self.entry_exact = self.has_lookup = np.zeros(0, bool)
         self.errors: dict[int, tuple[str, bool]] = {}
 
     @classmethod
-    def of(
-        cls,
-        rows: Sequence[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]],
-        errors: dict[int, tuple[str, bool]] | None = None,
-    ) -> _DeltaStream:
-        """The stream of ``rows`` (position, base or -1, shared, tail, tokenized request, mended) and
-        of the records that could not be tokenized (``errors``)."""
+    def of(cls, rows: Sequence[_Shipped], errors: dict[int, tuple[str, bool]] | None = None) -> _DeltaStream:
+        """The stream of ``rows`` and of the records that could not be tokenized (``errors``)."""
         import numpy as np
 
         stream = cls()
         stream.errors = dict(errors or {})
         if not rows:
             return stream
-        positions, base, shared, tails, toks, mended = zip(*rows, strict=True)
+        n = len(rows)
 
-        def column(values: Iterable[int]) -> np.ndarray:
-            return np.fromiter(values, np.int64, len(rows))
+        def column(values: Iterable[Any], dtype: Any = np.int64) -> np.ndarray:
+            return np.fromiter(values, dtype, n)
 
-        def concat(parts: Sequence[Sequence[int] | np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+        def concat(parts: Sequence[Sequence[Any] | np.ndarray], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
             at = np.zeros(len(parts) + 1, np.int64)
             np.cumsum([len(x) for x in parts], out=at[1:])
             return (np.concatenate(parts).astype(dtype, copy=False) if at[-1] else np.zeros(0, dtype)), at
 
-        stream.positions, stream.base, stream.shared = column(positions), column(base), column(shared)
+        toks = [r.tok for r in rows]
+        plans = [r.local.plan for r in rows]
+        stream.positions, stream.base = column(r.position for r in rows), column(r.base for r in rows)
+        stream.shared = column(r.shared for r in rows)
         stream.header_len = column(t.header_len for t in toks)
         stream.prompt_len = column(t.prompt_len for t in toks)
+        tails = [r.tail for r in rows]
         low = min((int(t.min()) for t in tails if t.size), default=0)
         high = max((int(t.max()) for t in tails if t.size), default=0)
         stream.tails, stream.tail_at = concat(
@@ -978,8 +1021,28 @@ class _DeltaStream:
         )
         stream.starts, stream.starts_at = concat([t.message_starts for t in toks], np.int32)
         stream.ends, _ = concat([t.message_ends or t.message_starts for t in toks], np.int32)
-        stream.has_ends = np.fromiter((t.message_ends is not None for t in toks), bool, len(rows))
-        stream.mended = np.asarray(mended, bool)
+        stream.has_ends = column((t.message_ends is not None for t in toks), bool)
+        stream.mended = column((r.mended for r in rows), bool)
+        stream.head_end = column(r.local.head_end for r in rows)
+        stream.marked = column(-1 if r.local.marked is None else r.local.marked for r in rows)
+        stream.plan_len = column(plan.prompt_len for plan in plans)
+        stream.entry_len, stream.entry_at = concat([[e.length for e in pl.entries] for pl in plans], np.int64)
+        stream.entry_ttl, _ = concat(
+            [[np.nan if e.ttl is None else e.ttl for e in pl.entries] for pl in plans], np.float64
+        )
+        stream.entry_exact, _ = concat([[e.exact for e in pl.entries] for pl in plans], bool)
+        stream.has_lookup = column((pl.lookup_points is not None for pl in plans), bool)
+        stream.lookups, stream.lookup_at = concat([pl.lookup_points or () for pl in plans], np.int64)
+        stream.bps, stream.bp_at = concat([pl.breakpoints for pl in plans], np.int64)
+        # a row's room: the longest request of its chain from it on (rows are in position order, and a
+        # row's base is an earlier row's position)
+        room = (stream.shared + np.diff(stream.tail_at)).tolist()
+        row_of = {r.position: i for i, r in enumerate(rows)}
+        for i in range(n - 1, -1, -1):
+            if rows[i].base >= 0:
+                j = row_of[rows[i].base]
+                room[j] = max(room[j], room[i])
+        stream.room = np.asarray(room, np.int64)
         return stream
 
 
@@ -1005,7 +1068,7 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
     ctx = _context_for(spec)
     memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
     last: dict[str, tuple[int, np.ndarray]] = {}
-    rows: list[tuple[int, int, int, np.ndarray, TokenizedRequest, bool]] = []
+    rows: list[_Shipped] = []
     errors: dict[int, tuple[str, bool]] = {}
     composition = CompositionRows()
     for pos, record in sorted(items, key=lambda t: t[0]):
@@ -1022,7 +1085,8 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
             n = min(len(prev[1]), len(tokens))
             diff = np.flatnonzero(prev[1][:n] != tokens[:n])
             base, shared = prev[0], int(diff[0]) if diff.size else n
-        rows.append((pos, base, shared, tokens[shared:], result, mended))
+        local = _local(ctx.model, ctx.profile.exact_tokenizer, record, prepared, result)
+        rows.append(_Shipped(pos, base, shared, tokens[shared:], result, mended, local))
         last[record.session] = (pos, tokens)
     return _Phase1(_DeltaStream.of(rows, errors), _composition_frame(composition))
 
@@ -1055,16 +1119,28 @@ class _Undelta:
     its positions in the load order), rebuilt as phase 2 asks for them: a request's tokens are its
     session's previous tokenized request's first ``shared`` tokens and its ``tail``.
     memory: a session's requests are views of one growing buffer, as the tokenizer hands them out
-    (``_TokenBuffer``): what the simulator stores of them is held once, not once per request."""
+    (``_TokenBuffer``): what the simulator stores of them is held once, not once per request.
+    perf: a request comes without its message offsets (they grow with the conversation); phase 2 asks
+    for them where it diverged (:meth:`with_offsets`)."""
 
-    __slots__ = ("_at", "_columns", "_errors", "_last", "composition", "shared")
+    __slots__ = (
+        "_at", "_columns", "_errors", "_extend", "_last", "_taken", "_trusted", "composition", "local", "shared",
+    )  # fmt: skip
 
     def __init__(
         self, streams: Sequence[tuple[int, _DeltaStream]], composition: Sequence[pl.DataFrame] = ()
     ) -> None:
+        from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
+
+        self._extend, self._trusted = (
+            _TokenBuffer.extend,
+            TokenizedRequest._trusted,
+        )  # perf: once, not per request
         self.composition = list(composition)  # phase 1's composition rows (``_pos``: record positions)
         self._last: dict[str, _TokenBuffer] = {}
         self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
+        self.local: _Local | None = None  # the last request taken: its request-local facts
+        self._taken = (0, 0)  # the last request taken: (stream, row)
         # perf: each stream's small columns as Python ints once (a numpy scalar per request costs more)
         self._columns: list[tuple[Any, ...]] = []
         self._at: dict[int, tuple[int, int]] = {}  # load-order position -> (stream, row)
@@ -1073,17 +1149,27 @@ class _Undelta:
             k = len(self._columns)
             self._columns.append(
                 (
+                    stream.room.tolist(),
                     stream.base.tolist(),
                     stream.shared.tolist(),
                     stream.header_len.tolist(),
                     stream.prompt_len.tolist(),
                     stream.tail_at.tolist(),
                     stream.tails,
-                    stream.starts_at.tolist(),
-                    stream.starts,  # memory: arrays (a request's offsets become Python ints when taken)
-                    stream.ends,
-                    stream.has_ends.tolist(),
                     stream.mended.tolist(),
+                    stream.head_end.tolist(),
+                    [None if m < 0 else m for m in stream.marked.tolist()],
+                    stream.plan_len.tolist(),
+                    stream.entry_at.tolist(),
+                    stream.entry_len.tolist(),
+                    [None if t != t else t for t in stream.entry_ttl.tolist()],  # NaN: None
+                    stream.entry_exact.tolist(),
+                    stream.has_lookup.tolist(),
+                    stream.lookup_at.tolist(),
+                    stream.lookups.tolist(),
+                    stream.bp_at.tolist(),
+                    stream.bps.tolist(),
+                    stream,  # memory: the message offsets stay arrays (rebuilt only where asked for)
                 )
             )
             self._at.update((pos + offset, (k, i)) for i, pos in enumerate(stream.positions.tolist()))
@@ -1093,32 +1179,50 @@ class _Undelta:
         return pos in self._at or pos in self._errors
 
     def take(self, pos: int, session: str) -> _Tokenized:
-        """The tokens of the request at ``pos`` (of ``session``)."""
-        from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
-
+        """The tokens of the request at ``pos`` (of ``session``), without message offsets; its
+        request-local facts are :attr:`local` until the next call."""
         at = self._at.pop(pos, None)
         if at is None:
+            self.local = None
             return _Tokenized(*self._errors.pop(pos))
-        k, i = at
-        base, shared, header, prompt, tail_at, tails, starts_at, starts, ends, has_ends, mended = (
-            self._columns[k]
-        )
+        k, i = self._taken = at
+        (
+            room, base, shared, header, prompt, tail_at, tails, mended, head_end, marked,
+            plan_len, entry_at, entry_len, entry_ttl, entry_exact, has_lookup, lookup_at, lookups, bp_at, bps,
+            _,
+        ) = self._columns[k]  # fmt: skip
         buffer = self._last.get(session) if base[i] >= 0 else None
         self.shared = shared[i] if buffer is not None else 0
-        # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first)
-        tokens, self._last[session], _ = _TokenBuffer.extend(
-            buffer, self.shared, tails[tail_at[i] : tail_at[i + 1]]
+        # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first); a
+        # new buffer holds the session's longest request to come (its prefix is copied once)
+        tokens, self._last[session], _ = self._extend(
+            buffer, self.shared, tails[tail_at[i] : tail_at[i + 1]], room[i]
         )
-        a, b = starts_at[i], starts_at[i + 1]
-        return _Tokenized(
-            TokenizedRequest._trusted(
-                tokens,
-                tuple(starts[a:b].tolist()),
-                header[i],
-                prompt[i],
-                tuple(ends[a:b].tolist()) if has_ends[i] else None,
+        plan = CachePlan(
+            plan_len[i],
+            tuple(
+                [
+                    CacheEntry(entry_len[j], entry_ttl[j], entry_exact[j])
+                    for j in range(entry_at[i], entry_at[i + 1])
+                ]
             ),
-            mended[i],
+            tuple(lookups[lookup_at[i] : lookup_at[i + 1]]) if has_lookup[i] else None,
+            tuple(bps[bp_at[i] : bp_at[i + 1]]),
+        )
+        self.local = _Local(plan, head_end[i], marked[i])
+        return _Tokenized(self._trusted(tokens, (), header[i], prompt[i], None), mended[i])
+
+    def with_offsets(self, tok: TokenizedRequest) -> TokenizedRequest:
+        """``tok``, the last request taken, with its message offsets."""
+        k, i = self._taken
+        stream = self._columns[k][-1]
+        a, b = int(stream.starts_at[i]), int(stream.starts_at[i + 1])
+        return self._trusted(
+            tok.tokens,
+            tuple(stream.starts[a:b].tolist()),
+            tok.header_len,
+            tok.prompt_len,
+            tuple(stream.ends[a:b].tolist()) if stream.has_ends[i] else None,
         )
 
 
@@ -1259,7 +1363,9 @@ class _RunState:
         self.memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
         self.rows = _Columns()
         self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
-        self.sim = CacheSimulator(self.model) if self.view == "simulated" else None
+        # memory: perf: the cache keeps the prompts' read-only token arrays (views of each session's token
+        # buffer) by reference, as the session's buffer holds them anyway: a run is not copied
+        self.sim = CacheSimulator(self.model, share_tokens=True) if self.view == "simulated" else None
         self.session_tokens: dict[str, np.ndarray] = {}  # simulated: each session's previous tokens
         self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
         self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
@@ -1282,18 +1388,22 @@ class _RunState:
 
     def tokenized(
         self, pos: int, record: RequestRecord
-    ) -> tuple[_Prepared, RequestTokenizer | None, TokenizedRequest, str | None] | None:
-        """The record prepared and tokenized, its request tokenizer (None: none here) and thinking
-        render (None, with a problem recorded, when it cannot be tokenized)."""
+    ) -> tuple[_Prepared, RequestTokenizer | None, TokenizedRequest, str | None, _Local] | None:
+        """The record prepared and tokenized, its request tokenizer (None: none here), thinking render
+        and request-local facts (None, with a problem recorded, when it cannot be tokenized). Phase 2
+        takes them as phase 1 computed them, the tokens without message offsets
+        (:meth:`_Undelta.with_offsets`)."""
         if self.pretokenized is not None:
             prepared = _prepare(record)
             think = self.ctx.thinking_name(record)
             rt = self.ctx.request_tokenizer(think)
             result = self.pretokenized.take(pos, record.session)
+            local = self.pretokenized.local
         else:
             assert isinstance(self.ctx, _Context)
             prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
             rt = self.ctx.request_tokenizer(think)
+            local = None
         if think is not None:
             self.thinking.setdefault(think, pos)
         if result.mended:
@@ -1301,7 +1411,9 @@ class _RunState:
         if isinstance(result.value, str):
             self.problems.append((pos, LoadProblem(record.file, record.line, result.value)))
             return None
-        return prepared, rt, result.value, think
+        if local is None:
+            local = _local(self.model, self.exact_units, record, prepared, result.value)
+        return prepared, rt, result.value, think, local
 
     def lookup(
         self,
@@ -1490,11 +1602,9 @@ class _RunState:
         done = self.tokenized(pos, record)
         if done is None:
             return
-        p, rt, tok, think = done
+        p, rt, tok, think, local = done
         source_id = _source_id(record)
-        head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
-        body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
-        plan = self.model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, self.exact_units))
+        plan = local.plan
         if not plan.entries:
             self.writes_nothing += 1
         now = record.timestamp if self.timed else None
@@ -1508,11 +1618,12 @@ class _RunState:
         prompt_len = plan.prompt_len
         prefix = min(outcome.prefix_tokens, prompt_len)
         diverged = outcome.diverged and prefix < prompt_len
-        div = (
-            self.divergence(p, rt, think, tok, outcome, prefix, prompt_len, prev)
-            if diverged
-            else _Divergence()
-        )
+        div = _Divergence()
+        if diverged:
+            # phase 2 rebuilds a request's message offsets only where it diverged (perf: they grow with
+            # the conversation, not with its new tokens)
+            full = self.pretokenized.with_offsets(tok) if self.pretokenized is not None else tok
+            div = self.divergence(p, rt, think, full, outcome, prefix, prompt_len, prev)
         self.remember(source_id, p, tok, prev)
         self.check_usage(pos, record)
         change_class = change_detail = None
@@ -1526,16 +1637,10 @@ class _RunState:
             idle, src.stored_tokens if src is not None else None, switched, change_class, change_detail
         )
         facts = _RulerFacts(
-            "exact" if self.exact_units else None,
-            _head_end(tok, p.body),
-            self.best_effort,
-            _log_events(record),
+            "exact" if self.exact_units else None, local.head_end, self.best_effort, _log_events(record)
         )
         row = _request_row(record, tok, plan, outcome, div, causes, model_name, facts)
-        marked = None  # the head's breakpoint, where it stores an entry
-        if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
-            marked = int(head_bp["tokens"])
-        self.rows.add(self.measure(row, source_id, src_id, plan, record.usage, prev, marked), pos)
+        self.rows.add(self.measure(row, source_id, src_id, plan, record.usage, prev, local.marked), pos)
         if self.pretokenized is None:  # phase 1 composed the pretokenized requests where it tokenized them
             _compose(self.composition, pos, record, p, tok)
 

@@ -76,8 +76,17 @@ class Ruler:
     def extended(self, points: Iterable[tuple[int, int]]) -> Ruler:
         """This ruler with ``points`` added. A new point wins over an old one it contradicts (an old
         anchor at or after a new one in either unit is dropped): the newest count is the truth."""
+        new = sorted(set(points))
+        last = (self.local[-1], self.provider[-1])
+        if all(0 < x and 0 < y for x, y in new) and all(
+            x > a and y > b for (a, b), (x, y) in zip([last, *new], new, strict=False)
+        ):
+            # perf: each point beyond the last anchor in both units (a session's next prompt end): they
+            # contradict none and are appended (a session's ruler grows by a call's anchors, and
+            # adding them costs no pass over the earlier ones)
+            return Ruler(self.local + tuple(x for x, _ in new), self.provider + tuple(y for _, y in new))
         local, provider = list(self.local), list(self.provider)
-        for x, y in sorted(set(points)):
+        for x, y in new:
             if x <= 0 or y <= 0:
                 continue
             keep = [i for i in range(len(local)) if (local[i] < x and provider[i] < y) or local[i] > x]

@@ -58,7 +58,7 @@ class _Node:
     )  # fmt: skip
 
     def __init__(self, edge: np.ndarray, parent: _Node | None, depth: int) -> None:
-        self.edge = edge  # tokens on the edge from the parent (int64, owned copy)
+        self.edge = edge  # tokens on the edge from the parent (int64: an owned copy, or a read-only view)
         # the owned array ``edge`` is the start of, with room to grow (a run extended in place), or None
         self.buffer: np.ndarray | None = None
         self.parent = parent
@@ -191,6 +191,28 @@ class RadixCache:
             node = node.parent
         return (path, resume[1]) if node is self._root else None
 
+    def _continued(self, resume: tuple[Hashable, int] | None, n: int) -> list[_Node] | None:
+        """perf: the nodes from the leaf where the last insert with cursor ``resume[0]`` ended up to the
+        root, when a prompt of ``n`` tokens whose first ``resume[1]`` are that insert's covers that whole
+        path and no exact entry is marked on it (a session's next prompt, continuing its previous one):
+        then a match or an insert walks it without comparing a token. None otherwise.
+
+        The path holds the prompt's first ``depth`` tokens: ``resume[1]`` is at most what the insert
+        stored, and a node's run only changes by being split (its lower part keeps its depth), trimmed
+        from its end, or extended in place (its depth grows past what the insert stored)."""
+        if resume is None:
+            return None
+        node = self._cursors.get(resume[0])
+        if node is None or node.children or resume[1] < node.depth or n < node.depth:
+            return None
+        path: list[_Node] = []
+        while node is not None and node is not self._root:
+            if node.mark_expires > -_INF:
+                return None
+            path.append(node)
+            node = node.parent
+        return path if node is self._root else None
+
     # -- matching -------------------------------------------------------------------------------
 
     def match(
@@ -212,6 +234,16 @@ class RadixCache:
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
+        continued = self._continued(resume, n)
+        if continued is not None and all(self._alive(p, now) for p in continued):
+            # the prompt continues past a live leaf with nothing marked on its path: it reads that path
+            # and stops there (no child to go on to, nothing diverges)
+            self._blocked = False
+            if touch:
+                tick = next(self._clock)
+                for p in continued:
+                    p.tick = tick
+            return CacheLookup(continued[0].depth, continued[0].source, False, ())
         on_path = self._resume_path(resume)
         node = self._root
         pos = 0
@@ -293,11 +325,17 @@ class RadixCache:
         n = int(tokens.shape[0])
         if n == 0:
             return
-        on_path = self._resume_path(resume)
         expires = _INF if ttl is None or now is None else now + ttl
         tick = next(self._clock)
         node = self._root
         pos = 0
+        continued = self._continued(resume, n)
+        if continued is not None:  # the walk below would refresh that path and stop at its leaf
+            for p in continued:
+                p.expires = max(p.expires, expires)
+                p.tick, p.source = tick, source
+            node, pos = continued[0], continued[0].depth
+        on_path = self._resume_path(resume) if continued is None else None
         while pos < n:
             first = int(tokens[pos])
             child = node.children.get(first)
@@ -339,6 +377,12 @@ class RadixCache:
             and self.capacity is None
         ):
             size, extra = int(node.edge.shape[0]), n - pos
+            if self.share_tokens and not tokens.flags.writeable:
+                # the walk matched the whole run: it equals tokens[pos - size : pos], so the run extended
+                # is a view of the caller's read-only tokens (perf: memory: a session's growing prompt,
+                # a view of its token buffer, is held once, and nothing is copied)
+                node.edge, node.buffer, node.depth = tokens[pos - size : n], None, n
+                return node
             buffer = node.buffer
             if buffer is None or buffer.shape[0] < size + extra:
                 buffer = np.empty(max(2 * (size + extra), 64), np.int64)

@@ -212,10 +212,12 @@ class _TokenBuffer:
 
     @staticmethod
     def extend(
-        buffer: _TokenBuffer | None, pos: int, tail: np.ndarray
+        buffer: _TokenBuffer | None, pos: int, tail: np.ndarray, room: int = 0
     ) -> tuple[np.ndarray, _TokenBuffer, bool]:
         """``buffer[:pos]`` followed by ``tail`` (no buffer: ``tail``) as a read-only view of a buffer:
-        ``buffer`` itself when ``tail`` equals what it holds past ``pos`` and fits, else a new one.
+        ``buffer`` itself when ``tail`` equals what it holds past ``pos`` and fits, else a new one, of
+        ``room`` tokens when the caller knows that the chain grows to that many (perf: no copy of the
+        prefix into a larger buffer later), else of half as much again.
         Returns (tokens, their buffer, whether it is ``buffer``)."""
         n = pos + int(tail.shape[0])
         if buffer is not None and n <= buffer._data.shape[0]:
@@ -225,7 +227,7 @@ class _TokenBuffer:
                     buffer._write[buffer.used : n] = tail[buffer.used - pos :]
                     buffer.used = n
                 return buffer._data[:n], buffer, True
-        new = _TokenBuffer(n + n // 2 + 1024)
+        new = _TokenBuffer(room if room >= n else n + n // 2 + 1024)
         if pos:
             new._write[:pos] = buffer._data[:pos]  # type: ignore[union-attr]
         new._write[pos:n] = tail

@@ -284,12 +284,14 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     """Phase 2 rebuilds each request from its session's previous one and the int32 tail phase 1
     shipped in its columns: the tokens are exact, and a tail that repeats what the buffer holds past the
     shared prefix (the previous request's answer, sent again as a message) is written into the same
-    buffer, not copied into a new one."""
+    buffer, not copied into a new one. The request-local facts (plan, head end, marked head) come back
+    as they went; the message offsets only when asked for (a divergence)."""
     import pickle
 
     import numpy as np
 
-    from promptkit.analysis.engine import _DeltaStream, _Undelta
+    from promptkit.analysis.engine import _DeltaStream, _Local, _Shipped, _Undelta
+    from promptkit.tokens.cache_models import CacheEntry, CachePlan
     from promptkit.tokens.tokenize import TokenizedRequest
 
     first = [5, 6, 7, 100_000, 9]  # 9: the answer's token, after the prompt
@@ -300,17 +302,37 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
         TokenizedRequest(np.asarray(second), (0, 2, 5), 0, 7),
         TokenizedRequest(np.asarray(third), (1,), 1, 3, (3,)),
     ]
-    rows = [(0, -1, 0, toks[0].tokens, toks[0], False), (1, 0, 4, toks[1].tokens[4:], toks[1], True)]
-    rows.append((2, 1, 2, toks[2].tokens[2:], toks[2], False))
+    locals_ = [
+        _Local(CachePlan(4, (CacheEntry(4, None, False),)), 2, None),  # an any-prefix entry
+        _Local(CachePlan(7), 0, 3),  # nothing stored; a marked head at 3
+        _Local(  # breakpoints: exact entries with TTLs, lookup points
+            CachePlan(3, (CacheEntry(2, 300.0, True), CacheEntry(3, 3600.0, True)), (1, 2, 3), (2, 3)),
+            1,
+            None,
+        ),
+    ]
+    rows = [
+        _Shipped(0, -1, 0, toks[0].tokens, toks[0], False, locals_[0]),
+        _Shipped(1, 0, 4, toks[1].tokens[4:], toks[1], True, locals_[1]),
+        _Shipped(2, 1, 2, toks[2].tokens[2:], toks[2], False, locals_[2]),
+    ]
     stream = _DeltaStream.of(rows, {3: ("s#3: cannot tokenize: no", True)})
     assert stream.tails.dtype == np.int32 and stream.tails.tolist() == [*first, 9, 11, 12, 70_000]
+    assert stream.room.tolist() == [7, 7, 3]  # the longest request of the chain from each one on
     shipped = pickle.loads(pickle.dumps(stream))  # as a worker returns it
     undelta = _Undelta([(10, shipped)])  # the chunk's positions start at 10 in the load order
     assert [pos in undelta for pos in (9, 10, 13, 14)] == [False, True, True, False]
-    got = [undelta.take(pos, "s") for pos in range(10, 14)]
-    for result, expected in zip(got, toks, strict=False):
-        assert result.value == expected  # tokens, offsets (ends None where the render gave none), lengths
-        assert result.value.tokens.dtype == np.int64  # type: ignore[union-attr]
+    got, local, full = [], [], []
+    for pos in range(10, 14):
+        got.append(undelta.take(pos, "s"))
+        local.append(undelta.local)
+        if pos < 13:
+            full.append(undelta.with_offsets(got[-1].value))  # type: ignore[arg-type]
+    assert local == [*locals_, None]
+    for result, with_offsets, expected in zip(got, full, toks, strict=False):
+        assert with_offsets == expected  # tokens, offsets (ends None where the render gave none), lengths
+        assert result.value.message_starts == () and result.value.tokens.dtype == np.int64  # type: ignore[union-attr]
+        assert np.array_equal(result.value.tokens, expected.tokens)  # type: ignore[union-attr]
     assert [result.mended for result in got] == [False, True, False, True]
     assert got[3].value == "s#3: cannot tokenize: no"
     assert np.shares_memory(got[0].value.tokens, got[1].value.tokens)  # type: ignore[union-attr]
@@ -319,8 +341,9 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     only_errors = _DeltaStream.of([], {0: ("s#0: cannot tokenize: no", False)})  # none tokenized
     empty = _Undelta([(5, pickle.loads(pickle.dumps(only_errors)))])
     assert 5 in empty and empty.take(5, "s").value == "s#0: cannot tokenize: no" and 5 not in empty
+    wide_tok = TokenizedRequest(np.asarray([2**31]), (0,), 0, 1)
     wide = _DeltaStream.of(
-        [(0, -1, 0, np.asarray([2**31]), TokenizedRequest(np.asarray([2**31]), (0,), 0, 1), False)]
+        [_Shipped(0, -1, 0, np.asarray([2**31]), wide_tok, False, _Local(CachePlan(1), 0, None))]
     )
     assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).take(0, "w").value.tokens.tolist() == [
         2**31

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import doctest
 from typing import Any
 
@@ -40,6 +41,37 @@ def test_anchors_stay_increasing_and_the_map_monotone(points: list[tuple[int, in
     assert all(a < b for a, b in zip(r.local, r.local[1:], strict=False))
     assert all(a < b for a, b in zip(r.provider, r.provider[1:], strict=False))
     assert r.to_provider(x)[0] <= r.to_provider(x + 1)[0]
+
+
+def _merged_one_by_one(ruler: Ruler, points: list[tuple[int, int]]) -> Ruler:
+    """The general merge of ``points`` into ``ruler`` (what ``Ruler.extended`` does without its shortcut)."""
+    local, provider = list(ruler.local), list(ruler.provider)
+    for x, y in sorted(set(points)):
+        if x <= 0 or y <= 0:
+            continue
+        keep = [i for i in range(len(local)) if (local[i] < x and provider[i] < y) or local[i] > x]
+        local, provider = [local[i] for i in keep], [provider[i] for i in keep]
+        i = bisect.bisect_left(local, x)
+        local.insert(i, x)
+        provider.insert(i, y)
+        while i + 1 < len(local) and provider[i + 1] <= y:
+            del local[i + 1], provider[i + 1]
+    return Ruler(tuple(local), tuple(provider))
+
+
+@given(
+    st.lists(st.tuples(st.integers(-2, 60), st.integers(-2, 60)), max_size=6),
+    st.lists(st.tuples(st.integers(-2, 90), st.integers(-2, 90)), max_size=4),
+)
+def test_appending_past_the_last_anchor_equals_the_general_merge(
+    before: list[tuple[int, int]], points: list[tuple[int, int]]
+) -> None:
+    """A session's next prompt end lies past every anchor in both units: appended without a pass over
+    the anchors, it gives the ruler the general merge gives (and so does every other case)."""
+    ruler = Ruler.start().extended(before)
+    beyond = [(ruler.local[-1] + 1 + abs(x), ruler.provider[-1] + 1 + abs(y)) for x, y in points]
+    for new in (points, beyond, sorted(set(beyond))[:1]):
+        assert ruler.extended(new) == _merged_one_by_one(ruler, new)
 
 
 def test_own_anchors_are_the_prompt_end_and_the_last_breakpoint() -> None:

@@ -542,6 +542,40 @@ def test_a_session_resumes_from_its_previous_call_comparing_only_its_new_tokens(
     assert sum(compared) <= 2 * new_tokens  # a lookup and an insert per call, each over the new tokens
 
 
+def test_a_continuing_prompt_compares_no_token_and_its_run_is_a_view_of_the_prompt(monkeypatch: Any) -> None:
+    """A call that continues its session's previous one past the leaf that call's run ended in reads
+    that path without comparing a token (the path is what the call shares with its predecessor); a
+    call that leaves the path inside it is compared as before. With ``share_tokens``, the run a
+    continuation extends is a view of the caller's read-only tokens, not a copy."""
+    from promptkit.analysis import simulator
+
+    compared = []
+    real = simulator._shared
+    monkeypatch.setattr(simulator, "_shared", lambda a, b: compared.append(len(a)) or real(a, b))
+    buffer = np.arange(10, 1_010)
+    buffer.flags.writeable = False  # a session's token buffer: calls are views of its start
+    sim = CacheSimulator(UnitPrefixCache(unit=1, ttl=60.0), share_tokens=True)
+    plan = lambda n: CachePlan(n, (CacheEntry(n, 60.0),))  # noqa: E731
+    sim.step(buffer[:400], plan(400), 0.0, "s#0", session="s", shared=0)
+    compared.clear()
+    for turn, n in enumerate((600, 800), start=1):
+        outcome = sim.step(buffer[:n], plan(n), float(turn), f"s#{turn}", session="s", shared=n - 200)
+        assert (outcome.prefix_tokens, outcome.cached_tokens, outcome.source) == (
+            n - 200,
+            n - 200,
+            f"s#{turn - 1}",
+        )
+        assert not outcome.diverged
+    assert compared == []  # nothing compared: the path is the shared prefix
+    (run,) = sim.cache._root.children.values()
+    assert run.depth == 800 and np.shares_memory(run.edge, buffer)  # one run, a view of the tokens
+    late = sim.lookup(buffer[:800], plan(800), now=900.0, session="s", shared=800)  # expired: not this way
+    assert late.cached_tokens == 0 and late.unexpired_cached_tokens == 800
+    fork = np.concatenate([buffer[:500], np.arange(5_000, 5_100)])  # leaves the path inside it
+    outcome = sim.step(fork, plan(600), 3.0, "s#3", session="s", shared=500)
+    assert (outcome.prefix_tokens, outcome.diverged) == (500, True) and compared
+
+
 def test_a_cache_without_capacity_is_its_own_shadow_and_keeps_no_second_tree() -> None:
     """Memory: without a capacity nothing removes what the cache stored (it only expires), so the cache
     read with nothing expired answers for the shadow of everything stored: no second tree is kept, and
