@@ -110,6 +110,12 @@ def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     if not any(not b.skipped for b in blocks):
         return  # nothing to run on this page
     monkeypatch.chdir(_example_dir(tmp_path))
+    # a page that registers a log format registers it for its own examples only (the tests after it
+    # sniff with the registry they started with, as a fresh worker process does)
+    from promptkit.formats import base
+
+    base.available_formats()  # the built-ins and entry points loaded before the copy
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.syspath_prepend(str(ROOT))
     globs: dict[str, Any] = {"__name__": "__docs__"}

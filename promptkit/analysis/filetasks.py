@@ -12,8 +12,9 @@ paths and joins columnar pieces.
   in the consecutive view analyzes them (sessions are independent) and returns the requests and
   composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
   token delta streams in columns (each new token once: what a request adds to its session's previous
-  one), its composition rows as Arrow IPC (they need no cache outcome) and the file's records, in one
-  pickle (a session's interned messages are written once);
+  one) with each request's cache plan and head in columns too, its composition rows as Arrow IPC
+  (none of these needs a cache outcome) and the file's records, in one pickle (a session's interned
+  messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
   files before it) and finishes each provider's frames. In the simulated view it runs the ordered
   cache simulation over the delta streams, without a tokenizer of its own (it never loads one, in
@@ -68,6 +69,9 @@ class _Options:
     render: Any
     cache_model: str | CacheModel | None
     view: str | None  # None: each file's own default (:func:`~promptkit.analysis.engine._default_view`)
+    # the formats a worker sniffs a file found in a directory with: the caller's registry, in order (a
+    # format registered at run time is the caller's only); None: the worker's own (see _shippable)
+    formats: tuple[LogFormat, ...] | None = None
 
 
 @attrs.frozen(slots=True)
@@ -217,7 +221,7 @@ def _file_task(
 
     if fmt is None:
         sniffed: list[LoadProblem] = []
-        fmt = _format_of(Source.open(path), None, named=False, problems=sniffed)
+        fmt = _format_of(Source.open(path), None, named=False, problems=sniffed, formats=options.formats)
         if fmt is None:
             return _FilePiece(0, tuple(sniffed), (), (), (), ())
     records, problems, reordered = _read_file(Path(path), fmt)
@@ -281,6 +285,33 @@ def _tasks(paths: Any, fmt: str | LogFormat | None) -> tuple[list[tuple[str, Log
     return out, notes
 
 
+def _shippable(notes: list[str]) -> tuple[LogFormat, ...] | None:
+    """The registered log formats, in sniffing order, for the workers to sniff the files found in a
+    directory with: a format registered at run time (:func:`~promptkit.formats.register_format`) is
+    known here only. None when one cannot be pickled (its functions are not importable by name, e.g.
+    defined in a notebook): the workers then sniff with their own registry, and a note in ``notes``
+    names the formats they lack."""
+    import pickle
+
+    from promptkit.formats.base import available_formats
+
+    formats = tuple(available_formats().values())
+    stuck = []
+    for fmt in formats:
+        try:
+            pickle.dumps(fmt)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            stuck.append(fmt.name)
+    if not stuck:
+        return formats
+    notes.append(
+        f"log format(s) {', '.join(stuck)} cannot be sent to the workers (not importable by name): a file "
+        "of them found in a directory is read as of no known format; register them from an importable "
+        "module, or analyze with jobs=1"
+    )
+    return None
+
+
 @gc_paused()  # perf: the coordinator holds the pieces (and the simulated view's records) as it joins them
 def analyze_files(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
@@ -299,8 +330,9 @@ def analyze_files(
     then loads the records and ships them). ``view`` None: the default view of the records
     (``simulated`` when all are conversation trees), chosen by each worker for its file; files that
     chose ``simulated`` are analyzed again when another file's records make it ``consecutive``."""
-    options = _Options(provider, tokenizer, render, cache_model, view)
     files, notes = _tasks(paths, format)
+    formats = _shippable(notes) if any(fmt is None for _, fmt in files) else None
+    options = _Options(provider, tokenizer, render, cache_model, view, formats)
     results: Any = executor.map(_file_task, [(options, path, fmt) for path, fmt in files])
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
         from tqdm.auto import tqdm

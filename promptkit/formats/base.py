@@ -17,7 +17,7 @@ import gzip
 import io
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -501,11 +501,13 @@ def get_format(name: str) -> LogFormat:
     return formats[name]
 
 
-def sniff_format(source: Source) -> LogFormat:
+def sniff_format(source: Source, formats: Sequence[LogFormat] | None = None) -> LogFormat:
     """The first format (by priority) whose ``sniff`` accepts ``source``; raises
-    :class:`~promptkit.errors.LogFileError` naming every format tried."""
-    formats = available_formats()
-    for fmt in formats.values():
+    :class:`~promptkit.errors.LogFileError` naming every format tried. ``formats``: the formats to try,
+    in order (default: :func:`available_formats`; a worker is given its caller's)."""
+    tried = list(available_formats().values()) if formats is None else list(formats)
+    for fmt in tried:
         if fmt.sniff(source):
             return fmt
-    raise LogFileError(source.path, f"not a log of any known format (tried: {', '.join(formats)})")
+    names = ", ".join(fmt.name for fmt in tried)
+    raise LogFileError(source.path, f"not a log of any known format (tried: {names})")

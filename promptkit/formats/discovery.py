@@ -255,12 +255,18 @@ def _open_source(path: Path, *, named: bool, problems: list[LoadProblem]) -> Sou
 
 
 def _format_of(
-    source: Source, fmt: LogFormat | None, *, named: bool, problems: list[LoadProblem]
+    source: Source,
+    fmt: LogFormat | None,
+    *,
+    named: bool,
+    problems: list[LoadProblem],
+    formats: Sequence[LogFormat] | None = None,
 ) -> LogFormat | None:
-    """The format to read ``source`` with: ``fmt`` when forced, else the one sniffed. A file of no known
-    format raises when it was named explicitly; found in a directory, it is a problem and None."""
+    """The format to read ``source`` with: ``fmt`` when forced, else the one sniffed (among ``formats``,
+    default the registry's). A file of no known format raises when it was named explicitly; found in a
+    directory, it is a problem and None."""
     try:
-        return fmt if fmt is not None else sniff_format(source)
+        return fmt if fmt is not None else sniff_format(source, formats)
     except LogFileError as exc:
         if named:
             raise

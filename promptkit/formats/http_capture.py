@@ -40,7 +40,7 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import HttpCaptureError, RecordFormatError
-from promptkit.formats.base import LogFormat
+from promptkit.formats.base import LogFormat, Source
 from promptkit.formats.fields import loads_json
 from promptkit.formats.wire import (
     API_KINDS,
@@ -395,11 +395,20 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
         yield _record_of(exchange, file, lineno, session)
 
 
+def _sniff_source(source: Source) -> bool:
+    return sniff(source.path, source.head)
+
+
+def _read_source(source: Source) -> Iterator[RequestRecord | LoadProblem]:
+    return read(source.path, source.lines())
+
+
+# module-level functions, not lambdas: a worker process is sent the format by reference (pickle)
 FORMAT = LogFormat(
     name=NAME,
     description="HTTP captures: claude-trace JSONL request/response pairs, or HAR 1.2 (Anthropic Messages, "
     "OpenAI Chat Completions and Responses; SSE reassembled)",
-    sniff=lambda source: sniff(source.path, source.head),
-    read=lambda source: read(source.path, source.lines()),
+    sniff=_sniff_source,
+    read=_read_source,
     priority=20,
 )

@@ -177,6 +177,39 @@ def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeyp
         )
 
 
+def test_the_workers_sniff_with_the_callers_formats(tmp_path: Any, monkeypatch: Any) -> None:
+    """A log format registered at run time is the caller's only (a worker is forked from a fresh
+    server): the workers sniff the files found in a directory with the caller's formats, in its order,
+    so they name the same formats tried as one process does. A format that cannot be sent (a lambda)
+    leaves them their own, and a note says which. Every built-in format can be sent."""
+    import pickle
+    import shutil
+
+    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.formats import base
+
+    for fmt in base.available_formats().values():
+        assert pickle.loads(pickle.dumps(fmt)).name == fmt.name
+    logs = tmp_path / "logs"
+    shutil.copytree("fixtures/real-logs/deepseek", logs / "b")
+    (logs / "a.json").write_text('{"not": "a log"}')
+    mini = base.get_format("mini-swe-agent")
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))  # registered for this test only
+    base.register_format(base.LogFormat("mini-again", "the same, first", mini.sniff, mini.read, priority=99))
+    serial = analyze(logs)
+    assert "tried: mini-again, " in serial.problems["reason"][0]
+    with ProcessPool(2) as pool:
+        assert_same(serial, analyze_files(logs, executor=pool))
+        base.register_format(base.LogFormat("stuck", "a lambda", lambda s: False, lambda s: iter(())))
+        parallel = analyze_files(logs, executor=pool)
+    assert parallel is not None
+    assert any(
+        note.startswith("log format(s) stuck cannot be sent to the workers") for note in parallel.notes
+    )
+    assert parallel.problems["reason"][0].startswith("not a log of any known format (tried: ")
+    assert "stuck" not in parallel.problems["reason"][0]  # the workers' own formats
+
+
 def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> None:
     """A file's frames go back as zstd-compressed Arrow IPC (a session's composition rows repeat each
     request's blocks in the next: the bytes are a small fraction of the plain IPC), and come out with
