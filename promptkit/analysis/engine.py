@@ -1132,10 +1132,8 @@ class _Undelta:
     ) -> None:
         from promptkit.tokens.tokenize import TokenizedRequest, _TokenBuffer
 
-        self._extend, self._trusted = (
-            _TokenBuffer.extend,
-            TokenizedRequest._trusted,
-        )  # perf: once, not per request
+        # perf: looked up once, not per request
+        self._extend, self._trusted = _TokenBuffer.extend, TokenizedRequest._trusted
         self.composition = list(composition)  # phase 1's composition rows (``_pos``: record positions)
         self._last: dict[str, _TokenBuffer] = {}
         self.shared = 0  # the last request taken: its first tokens that are its session's previous one's
