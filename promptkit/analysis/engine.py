@@ -60,7 +60,7 @@ from promptkit.providers.registry import (
     infer_record_provider,
 )
 from promptkit.providers.resolve import resolve_cache_model, resolve_render, resolve_tokenizer
-from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheEntry, CacheModel, CachePlan
+from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel, _PlanColumns
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.composition import CompositionRows
     from promptkit.analysis.executors import Executor
     from promptkit.analysis.simulator import CacheOutcome
+    from promptkit.tokens.cache_models import CachePlan
     from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest, _TokenBuffer
 
 __all__ = [
@@ -965,15 +966,12 @@ class _DeltaStream:
     session from this one on (the buffer phase 2 rebuilds them in is made that large once).
 
     The request-local facts (:class:`_Local`) travel as columns too: ``head_end``, ``marked`` (-1:
-    None) and the plan: ``plan_len``, its entries ``entry_len``/``entry_ttl`` (NaN: None)/
-    ``entry_exact`` at ``entry_at[i]:entry_at[i + 1]``, its lookup points (``has_lookup``: not None)
-    at ``lookup_at`` and its breakpoints at ``bp_at``. A record that could not be tokenized is in
-    ``errors`` (position: (why, mended)), not in the columns."""
+    None) and the plans (``plans``, :class:`~promptkit.tokens.cache_models._PlanColumns`). A record
+    that could not be tokenized is in ``errors`` (position: (why, mended)), not in the columns."""
 
     __slots__ = (
-        "base", "bp_at", "bps", "ends", "entry_at", "entry_exact", "entry_len", "entry_ttl", "errors",
-        "has_ends", "has_lookup", "head_end", "header_len", "lookup_at", "lookups", "marked", "mended",
-        "plan_len", "positions", "prompt_len", "room", "shared", "starts", "starts_at", "tail_at", "tails",
+        "base", "ends", "errors", "has_ends", "head_end", "header_len", "marked", "mended", "plans", "positions",
+        "prompt_len", "room", "shared", "starts", "starts_at", "tail_at", "tails",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -981,11 +979,11 @@ class _DeltaStream:
 
         empty = np.zeros(0, np.int64)
         self.positions, self.base, self.shared, self.header_len, self.prompt_len, self.room = (empty,) * 6
-        self.head_end, self.marked, self.plan_len, self.entry_len, self.lookups, self.bps = (empty,) * 6
-        self.entry_ttl = np.zeros(0, np.float64)
+        self.head_end, self.marked = empty, empty
+        self.plans = _PlanColumns()
         self.tails, self.starts, self.ends = empty, empty.astype(np.int32), empty.astype(np.int32)
-        self.tail_at = self.starts_at = self.entry_at = self.lookup_at = self.bp_at = np.zeros(1, np.int64)
-        self.has_ends = self.mended = self.entry_exact = self.has_lookup = np.zeros(0, bool)
+        self.tail_at = self.starts_at = np.zeros(1, np.int64)
+        self.has_ends = self.mended = np.zeros(0, bool)
         self.errors: dict[int, tuple[str, bool]] = {}
 
     @classmethod
@@ -1008,7 +1006,6 @@ class _DeltaStream:
             return (np.concatenate(parts).astype(dtype, copy=False) if at[-1] else np.zeros(0, dtype)), at
 
         toks = [r.tok for r in rows]
-        plans = [r.local.plan for r in rows]
         stream.positions, stream.base = column(r.position for r in rows), column(r.base for r in rows)
         stream.shared = column(r.shared for r in rows)
         stream.header_len = column(t.header_len for t in toks)
@@ -1025,15 +1022,7 @@ class _DeltaStream:
         stream.mended = column((r.mended for r in rows), bool)
         stream.head_end = column(r.local.head_end for r in rows)
         stream.marked = column(-1 if r.local.marked is None else r.local.marked for r in rows)
-        stream.plan_len = column(plan.prompt_len for plan in plans)
-        stream.entry_len, stream.entry_at = concat([[e.length for e in pl.entries] for pl in plans], np.int64)
-        stream.entry_ttl, _ = concat(
-            [[np.nan if e.ttl is None else e.ttl for e in pl.entries] for pl in plans], np.float64
-        )
-        stream.entry_exact, _ = concat([[e.exact for e in pl.entries] for pl in plans], bool)
-        stream.has_lookup = column((pl.lookup_points is not None for pl in plans), bool)
-        stream.lookups, stream.lookup_at = concat([pl.lookup_points or () for pl in plans], np.int64)
-        stream.bps, stream.bp_at = concat([pl.breakpoints for pl in plans], np.int64)
+        stream.plans = _PlanColumns.of(r.local.plan for r in rows)
         # a row's room: the longest request of its chain from it on (rows are in position order, and a
         # row's base is an earlier row's position)
         room = (stream.shared + np.diff(stream.tail_at)).tolist()
@@ -1157,16 +1146,7 @@ class _Undelta:
                     stream.mended.tolist(),
                     stream.head_end.tolist(),
                     [None if m < 0 else m for m in stream.marked.tolist()],
-                    stream.plan_len.tolist(),
-                    stream.entry_at.tolist(),
-                    stream.entry_len.tolist(),
-                    [None if t != t else t for t in stream.entry_ttl.tolist()],  # NaN: None
-                    stream.entry_exact.tolist(),
-                    stream.has_lookup.tolist(),
-                    stream.lookup_at.tolist(),
-                    stream.lookups.tolist(),
-                    stream.bp_at.tolist(),
-                    stream.bps.tolist(),
+                    stream.plans,
                     stream,  # memory: the message offsets stay arrays (rebuilt only where asked for)
                 )
             )
@@ -1184,11 +1164,9 @@ class _Undelta:
             self.local = None
             return _Tokenized(*self._errors.pop(pos))
         k, i = self._taken = at
-        (
-            room, base, shared, header, prompt, tail_at, tails, mended, head_end, marked,
-            plan_len, entry_at, entry_len, entry_ttl, entry_exact, has_lookup, lookup_at, lookups, bp_at, bps,
-            _,
-        ) = self._columns[k]  # fmt: skip
+        room, base, shared, header, prompt, tail_at, tails, mended, head_end, marked, plans, _ = (
+            self._columns[k]
+        )
         buffer = self._last.get(session) if base[i] >= 0 else None
         self.shared = shared[i] if buffer is not None else 0
         # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first); a
@@ -1196,18 +1174,7 @@ class _Undelta:
         tokens, self._last[session], _ = self._extend(
             buffer, self.shared, tails[tail_at[i] : tail_at[i + 1]], room[i]
         )
-        plan = CachePlan(
-            plan_len[i],
-            tuple(
-                [
-                    CacheEntry(entry_len[j], entry_ttl[j], entry_exact[j])
-                    for j in range(entry_at[i], entry_at[i + 1])
-                ]
-            ),
-            tuple(lookups[lookup_at[i] : lookup_at[i + 1]]) if has_lookup[i] else None,
-            tuple(bps[bp_at[i] : bp_at[i + 1]]),
-        )
-        self.local = _Local(plan, head_end[i], marked[i])
+        self.local = _Local(plans.plan(i), head_end[i], marked[i])
         return _Tokenized(self._trusted(tokens, (), header[i], prompt[i], None), mended[i])
 
     def with_offsets(self, tok: TokenizedRequest) -> TokenizedRequest:

@@ -50,7 +50,7 @@ from __future__ import annotations
 import abc
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
@@ -125,6 +125,56 @@ class CachePlan:
     entries: tuple[CacheEntry, ...] = ()
     lookup_points: tuple[int, ...] | None = None
     breakpoints: tuple[int, ...] = ()
+
+
+@attrs.define(slots=True, eq=False)
+class _PlanColumns:
+    """Cache plans as flat columns of Python values (perf: a worker ships a chunk's plans in a few lists,
+    not an object per plan and entry; the coordinator rebuilds plan ``i`` with :meth:`plan`). Plan
+    ``i``'s entries are ``entry_*[entry_at[i]:entry_at[i + 1]]``, its lookup points (None where
+    ``has_lookup[i]`` is false) and breakpoints likewise. Every field of :class:`CachePlan` and
+    :class:`CacheEntry` has its column here (``tests/tokens/test_cache_models.py`` checks it)."""
+
+    prompt_len: list[int] = attrs.field(factory=list)
+    entry_at: list[int] = attrs.field(factory=lambda: [0])
+    entry_len: list[int] = attrs.field(factory=list)
+    entry_ttl: list[float | None] = attrs.field(factory=list)
+    entry_exact: list[bool] = attrs.field(factory=list)
+    has_lookup: list[bool] = attrs.field(factory=list)
+    lookup_at: list[int] = attrs.field(factory=lambda: [0])
+    lookups: list[int] = attrs.field(factory=list)
+    bp_at: list[int] = attrs.field(factory=lambda: [0])
+    bps: list[int] = attrs.field(factory=list)
+
+    @classmethod
+    def of(cls, plans: Iterable[CachePlan]) -> _PlanColumns:
+        columns = cls()
+        for plan in plans:
+            columns.prompt_len.append(plan.prompt_len)
+            for entry in plan.entries:
+                columns.entry_len.append(entry.length)
+                columns.entry_ttl.append(entry.ttl)
+                columns.entry_exact.append(entry.exact)
+            columns.entry_at.append(len(columns.entry_len))
+            columns.has_lookup.append(plan.lookup_points is not None)
+            columns.lookups.extend(plan.lookup_points or ())
+            columns.lookup_at.append(len(columns.lookups))
+            columns.bps.extend(plan.breakpoints)
+            columns.bp_at.append(len(columns.bps))
+        return columns
+
+    def plan(self, i: int) -> CachePlan:
+        """Plan ``i``, as it was given."""
+        entries = [
+            CacheEntry(self.entry_len[j], self.entry_ttl[j], self.entry_exact[j])
+            for j in range(self.entry_at[i], self.entry_at[i + 1])
+        ]
+        return CachePlan(
+            self.prompt_len[i],
+            tuple(entries),
+            tuple(self.lookups[self.lookup_at[i] : self.lookup_at[i + 1]]) if self.has_lookup[i] else None,
+            tuple(self.bps[self.bp_at[i] : self.bp_at[i + 1]]),
+        )
 
 
 class CacheModel(abc.ABC):

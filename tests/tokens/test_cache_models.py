@@ -367,3 +367,37 @@ def test_the_mechanisms_take_a_providers_parameters_from_its_profile() -> None:
     assert resolve_cache_model("anthropic").min_cacheable_tokens("claude-haiku-4-5") == 4096
     assert BreakpointCache().min_cacheable_tokens("claude-haiku-4-5") == 0  # the mechanism knows no model
     assert resolve_cache_model("stepped-prefix") == SteppedPrefixCache()
+
+
+_ENTRIES = st.builds(
+    CacheEntry, st.integers(1, 10_000), st.none() | st.floats(0, 7200, allow_nan=False), st.booleans()
+)
+_PLANS = st.builds(
+    CachePlan,
+    st.integers(0, 10_000),
+    st.lists(_ENTRIES, max_size=4).map(tuple),
+    st.none() | st.lists(st.integers(0, 10_000), max_size=5).map(tuple),
+    st.lists(st.integers(0, 10_000), max_size=4).map(tuple),
+)
+
+
+@given(st.lists(_PLANS, max_size=6))
+def test_plans_travel_as_columns_and_come_back_whole(plans: list[CachePlan]) -> None:
+    """A worker ships a chunk's plans as flat columns (pickled) and phase 2 rebuilds each one equal to
+    what was shipped: entries with and without TTLs, exact or not, lookup points None or not."""
+    import pickle
+
+    import attrs
+
+    from promptkit.tokens.cache_models import _PlanColumns
+
+    columns = pickle.loads(pickle.dumps(_PlanColumns.of(plans)))
+    assert [columns.plan(i) for i in range(len(plans))] == plans
+    # a field added to a plan or an entry needs its column (else it would be lost on the way)
+    assert [f.name for f in attrs.fields(CachePlan)] == [
+        "prompt_len",
+        "entries",
+        "lookup_points",
+        "breakpoints",
+    ]
+    assert [f.name for f in attrs.fields(CacheEntry)] == ["length", "ttl", "exact"]
