@@ -367,6 +367,10 @@ def _head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
     return int(end)
 
 
+#: The ruler of a prompt with no anchor past its start (immutable: shared by every such prompt).
+_NO_ANCHOR: Final = Ruler.start()
+
+
 def _ruler_of(
     rulers: dict[str, Ruler],
     source_id: str,
@@ -379,9 +383,11 @@ def _ruler_of(
     """The request's ruler (kept in ``rulers`` under ``source_id``): the anchors it shares with its
     source (its first ``shared`` local tokens are the source's) and its own usage's."""
     inherited = rulers.get(src_id) if src_id is not None else None
-    ruler = inherited.inherited(shared) if inherited is not None else Ruler.start()
-    breakpoint_end = max((e.length for e in plan.entries), default=None)
-    ruler = ruler.extended(own_anchors(prompt_len, breakpoint_end, usage))
+    points = own_anchors(prompt_len, max((e.length for e in plan.entries), default=None), usage)
+    if not points and (inherited is None or not inherited.anchored):
+        ruler = _NO_ANCHOR  # perf: nothing to inherit or add: the one ruler of no anchor, not a new one
+    else:
+        ruler = (inherited.inherited(shared) if inherited is not None else _NO_ANCHOR).extended(points)
     rulers[source_id] = ruler
     return ruler
 
@@ -537,6 +543,11 @@ def _write_1h(plan: Any, cached: int) -> int:
                 total += entry.length - start
             start = entry.length
     return total
+
+
+def _stored_tokens(plan: CachePlan) -> int:
+    """The tokens a request's plan stores: its longest entry."""
+    return max((e.length for e in plan.entries), default=0)
 
 
 def _provider_diagnostics(meta: Mapping[str, Any]) -> tuple[str | None, int | None]:
@@ -1036,20 +1047,103 @@ class _DeltaStream:
 
 
 @attrs.frozen(slots=True)
+class _ChunkFacts:
+    """What the coordinator of a parallel simulated view needs of a chunk's records, so that it holds
+    none of them (:mod:`promptkit.analysis.ordered`).
+
+    ``frame``: one row per record, in position order (``_pos``): whether it was tokenized (``_ok``),
+    its thinking render (``_think``) and the columns of its row that need no cache outcome
+    (:data:`_FIXED_COLUMNS`; of a record that was not tokenized, only session, index and timestamp).
+    ``problems``: (position, problem) of a record that could not be tokenized and of the usage
+    contradictions of one that was (each session's calls in position order, which is their order in
+    the analysis too); ``mended``: (position, where) of the records whose lone surrogates were mended."""
+
+    frame: pl.DataFrame
+    problems: list[tuple[int, LoadProblem]]
+    mended: list[tuple[int, str]]
+    usages: dict[int, Any]  # ruler mode: position -> the usage a request reported (its anchors)
+
+
+@attrs.frozen(slots=True)
 class _Phase1:
     """What phase 1 of a parallel simulated view returns for a chunk: the per-session token delta
     streams (:class:`_DeltaStream`), and the chunk's composition rows (``_pos`` its records'
     positions), which need no cache outcome: the worker that tokenized a request also places its
-    tokens in its blocks, and the coordinator only joins the columns."""
+    tokens in its blocks, and the coordinator only joins the columns. ``facts``: what the row of each
+    request needs of its record (:class:`_ChunkFacts`), where it was asked for."""
 
     deltas: _DeltaStream
     composition: pl.DataFrame
+    facts: _ChunkFacts | None = None
+
+
+class _FactRows:
+    """Phase 1's :class:`_ChunkFacts` of a chunk, a record at a time."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
+        self.rows: list[tuple[Any, ...]] = []
+        self.problems: list[tuple[int, LoadProblem]] = []
+        self.mended: list[tuple[int, str]] = []
+        self.usages: dict[int, Any] = {}
+        self.last_usage: dict[str, Any] = {}
+
+    def add(
+        self, pos: int, record: RequestRecord, think: str | None, tokenized: _Tokenized, local: _Local | None
+    ) -> None:
+        """The record at ``pos``: tokenized (``local``: its request-local facts) or not (None)."""
+        if tokenized.mended:
+            self.mended.append((pos, _surrogate_where(record)))
+        tok = tokenized.value
+        if isinstance(tok, str) or local is None:
+            self.problems.append((pos, LoadProblem(record.file, record.line, str(tok))))
+            known = dict(session=record.session, index=record.index, timestamp=record.timestamp)
+            self.rows.append((pos, False, think, *(known.get(c) for c in _FIXED_COLUMNS)))
+            return
+        ruler = _RulerFacts(
+            "exact" if self.exact else None, local.head_end, self.best_effort, _log_events(record)
+        )
+        fixed = _fixed_fields(
+            record, local.plan, _model_name(record), _completion(record, tok, local.plan), ruler
+        )
+        self.rows.append((pos, True, think, *(fixed[c] for c in _FIXED_COLUMNS)))
+        if not self.exact and record.usage is not None:
+            self.usages[pos] = record.usage
+        self.problems.extend((pos, problem) for problem in _usage_problems(record, self.last_usage))
+
+    def facts(self) -> _ChunkFacts:
+        import polars as pl
+
+        requests = _schemas()[0]
+        schema = {
+            "_pos": pl.Int64,
+            "_ok": pl.Boolean,
+            "_think": pl.String,
+            **{c: requests[c] for c in _FIXED_COLUMNS},
+        }
+        columns = [list(c) for c in zip(*self.rows, strict=True)] or [[] for _ in schema]
+        frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
+        return _ChunkFacts(frame, self.problems, self.mended, self.usages)
+
+
+def _usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[LoadProblem]:
+    """A usage that contradicts itself or its session's previous one (``last_usage``: session -> usage,
+    updated): a problem naming file, line and field, kept as reported."""
+    usage = record.usage
+    if usage is None:
+        return []
+    previous, last_usage[record.session] = last_usage.get(record.session), usage
+    return [
+        LoadProblem(record.file, record.line, f"{reason}; kept as reported")
+        for reason in usage_contradictions(usage, previous)
+    ]
 
 
 @gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
-def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Phase1:
+def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]], facts: bool = False) -> _Phase1:
     """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
-    into per-session delta streams (:class:`_DeltaStream`), and its composition rows."""
+    into per-session delta streams (:class:`_DeltaStream`), and its composition rows (``facts``: and
+    what each request's row needs of its record, :class:`_ChunkFacts`)."""
     import numpy as np
 
     from promptkit.analysis.composition import CompositionRows
@@ -1060,24 +1154,32 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
     rows: list[_Shipped] = []
     errors: dict[int, tuple[str, bool]] = {}
     composition = CompositionRows()
+    fact_rows = _FactRows(ctx) if facts else None
     for pos, record in sorted(items, key=lambda t: t[0]):
-        prepared, tokenized, _ = _tokenize_one(ctx, record, memo)
+        prepared, tokenized, think = _tokenize_one(ctx, record, memo)
         result, mended = tokenized.value, tokenized.mended
+        local = None
         if isinstance(result, str):
             errors[pos] = (result, mended)
-            continue
-        _compose(composition, pos, record, prepared, result)
-        tokens = result.tokens
-        base, shared = -1, 0
-        prev = last.get(record.session)
-        if prev is not None:
-            n = min(len(prev[1]), len(tokens))
-            diff = np.flatnonzero(prev[1][:n] != tokens[:n])
-            base, shared = prev[0], int(diff[0]) if diff.size else n
-        local = _local(ctx.model, ctx.profile.exact_tokenizer, record, prepared, result)
-        rows.append(_Shipped(pos, base, shared, tokens[shared:], result, mended, local))
-        last[record.session] = (pos, tokens)
-    return _Phase1(_DeltaStream.of(rows, errors), _composition_frame(composition))
+        else:
+            _compose(composition, pos, record, prepared, result)
+            tokens = result.tokens
+            base, shared = -1, 0
+            prev = last.get(record.session)
+            if prev is not None:
+                n = min(len(prev[1]), len(tokens))
+                diff = np.flatnonzero(prev[1][:n] != tokens[:n])
+                base, shared = prev[0], int(diff[0]) if diff.size else n
+            local = _local(ctx.model, ctx.profile.exact_tokenizer, record, prepared, result)
+            rows.append(_Shipped(pos, base, shared, tokens[shared:], result, mended, local))
+            last[record.session] = (pos, tokens)
+        if fact_rows is not None:
+            fact_rows.add(pos, record, think, tokenized, local)
+    return _Phase1(
+        _DeltaStream.of(rows, errors),
+        _composition_frame(composition),
+        fact_rows.facts() if fact_rows is not None else None,
+    )
 
 
 def _compose(
@@ -1227,10 +1329,11 @@ class _Facts:
     """What :mod:`promptkit.analysis.causes` compares of a request that a later one read from: its body,
     model name, time and the tokens it stored."""
 
-    body: Mapping[str, Any]
+    body: Mapping[str, Any] | None  # None: held elsewhere (the coordinator of a parallel simulated view)
     model: str | None
     at: float | None
     stored_tokens: int
+    pos: int = -1  # its record's position
 
 
 @attrs.frozen(slots=True)
@@ -1273,6 +1376,42 @@ class _Causes:
 _ROW_FIELDS: Final = operator.attrgetter(*REQUEST_COLUMNS)  # a RequestRow's fields, in column order
 _ROW_VALUES: Final = operator.itemgetter(*REQUEST_COLUMNS)  # the same of a row's fields by name
 _BASIS: Final = REQUEST_COLUMNS.index("position_basis")
+
+
+def _source_facts(
+    facts: Mapping[str, _Facts],
+    model: CacheModel,
+    outcome: CacheOutcome,
+    plan: CachePlan,
+    model_name: str | None,
+    now: float | None,
+    prev: _Stored | None = None,
+) -> tuple[CacheOutcome, str | None, _Facts | None, int | None, float | None]:
+    """The request read from (or whose content was lost) and its facts (``facts``: request id -> its
+    facts), the outcome with nothing read when the model switched (the provider's cache is per model),
+    the switch's tokens and the idle gap. Consecutive view: a prompt that read nothing but left the
+    session's previous request (``prev``) is compared with it."""
+    src_id = outcome.source if outcome.source is not None else outcome.lost_source
+    if src_id is None and prev is not None and outcome.diverged and outcome.prefix_tokens > 0:
+        # nothing read, but the prompt shares a prefix with the previous one and then leaves it:
+        # compare with it (sharing not one token is a cold start, as in the simulated view)
+        src_id = prev.source
+    src = facts.get(src_id) if src_id is not None else None
+    switched = None
+    if (
+        src is not None
+        and outcome.source is not None
+        and src.model != model_name
+        and outcome.cached_tokens > 0
+    ):
+        switched = outcome.cached_tokens
+        outcome = attrs.evolve(
+            outcome, cached_tokens=0, write_tokens=model.write_tokens(plan, 0), source=None
+        )
+    idle = None
+    if outcome.lost_source is not None and src is not None and src.at is not None and now is not None:
+        idle = now - src.at
+    return outcome, src_id, src, switched, idle
 
 
 class _Columns:
@@ -1436,31 +1575,8 @@ class _RunState:
         now: float | None,
         prev: _Stored | None,
     ) -> tuple[CacheOutcome, str | None, _Facts | None, int | None, float | None]:
-        """The request read from (or whose content was lost) and its facts, the outcome with nothing
-        read when the model switched (the provider's cache is per model), the switch's tokens and the
-        idle gap. Consecutive view: a prompt that read nothing but left the previous one is compared
-        with it."""
-        src_id = outcome.source if outcome.source is not None else outcome.lost_source
-        if src_id is None and prev is not None and outcome.diverged and outcome.prefix_tokens > 0:
-            # nothing read, but the prompt shares a prefix with the previous one and then leaves it:
-            # compare with it (sharing not one token is a cold start, as in the simulated view)
-            src_id = prev.source
-        src = self.facts.get(src_id) if src_id is not None else None
-        switched = None
-        if (
-            src is not None
-            and outcome.source is not None
-            and src.model != model_name
-            and outcome.cached_tokens > 0
-        ):
-            switched = outcome.cached_tokens
-            outcome = attrs.evolve(
-                outcome, cached_tokens=0, write_tokens=self.model.write_tokens(plan, 0), source=None
-            )
-        idle = None
-        if outcome.lost_source is not None and src is not None and src.at is not None and now is not None:
-            idle = now - src.at
-        return outcome, src_id, src, switched, idle
+        """:func:`_source_facts` of this run's requests."""
+        return _source_facts(self.facts, self.model, outcome, plan, model_name, now, prev)
 
     def divergence(
         self,
@@ -1527,12 +1643,7 @@ class _RunState:
 
     def check_usage(self, pos: int, record: RequestRecord) -> None:
         """A usage that contradicts itself is a problem naming file, line and field, kept as reported."""
-        usage = record.usage
-        if usage is None:
-            return
-        for reason in usage_contradictions(usage, self.last_usage.get(record.session)):
-            self.problems.append((pos, LoadProblem(record.file, record.line, f"{reason}; kept as reported")))
-        self.last_usage[record.session] = usage
+        self.problems.extend((pos, problem) for problem in _usage_problems(record, self.last_usage))
 
     def measure(
         self,
@@ -1574,12 +1685,9 @@ class _RunState:
             self.writes_nothing += 1
         now = record.timestamp if self.timed else None
         outcome, prev = self.lookup(record, rt, tok, plan, now)
-        model_name = record.request.get("model")
-        model_name = model_name if isinstance(model_name, str) else None
+        model_name = _model_name(record)
         outcome, src_id, src, switched, idle = self.source_facts(outcome, plan, model_name, now, prev)
-        self.facts[source_id] = _Facts(
-            p.body, model_name, now, max((e.length for e in plan.entries), default=0)
-        )
+        self.facts[source_id] = _Facts(p.body, model_name, now, _stored_tokens(plan), pos)
         prompt_len = plan.prompt_len
         prefix = min(outcome.prefix_tokens, prompt_len)
         diverged = outcome.diverged and prefix < prompt_len
@@ -1594,7 +1702,7 @@ class _RunState:
         change_class = change_detail = None
         if switched is not None:
             change_class, change_detail = "model_switch", f"{src.model if src else None} -> {model_name}"
-        elif diverged and src is not None:
+        elif diverged and src is not None and src.body is not None:
             from promptkit.analysis.causes import classify_change
 
             change_class, change_detail = classify_change(src.body, p.body, div.message, shifted=p.shifted)
@@ -1621,41 +1729,51 @@ class _RunState:
         )
 
 
-def _request_row(
-    record: RequestRecord,
-    tok: TokenizedRequest,
-    plan: CachePlan,
-    outcome: CacheOutcome,
-    div: _Divergence,
-    causes: _Causes,
-    model_name: str | None,
-    ruler: _RulerFacts,
-) -> RequestRow:
-    """The row of a request: its record's figures, the cache's outcome, the divergence, the causes' facts."""
+def _fixed_fields(
+    record: RequestRecord, plan: CachePlan, model_name: str | None, completion: int | None, ruler: _RulerFacts
+) -> dict[str, Any]:
+    """The columns of a request's row that need no cache outcome (:data:`_FIXED_COLUMNS`): its record's
+    figures and the ruler facts (``completion``: tokens after the prompt, None without a completion)."""
     usage = record.usage
-    prompt_len = plan.prompt_len
     miss_reason, missed = _provider_diagnostics(record.meta)
-    return RequestRow(
+    return dict(
         session=record.session,
         index=record.index,
         timestamp=record.timestamp,
-        prompt_tokens=prompt_len,
+        prompt_tokens=plan.prompt_len,
+        reported_prompt_tokens=usage.prompt_tokens if usage else None,
+        reported_cached_tokens=usage.cached_tokens if usage else None,
+        file=record.file,
+        line=record.line,
+        model=model_name,
+        completion_tokens=completion,
+        reported_completion_tokens=usage.completion_tokens if usage else None,
+        reported_cache_write_tokens=usage.cache_write_tokens if usage else None,
+        reported_cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
+        provider_miss_reason=miss_reason,
+        provider_missed_tokens=missed,
+        position_basis=ruler.position_basis,
+        head_end_tokens=ruler.head_end_tokens,
+        best_effort_cache=ruler.best_effort,
+        log_events=ruler.log_events,
+    )
+
+
+def _outcome_fields(
+    plan: CachePlan, outcome: CacheOutcome, div: _Divergence, causes: _Causes
+) -> dict[str, Any]:
+    """The columns of a request's row that the cache's outcome, the divergence and the causes' facts
+    give (:data:`_OUTCOME_COLUMNS`)."""
+    prompt_len = plan.prompt_len
+    return dict(
         prefix_tokens=min(outcome.prefix_tokens, prompt_len),
         predicted_cached_tokens=outcome.cached_tokens,
         hit_ratio=outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
-        reported_prompt_tokens=usage.prompt_tokens if usage else None,
-        reported_cached_tokens=usage.cached_tokens if usage else None,
         divergence_message=div.message,
         divergence_role=div.role,
         divergence_anchor=div.anchor,
         divergence_key=div.key,
-        file=record.file,
-        line=record.line,
-        model=model_name,
-        completion_tokens=len(tok.tokens) - prompt_len if record.completion is not None else None,
-        reported_completion_tokens=usage.completion_tokens if usage else None,
         predicted_cache_write_tokens=outcome.write_tokens,
-        reported_cache_write_tokens=usage.cache_write_tokens if usage else None,
         divergence_token=div.token,
         cached_source=outcome.source,
         divergence_cached_text=div.cached_text,
@@ -1671,13 +1789,45 @@ def _request_row(
         predicted_cache_write_1h_tokens=_write_1h(plan, outcome.cached_tokens)
         if outcome.write_tokens is not None
         else None,
-        reported_cache_write_1h_tokens=usage.cache_write_1h_tokens if usage else None,
-        provider_miss_reason=miss_reason,
-        provider_missed_tokens=missed,
-        position_basis=ruler.position_basis,
-        head_end_tokens=ruler.head_end_tokens,
-        best_effort_cache=ruler.best_effort,
-        log_events=ruler.log_events,
+    )
+
+
+#: The columns of :func:`_fixed_fields` and of :func:`_outcome_fields`: together, every column of
+#: :class:`RequestRow` once (a test checks it), so a parallel simulated view's phase 1 makes the first
+#: (:func:`_tokenize_chunk`) and its coordinator the second (:mod:`promptkit.analysis.ordered`).
+_FIXED_COLUMNS: Final = (
+    "session", "index", "timestamp", "prompt_tokens", "reported_prompt_tokens", "reported_cached_tokens", "file",
+    "line", "model", "completion_tokens", "reported_completion_tokens", "reported_cache_write_tokens",
+    "reported_cache_write_1h_tokens", "provider_miss_reason", "provider_missed_tokens", "position_basis",
+    "head_end_tokens", "best_effort_cache", "log_events",
+)  # fmt: skip
+_OUTCOME_COLUMNS: Final = tuple(c for c in REQUEST_COLUMNS if c not in _FIXED_COLUMNS)
+
+
+def _model_name(record: RequestRecord) -> str | None:
+    model_name = record.request.get("model")
+    return model_name if isinstance(model_name, str) else None
+
+
+def _completion(record: RequestRecord, tok: TokenizedRequest, plan: CachePlan) -> int | None:
+    """The completion's tokens (after the prompt): None where the record has no completion."""
+    return len(tok.tokens) - plan.prompt_len if record.completion is not None else None
+
+
+def _request_row(
+    record: RequestRecord,
+    tok: TokenizedRequest,
+    plan: CachePlan,
+    outcome: CacheOutcome,
+    div: _Divergence,
+    causes: _Causes,
+    model_name: str | None,
+    ruler: _RulerFacts,
+) -> RequestRow:
+    """The row of a request: its record's figures, the cache's outcome, the divergence, the causes' facts."""
+    return RequestRow(
+        **_fixed_fields(record, plan, model_name, _completion(record, tok, plan), ruler),
+        **_outcome_fields(plan, outcome, div, causes),
     )
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +93,10 @@ class _GroupPiece:
     mended: tuple[tuple[int, str], ...]
     deltas: _DeltaStream | None
     names: tuple[str, str]  # the tokenizer's and the render's names
+    # simulated view: the frame of engine._ChunkFacts (Arrow IPC) and its usages; ``problems`` and
+    # ``mended`` are then its own
+    facts: bytes | None = None
+    usages: dict[int, Any] = attrs.field(factory=dict)
 
 
 @attrs.frozen(slots=True)
@@ -106,7 +111,7 @@ class _FilePiece:
     reordered: tuple[str, ...]
     defaulted: tuple[str, ...]
     groups: tuple[_GroupPiece, ...]
-    loaded: tuple[RequestRecord, ...] = ()  # simulated view: the records, pickled together (below)
+    loaded: bytes = b""  # simulated view: the records, one pickle (below)
     view: str | None = None  # the view the file was analyzed in (None: it has no records)
     format: LogFormat | None = None  # the format it was read in (None: none known)
 
@@ -185,10 +190,27 @@ def _group_piece(
     ctx = _context_for(spec)
     names = (ctx.tokenizer_name, ctx.render_name)
     if options.view != "consecutive":  # phase 1: the token deltas, and the composition rows as Arrow
-        phase1 = _tokenize_chunk(spec, items)
+        # and the rows' columns that need no cache outcome: the coordinator reads no record
+        # (promptkit.analysis.ordered)
+        phase1 = _tokenize_chunk(spec, items, facts=True)
         composition = _to_ipc(phase1.composition)
+        facts = phase1.facts
+        assert facts is not None
         return _GroupPiece(
-            key, items[0][0], len(items), timed, None, composition, (), 0, {}, (), phase1.deltas, names
+            key,
+            items[0][0],
+            len(items),
+            timed,
+            None,
+            composition,
+            tuple(facts.problems),
+            0,
+            {},
+            tuple(facts.mended),
+            phase1.deltas,
+            names,
+            _to_ipc(facts.frame),
+            facts.usages,
         )
     part = _run(ctx, items)
     return _GroupPiece(
@@ -240,8 +262,10 @@ def _file_task(
     # simulated view: the records go back for phase 2 (the messages a divergence is read from). One
     # pickle holds them all, and the loader interned each session's repeated messages (and tools): each
     # message object is serialized once, so what is shipped grows with the new content, not with the
-    # prompts (a log that repeats the conversation on every line is parsed here, once)
-    loaded = tuple(records) if options.view != "consecutive" else ()
+    # prompts (a log that repeats the conversation on every line is parsed here, once). perf: pickled
+    # here, so that the coordinator receives bytes: it passes them on to the worker that reads the
+    # divergences' messages without unpickling them (promptkit.analysis.ordered)
+    loaded = pickle.dumps(tuple(records), protocol=5) if options.view != "consecutive" else b""
     view = options.view if records else None
     return _FilePiece(
         len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view, fmt
@@ -408,13 +432,14 @@ def _assemble(
     reordered: list[str] = []
     defaulted: set[str] = set()
     groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
-    loaded: list[RequestRecord] = []  # simulated view: the records in load order
+    loaded: list[tuple[int, bytes]] = []  # simulated view: each file's records (one pickle) and offset
     offset = 0
     for k in sorted(pieces):
         piece = pieces[k]
         problems.extend(piece.problems)
         reordered.extend(piece.reordered)
-        loaded.extend(piece.loaded)
+        if piece.loaded:
+            loaded.append((offset, piece.loaded))
         defaulted.update(piece.defaulted)
         for group in piece.groups:
             groups.setdefault(group.key, []).append((offset, group))
@@ -437,7 +462,7 @@ def _finish_group(
     parts: list[tuple[int, _GroupPiece]],
     problems: list[LoadProblem],
     options: _Options,
-    loaded: list[RequestRecord],
+    loaded: list[tuple[int, bytes]],
     executor: Executor,
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
@@ -460,19 +485,17 @@ def _simulate(
     spec: Any,
     parts: list[tuple[int, _GroupPiece]],
     problems: list[LoadProblem],
-    loaded: list[RequestRecord],
+    loaded: list[tuple[int, bytes]],
     executor: Executor,
 ) -> AnalysisResult:
     """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
-    no tokenizer loaded here (a worker decodes the divergences' excerpts)."""
-    from promptkit.analysis.engine import (
-        _decode_excerpts,
-        _Described,
-        _finish,
-        _profile_and_model,
-        _RunState,
-        _Undelta,
-    )
+    no tokenizer loaded here and no record read: phase 1's columns of every request
+    (:func:`promptkit.analysis.ordered.simulate`); a worker reads the divergences' messages and decodes
+    their excerpts (:func:`promptkit.analysis.ordered.attribute`)."""
+    import polars as pl
+
+    from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Undelta
+    from promptkit.analysis.ordered import Divergent, attribute, simulate
 
     streams = []
     composed: list[pl.DataFrame] = []
@@ -481,13 +504,19 @@ def _simulate(
         streams.append((offset, group.deltas))
         composed.append(_from_ipc(group.composition, offset))
     shipped = _Undelta(streams, composed)
-    items = [(k, r) for k, r in enumerate(loaded) if k in shipped]
     profile, model = _profile_and_model(spec.provider, spec.cache_model)
     described = _Described(spec, profile, model, *parts[0][1].names)
-    state = _RunState(described, shipped)
-    for j in state.order(items):
-        state.add(*items[j])
-    if state.excerpts:
-        wanted = [(think, cached, prompt, context) for _, think, cached, prompt, context in state.excerpts]
-        state.set_excerpts(executor.submit(_decode_excerpts, spec, wanted).result())
-    return _finish(described, [state.partial()], problems, len(items))
+    facts = pl.concat([_from_ipc(group.facts, offset) for offset, group in parts if group.facts is not None])
+    own = [(pos + offset, problem) for offset, group in parts for pos, problem in group.problems]
+    mended = [(pos + offset, where) for offset, group in parts for pos, where in group.mended]
+    usages = {pos + offset: usage for offset, group in parts for pos, usage in group.usages.items()}
+
+    def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
+        wanted = {p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}
+        ends = [offset for offset, _ in loaded[1:]] + [max(wanted) + 1]
+        blobs = [(offset, blob) for (offset, blob), end in zip(loaded, ends, strict=True)
+                 if any(offset <= p < end for p in wanted)]  # fmt: skip
+        return executor.submit(attribute, spec, blobs, divergent).result()  # type: ignore[no-any-return]
+
+    partial = simulate(described, shipped, facts, own, mended, usages, attribute_on_worker)
+    return _finish(described, [partial], problems, facts.height)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -130,6 +131,78 @@ def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: An
     assert parallel is not None
     assert serial.composition.height > serial.requests.height > 0
     assert_same(serial, parallel)
+
+
+def _columns_logs(root: Any) -> Any:
+    """Three sessions in three files, interleaved in time, that share a system prompt: one calls another
+    model (a switch), one holds a lone surrogate, one usage contradicts its session's previous one, and
+    the prompts diverge from other sessions' entries."""
+    import json
+
+    system = {"role": "system", "content": "You are a careful assistant for the build team. " * 40}
+    root.mkdir()
+    for s, model in (("a", "deepseek-chat"), ("b", "deepseek-chat"), ("c", "deepseek-reasoner")):
+        lines = []
+        for turn in range(5):
+            messages = [system] + [
+                {"role": "user" if k % 2 == 0 else "assistant", "content": f"{s} turn {k} " * 30}
+                for k in range(turn * 2 + 1)
+            ]
+            if s == "a" and turn == 3:
+                messages.append({"role": "user", "content": "a lone surrogate \ud800 here"})
+            # call c#2 reads more than c#1 could store: a problem, kept as reported
+            usage = {"prompt_tokens": 900 + 100 * turn, "completion_tokens": 5}
+            usage["prompt_cache_hit_tokens"] = 1050 if (s, turn) == ("c", 2) else 0
+            lines.append(
+                json.dumps(
+                    {
+                        "session": s,
+                        "timestamp": 1000.0 + turn * 10 + ord(s),
+                        "request": {"model": model, "messages": messages},
+                        "response": {
+                            "choices": [{"message": {"role": "assistant", "content": "ok"}}],
+                            "usage": usage,
+                        },
+                    }
+                )
+            )
+        (root / f"{s}.jsonl").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("logs", ["columns", "fixtures/real-logs/gemini", "fixtures/claude-code"])
+def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, monkeypatch: Any) -> None:
+    """The file plan's simulated view runs the cache over phase 1's columns: the coordinator unpickles
+    no record (a worker reads the divergences' messages), and the result is the records plan's, with an
+    exact tokenizer (DeepSeek: model switches, problems, mended surrogates, classified divergences) and
+    in ruler mode (Gemini, Claude: positions placed by each call's usage)."""
+    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.layout import RequestRecord
+
+    path = _columns_logs(tmp_path / "logs") if logs == "columns" else logs
+    serial = analyze(path, view="simulated")
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the coordinator unpickled a record")
+
+    monkeypatch.setattr(RequestRecord, "__setstate__", refuse)
+    with ProcessPool(2) as pool:
+        parallel = analyze_files(path, executor=pool, view="simulated")
+    assert parallel is not None
+    assert_same(serial, parallel)
+    requests = serial.requests
+    if logs == "columns":
+        assert requests["divergence_message"].drop_nulls().len() > 0
+        assert serial.provider == "deepseek" and serial.view == "simulated"
+        assert "model_switch" in requests["change_class"].to_list()
+        assert requests.filter(
+            pl.col("change_class").is_not_null() & (pl.col("change_class") != "model_switch")
+        ).height
+        reasons = " ".join(serial.problems["reason"].to_list())
+        assert "c.jsonl" in serial.problems["file"][0] and "kept as reported" in reasons
+        assert any("U+FFFD" in n for n in serial.notes)
+    else:
+        assert set(requests["position_basis"].drop_nulls()) - {"local"}  # the usage's anchors placed them
 
 
 def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
@@ -381,3 +454,25 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).take(0, "w").value.tokens.tolist() == [
         2**31
     ]  # type: ignore[union-attr]
+
+
+def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:
+    """Phase 1 makes the columns of a row that need no cache outcome, the coordinator the others: each
+    column of the requests frame is made by exactly one of the two (a new column lands in one)."""
+    from promptkit.analysis import engine
+    from promptkit.analysis.simulator import CacheOutcome
+    from promptkit.tokens.cache_models import CachePlan
+
+    record = RequestRecord({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, "s", index=0)
+    plan = CachePlan(prompt_len=10)
+    ruler = engine._RulerFacts("exact", 3, False, None)
+    fixed = engine._fixed_fields(record, plan, "m", None, ruler)
+    outcome = engine._outcome_fields(
+        plan,
+        CacheOutcome(4, 4, 6, "s#0", True),
+        engine._Divergence(),
+        engine._Causes(None, None, None, None, None),
+    )
+    assert tuple(fixed) == engine._FIXED_COLUMNS and tuple(outcome) == engine._OUTCOME_COLUMNS
+    assert sorted(fixed.keys() | outcome.keys()) == sorted(engine.REQUEST_COLUMNS)
+    assert len(fixed) + len(outcome) == len(engine.REQUEST_COLUMNS)
