@@ -1261,14 +1261,20 @@ class _Undelta:
     def take(self, pos: int, session: str) -> _Tokenized:
         """The tokens of the request at ``pos`` (of ``session``), without message offsets; its
         request-local facts are :attr:`local` until the next call."""
-        at = self._at.pop(pos, None)
+        at = self._at.get(pos)
         if at is None:
             self.local = None
             return _Tokenized(*self._errors.pop(pos))
-        k, i = self._taken = at
-        room, base, shared, header, prompt, tail_at, tails, mended, head_end, marked, plans, _ = (
-            self._columns[k]
-        )
+        k, i = at
+        columns = self._columns[k]
+        tokens = self.tokens(pos, session)
+        return _Tokenized(self._trusted(tokens, (), columns[3][i], columns[4][i], None), columns[7][i])
+
+    def tokens(self, pos: int, session: str) -> np.ndarray:
+        """The tokens of the tokenized request at ``pos`` (of ``session``), alone: its request-local facts
+        are :attr:`local` until the next call."""
+        k, i = self._taken = self._at.pop(pos)
+        room, base, shared, _, _, tail_at, tails, _, head_end, marked, plans, _ = self._columns[k]
         buffer = self._last.get(session) if base[i] >= 0 else None
         self.shared = shared[i] if buffer is not None else 0
         # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first); a
@@ -1277,18 +1283,19 @@ class _Undelta:
             buffer, self.shared, tails[tail_at[i] : tail_at[i + 1]], room[i]
         )
         self.local = _Local(plans.plan(i), head_end[i], marked[i])
-        return _Tokenized(self._trusted(tokens, (), header[i], prompt[i], None), mended[i])
+        return tokens
 
-    def with_offsets(self, tok: TokenizedRequest) -> TokenizedRequest:
-        """``tok``, the last request taken, with its message offsets."""
+    def with_offsets(self, tokens: np.ndarray) -> TokenizedRequest:
+        """The last request taken (its ``tokens``), with its message offsets."""
         k, i = self._taken
-        stream = self._columns[k][-1]
+        columns = self._columns[k]
+        stream = columns[-1]
         a, b = int(stream.starts_at[i]), int(stream.starts_at[i + 1])
         return self._trusted(
-            tok.tokens,
+            tokens,
             tuple(stream.starts[a:b].tolist()),
-            tok.header_len,
-            tok.prompt_len,
+            columns[3][i],
+            columns[4][i],
             tuple(stream.ends[a:b].tolist()) if stream.has_ends[i] else None,
         )
 
@@ -1324,10 +1331,9 @@ class _Stored(NamedTuple):
     source: str
 
 
-@attrs.frozen(slots=True)
-class _Facts:
+class _Facts(NamedTuple):
     """What :mod:`promptkit.analysis.causes` compares of a request that a later one read from: its body,
-    model name, time and the tokens it stored."""
+    model name, time and the tokens it stored (perf: a tuple, made once per request)."""
 
     body: Mapping[str, Any] | None  # None: held elsewhere (the coordinator of a parallel simulated view)
     model: str | None
@@ -1348,6 +1354,10 @@ class _Divergence:
     cached_text: str | None = None
     prompt_text: str | None = None
     context_text: str | None = None
+
+
+#: The divergence columns of a request whose prompt did not leave the cached content.
+_NO_DIVERGENCE: Final = _Divergence()
 
 
 @attrs.frozen(slots=True)
@@ -1695,7 +1705,7 @@ class _RunState:
         if diverged:
             # phase 2 rebuilds a request's message offsets only where it diverged (perf: they grow with
             # the conversation, not with its new tokens)
-            full = self.pretokenized.with_offsets(tok) if self.pretokenized is not None else tok
+            full = self.pretokenized.with_offsets(tok.tokens) if self.pretokenized is not None else tok
             div = self.divergence(p, rt, think, full, outcome, prefix, prompt_len, prev)
         self.remember(source_id, p, tok, prev)
         self.check_usage(pos, record)

@@ -67,6 +67,7 @@ TOKENIZERS_ENV: Final[str] = "PROMPTKIT_WORKER_TOKENIZERS"
 _PRELOAD: tuple[str, ...] = (
     "promptkit.analysis.engine",
     "promptkit.analysis.filetasks",
+    "promptkit.analysis.ordered",
     "promptkit.tokens.tokenize",
     "promptkit.analysis.simulator",
     "promptkit.formats",

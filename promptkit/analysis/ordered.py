@@ -232,29 +232,29 @@ class _Replay:
     ) -> None:
         """Simulate the request at ``pos`` and make its outcome's columns."""
         e = self._e
-        tok = self.shipped.take(pos, session).value
+        tokens = self.shipped.tokens(pos, session)  # phase 1 tokenized it (``_ok``)
         local = self.shipped.local
-        assert local is not None and not isinstance(tok, str)  # phase 1 tokenized it (``_ok``)
+        assert local is not None
         plan = local.plan
         if not plan.entries:
             self.writes_nothing += 1
         now = timestamp if self.timed else None
         source_id = f"{session}#{index}"
-        outcome = self.sim.step(tok.tokens, plan, now, source_id, session=session, shared=self.shipped.shared)
+        outcome = self.sim.step(tokens, plan, now, source_id, session=session, shared=self.shipped.shared)
         outcome, src_id, src, switched, idle = e._source_facts(
             self.facts, self.model, outcome, plan, model, now
         )
         self.facts[source_id] = e._Facts(None, model, now, e._stored_tokens(plan), pos)
         prompt_len = plan.prompt_len
         prefix = min(outcome.prefix_tokens, prompt_len)
-        div = e._Divergence()
+        div = e._NO_DIVERGENCE
         if outcome.diverged and prefix < prompt_len:
             div = e._Divergence(token=prefix)
             self._diverged(
-                pos, think, tok, outcome.source, src if switched is None else None, prefix, prompt_len
+                pos, think, tokens, outcome.source, src if switched is None else None, prefix, prompt_len
             )
         recent = self.recent
-        recent[source_id] = tok.tokens
+        recent[source_id] = tokens
         if len(recent) > self._keep:
             recent.popitem(last=False)
         change: tuple[str | None, str | None] = (None, None)
@@ -286,7 +286,7 @@ class _Replay:
         self,
         pos: int,
         think: str | None,
-        tok: Any,
+        tokens: np.ndarray,
         source: str | None,
         against: Any,
         prefix: int,
@@ -294,10 +294,9 @@ class _Replay:
     ) -> None:
         """Keep what :func:`attribute` needs of a request whose prompt left the cached content at
         ``prefix`` (``against``: the facts of the request its change is classified against, or None)."""
-        full = self.shipped.with_offsets(tok)
+        full = self.shipped.with_offsets(tokens)
         excerpt = self._e.EXCERPT_TOKENS
         cached = self.recent.get(source) if source is not None else None
-        tokens = full.tokens
         self.divergent.append(
             Divergent(
                 len(self.rows),
@@ -345,4 +344,6 @@ class _Replay:
         fixed = facts.filter(pl.col("_ok")).drop(
             "_ok", "_think", *(c for c in self.columns if c in facts.columns)
         )
-        return outcome.join(fixed, on="_pos", how="left").select(*REQUEST_COLUMNS, "_pos", "_seq")
+        # in position order, as engine._finish puts the frame (perf: it then has nothing to sort)
+        joined = outcome.join(fixed, on="_pos", how="left").sort("_pos")
+        return joined.select(*REQUEST_COLUMNS, "_pos", "_seq")

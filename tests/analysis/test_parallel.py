@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -150,9 +151,10 @@ def _columns_logs(root: Any) -> Any:
             ]
             if s == "a" and turn == 3:
                 messages.append({"role": "user", "content": "a lone surrogate \ud800 here"})
-            # call c#2 reads more than c#1 could store: a problem, kept as reported
+            # calls c#2 and a#4 read more than their session's previous call could store: problems, kept
+            # as reported, named in time order (c#2 first), not in the files' order
             usage = {"prompt_tokens": 900 + 100 * turn, "completion_tokens": 5}
-            usage["prompt_cache_hit_tokens"] = 1050 if (s, turn) == ("c", 2) else 0
+            usage["prompt_cache_hit_tokens"] = {("c", 2): 1050, ("a", 4): 1250}.get((s, turn), 0)
             lines.append(
                 json.dumps(
                     {
@@ -199,7 +201,8 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
             pl.col("change_class").is_not_null() & (pl.col("change_class") != "model_switch")
         ).height
         reasons = " ".join(serial.problems["reason"].to_list())
-        assert "c.jsonl" in serial.problems["file"][0] and "kept as reported" in reasons
+        assert [Path(f).name for f in serial.problems["file"]] == ["c.jsonl", "a.jsonl"]
+        assert "kept as reported" in reasons
         assert any("U+FFFD" in n for n in serial.notes)
     else:
         assert set(requests["position_basis"].drop_nulls()) - {"local"}  # the usage's anchors placed them
@@ -433,7 +436,7 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
         got.append(undelta.take(pos, "s"))
         local.append(undelta.local)
         if pos < 13:
-            full.append(undelta.with_offsets(got[-1].value))  # type: ignore[arg-type]
+            full.append(undelta.with_offsets(got[-1].value.tokens))  # type: ignore[union-attr]
     assert local == [*locals_, None]
     for result, with_offsets, expected in zip(got, full, toks, strict=False):
         assert with_offsets == expected  # tokens, offsets (ends None where the render gave none), lengths
