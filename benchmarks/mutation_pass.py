@@ -207,8 +207,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "    if not stuck:\n        return formats", "    if True:\n        return formats",
      "tests/analysis/test_parallel.py"),
     ("scale-out: the coordinator unpickles the records", "promptkit/analysis/filetasks.py",
-     "    usages = {pos + offset: usage for",
-     "    _ = [pickle.loads(blob) for _, blob in loaded]\n    usages = {pos + offset: usage for",
+     "    ruler_inputs = {pos + offset: got for",
+     "    _ = [pickle.loads(blob) for _, blob in loaded]\n    ruler_inputs = {pos + offset: got for",
      "tests/analysis/test_parallel.py"),
     ("scale-out: a model switch's change class overwritten", "promptkit/analysis/ordered.py",
      "ATTRIBUTED if d.against >= 0 else ATTRIBUTED[:-2]", "ATTRIBUTED",
@@ -223,8 +223,10 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      'source = prepared[d.source].body["messages"] if d.source >= 0 else None', "source = None",
      "tests/analysis/test_parallel.py"),
     ("scale-out: a usage's anchors not shipped", "promptkit/analysis/engine.py",
-     "        if not self.exact and record.usage is not None:", "        if False:",
-     "tests/analysis/test_parallel.py"),
+     "        if not self.exact and (record.usage is not None or ruler.log_events is not None):",
+     "        if False:", "tests/analysis/test_parallel.py"),
+    ("scale-out: a call's log events left out of ruler mode", "promptkit/analysis/ordered.py",
+     'fields["log_events"] = events', 'fields["log_events"] = None', "tests/analysis/test_parallel.py"),
     ("scale-out: only the diverged request's file sent", "promptkit/analysis/filetasks.py",
      "if any(offset <= p < end for p in wanted)]", "if any(offset <= d.pos < end for d in divergent)]",
      "tests/analysis/test_parallel.py"),
@@ -245,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "-k", action="append", default=[], help="only the mutations whose name contains this text (repeatable)"
+        "-k",
+        action="append",
+        default=[],
+        help="only the mutations whose name contains this text (repeatable)",
     )
     parts = parser.parse_args(argv).k or [""]
     chosen = [m for m in MUTATIONS if any(part in m[0] for part in parts)]
@@ -271,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(original, encoding="utf-8")
         dead = hung or run.returncode != 0
         killed += dead
-        print(f"{'killed' if dead else 'SURVIVED':9} {name}{' (its tests hung: stopped after 300 s)' if hung else ''}")
+        print(
+            f"{'killed' if dead else 'SURVIVED':9} {name}{' (its tests hung: stopped after 300 s)' if hung else ''}"
+        )
     print(f"score: {killed}/{len(chosen)} mutations killed")
     return 0 if killed == len(chosen) else 1
 

@@ -857,4 +857,5 @@ def test_the_cluster_page_s_100m_estimate_follows_from_its_measurements() -> Non
     stated, requests, seconds = (float(g.replace(",", "")) for g in found.groups())
     rate = requests / seconds
     assert stated == float(f"{rate:.2g}"), (stated, rate)  # "about": two significant figures
-    assert f"That is about {100e6 / stated / 3600:.0f} hours for 100M requests" in page
+    hours = f"{100e6 / stated / 3600:.0f}"
+    assert f"That is about {hours} hour{'' if hours == '1' else 's'} for 100M requests" in page

@@ -1061,7 +1061,9 @@ class _ChunkFacts:
     frame: pl.DataFrame
     problems: list[tuple[int, LoadProblem]]
     mended: list[tuple[int, str]]
-    usages: dict[int, Any]  # ruler mode: position -> the usage a request reported (its anchors)
+    # ruler mode: position -> (the usage a request reported, its log events): what places its positions
+    # (:func:`_measure`) that is not a column the coordinator makes
+    ruler_inputs: dict[int, tuple[Any, str | None]]
 
 
 @attrs.frozen(slots=True)
@@ -1085,7 +1087,7 @@ class _FactRows:
         self.rows: list[tuple[Any, ...]] = []
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
-        self.usages: dict[int, Any] = {}
+        self.ruler_inputs: dict[int, tuple[Any, str | None]] = {}
         self.last_usage: dict[str, Any] = {}
 
     def add(
@@ -1107,8 +1109,8 @@ class _FactRows:
             record, local.plan, _model_name(record), _completion(record, tok, local.plan), ruler
         )
         self.rows.append((pos, True, think, *(fixed[c] for c in _FIXED_COLUMNS)))
-        if not self.exact and record.usage is not None:
-            self.usages[pos] = record.usage
+        if not self.exact and (record.usage is not None or ruler.log_events is not None):
+            self.ruler_inputs[pos] = (record.usage, ruler.log_events)
         self.problems.extend((pos, problem) for problem in _usage_problems(record, self.last_usage))
 
     def facts(self) -> _ChunkFacts:
@@ -1123,7 +1125,7 @@ class _FactRows:
         }
         columns = [list(c) for c in zip(*self.rows, strict=True)] or [[] for _ in schema]
         frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
-        return _ChunkFacts(frame, self.problems, self.mended, self.usages)
+        return _ChunkFacts(frame, self.problems, self.mended, self.ruler_inputs)
 
 
 def _usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[LoadProblem]:

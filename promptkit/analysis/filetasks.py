@@ -12,15 +12,17 @@ paths and joins columnar pieces.
   in the consecutive view analyzes them (sessions are independent) and returns the requests and
   composition frames as Arrow IPC bytes; in the simulated view tokenizes them and returns per-session
   token delta streams in columns (each new token once: what a request adds to its session's previous
-  one) with each request's cache plan and head in columns too, its composition rows as Arrow IPC
-  (none of these needs a cache outcome) and the file's records, in one pickle (a session's interned
-  messages are written once);
+  one) with each request's cache plan and head in columns too, its composition rows and the columns
+  of its row that need no cache outcome as Arrow IPC, and the file's records, pickled once in the
+  worker (a session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
   files before it) and finishes each provider's frames. In the simulated view it runs the ordered
-  cache simulation over the delta streams, without a tokenizer of its own (it never loads one, in
-  either view: it names the workers'): a worker decodes the divergences' excerpts afterwards.
+  cache simulation over the delta streams and makes the columns that need its outcome
+  (:mod:`promptkit.analysis.ordered`), without a tokenizer of its own (it never loads one, in either
+  view: it names the workers') and without reading a record: a worker attributes the divergences to
+  their messages and decodes their excerpts afterwards, from the files' pickles passed on as bytes.
 
-A worker holds one file at a time; the coordinator of the consecutive view never holds a record. The
+A worker holds one file at a time; the coordinator never unpickles a record. The
 result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
 analyzed) makes the plan step back to the records-shipping plan of
 :func:`~promptkit.analysis.engine.analyze_requests`, and a group whose records turn out not all timed
@@ -93,10 +95,10 @@ class _GroupPiece:
     mended: tuple[tuple[int, str], ...]
     deltas: _DeltaStream | None
     names: tuple[str, str]  # the tokenizer's and the render's names
-    # simulated view: the frame of engine._ChunkFacts (Arrow IPC) and its usages; ``problems`` and
+    # simulated view: the frame of engine._ChunkFacts (Arrow IPC) and its ruler inputs; ``problems`` and
     # ``mended`` are then its own
     facts: bytes | None = None
-    usages: dict[int, Any] = attrs.field(factory=dict)
+    ruler_inputs: dict[int, tuple[Any, str | None]] = attrs.field(factory=dict)
 
 
 @attrs.frozen(slots=True)
@@ -210,7 +212,7 @@ def _group_piece(
             phase1.deltas,
             names,
             _to_ipc(facts.frame),
-            facts.usages,
+            facts.ruler_inputs,
         )
     part = _run(ctx, items)
     return _GroupPiece(
@@ -509,7 +511,7 @@ def _simulate(
     facts = pl.concat([_from_ipc(group.facts, offset) for offset, group in parts if group.facts is not None])
     own = [(pos + offset, problem) for offset, group in parts for pos, problem in group.problems]
     mended = [(pos + offset, where) for offset, group in parts for pos, where in group.mended]
-    usages = {pos + offset: usage for offset, group in parts for pos, usage in group.usages.items()}
+    ruler_inputs = {pos + offset: got for offset, group in parts for pos, got in group.ruler_inputs.items()}
 
     def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
         wanted = {p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}
@@ -518,5 +520,5 @@ def _simulate(
                  if any(offset <= p < end for p in wanted)]  # fmt: skip
         return executor.submit(attribute, spec, blobs, divergent).result()  # type: ignore[no-any-return]
 
-    partial = simulate(described, shipped, facts, own, mended, usages, attribute_on_worker)
+    partial = simulate(described, shipped, facts, own, mended, ruler_inputs, attribute_on_worker)
     return _finish(described, [partial], problems, facts.height)

@@ -154,12 +154,12 @@ def simulate(
     facts: pl.DataFrame,
     problems: Sequence[tuple[int, LoadProblem]],
     mended: Sequence[tuple[int, str]],
-    usages: Mapping[int, Any],
+    ruler_inputs: Mapping[int, tuple[Any, str | None]],
     attribute_divergent: Callable[[list[Divergent]], list[tuple[Any, ...]]],
 ) -> _Partial:
     """The ordered simulation of one provider group from phase 1's columns (``facts``: the frames of
     :class:`~promptkit.analysis.engine._ChunkFacts`, joined, positions in the load order; ``problems``,
-    ``mended`` and ``usages`` theirs), the divergences attributed by ``attribute_divergent``
+    ``mended`` and ``ruler_inputs`` theirs), the divergences attributed by ``attribute_divergent``
     (:func:`attribute`, on a worker): the group's partial, as :func:`~promptkit.analysis.engine._run`
     makes it."""
     import polars as pl
@@ -168,7 +168,7 @@ def simulate(
     from promptkit.analysis.engine import _composition_frame, _Partial
 
     order = _order(facts, ctx.spec.timed)
-    run = _Replay(ctx, shipped, usages)
+    run = _Replay(ctx, shipped, ruler_inputs)
     thinking: dict[str, int] = {}
     add = run.add
     for k, pos in enumerate(order.pos):
@@ -201,11 +201,18 @@ class _Replay:
     request's anchors) and the columns made so far (one tuple per request: the columns that need the
     outcome, :data:`~promptkit.analysis.engine._OUTCOME_COLUMNS`, and in ruler mode :data:`_RULED`)."""
 
-    def __init__(self, ctx: _Described, shipped: _Undelta, usages: Mapping[int, Any]) -> None:
+    def __init__(
+        self, ctx: _Described, shipped: _Undelta, ruler_inputs: Mapping[int, tuple[Any, str | None]]
+    ) -> None:
         from promptkit.analysis import engine
         from promptkit.analysis.simulator import CacheSimulator
 
-        self.model, self.timed, self.shipped, self.usages = ctx.model, ctx.spec.timed, shipped, usages
+        self.model, self.timed, self.shipped, self.ruler_inputs = (
+            ctx.model,
+            ctx.spec.timed,
+            shipped,
+            ruler_inputs,
+        )
         self.sim = CacheSimulator(self.model, share_tokens=True)
         self.facts: dict[str, Any] = {}  # request id -> engine._Facts (no body: the records are elsewhere)
         self.recent: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
@@ -274,12 +281,15 @@ class _Replay:
         e = self._e
         assert self.rulers is not None
         fields.update(prompt_tokens=plan.prompt_len, head_end_tokens=local.head_end, position_basis=None)
-        usage = self.usages.get(pos)
+        usage, events = self.ruler_inputs.get(pos, (None, None))
         shared = max(fields["prefix_tokens"] or 0, fields["unexpired_cached_tokens"] or 0)
         ruler = e._ruler_of(self.rulers, source_id, src_id, plan.prompt_len, shared, plan, usage)
         if e._stays_local(ruler, usage, local.marked):
             fields["position_basis"] = e._local_basis(fields["predicted_cached_tokens"] or 0)
             return
+        fields["log_events"] = (
+            events  # read by the placing of a marked head (engine._place_head), not made here
+        )
         e._measure(fields, ruler, self.rulers, source_id, src_id, plan, usage, self.model, local.marked)
 
     def _diverged(

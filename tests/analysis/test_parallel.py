@@ -172,7 +172,34 @@ def _columns_logs(root: Any) -> Any:
     return root
 
 
-@pytest.mark.parametrize("logs", ["columns", "fixtures/real-logs/gemini", "fixtures/claude-code"])
+def _claude_code_events(root: Any) -> Any:
+    """A Claude Code transcript whose log events place positions in ruler mode: an MCP reconnect (the
+    tools changed, so the next call's reads falling back into the head do not mark where it ends), then
+    calls that read the head."""
+    import json
+
+    from tests.formats.test_claude_code_tree import _event, _usage
+
+    text = "a line of the project's code, repeated so that the prompt is long enough to cache. " * 20
+    command = "<command-name>/mcp</command-name>\n<command-message>mcp</command-message>\n<command-args></command-args>"
+    events = [
+        _event("user", "u1", None, "one " + text, "00:00"),
+        _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}], "00:05", _usage(0, 21832)),
+        _event("user", "m1", "a1", command, "00:20"),
+        _event("user", "u2", "m1", "two " + text, "00:30"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "A2"}], "00:35", _usage(15000, 7800)),
+        _event("user", "u3", "a2", "three " + text, "01:00"),
+        _event("assistant", "a3", "u3", [{"type": "text", "text": "A3"}], "01:05", _usage(22800, 900)),
+    ]
+    root.mkdir()
+    path = root / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    "logs", ["columns", "fixtures/real-logs/gemini", "fixtures/claude-code", "claude-code-events"]
+)
 def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, monkeypatch: Any) -> None:
     """The file plan's simulated view runs the cache over phase 1's columns: the coordinator unpickles
     no record (a worker reads the divergences' messages), and the result is the records plan's, with an
@@ -181,7 +208,8 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
     from promptkit.analysis.filetasks import analyze_files
     from promptkit.layout import RequestRecord
 
-    path = _columns_logs(tmp_path / "logs") if logs == "columns" else logs
+    made = {"columns": _columns_logs, "claude-code-events": _claude_code_events}
+    path = made[logs](tmp_path / "logs") if logs in made else logs
     serial = analyze(path, view="simulated")
 
     def refuse(*_: Any) -> Any:
