@@ -287,9 +287,8 @@ class _Replay:
         if e._stays_local(ruler, usage, local.marked):
             fields["position_basis"] = e._local_basis(fields["predicted_cached_tokens"] or 0)
             return
-        fields["log_events"] = (
-            events  # read by the placing of a marked head (engine._place_head), not made here
-        )
+        # read by the placing of a marked head (engine._place_head), not a column made here
+        fields["log_events"] = events
         e._measure(fields, ruler, self.rulers, source_id, src_id, plan, usage, self.model, local.marked)
 
     def _diverged(
