@@ -134,7 +134,7 @@ def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: An
     assert_same(serial, parallel)
 
 
-def _columns_logs(root: Any) -> Any:
+def _columns_logs(root: Any, *, with_usage: bool = True, timed: bool = True) -> Any:
     """Three sessions in three files, interleaved in time, that share a system prompt: one calls another
     model (a switch), one holds a lone surrogate, one usage contradicts its session's previous one, and
     the prompts diverge from other sessions' entries."""
@@ -159,11 +159,12 @@ def _columns_logs(root: Any) -> Any:
                 json.dumps(
                     {
                         "session": s,
-                        "timestamp": 1000.0 + turn * 10 + ord(s),
+                        # untimed: session b has no times (the group is analyzed in position order)
+                        "timestamp": 1000.0 + turn * 10 + ord(s) if timed or s != "b" else None,
                         "request": {"model": model, "messages": messages},
                         "response": {
                             "choices": [{"message": {"role": "assistant", "content": "ok"}}],
-                            "usage": usage,
+                            **({"usage": usage} if with_usage else {}),
                         },
                     }
                 )
@@ -198,7 +199,8 @@ def _claude_code_events(root: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    "logs", ["columns", "fixtures/real-logs/gemini", "fixtures/claude-code", "claude-code-events"]
+    "logs",
+    ["columns", "columns-local", "fixtures/real-logs/gemini", "fixtures/claude-code", "claude-code-events"],
 )
 def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, monkeypatch: Any) -> None:
     """The file plan's simulated view runs the cache over phase 1's columns: the coordinator unpickles
@@ -208,19 +210,28 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
     from promptkit.analysis.filetasks import analyze_files
     from promptkit.layout import RequestRecord
 
-    made = {"columns": _columns_logs, "claude-code-events": _claude_code_events}
+    made = {
+        "columns": _columns_logs,
+        # ruler mode with no usage (positions stay local), and a session without times
+        "columns-local": lambda root: _columns_logs(root, with_usage=False, timed=False),
+        "claude-code-events": _claude_code_events,
+    }
     path = made[logs](tmp_path / "logs") if logs in made else logs
-    serial = analyze(path, view="simulated")
+    settings = {"provider": "openai", "tokenizer": "cl100k_base"} if logs == "columns-local" else {}
+    serial = analyze(path, view="simulated", **settings)
 
     def refuse(*_: Any) -> Any:
         raise AssertionError("the coordinator unpickled a record")
 
     monkeypatch.setattr(RequestRecord, "__setstate__", refuse)
     with ProcessPool(2) as pool:
-        parallel = analyze_files(path, executor=pool, view="simulated")
+        parallel = analyze_files(path, executor=pool, view="simulated", **settings)
     assert parallel is not None
     assert_same(serial, parallel)
     requests = serial.requests
+    if logs == "columns-local":
+        assert set(requests["position_basis"]) == {"local", "exact"}  # no anchor: every position is local
+        assert any("no timestamp" in note for note in serial.notes)
     if logs == "columns":
         assert requests["divergence_message"].drop_nulls().len() > 0
         assert serial.provider == "deepseek" and serial.view == "simulated"
