@@ -19,8 +19,9 @@ Everything else is done where the records are:
 
 The result is the one of the records plan (:class:`~promptkit.analysis.engine._RunState`), column for
 column (the tests compare both on the same logs). Ruler mode (a provider whose tokenizer is not public)
-keeps the records plan: placing a position in the provider's units needs each call's reported usage and
-its source's anchors, in order.
+runs here too: placing a position in the provider's units needs each call's reported usage and log
+events, which phase 1 ships with the columns, and its source's anchors, which the coordinator keeps in
+order (:mod:`promptkit.analysis.ruler`).
 """
 
 from __future__ import annotations
@@ -216,9 +217,8 @@ class _Replay:
         self.sim = CacheSimulator(self.model, share_tokens=True)
         self.facts: dict[str, Any] = {}  # request id -> engine._Facts (no body: the records are elsewhere)
         self.recent: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
-        self.rulers: dict[str, Any] | None = (
-            None if ctx.profile.exact_tokenizer else {}
-        )  # request id -> Ruler
+        # ruler mode (the local tokenizer is not the provider's): request id -> its Ruler
+        self.rulers: dict[str, Any] | None = None if ctx.profile.exact_tokenizer else {}
         self.columns = engine._OUTCOME_COLUMNS + (_RULED if self.rulers is not None else ())
         self.rows: list[tuple[Any, ...]] = []
         self.divergent: list[Divergent] = []
