@@ -872,13 +872,6 @@ class _Described:
     tokenizer_name: str
     render_name: str
 
-    def thinking_name(self, record: RequestRecord) -> str | None:
-        return _thinking_name(self.spec, self.profile, record)
-
-    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
-        """None: no tokenizer here (:class:`_RunState` leaves the excerpts to decode elsewhere)."""
-        return None
-
 
 _CONTEXTS: dict[bytes, _Context] = {}  # per process: worker processes rebuild a context once
 
@@ -1303,21 +1296,6 @@ class _Undelta:
 
 
 @gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
-def _decode_excerpts(
-    spec: _Spec, excerpts: Sequence[tuple[str | None, list[int] | None, list[int], list[int]]]
-) -> list[tuple[str | None, str, str]]:
-    """Decode divergence excerpts ``(thinking render, cached ids or None, prompt ids, context ids)``
-    (runs in a worker, whose tokenizer is loaded: the coordinator of a parallel simulated view loads
-    none)."""
-    ctx = _context_for(spec)
-    out = []
-    for think, cached, prompt, context in excerpts:
-        decode = opaque_decoder(ctx.request_tokenizer(think).decode)  # type: ignore[union-attr]
-        out.append((decode(cached) if cached is not None else None, decode(prompt), decode(context)))
-    return out
-
-
-@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def _analyze_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Partial:
     """The consecutive view of whole sessions (runs in a worker)."""
     return _run(_context_for(spec), items)
@@ -1431,18 +1409,14 @@ class _Columns:
     (perf: one append per row); :meth:`frame` turns them into one list per column (``zip``, in C) and
     the frame (plus ``_pos`` and ``_seq``)."""
 
-    __slots__ = ("_names", "_rows", "_set")
+    __slots__ = ("_names", "_rows")
 
     def __init__(self) -> None:
         self._names = (*REQUEST_COLUMNS, "_pos", "_seq")
         self._rows: list[tuple[Any, ...]] = []
-        self._set: dict[tuple[int, int], Any] = {}  # (row, column) -> a value set after the row was added
 
     def __len__(self) -> int:
         return len(self._rows)
-
-    def set(self, row: int, name: str, value: Any) -> None:
-        self._set[row, self._names.index(name)] = value
 
     def add(self, fields: tuple[Any, ...], pos: int) -> None:
         """Add a row: its fields in :data:`REQUEST_COLUMNS` order."""
@@ -1453,8 +1427,6 @@ class _Columns:
 
         schema = {**_schemas()[0], "_pos": pl.Int64, "_seq": pl.Int64}
         columns = [list(c) for c in zip(*self._rows, strict=True)] or [[] for _ in self._names]
-        for (row, column), value in self._set.items():
-            columns[column][row] = value
         return pl.DataFrame(dict(zip(self._names, columns, strict=True)), schema=schema)
 
 
@@ -1464,7 +1436,7 @@ class _RunState:
     consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
     and what the chunk produces (rows, composition, problems, notes' counts)."""
 
-    def __init__(self, ctx: _Context | _Described, pretokenized: _Undelta | None) -> None:
+    def __init__(self, ctx: _Context, pretokenized: _Undelta | None) -> None:
         from promptkit.analysis.composition import CompositionRows
         from promptkit.analysis.simulator import CacheSimulator
 
@@ -1486,10 +1458,6 @@ class _RunState:
         self.previous: dict[str, _Stored] = {}  # consecutive: each session's previous request
         self.bodies: dict[str, Sequence[Any]] = {}  # request id -> its messages, to attribute divergences
         self.facts: dict[str, _Facts] = {}  # request id -> what promptkit.analysis.causes compares
-        # without a tokenizer here (a coordinator whose workers tokenized): the divergences' token ids,
-        # decoded elsewhere (row, thinking render, cached ids or None, prompt ids, context ids); see
-        # set_excerpts
-        self.excerpts: list[tuple[int, str | None, list[int] | None, list[int], list[int]]] = []
         self.rulers: dict[str, Ruler] = {}  # request id -> its anchors (ruler mode, promptkit.analysis.ruler)
         self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
         # the local tokenizer is the provider's: positions are exact and need no ruler
@@ -1617,9 +1585,7 @@ class _RunState:
         )
         prompt_ids = tok.tokens[prefix : min(prefix + EXCERPT_TOKENS, prompt_len)].tolist()
         context_ids = tok.tokens[max(0, prefix - EXCERPT_TOKENS) : prefix].tolist()
-        if rt is None:  # decoded after the run (set_excerpts)
-            self.excerpts.append((len(self.rows), think, cached_ids, prompt_ids, context_ids))
-            return _Divergence(message, role, anchor, key, prefix)
+        assert rt is not None  # a run tokenizes where it runs (_Context)
         decode = opaque_decoder(rt.decode)
         return _Divergence(
             message,
@@ -1631,14 +1597,6 @@ class _RunState:
             decode(prompt_ids),
             decode(context_ids),
         )
-
-    def set_excerpts(self, texts: Sequence[tuple[str | None, str, str]]) -> None:
-        """The decoded :attr:`excerpts` (cached text or None, prompt text, context text), into their rows."""
-        for (row, *_), (cached, prompt, context) in zip(self.excerpts, texts, strict=True):
-            self.rows.set(row, "divergence_cached_text", cached)
-            self.rows.set(row, "divergence_prompt_text", prompt)
-            self.rows.set(row, "divergence_context_text", context)
-        self.excerpts.clear()
 
     def remember(self, source_id: str, p: _Prepared, tok: TokenizedRequest, prev: _Stored | None) -> None:
         """Keep what later requests look back at: the messages (and, simulated, the recent tokens)."""
