@@ -228,7 +228,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("scale-out: a call's log events left out of ruler mode", "promptkit/analysis/ordered.py",
      'fields["log_events"] = events', 'fields["log_events"] = None', "tests/analysis/test_parallel.py"),
     ("scale-out: only the diverged request's file sent", "promptkit/analysis/filetasks.py",
-     "if any(offset <= p < end for p in wanted)]", "if any(offset <= d.pos < end for d in divergent)]",
+     "(p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0)", "(d.pos for d in divergent)",
      "tests/analysis/test_parallel.py"),
     ("scale-out: usage checked against another session's", "promptkit/analysis/engine.py",
      "previous, last_usage[record.session] = last_usage.get(record.session), usage",

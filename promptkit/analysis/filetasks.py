@@ -497,7 +497,7 @@ def _simulate(
     import polars as pl
 
     from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Undelta
-    from promptkit.analysis.ordered import Divergent, attribute, simulate
+    from promptkit.analysis.ordered import Divergent, attribute, files_holding, simulate
 
     streams = []
     composed: list[pl.DataFrame] = []
@@ -514,10 +514,7 @@ def _simulate(
     ruler_inputs = {pos + offset: got for offset, group in parts for pos, got in group.ruler_inputs.items()}
 
     def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
-        wanted = {p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}
-        ends = [offset for offset, _ in loaded[1:]] + [max(wanted) + 1]
-        blobs = [(offset, blob) for (offset, blob), end in zip(loaded, ends, strict=True)
-                 if any(offset <= p < end for p in wanted)]  # fmt: skip
+        blobs = files_holding(loaded, (p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0))
         return executor.submit(attribute, spec, blobs, divergent).result()  # type: ignore[no-any-return]
 
     partial = simulate(described, shipped, facts, own, mended, ruler_inputs, attribute_on_worker)

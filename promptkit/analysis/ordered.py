@@ -29,7 +29,7 @@ from __future__ import annotations
 import operator
 import pickle
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from promptkit.analysis.runtime import gc_paused
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.engine import _Described, _Partial, _Spec, _Undelta
     from promptkit.layout import LoadProblem, RequestRecord
 
-__all__ = ["Divergent", "attribute", "simulate"]
+__all__ = ["Divergent", "attribute", "files_holding", "simulate"]
 
 #: Records as phase 1 ships them: (the load-order position of a file's first record, the pickled tuple of
 #: the file's records).
@@ -76,14 +76,24 @@ ATTRIBUTED = (
 )  # fmt: skip
 
 
+def files_holding(blobs: RecordBlobs, positions: Iterable[int]) -> list[tuple[int, bytes]]:
+    """The files of ``blobs`` (all of a load, in its order) that hold a record at one of ``positions``:
+    what :func:`attribute` is sent."""
+    wanted = set(positions)
+    ends: list[int | None] = [offset for offset, _ in blobs[1:]]
+    return [
+        (offset, blob)
+        for (offset, blob), end in zip(blobs, [*ends, None], strict=True)
+        if any(offset <= p and (end is None or p < end) for p in wanted)
+    ]
+
+
 def _records_at(blobs: RecordBlobs, positions: set[int]) -> dict[int, RequestRecord]:
-    """The records at ``positions`` (load order), unpickling only the files that hold one."""
+    """The records at ``positions`` (load order) in the files ``blobs`` (:func:`files_holding`)."""
     found: dict[int, RequestRecord] = {}
-    bounds = [offset for offset, _ in blobs] + [None]
-    for (offset, blob), end in zip(blobs, bounds[1:], strict=True):
-        if any(offset <= p and (end is None or p < end) for p in positions):
-            records = pickle.loads(blob)
-            found.update((p, records[p - offset]) for p in positions if 0 <= p - offset < len(records))
+    for offset, blob in blobs:
+        records = pickle.loads(blob)
+        found.update((p, records[p - offset]) for p in positions if 0 <= p - offset < len(records))
     return found
 
 
