@@ -103,6 +103,12 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "    read_timeout: float = 600.0", "tests/proxy/test_faults.py::test_timeouts_must_be_positive_and_finite"),
     # the third pass (issues 23 and 26): code that runs in pool workers, where mutmut's trampolines
     # do not follow (its mutants there come out "no tests")
+    ("scale-out: the records' folder is left behind", "promptkit/analysis/filetasks.py",
+     '    return tempfile.TemporaryDirectory(prefix="promptkit-records-", ignore_cleanup_errors=True)',
+     '    return contextlib.nullcontext(tempfile.mkdtemp(prefix="promptkit-records-"))',
+     "tests/analysis/test_parallel.py"),
+    ("scale-out: a pool's workers send the records back as bytes", "promptkit/analysis/filetasks.py",
+     "        if options.spill is not None:\n", "        if False:\n", "tests/analysis/test_parallel.py"),
     ("scale-out: the coordinator loads a tokenizer", "promptkit/analysis/filetasks.py",
      "    profile, model = _profile_and_model(spec.provider, spec.cache_model)\n",
      "    profile, model = _profile_and_model(spec.provider, spec.cache_model)\n    profile.load_tokenizer()\n",

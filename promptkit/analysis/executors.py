@@ -169,6 +169,11 @@ class ProcessPool:
     At most ``2 * workers`` calls are in flight: a long stream of chunks is not all held in memory.
     """
 
+    #: Its workers run on this machine, so they can leave what a later task reads in a file (the
+    #: simulated view's records: :func:`~promptkit.analysis.filetasks.analyze_files`) instead of
+    #: sending it through this process. An executor without the attribute is taken not to.
+    shares_files: Final = True
+
     def __init__(self, workers: int, *, tokenizers: Sequence[str] = ()) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -217,6 +222,9 @@ class DaskExecutor:
     scheduler at ``address``, or, with neither, the current client (``distributed.get_client``), or a
     new ``LocalCluster`` of ``workers`` processes on 127.0.0.1 that :meth:`close` shuts down. Each
     worker is warmed when the executor is made (:func:`warm_worker`, with ``tokenizers``)."""
+
+    #: Its workers may run on other machines: what one task hands to another goes through the client.
+    shares_files: Final = False
 
     def __init__(
         self,

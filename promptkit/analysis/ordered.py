@@ -30,6 +30,7 @@ import operator
 import pickle
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from promptkit.analysis.runtime import gc_paused
@@ -44,8 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Divergent", "attribute", "files_holding", "simulate"]
 
 #: Records as phase 1 ships them: (the load-order position of a file's first record, the pickled tuple of
-#: the file's records).
-RecordBlobs = Sequence[tuple[int, bytes]]
+#: the file's records, or the path of the file a worker of this machine wrote it to).
+RecordBlobs = Sequence[tuple[int, bytes | str]]
 
 
 class Divergent(NamedTuple):
@@ -76,7 +77,7 @@ ATTRIBUTED = (
 )  # fmt: skip
 
 
-def files_holding(blobs: RecordBlobs, positions: Iterable[int]) -> list[tuple[int, bytes]]:
+def files_holding(blobs: RecordBlobs, positions: Iterable[int]) -> list[tuple[int, bytes | str]]:
     """The files of ``blobs`` (all of a load, in its order) that hold a record at one of ``positions``:
     what :func:`attribute` is sent."""
     wanted = set(positions)
@@ -92,7 +93,7 @@ def _records_at(blobs: RecordBlobs, positions: set[int]) -> dict[int, RequestRec
     """The records at ``positions`` (load order) in the files ``blobs`` (:func:`files_holding`)."""
     found: dict[int, RequestRecord] = {}
     for offset, blob in blobs:
-        records = pickle.loads(blob)
+        records = pickle.loads(Path(blob).read_bytes() if isinstance(blob, str) else blob)
         found.update((p, records[p - offset]) for p in positions if 0 <= p - offset < len(records))
     return found
 

@@ -247,6 +247,76 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
         assert set(requests["position_basis"].drop_nulls()) - {"local"}  # the usage's anchors placed them
 
 
+class _InThisProcess:
+    """An executor that runs each call here, and says nothing of sharing files (as a Dask cluster's
+    workers, which may be on other machines)."""
+
+    workers = 1
+
+    def map(self, fn: Any, calls: Any) -> Any:
+        return (fn(*args) for args in calls)
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        from concurrent.futures import Future
+
+        done: Future[Any] = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def close(self) -> None:
+        pass
+
+
+def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_removes(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """A pool's workers write each file's records to a temporary folder and the coordinator passes the
+    path on (never the bytes); the folder is gone when the analysis ends, also when it fails. An
+    executor that does not share this machine's files gets them back as bytes. Both give the records
+    plan's result."""
+    import tempfile
+
+    from promptkit.analysis import filetasks
+
+    logs = _columns_logs(tmp_path / "logs")
+    serial = analyze(logs, view="simulated")
+    spill_root = tmp_path / "tmp"
+    spill_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill_root))  # the coordinator's temporary folders
+    seen: list[tuple[Any, bool]] = []
+    assemble = filetasks._assemble
+
+    def watched(pieces: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.extend(
+            (p.loaded, isinstance(p.loaded, str) and Path(p.loaded).is_file()) for p in pieces.values()
+        )
+        return assemble(pieces, *args, **kwargs)
+
+    monkeypatch.setattr(filetasks, "_assemble", watched)
+    with ProcessPool(2) as pool:
+        parallel = filetasks.analyze_files(logs, executor=pool, view="simulated")
+        assert parallel is not None
+        assert_same(serial, parallel)
+        assert len(seen) == 3 and all(on_disk for _, on_disk in seen)  # one file of records per log
+        (folder,) = {Path(path).parent for path, _ in seen}
+        assert folder.parent == spill_root and folder.name.startswith("promptkit-records-")
+        assert not folder.exists()  # removed with what was in it
+
+        def failing(*_: Any, **__: Any) -> Any:
+            raise RuntimeError("the simulation failed")
+
+        monkeypatch.setattr(filetasks, "_assemble", failing)
+        with pytest.raises(RuntimeError, match="the simulation failed"):
+            filetasks.analyze_files(logs, executor=pool, view="simulated")
+        assert not [p for p in spill_root.iterdir() if p.name.startswith("promptkit-records-")]
+    monkeypatch.setattr(filetasks, "_assemble", watched)
+    seen.clear()
+    here = filetasks.analyze_files(logs, executor=_InThisProcess(), view="simulated")
+    assert here is not None
+    assert_same(serial, here)
+    assert len(seen) == 3 and all(isinstance(loaded, bytes) and loaded for loaded, _ in seen)
+
+
 def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
     """The coordinator reads no file found in a directory (each one's worker finds its format; one of
     no known format is a problem at its place, as one process reports it); a file named explicitly is
