@@ -1729,37 +1729,44 @@ def _fixed_fields(
     )
 
 
+def _outcome_values(
+    plan: CachePlan, outcome: CacheOutcome, div: _Divergence, causes: _Causes
+) -> tuple[Any, ...]:
+    """The columns of a request's row that the cache's outcome, the divergence and the causes' facts
+    give, in :data:`_OUTCOME_COLUMNS` order (perf: the parallel simulated view's coordinator keeps the
+    tuple as it is, :mod:`promptkit.analysis.ordered`)."""
+    prompt_len = plan.prompt_len
+    cached, write = outcome.cached_tokens, outcome.write_tokens
+    return (
+        min(outcome.prefix_tokens, prompt_len),  # prefix_tokens
+        cached,  # predicted_cached_tokens
+        cached / prompt_len if prompt_len > 0 else None,  # hit_ratio
+        div.message,
+        div.role,
+        div.anchor,
+        div.key,
+        write,  # predicted_cache_write_tokens
+        div.token,
+        outcome.source,  # cached_source
+        div.cached_text,
+        div.prompt_text,
+        div.context_text,
+        outcome.unexpired_cached_tokens,
+        outcome.unevicted_cached_tokens,
+        causes.idle_seconds,
+        causes.source_stored_tokens,
+        causes.model_switch_tokens,
+        causes.change_class,
+        causes.change_detail,
+        _write_1h(plan, cached) if write is not None else None,  # predicted_cache_write_1h_tokens
+    )
+
+
 def _outcome_fields(
     plan: CachePlan, outcome: CacheOutcome, div: _Divergence, causes: _Causes
 ) -> dict[str, Any]:
-    """The columns of a request's row that the cache's outcome, the divergence and the causes' facts
-    give (:data:`_OUTCOME_COLUMNS`)."""
-    prompt_len = plan.prompt_len
-    return dict(
-        prefix_tokens=min(outcome.prefix_tokens, prompt_len),
-        predicted_cached_tokens=outcome.cached_tokens,
-        hit_ratio=outcome.cached_tokens / prompt_len if prompt_len > 0 else None,
-        divergence_message=div.message,
-        divergence_role=div.role,
-        divergence_anchor=div.anchor,
-        divergence_key=div.key,
-        predicted_cache_write_tokens=outcome.write_tokens,
-        divergence_token=div.token,
-        cached_source=outcome.source,
-        divergence_cached_text=div.cached_text,
-        divergence_prompt_text=div.prompt_text,
-        divergence_context_text=div.context_text,
-        unexpired_cached_tokens=outcome.unexpired_cached_tokens,
-        unevicted_cached_tokens=outcome.unevicted_cached_tokens,
-        idle_seconds=causes.idle_seconds,
-        source_stored_tokens=causes.source_stored_tokens,
-        model_switch_tokens=causes.model_switch_tokens,
-        change_class=causes.change_class,
-        change_detail=causes.change_detail,
-        predicted_cache_write_1h_tokens=_write_1h(plan, outcome.cached_tokens)
-        if outcome.write_tokens is not None
-        else None,
-    )
+    """:func:`_outcome_values` by column name."""
+    return dict(zip(_OUTCOME_COLUMNS, _outcome_values(plan, outcome, div, causes), strict=True))
 
 
 #: The columns of :func:`_fixed_fields` and of :func:`_outcome_fields`: together, every column of
@@ -1771,7 +1778,13 @@ _FIXED_COLUMNS: Final = (
     "reported_cache_write_1h_tokens", "provider_miss_reason", "provider_missed_tokens", "position_basis",
     "head_end_tokens", "best_effort_cache", "log_events",
 )  # fmt: skip
-_OUTCOME_COLUMNS: Final = tuple(c for c in REQUEST_COLUMNS if c not in _FIXED_COLUMNS)
+_OUTCOME_COLUMNS: Final = (
+    "prefix_tokens", "predicted_cached_tokens", "hit_ratio", "divergence_message", "divergence_role",
+    "divergence_anchor", "divergence_key", "predicted_cache_write_tokens", "divergence_token", "cached_source",
+    "divergence_cached_text", "divergence_prompt_text", "divergence_context_text", "unexpired_cached_tokens",
+    "unevicted_cached_tokens", "idle_seconds", "source_stored_tokens", "model_switch_tokens", "change_class",
+    "change_detail", "predicted_cache_write_1h_tokens",
+)  # fmt: skip
 
 
 def _model_name(record: RequestRecord) -> str | None:

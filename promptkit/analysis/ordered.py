@@ -238,6 +238,11 @@ class _Replay:
         self._e = engine
         self._values = operator.itemgetter(*self.columns)
         self._keep = engine._EXCERPT_SOURCES
+        # ruler mode: where it reads the outcome's figures in the tuple of engine._outcome_values
+        self._read_at = tuple(
+            engine._OUTCOME_COLUMNS.index(c)
+            for c in ("prefix_tokens", "predicted_cached_tokens", "unexpired_cached_tokens")
+        )
 
     def add(
         self,
@@ -279,28 +284,31 @@ class _Replay:
         if switched is not None:
             change = ("model_switch", f"{src.model if src else None} -> {model}")
         causes = e._Causes(idle, src.stored_tokens if src is not None else None, switched, *change)
-        fields = e._outcome_fields(plan, outcome, div, causes)
+        values = e._outcome_values(plan, outcome, div, causes)
         if self.rulers is not None:
-            self._measure(fields, pos, source_id, src_id, plan, local)
-        self.rows.append((*self._values(fields), pos, len(self.rows)))
+            values = self._measure(values, pos, source_id, src_id, plan, local)
+        self.rows.append((*values, pos, len(self.rows)))
 
     def _measure(
-        self, fields: dict[str, Any], pos: int, source_id: str, src_id: str | None, plan: Any, local: Any
-    ) -> None:
-        """Ruler mode: the request's positions in the provider's units, as the records plan places them
+        self, values: tuple[Any, ...], pos: int, source_id: str, src_id: str | None, plan: Any, local: Any
+    ) -> tuple[Any, ...]:
+        """Ruler mode: the outcome's ``values`` and the :data:`_RULED` columns, the request's positions in
+        the provider's units, as the records plan places them
         (:meth:`~promptkit.analysis.engine._RunState.measure`)."""
         e = self._e
         assert self.rulers is not None
-        fields.update(prompt_tokens=plan.prompt_len, head_end_tokens=local.head_end, position_basis=None)
         usage, events = self.ruler_inputs.get(pos, (None, None))
-        shared = max(fields["prefix_tokens"] or 0, fields["unexpired_cached_tokens"] or 0)
+        prefix_at, cached_at, unexpired_at = self._read_at
+        shared = max(values[prefix_at] or 0, values[unexpired_at] or 0)
         ruler = e._ruler_of(self.rulers, source_id, src_id, plan.prompt_len, shared, plan, usage)
-        if e._stays_local(ruler, usage, local.marked):
-            fields["position_basis"] = e._local_basis(fields["predicted_cached_tokens"] or 0)
-            return
+        if e._stays_local(ruler, usage, local.marked):  # perf: only the basis is made: no dict of the row
+            return (*values, plan.prompt_len, local.head_end, e._local_basis(values[cached_at] or 0))
+        fields = dict(zip(e._OUTCOME_COLUMNS, values, strict=True))
+        fields.update(prompt_tokens=plan.prompt_len, head_end_tokens=local.head_end, position_basis=None)
         # read by the placing of a marked head (engine._place_head), not a column made here
         fields["log_events"] = events
         e._measure(fields, ruler, self.rulers, source_id, src_id, plan, usage, self.model, local.marked)
+        return self._values(fields)  # type: ignore[no-any-return]
 
     def _diverged(
         self,

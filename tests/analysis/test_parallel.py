@@ -579,12 +579,19 @@ def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:
     plan = CachePlan(prompt_len=10)
     ruler = engine._RulerFacts("exact", 3, False, None)
     fixed = engine._fixed_fields(record, plan, "m", None, ruler)
-    outcome = engine._outcome_fields(
-        plan,
-        CacheOutcome(4, 4, 6, "s#0", True),
-        engine._Divergence(),
-        engine._Causes(None, None, None, None, None),
-    )
+    div = engine._Divergence(2, "user", "context", "k", 4, "cached", "prompt", "context text")
+    causes = engine._Causes(30.0, 11, 12, "edit", "detail")
+    outcome = engine._outcome_fields(plan, CacheOutcome(4, 3, 6, "s#0", True, 8, 9), div, causes)
     assert tuple(fixed) == engine._FIXED_COLUMNS and tuple(outcome) == engine._OUTCOME_COLUMNS
+    # each value under its own column (the coordinator keeps them as a tuple, by position)
+    assert outcome == {
+        "prefix_tokens": 4, "predicted_cached_tokens": 3, "hit_ratio": 0.3, "divergence_message": 2,
+        "divergence_role": "user", "divergence_anchor": "context", "divergence_key": "k",
+        "predicted_cache_write_tokens": 6, "divergence_token": 4, "cached_source": "s#0",
+        "divergence_cached_text": "cached", "divergence_prompt_text": "prompt",
+        "divergence_context_text": "context text", "unexpired_cached_tokens": 8, "unevicted_cached_tokens": 9,
+        "idle_seconds": 30.0, "source_stored_tokens": 11, "model_switch_tokens": 12, "change_class": "edit",
+        "change_detail": "detail", "predicted_cache_write_1h_tokens": 0,
+    }  # fmt: skip
     assert sorted(fixed.keys() | outcome.keys()) == sorted(engine.REQUEST_COLUMNS)
     assert len(fixed) + len(outcome) == len(engine.REQUEST_COLUMNS)
