@@ -109,6 +109,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "tests/analysis/test_parallel.py"),
     ("scale-out: a pool's workers send the records back as bytes", "promptkit/analysis/filetasks.py",
      "        if options.spill is not None:\n", "        if False:\n", "tests/analysis/test_parallel.py"),
+    ("scale-out: a Dask worker sends its records to the client", "promptkit/analysis/filetasks.py",
+     'hasattr(executor, "map_held")', 'hasattr(executor, "map_kept")', "tests/analysis/test_cluster.py"),
     ("scale-out: the coordinator loads a tokenizer", "promptkit/analysis/filetasks.py",
      "    profile, model = _profile_and_model(spec.provider, spec.cache_model)\n",
      "    profile, model = _profile_and_model(spec.provider, spec.cache_model)\n    profile.load_tokenizer()\n",

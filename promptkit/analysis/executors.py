@@ -223,7 +223,8 @@ class DaskExecutor:
     new ``LocalCluster`` of ``workers`` processes on 127.0.0.1 that :meth:`close` shuts down. Each
     worker is warmed when the executor is made (:func:`warm_worker`, with ``tokenizers``)."""
 
-    #: Its workers may run on other machines: what one task hands to another goes through the client.
+    #: Its workers may run on other machines: what one task leaves for another stays in the cluster
+    #: (:meth:`map_held`), not in a file.
     shares_files: Final = False
 
     def __init__(
@@ -275,8 +276,29 @@ class DaskExecutor:
         while pending:
             yield pending.popleft().result()
 
+    def map_held(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, Any]]:
+        """``fn(*args)`` for each ``args`` on the cluster, where ``fn`` returns a pair: its first part comes
+        back, in order; its second stays on the worker that made it, as a ``distributed.Future`` that a
+        later :meth:`submit` can take among its arguments (the cluster moves it between workers, never
+        through this process)."""
+        import operator
+        from collections import deque
+
+        pending: deque[tuple[Any, Any]] = deque()
+        for args in calls:
+            pair = self.client.submit(fn, *args, pure=False)
+            light = self.client.submit(operator.getitem, pair, 0, pure=False)
+            pending.append((light, self.client.submit(operator.getitem, pair, 1, pure=False)))
+            if len(pending) >= 4 * self.workers:
+                light, held = pending.popleft()
+                yield light.result(), held
+        while pending:
+            light, held = pending.popleft()
+            yield light.result(), held
+
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Start ``fn(*args)`` on the cluster: a ``distributed.Future``."""
+        """Start ``fn(*args)`` on the cluster: a ``distributed.Future`` (futures among ``args``, also in
+        lists and tuples, are their results where it runs)."""
         return self.client.submit(fn, *args, pure=False)
 
     def close(self) -> None:

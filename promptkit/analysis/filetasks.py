@@ -23,7 +23,8 @@ paths and joins columnar pieces.
   their messages and decodes their excerpts afterwards, from the files' pickles: a worker of this
   machine (:class:`~promptkit.analysis.executors.ProcessPool`) writes its file's to a temporary folder
   that the analysis removes when it ends, and the coordinator passes the path on; a Dask worker, which
-  may be on another machine, returns them as bytes, which the coordinator passes on unread.
+  may be on another machine, keeps them (a future: the cluster moves them to the worker that needs
+  them, never through the coordinator).
 
 A worker holds one file at a time; the coordinator never unpickles a record. The
 result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
@@ -121,7 +122,9 @@ class _FilePiece:
     reordered: tuple[str, ...]
     defaulted: tuple[str, ...]
     groups: tuple[_GroupPiece, ...]
-    loaded: bytes | str = b""  # simulated view: the records, one pickle (below), or the file holding it
+    # simulated view: the records, one pickle (below), or the file holding it, or (in the coordinator) the
+    # future of a Dask worker that holds it
+    loaded: bytes | str | Any = b""
     view: str | None = None  # the view the file was analyzed in (None: it has no records)
     format: LogFormat | None = None  # the format it was read in (None: none known)
 
@@ -287,6 +290,14 @@ def _file_task(
     )
 
 
+def _file_task_held(options: _Options, path: str, fmt: LogFormat | None) -> tuple[_FilePiece, bytes]:
+    """:func:`_file_task`, its piece without the records, and the records (which a Dask cluster keeps on
+    the worker: :meth:`~promptkit.analysis.executors.DaskExecutor.map_held`)."""
+    piece = _file_task(options, path, fmt)
+    assert not isinstance(piece.loaded, str)  # no folder to write to: they are bytes
+    return attrs.evolve(piece, loaded=b""), piece.loaded
+
+
 def _spill(folder: str, data: bytes) -> str:
     """``data`` written to a new file in ``folder``: its path. perf: memory: a worker of this machine
     leaves its file's records where the worker that attributes the divergences reads them, so they do
@@ -386,7 +397,13 @@ def analyze_files(
     # when the analysis ends, whatever the outcome)
     with _spill_folder(executor, view) as spill:
         options = _Options(provider, tokenizer, render, cache_model, view, formats, spill)
-        results: Any = executor.map(_file_task, [(options, path, fmt) for path, fmt in files])
+        calls = [(options, path, fmt) for path, fmt in files]
+        results: Any
+        if view != "consecutive" and spill is None and hasattr(executor, "map_held"):
+            # a Dask cluster: each file's records stay on its worker (a future), not sent to the client
+            results = (attrs.evolve(p, loaded=kept) for p, kept in executor.map_held(_file_task_held, calls))
+        else:
+            results = executor.map(_file_task, calls)
         if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
             from tqdm.auto import tqdm
 
@@ -472,7 +489,7 @@ def _assemble(
     reordered: list[str] = []
     defaulted: set[str] = set()
     groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
-    loaded: list[tuple[int, bytes | str]] = []  # simulated view: each file's records (one pickle) and offset
+    loaded: list[tuple[int, Any]] = []  # simulated view: each file's records (one pickle) and offset
     offset = 0
     for k in sorted(pieces):
         piece = pieces[k]
@@ -502,7 +519,7 @@ def _finish_group(
     parts: list[tuple[int, _GroupPiece]],
     problems: list[LoadProblem],
     options: _Options,
-    loaded: list[tuple[int, bytes | str]],
+    loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
@@ -525,7 +542,7 @@ def _simulate(
     spec: Any,
     parts: list[tuple[int, _GroupPiece]],
     problems: list[LoadProblem],
-    loaded: list[tuple[int, bytes | str]],
+    loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
     """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with

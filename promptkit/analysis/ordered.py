@@ -45,7 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Divergent", "attribute", "files_holding", "simulate"]
 
 #: Records as phase 1 ships them: (the load-order position of a file's first record, the pickled tuple of
-#: the file's records, or the path of the file a worker of this machine wrote it to).
+#: the file's records, or the path of the file a worker of this machine wrote it to; on a Dask cluster,
+#: the coordinator holds the future of the worker that keeps the pickle, and the cluster hands
+#: :func:`attribute` its bytes).
 RecordBlobs = Sequence[tuple[int, bytes | str]]
 
 

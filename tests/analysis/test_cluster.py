@@ -173,3 +173,30 @@ def test_a_session_across_files_steps_back_to_shipping_records() -> None:
     with ProcessPool(2) as pool:
         assert analyze_files("fixtures/logs", executor=pool) is None  # 'group:73921' spans two files
     assert_same(analyze("fixtures/logs"), analyze("fixtures/logs", jobs=2))
+
+
+def test_dask_keeps_the_records_on_the_workers(client: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """The simulated view's file plan on the cluster: each file's records stay on the worker that read
+    them (the client holds a future, never their bytes) and the worker that attributes the divergences
+    gets them from the cluster; the result is the single process's."""
+    from distributed import Future
+
+    from promptkit.analysis import filetasks
+    from promptkit.analysis.executors import DaskExecutor
+    from tests.analysis.test_parallel import _columns_logs, assert_same
+
+    logs = _columns_logs(tmp_path / "logs")
+    local = analyze(logs, view="simulated")
+    assert local.requests["divergence_message"].drop_nulls().len() > 0  # the records are read again
+    seen: list[Any] = []
+    assemble = filetasks._assemble
+
+    def watched(pieces: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.extend(piece.loaded for piece in pieces.values())
+        return assemble(pieces, *args, **kwargs)
+
+    monkeypatch.setattr(filetasks, "_assemble", watched)
+    remote = filetasks.analyze_files(logs, executor=DaskExecutor(client), view="simulated")
+    assert remote is not None
+    assert_same(local, remote)
+    assert len(seen) == 3 and all(isinstance(loaded, Future) for loaded in seen)
