@@ -951,7 +951,6 @@ class _Shipped(NamedTuple):
     shared: int  # its first tokens that are that request's
     tail: np.ndarray  # the tokens after those
     tok: TokenizedRequest
-    mended: bool
     local: _Local
 
 
@@ -971,11 +970,12 @@ class _DeltaStream:
 
     The request-local facts (:class:`_Local`) travel as columns too: ``head_end``, ``marked`` (-1:
     None) and the plans (``plans``, :class:`~promptkit.tokens.cache_models._PlanColumns`). A record
-    that could not be tokenized is in ``errors`` (position: (why, mended)), not in the columns."""
+    that could not be tokenized is not in the stream (its problem travels with the chunk's facts,
+    :class:`_ChunkFacts`)."""
 
     __slots__ = (
-        "base", "ends", "errors", "has_ends", "head_end", "header_len", "marked", "mended", "plans", "positions",
-        "prompt_len", "room", "shared", "starts", "starts_at", "tail_at", "tails",
+        "base", "ends", "has_ends", "head_end", "header_len", "marked", "plans", "positions", "prompt_len", "room",
+        "shared", "starts", "starts_at", "tail_at", "tails",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -987,16 +987,14 @@ class _DeltaStream:
         self.plans = _PlanColumns()
         self.tails, self.starts, self.ends = empty, empty.astype(np.int32), empty.astype(np.int32)
         self.tail_at = self.starts_at = np.zeros(1, np.int64)
-        self.has_ends = self.mended = np.zeros(0, bool)
-        self.errors: dict[int, tuple[str, bool]] = {}
+        self.has_ends = np.zeros(0, bool)
 
     @classmethod
-    def of(cls, rows: Sequence[_Shipped], errors: dict[int, tuple[str, bool]] | None = None) -> _DeltaStream:
-        """The stream of ``rows`` and of the records that could not be tokenized (``errors``)."""
+    def of(cls, rows: Sequence[_Shipped]) -> _DeltaStream:
+        """The stream of ``rows``."""
         import numpy as np
 
         stream = cls()
-        stream.errors = dict(errors or {})
         if not rows:
             return stream
         n = len(rows)
@@ -1023,7 +1021,6 @@ class _DeltaStream:
         stream.starts, stream.starts_at = concat([t.message_starts for t in toks], np.int32)
         stream.ends, _ = concat([t.message_ends or t.message_starts for t in toks], np.int32)
         stream.has_ends = column((t.message_ends is not None for t in toks), bool)
-        stream.mended = column((r.mended for r in rows), bool)
         stream.head_end = column(r.local.head_end for r in rows)
         stream.marked = column(-1 if r.local.marked is None else r.local.marked for r in rows)
         stream.plans = _PlanColumns.of(r.local.plan for r in rows)
@@ -1065,11 +1062,11 @@ class _Phase1:
     streams (:class:`_DeltaStream`), and the chunk's composition rows (``_pos`` its records'
     positions), which need no cache outcome: the worker that tokenized a request also places its
     tokens in its blocks, and the coordinator only joins the columns. ``facts``: what the row of each
-    request needs of its record (:class:`_ChunkFacts`), where it was asked for."""
+    request needs of its record (:class:`_ChunkFacts`)."""
 
     deltas: _DeltaStream
     composition: pl.DataFrame
-    facts: _ChunkFacts | None = None
+    facts: _ChunkFacts
 
 
 class _FactRows:
@@ -1135,10 +1132,10 @@ def _usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[L
 
 
 @gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
-def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]], facts: bool = False) -> _Phase1:
+def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> _Phase1:
     """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
-    into per-session delta streams (:class:`_DeltaStream`), and its composition rows (``facts``: and
-    what each request's row needs of its record, :class:`_ChunkFacts`)."""
+    into per-session delta streams (:class:`_DeltaStream`), its composition rows and what each
+    request's row needs of its record (:class:`_ChunkFacts`)."""
     import numpy as np
 
     from promptkit.analysis.composition import CompositionRows
@@ -1147,16 +1144,13 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]], fac
     memo = _SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
     last: dict[str, tuple[int, np.ndarray]] = {}
     rows: list[_Shipped] = []
-    errors: dict[int, tuple[str, bool]] = {}
     composition = CompositionRows()
-    fact_rows = _FactRows(ctx) if facts else None
+    fact_rows = _FactRows(ctx)
     for pos, record in sorted(items, key=lambda t: t[0]):
         prepared, tokenized, think = _tokenize_one(ctx, record, memo)
-        result, mended = tokenized.value, tokenized.mended
+        result = tokenized.value
         local = None
-        if isinstance(result, str):
-            errors[pos] = (result, mended)
-        else:
+        if not isinstance(result, str):  # one that is not is a problem of the facts (_FactRows)
             _compose(composition, pos, record, prepared, result)
             tokens = result.tokens
             base, shared = -1, 0
@@ -1166,14 +1160,13 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]], fac
                 diff = np.flatnonzero(prev[1][:n] != tokens[:n])
                 base, shared = prev[0], int(diff[0]) if diff.size else n
             local = _local(ctx.model, ctx.profile.exact_tokenizer, record, prepared, result)
-            rows.append(_Shipped(pos, base, shared, tokens[shared:], result, mended, local))
+            rows.append(_Shipped(pos, base, shared, tokens[shared:], result, local))
             last[record.session] = (pos, tokens)
-        if fact_rows is not None:
-            fact_rows.add(pos, record, think, tokenized, local)
+        fact_rows.add(pos, record, think, tokenized, local)
     return _Phase1(
-        _DeltaStream.of(rows, errors),
+        _DeltaStream.of(rows),
         _composition_frame(composition),
-        fact_rows.facts() if fact_rows is not None else None,
+        fact_rows.facts(),
     )
 
 
@@ -1210,7 +1203,7 @@ class _Undelta:
     for them where it diverged (:meth:`with_offsets`)."""
 
     __slots__ = (
-        "_at", "_columns", "_errors", "_extend", "_last", "_taken", "_trusted", "composition", "local", "shared",
+        "_at", "_columns", "_extend", "_last", "_taken", "_trusted", "composition", "local", "shared",
     )  # fmt: skip
 
     def __init__(
@@ -1228,7 +1221,6 @@ class _Undelta:
         # perf: each stream's small columns as Python ints once (a numpy scalar per request costs more)
         self._columns: list[tuple[Any, ...]] = []
         self._at: dict[int, tuple[int, int]] = {}  # load-order position -> (stream, row)
-        self._errors: dict[int, tuple[str, bool]] = {}
         for offset, stream in streams:
             k = len(self._columns)
             self._columns.append(
@@ -1240,7 +1232,6 @@ class _Undelta:
                     stream.prompt_len.tolist(),
                     stream.tail_at.tolist(),
                     stream.tails,
-                    stream.mended.tolist(),
                     stream.head_end.tolist(),
                     [None if m < 0 else m for m in stream.marked.tolist()],
                     stream.plans,
@@ -1248,28 +1239,12 @@ class _Undelta:
                 )
             )
             self._at.update((pos + offset, (k, i)) for i, pos in enumerate(stream.positions.tolist()))
-            self._errors.update((pos + offset, error) for pos, error in stream.errors.items())
-
-    def __contains__(self, pos: object) -> bool:
-        return pos in self._at or pos in self._errors
-
-    def take(self, pos: int, session: str) -> _Tokenized:
-        """The tokens of the request at ``pos`` (of ``session``), without message offsets; its
-        request-local facts are :attr:`local` until the next call."""
-        at = self._at.get(pos)
-        if at is None:
-            self.local = None
-            return _Tokenized(*self._errors.pop(pos))
-        k, i = at
-        columns = self._columns[k]
-        tokens = self.tokens(pos, session)
-        return _Tokenized(self._trusted(tokens, (), columns[3][i], columns[4][i], None), columns[7][i])
 
     def tokens(self, pos: int, session: str) -> np.ndarray:
         """The tokens of the tokenized request at ``pos`` (of ``session``), alone: its request-local facts
         are :attr:`local` until the next call."""
         k, i = self._taken = self._at.pop(pos)
-        room, base, shared, _, _, tail_at, tails, _, head_end, marked, plans, _ = self._columns[k]
+        room, base, shared, _, _, tail_at, tails, head_end, marked, plans, _ = self._columns[k]
         buffer = self._last.get(session) if base[i] >= 0 else None
         self.shared = shared[i] if buffer is not None else 0
         # perf: the int32 tail is written into the int64 buffer as it is (no int64 copy of it first); a
@@ -1436,13 +1411,12 @@ class _RunState:
     consecutive view), what later requests look back at (bodies, facts, recent tokens for excerpts),
     and what the chunk produces (rows, composition, problems, notes' counts)."""
 
-    def __init__(self, ctx: _Context, pretokenized: _Undelta | None) -> None:
+    def __init__(self, ctx: _Context) -> None:
         from promptkit.analysis.composition import CompositionRows
         from promptkit.analysis.simulator import CacheSimulator
 
         self.ctx = ctx
         self.model, self.view, self.timed = ctx.model, ctx.spec.view, ctx.spec.timed
-        self.pretokenized = pretokenized
         self.writes_nothing = 0  # requests whose plan stores no cache entry
         self.recent_tokens: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
         self.problems: list[tuple[int, LoadProblem]] = []
@@ -1474,20 +1448,9 @@ class _RunState:
         self, pos: int, record: RequestRecord
     ) -> tuple[_Prepared, RequestTokenizer | None, TokenizedRequest, str | None, _Local] | None:
         """The record prepared and tokenized, its request tokenizer (None: none here), thinking render
-        and request-local facts (None, with a problem recorded, when it cannot be tokenized). Phase 2
-        takes them as phase 1 computed them, the tokens without message offsets
-        (:meth:`_Undelta.with_offsets`)."""
-        if self.pretokenized is not None:
-            prepared = _prepare(record)
-            think = self.ctx.thinking_name(record)
-            rt = self.ctx.request_tokenizer(think)
-            result = self.pretokenized.take(pos, record.session)
-            local = self.pretokenized.local
-        else:
-            assert isinstance(self.ctx, _Context)
-            prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
-            rt = self.ctx.request_tokenizer(think)
-            local = None
+        and request-local facts (None, with a problem recorded, when it cannot be tokenized)."""
+        prepared, result, think = _tokenize_one(self.ctx, record, self.memo)
+        rt = self.ctx.request_tokenizer(think)
         if think is not None:
             self.thinking.setdefault(think, pos)
         if result.mended:
@@ -1495,8 +1458,7 @@ class _RunState:
         if isinstance(result.value, str):
             self.problems.append((pos, LoadProblem(record.file, record.line, result.value)))
             return None
-        if local is None:
-            local = _local(self.model, self.exact_units, record, prepared, result.value)
+        local = _local(self.model, self.exact_units, record, prepared, result.value)
         return prepared, rt, result.value, think, local
 
     def lookup(
@@ -1524,21 +1486,19 @@ class _RunState:
         prev = self.previous.get(record.session)
         # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
         # the lookup compares from there on only
-        shared = rt.shared_prefix if self.pretokenized is None and rt is not None else None
+        shared = rt.shared_prefix if rt is not None else None
         known = shared if shared is not None and prev is not None and shared[0] is prev.tokens else None
         outcome = consecutive_outcome(self.model, prev, tok.tokens, plan, now, known=known)
         self.previous[record.session] = _Stored(np.asarray(tok.tokens), plan, now, source_id)
         return outcome, prev
 
     def shared_with_previous(self, session: str, rt: RequestTokenizer | None, tokens: np.ndarray) -> int:
-        """How many first tokens ``tokens`` shares with its session's previous tokenized request: as
-        phase 1 shipped it, or known from the tokenizer's resume and compared from there on."""
+        """How many first tokens ``tokens`` shares with its session's previous tokenized request: known
+        from the tokenizer's resume, and compared from there on."""
         import numpy as np
 
         prev = self.session_tokens.get(session)
         self.session_tokens[session] = tokens
-        if self.pretokenized is not None:
-            return self.pretokenized.shared
         if prev is None:
             return 0
         hint = rt.shared_prefix if rt is not None else None
@@ -1665,8 +1625,7 @@ class _RunState:
         if diverged:
             # phase 2 rebuilds a request's message offsets only where it diverged (perf: they grow with
             # the conversation, not with its new tokens)
-            full = self.pretokenized.with_offsets(tok.tokens) if self.pretokenized is not None else tok
-            div = self.divergence(p, rt, think, full, outcome, prefix, prompt_len, prev)
+            div = self.divergence(p, rt, think, tok, outcome, prefix, prompt_len, prev)
         self.remember(source_id, p, tok, prev)
         self.check_usage(pos, record)
         change_class = change_detail = None
@@ -1684,18 +1643,17 @@ class _RunState:
         )
         row = _request_row(record, tok, plan, outcome, div, causes, model_name, facts)
         self.rows.add(self.measure(row, source_id, src_id, plan, record.usage, prev, local.marked), pos)
-        if self.pretokenized is None:  # phase 1 composed the pretokenized requests where it tokenized them
-            _compose(self.composition, pos, record, p, tok)
+        _compose(self.composition, pos, record, p, tok)
 
     def partial(self) -> _Partial:
         """What the run produced."""
-        import polars as pl
-
-        composition = _composition_frame(self.composition)
-        if self.pretokenized is not None:  # phase 1's rows, in the chunks' position order
-            composition = pl.concat([composition, *self.pretokenized.composition])
         return _Partial(
-            self.rows.frame(), composition, self.problems, self.writes_nothing, self.thinking, self.mended
+            self.rows.frame(),
+            _composition_frame(self.composition),
+            self.problems,
+            self.writes_nothing,
+            self.thinking,
+            self.mended,
         )
 
 
@@ -1817,12 +1775,11 @@ def _request_row(
 def _run(
     ctx: _Context,
     items: Sequence[tuple[int, RequestRecord]],
-    pretokenized: _Undelta | None = None,
     progress: bool = False,
 ) -> _Partial:
-    """Analyze ``items`` (``(position, record)`` pairs): whole sessions in the consecutive view, every
-    record of the group in the simulated view. ``pretokenized`` holds phase 1's tokens by position."""
-    state = _RunState(ctx, pretokenized)
+    """Analyze ``items`` (``(position, record)`` pairs) in this process: whole sessions in the
+    consecutive view, every record of the group in the simulated view."""
+    state = _RunState(ctx)
     order: Iterable[int] = state.order(items)
     bar: Any = None
     if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
@@ -2031,13 +1988,51 @@ def _analyze_group(
     if spec.view == "consecutive":
         partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
         return _finish(ctx, partials, load_problems, len(items))
-    shipped: list[tuple[int, _DeltaStream]] = []
-    composed: list[pl.DataFrame] = []
-    for part in executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks]):
-        shipped.append((0, part.deltas))
-        composed.append(part.composition)
-    pretokenized = _Undelta(shipped, composed)
-    return _finish(ctx, [_run(ctx, items, pretokenized, progress=progress)], load_problems, len(items))
+    return _finish(
+        ctx, [_simulate_chunks(spec, ctx, items, chunks, executor, progress)], load_problems, len(items)
+    )
+
+
+def _simulate_chunks(
+    spec: _Spec,
+    ctx: _Context,
+    items: Sequence[tuple[int, RequestRecord]],
+    chunks: Sequence[Sequence[tuple[int, RequestRecord]]],
+    executor: Executor,
+    progress: bool,
+) -> _Partial:
+    """The records plan's simulated view on ``executor``: phase 1 on the workers, chunk by chunk of
+    whole sessions (:func:`_tokenize_chunk`), then the ordered simulation here over its columns, as the
+    file plan runs it (:func:`promptkit.analysis.ordered.simulate`); a worker attributes the
+    divergences, sent only the records they read (``progress``: a bar over the chunks)."""
+    import polars as pl
+
+    from promptkit.analysis.ordered import Divergent, attribute_records, read_by, simulate
+
+    results: Iterable[_Phase1] = executor.map(_tokenize_chunk, [(spec, chunk) for chunk in chunks])
+    if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+        from tqdm.auto import tqdm
+
+        results = tqdm(
+            results, total=len(chunks), desc="analyze (simulated, by chunk)", unit="chunk", delay=0.5
+        )
+    phases = list(results)
+    facts = [p.facts for p in phases]
+    records = dict(items)
+
+    def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
+        read = {pos: records[pos] for pos in read_by(divergent)}
+        return executor.submit(attribute_records, spec, read, divergent).result()  # type: ignore[no-any-return]
+
+    return simulate(
+        ctx,
+        _Undelta([(0, p.deltas) for p in phases], [p.composition for p in phases]),
+        pl.concat([f.frame for f in facts]),
+        [q for f in facts for q in f.problems],
+        [m for f in facts for m in f.mended],
+        {pos: got for f in facts for pos, got in f.ruler_inputs.items()},
+        attribute_on_worker,
+    )
 
 
 #: The provider assumed for records whose provider nothing in the log recognises: the generic rules

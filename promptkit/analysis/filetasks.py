@@ -205,10 +205,9 @@ def _group_piece(
     if options.view != "consecutive":  # phase 1: the token deltas, and the composition rows as Arrow
         # and the rows' columns that need no cache outcome: the coordinator reads no record
         # (promptkit.analysis.ordered)
-        phase1 = _tokenize_chunk(spec, items, facts=True)
+        phase1 = _tokenize_chunk(spec, items)
         composition = _to_ipc(phase1.composition)
         facts = phase1.facts
-        assert facts is not None
         return _GroupPiece(
             key,
             items[0][0],
@@ -552,7 +551,7 @@ def _simulate(
     import polars as pl
 
     from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Undelta
-    from promptkit.analysis.ordered import Divergent, attribute, files_holding, simulate
+    from promptkit.analysis.ordered import Divergent, attribute, files_holding, read_by, simulate
 
     streams = []
     composed: list[pl.DataFrame] = []
@@ -569,7 +568,7 @@ def _simulate(
     ruler_inputs = {pos + offset: got for offset, group in parts for pos, got in group.ruler_inputs.items()}
 
     def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
-        blobs = files_holding(loaded, (p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0))
+        blobs = files_holding(loaded, read_by(divergent))
         return executor.submit(attribute, spec, blobs, divergent).result()  # type: ignore[no-any-return]
 
     partial = simulate(described, shipped, facts, own, mended, ruler_inputs, attribute_on_worker)

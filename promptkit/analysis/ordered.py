@@ -14,11 +14,14 @@ Everything else is done where the records are:
   facts): per request a simulation step, a few dictionary look-ups and one tuple;
 - a worker (:func:`attribute`) then reads the messages of the requests whose prompt diverged (and of
   the requests they diverged from), attributes each divergence to its message, classifies the change
-  and decodes the excerpts. The records reach it as phase 1 shipped them, one pickle per file, which
-  the coordinator passes on without unpickling.
+  and decodes the excerpts. The records reach it as phase 1 left them, one pickle per file, which
+  the coordinator passes on without unpickling (or its path, or a Dask future: :func:`attribute`); a
+  coordinator that holds the records (a session split across files: the records plan) sends the
+  worker the few it needs (:func:`attribute_records`).
 
-The result is the one of the records plan (:class:`~promptkit.analysis.engine._RunState`), column for
-column (the tests compare both on the same logs). Ruler mode (a provider whose tokenizer is not public)
+Both parallel plans run their simulated view here. The result is the one of a single process
+(:class:`~promptkit.analysis.engine._RunState`), column for column (the tests compare both on the
+same logs). Ruler mode (a provider whose tokenizer is not public)
 runs here too: placing a position in the provider's units needs each call's reported usage and log
 events, which phase 1 ships with the columns, and its source's anchors, which the coordinator keeps in
 order (:mod:`promptkit.analysis.ruler`).
@@ -39,10 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
-    from promptkit.analysis.engine import _Described, _Partial, _Spec, _Undelta
+    from promptkit.analysis.engine import _Context, _Described, _Partial, _Spec, _Undelta
     from promptkit.layout import LoadProblem, RequestRecord
 
-__all__ = ["Divergent", "attribute", "files_holding", "simulate"]
+__all__ = ["Divergent", "attribute", "attribute_records", "files_holding", "read_by", "simulate"]
 
 #: Records as phase 1 ships them: (the load-order position of a file's first record, the pickled tuple of
 #: the file's records, or the path of the file a worker of this machine wrote it to; on a Dask cluster,
@@ -105,6 +108,21 @@ def attribute(spec: _Spec, blobs: RecordBlobs, divergent: Sequence[Divergent]) -
     """The :data:`ATTRIBUTED` columns of each request of ``divergent`` (runs in a worker, whose tokenizer
     decodes the excerpts): the message its prompt diverged in (compared with its source's messages),
     that message's role and layout slot, the excerpts' text and the class of the change."""
+    return attribute_records(spec, _records_at(blobs, read_by(divergent)), divergent)
+
+
+def read_by(divergent: Sequence[Divergent]) -> set[int]:
+    """The positions of the records :func:`attribute` reads for ``divergent``: each request's own, its
+    source's and the one its change is classified against."""
+    return {p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}
+
+
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
+def attribute_records(
+    spec: _Spec, records: Mapping[int, RequestRecord], divergent: Sequence[Divergent]
+) -> list[tuple[Any, ...]]:
+    """:func:`attribute` with the records at hand (``records``: position -> record, those of
+    :func:`read_by`): the records plan, whose coordinator holds them, sends a worker only those."""
     import numpy as np
 
     from promptkit.analysis.causes import classify_change
@@ -112,8 +130,6 @@ def attribute(spec: _Spec, blobs: RecordBlobs, divergent: Sequence[Divergent]) -
     from promptkit.formats.opaque_head import opaque_decoder
     from promptkit.tokens.tokenize import TokenizedRequest
 
-    wanted = {d.pos for d in divergent} | {d.source for d in divergent} | {d.against for d in divergent}
-    records = _records_at(blobs, wanted - {-1})
     ctx = _context_for(spec)
     prepared = {pos: _prepare(record) for pos, record in records.items()}
     empty = np.zeros(0, np.int64)
@@ -163,7 +179,7 @@ def _order(facts: pl.DataFrame, timed: bool) -> _Order:
 
 
 def simulate(
-    ctx: _Described,
+    ctx: _Described | _Context,
     shipped: _Undelta,
     facts: pl.DataFrame,
     problems: Sequence[tuple[int, LoadProblem]],
@@ -216,7 +232,10 @@ class _Replay:
     outcome, :data:`~promptkit.analysis.engine._OUTCOME_COLUMNS`, and in ruler mode :data:`_RULED`)."""
 
     def __init__(
-        self, ctx: _Described, shipped: _Undelta, ruler_inputs: Mapping[int, tuple[Any, str | None]]
+        self,
+        ctx: _Described | _Context,
+        shipped: _Undelta,
+        ruler_inputs: Mapping[int, tuple[Any, str | None]],
     ) -> None:
         from promptkit.analysis import engine
         from promptkit.analysis.simulator import CacheSimulator
@@ -295,7 +314,7 @@ class _Replay:
         self, values: tuple[Any, ...], pos: int, source_id: str, src_id: str | None, plan: Any, local: Any
     ) -> tuple[Any, ...]:
         """Ruler mode: the outcome's ``values`` and the :data:`_RULED` columns, the request's positions in
-        the provider's units, as the records plan places them
+        the provider's units, as a single process places them
         (:meth:`~promptkit.analysis.engine._RunState.measure`)."""
         e = self._e
         assert self.rulers is not None

@@ -530,42 +530,32 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
         ),
     ]
     rows = [
-        _Shipped(0, -1, 0, toks[0].tokens, toks[0], False, locals_[0]),
-        _Shipped(1, 0, 4, toks[1].tokens[4:], toks[1], True, locals_[1]),
-        _Shipped(2, 1, 2, toks[2].tokens[2:], toks[2], False, locals_[2]),
+        _Shipped(0, -1, 0, toks[0].tokens, toks[0], locals_[0]),
+        _Shipped(1, 0, 4, toks[1].tokens[4:], toks[1], locals_[1]),
+        _Shipped(2, 1, 2, toks[2].tokens[2:], toks[2], locals_[2]),
     ]
-    stream = _DeltaStream.of(rows, {3: ("s#3: cannot tokenize: no", True)})
+    stream = _DeltaStream.of(rows)
     assert stream.tails.dtype == np.int32 and stream.tails.tolist() == [*first, 9, 11, 12, 70_000]
     assert stream.room.tolist() == [7, 7, 3]  # the longest request of the chain from each one on
     shipped = pickle.loads(pickle.dumps(stream))  # as a worker returns it
     undelta = _Undelta([(10, shipped)])  # the chunk's positions start at 10 in the load order
-    assert [pos in undelta for pos in (9, 10, 13, 14)] == [False, True, True, False]
-    got, local, full = [], [], []
-    for pos in range(10, 14):
-        got.append(undelta.take(pos, "s"))
+    got, local, full, shared = [], [], [], []
+    for pos in range(10, 13):
+        got.append(undelta.tokens(pos, "s"))
         local.append(undelta.local)
-        if pos < 13:
-            full.append(undelta.with_offsets(got[-1].value.tokens))  # type: ignore[union-attr]
-    assert local == [*locals_, None]
-    for result, with_offsets, expected in zip(got, full, toks, strict=False):
+        shared.append(undelta.shared)
+        full.append(undelta.with_offsets(got[-1]))
+    assert local == locals_ and shared == [0, 4, 2]
+    for tokens, with_offsets, expected in zip(got, full, toks, strict=True):
         assert with_offsets == expected  # tokens, offsets (ends None where the render gave none), lengths
-        assert result.value.message_starts == () and result.value.tokens.dtype == np.int64  # type: ignore[union-attr]
-        assert np.array_equal(result.value.tokens, expected.tokens)  # type: ignore[union-attr]
-    assert [result.mended for result in got] == [False, True, False, True]
-    assert got[3].value == "s#3: cannot tokenize: no"
-    assert np.shares_memory(got[0].value.tokens, got[1].value.tokens)  # type: ignore[union-attr]
-    assert not np.shares_memory(got[1].value.tokens, got[2].value.tokens)  # type: ignore[union-attr]
-    assert undelta.shared == 2
-    only_errors = _DeltaStream.of([], {0: ("s#0: cannot tokenize: no", False)})  # none tokenized
-    empty = _Undelta([(5, pickle.loads(pickle.dumps(only_errors)))])
-    assert 5 in empty and empty.take(5, "s").value == "s#0: cannot tokenize: no" and 5 not in empty
+        assert tokens.dtype == np.int64 and np.array_equal(tokens, expected.tokens)
+    assert np.shares_memory(got[0], got[1])  # the session's second request extends the first's buffer
+    assert not np.shares_memory(got[1], got[2])  # a fork gets a buffer of its own
+    with pytest.raises(KeyError):  # each request is taken once
+        undelta.tokens(10, "s")
     wide_tok = TokenizedRequest(np.asarray([2**31]), (0,), 0, 1)
-    wide = _DeltaStream.of(
-        [_Shipped(0, -1, 0, np.asarray([2**31]), wide_tok, False, _Local(CachePlan(1), 0, None))]
-    )
-    assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).take(0, "w").value.tokens.tolist() == [
-        2**31
-    ]  # type: ignore[union-attr]
+    wide = _DeltaStream.of([_Shipped(0, -1, 0, np.asarray([2**31]), wide_tok, _Local(CachePlan(1), 0, None))])
+    assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).tokens(0, "w").tolist() == [2**31]
 
 
 def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:

@@ -249,7 +249,7 @@ def test_the_consecutive_view_keeps_a_ruler_per_session_not_per_request() -> Non
             usage = Usage(prompt_tokens=1500 + 40 * i)
             records.append(RequestRecord({**body, "messages": messages}, s, index=i, usage=usage))
             messages = [*messages, {"role": "assistant", "content": f"answer {s}{i}"}]
-    state = _RunState(_context_for(_Spec("openai", None, None, None, "consecutive", False)), None)
+    state = _RunState(_context_for(_Spec("openai", None, None, None, "consecutive", False)))
     for pos, record in enumerate(records):
         state.add(pos, record)
     assert not state.problems
