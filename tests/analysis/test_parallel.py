@@ -300,7 +300,16 @@ def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_remo
         assert len(seen) == 3 and all(on_disk for _, on_disk in seen)  # one file of records per log
         (folder,) = {Path(path).parent for path, _ in seen}
         assert folder.parent == spill_root and folder.name.startswith("promptkit-records-")
+        assert all(path.endswith(".records") for path, _ in seen)
         assert not folder.exists()  # removed with what was in it
+        made: list[Any] = []
+        folders = tempfile.TemporaryDirectory
+        monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda **kw: made.append(kw) or folders(**kw))
+        filetasks.analyze_files(logs, executor=pool, view="consecutive")
+        assert made == []  # the consecutive view reads no record again: no folder
+        filetasks.analyze_files(logs, executor=pool, view=None)  # each file's default view may be simulated
+        assert [kw["prefix"] for kw in made] == ["promptkit-records-"]
+        monkeypatch.setattr(tempfile, "TemporaryDirectory", folders)
 
         def failing(*_: Any, **__: Any) -> Any:
             raise RuntimeError("the simulation failed")
@@ -315,6 +324,57 @@ def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_remo
     assert here is not None
     assert_same(serial, here)
     assert len(seen) == 3 and all(isinstance(loaded, bytes) and loaded for loaded, _ in seen)
+
+
+def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -> None:
+    """What a Dask worker sends back of a file's task is its piece without the records; the records are
+    the second part, which stays on the worker (DaskExecutor.map_held)."""
+    import pickle
+
+    from promptkit.analysis.filetasks import _file_task, _file_task_held, _Options
+    from promptkit.formats import get_format
+
+    logs = _columns_logs(tmp_path / "logs")
+    path = str(sorted(Path(logs).iterdir())[0])
+    options = _Options(None, None, None, None, "simulated")
+    light, records = _file_task_held(options, path, get_format("promptkit"))
+    whole = _file_task(options, path, get_format("promptkit"))
+    assert light.loaded == b"" and records == whole.loaded and records
+    held = pickle.loads(records)
+    assert len(held) == light.records > 0 and {r.session for r in held} == set(light.sessions)
+    assert light.records == whole.records and light.sessions == whole.sessions
+
+
+def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
+    """A session split across files: with ``progress``, the simulated view shows a bar over the chunks
+    the workers tokenize (phase 1, the long part), and the result is one process's."""
+    import tqdm.auto
+
+    bars: list[dict[str, Any]] = []
+
+    def bar(iterable: Any, **kwargs: Any) -> Any:
+        bars.append(kwargs)
+        return iterable
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", bar)
+    records = _mixed()
+    serial = analyze_requests(records, view="simulated")
+    with ProcessPool(2) as pool:
+        from promptkit.analysis.engine import _analyze_records
+
+        shown = _analyze_records(
+            records,
+            pool,
+            view="simulated",
+            progress=True,
+            render=None,
+            cache_model=None,
+            provider=None,
+            tokenizer=None,
+        )
+    assert_same(serial, shown)
+    chunks = [kw for kw in bars if kw.get("desc") == "analyze (simulated, by chunk)"]
+    assert chunks and all(kw["unit"] == "chunk" and kw["delay"] == 0.5 and kw["total"] >= 1 for kw in chunks)
 
 
 def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
@@ -563,7 +623,7 @@ def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:
     column of the requests frame is made by exactly one of the two (a new column lands in one)."""
     from promptkit.analysis import engine
     from promptkit.analysis.simulator import CacheOutcome
-    from promptkit.tokens.cache_models import CachePlan
+    from promptkit.tokens.cache_models import CacheEntry, CachePlan
 
     record = RequestRecord({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, "s", index=0)
     plan = CachePlan(prompt_len=10)
@@ -583,5 +643,12 @@ def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:
         "idle_seconds": 30.0, "source_stored_tokens": 11, "model_switch_tokens": 12, "change_class": "edit",
         "change_detail": "detail", "predicted_cache_write_1h_tokens": 0,
     }  # fmt: skip
+    # a 1-hour entry's write (from the cached point), none where the model reports no write, no ratio of
+    # an empty prompt
+    hour = CachePlan(prompt_len=1, entries=(CacheEntry(10, 3600.0, True),))
+    got = engine._outcome_fields(hour, CacheOutcome(1, 1, 9, None, False), div, causes)
+    assert (got["hit_ratio"], got["predicted_cache_write_1h_tokens"]) == (1.0, 9)
+    got = engine._outcome_fields(CachePlan(prompt_len=0), CacheOutcome(0, 0, None, None, False), div, causes)
+    assert (got["hit_ratio"], got["predicted_cache_write_1h_tokens"]) == (None, None)
     assert sorted(fixed.keys() | outcome.keys()) == sorted(engine.REQUEST_COLUMNS)
     assert len(fixed) + len(outcome) == len(engine.REQUEST_COLUMNS)
