@@ -198,10 +198,21 @@ def _claude_code_events(root: Any) -> Any:
     return path
 
 
+def _compacted_logs(root: Any, *, fall_back: bool) -> Any:
+    """``tests.formats.test_claude_code_tree._compacted``'s session, in a folder of its own."""
+    from tests.formats.test_claude_code_tree import _compacted
+
+    root.mkdir()
+    return _compacted(root, fall_back=fall_back)
+
+
 @pytest.mark.parametrize(
     "logs",
-    ["columns", "columns-local", "fixtures/real-logs/gemini", "fixtures/claude-code", "claude-code-events"],
-)
+    [
+        "columns", "columns-local", "fixtures/real-logs/gemini", "fixtures/claude-code", "claude-code-events",
+        "compacted, head read", "compacted, head by proportions",
+    ],
+)  # fmt: skip
 def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, monkeypatch: Any) -> None:
     """The file plan's simulated view runs the cache over phase 1's columns: the coordinator unpickles
     no record (a worker reads the divergences' messages), and the result is the records plan's, with an
@@ -215,6 +226,9 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
         # ruler mode with no usage (positions stay local), and a session without times
         "columns-local": lambda root: _columns_logs(root, with_usage=False, timed=False),
         "claude-code-events": _claude_code_events,
+        # a marked head placed where an earlier call's reads put it, or by the earlier calls' proportions
+        "compacted, head read": lambda root: _compacted_logs(root, fall_back=True),
+        "compacted, head by proportions": lambda root: _compacted_logs(root, fall_back=False),
     }
     path = made[logs](tmp_path / "logs") if logs in made else logs
     settings = {"provider": "openai", "tokenizer": "cl100k_base"} if logs == "columns-local" else {}

@@ -140,7 +140,9 @@ def test_the_analysis_counts_a_contradiction_with_file_and_line_and_keeps_the_fi
     assert any("more than the session's previous call could store" in r for r in reasons)
 
 
-def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
+def _openai_counted_longer() -> tuple[list[RequestRecord], int]:
+    """Two OpenAI calls whose reported prompts are 150 tokens longer than the local counts; returns them
+    and the first one's reported length."""
     # OpenAI: 1024 tokens, then steps of 128, counted by OpenAI; the local count differs by 150 tokens
     body = {
         "model": "gpt-4o",
@@ -167,6 +169,11 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
         ),
         RequestRecord(longer, "s", index=1, timestamp=5.0, usage=Usage(prompt_tokens=reported + 20)),
     ]
+    return records, reported
+
+
+def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
+    records, reported = _openai_counted_longer()
     q = analyze_requests(records, provider="openai").requests
     # the whole first prompt is shared: its reported length is the prefix, and the rule rounds that
     assert q["prefix_tokens"][1] == reported
@@ -330,3 +337,46 @@ def test_a_breakpoint_minimum_applies_in_provider_units() -> None:
 
     assert run(1.0) == 0  # the local count is the provider's: under the minimum, nothing written
     assert run(1.3) > 1024  # counted as Anthropic counts, the system prompt is cacheable
+
+
+def _ruled(case: str) -> tuple[list[RequestRecord], str]:
+    """The records of a ruler-mode case above, and their provider."""
+    if case == "openai counted longer":
+        return _openai_counted_longer()[0], "openai"
+    if case.startswith("gemini"):
+        over = case.endswith("minimum")
+        return _two_calls("gemini-3-pro-preview", "word " * (1800 if over else 2200), 1.25 if over else 0.85)[
+            0
+        ], "gemini"
+    body, longer, (local, _) = _rules_and_reply()
+    first = Usage(prompt_tokens=local + 150 if case == "openai, then no usage" else 0)
+    return [
+        RequestRecord(body, "s", index=0, timestamp=0.0, usage=first),
+        RequestRecord(longer, "s", index=1, timestamp=5.0),
+    ], "openai"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "openai counted longer",
+        "gemini over the minimum",
+        "gemini under it",
+        "openai, then no usage",
+        "openai, 0 reported",
+    ],
+)
+def test_the_parallel_simulated_view_places_positions_as_one_process(case: str) -> None:
+    """Ruler mode in the ordered simulation of a parallel run (jobs=2: phase 1 on the workers, the cache
+    and the positions in the coordinator, promptkit.analysis.ordered): the provider's units, the rule
+    applied to them and the basis of each position are the single process's."""
+    from polars.testing import assert_frame_equal
+
+    records, provider = _ruled(case)
+    one = analyze_requests(records, provider=provider, view="simulated")
+    two = analyze_requests(records, provider=provider, view="simulated", jobs=2)
+    assert_frame_equal(one.requests, two.requests)
+    if case != "openai, 0 reported":
+        assert one.requests["position_basis"][1] == "exact"  # placed by a reported count
+    else:
+        assert one.requests["prompt_tokens"][0] == 0  # kept as reported, though it places nothing
