@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
         size = sum(f.stat().st_size for f in corpus.rglob("*") if f.is_file())
         print(f"corpus: {corpus} ({size / 1e6:,.0f} MB); {os.cpu_count()} cores; best of {args.runs} run(s)")
         header = (f"{'view':<12} {'run':<8} {'wall s':>7} {'speed-up':>8} {'start s':>7} {'CPU s':>7} "
-                  f"{'coord. share':>12} {'path s':>7} {'path speed-up':>13} {'coord. MB':>9} "
+                  f"{'coord. share':>12} {'share, all runs':>15} {'path s':>7} {'path speed-up':>13} {'coord. MB':>9} "
                   f"{'worker MB':>9}")  # fmt: skip
         print(header)
         for view in args.views.split(","):
@@ -251,26 +251,36 @@ def main(argv: list[str] | None = None) -> None:
                 best = min(runs, key=lambda r: r["wall"])
                 base = base or best
                 assert all(r["digest"] == base["digest"] for r in runs), f"{view} {config}: results differ"
-                print(_line(view, config, best, base), flush=True)
+                print(_line(view, config, best, base, runs), flush=True)
         print(
             "start: start-up before the clock (jobs 1: its imports and tokenizer; a pool: its fork "
             "server imports and forks; Dask: the cluster starts and warms). CPU: coordinator + workers "
             "(user + system) inside the clock. path: the coordinator's CPU plus the busiest worker's, "
-            "about the wall time with a free core per process; path speed-up: jobs 1's CPU over it."
+            "about the wall time with a free core per process; path speed-up: jobs 1's CPU over it. "
+            "share, all runs: the lowest and the highest of the coordinator's share over the runs (a noisy "
+            "machine moves it more than a change does)."
         )
 
 
-def _line(view: str, config: str, best: dict[str, Any], base: dict[str, Any]) -> str:
+def _share(run: dict[str, Any]) -> float:
+    return float(run["coordinator_cpu"] / (run["coordinator_cpu"] + run["worker_cpu"]))
+
+
+def _line(
+    view: str, config: str, best: dict[str, Any], base: dict[str, Any], runs: list[dict[str, Any]]
+) -> str:
     cpu = best["coordinator_cpu"] + best["worker_cpu"]
     one = config == "jobs 1"
-    share = 1.0 if one else best["coordinator_cpu"] / cpu
+    share = 1.0 if one else _share(best)
+    shares = [_share(r) for r in runs]
+    spread = "-" if one else f"{min(shares):.1%}-{max(shares):.1%}"
     path = cpu if one else best["coordinator_cpu"] + best["busiest_worker_cpu"]
     base_cpu = base["coordinator_cpu"] + base["worker_cpu"]
     worker = f"{best['worker_rss_mb']:>9,.0f}" if best["worker_rss_mb"] is not None else f"{'-':>9}"
     return (
         f"{view:<12} {config:<8} {best['wall']:>7.2f} {base['wall'] / best['wall']:>7.2f}x "
         f"{best['startup']:>7.2f} {cpu:>7.2f} "
-        f"{share:>11.1%} {path:>7.2f} {base_cpu / path:>12.2f}x {best['coordinator_rss_mb']:>9,.0f} {worker}"
+        f"{share:>11.1%} {spread:>15} {path:>7.2f} {base_cpu / path:>12.2f}x {best['coordinator_rss_mb']:>9,.0f} {worker}"
     )
 
 
