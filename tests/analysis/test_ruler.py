@@ -345,9 +345,10 @@ def _ruled(case: str) -> tuple[list[RequestRecord], str]:
         return _openai_counted_longer()[0], "openai"
     if case.startswith("gemini"):
         over = case.endswith("minimum")
-        return _two_calls("gemini-3-pro-preview", "word " * (1800 if over else 2200), 1.25 if over else 0.85)[
-            0
-        ], "gemini"
+        records, _ = _two_calls(
+            "gemini-3-pro-preview", "word " * (1800 if over else 2200), 1.25 if over else 0.85
+        )
+        return records, "gemini"
     body, longer, (local, _) = _rules_and_reply()
     first = Usage(prompt_tokens=local + 150 if case == "openai, then no usage" else 0)
     return [
