@@ -1067,6 +1067,7 @@ class _Phase1:
     deltas: _DeltaStream
     composition: pl.DataFrame
     facts: _ChunkFacts
+    names: tuple[str, str]  # the tokenizer's and the render's: the coordinator loads neither
 
 
 class _FactRows:
@@ -1167,6 +1168,7 @@ def _tokenize_chunk(spec: _Spec, items: Sequence[tuple[int, RequestRecord]]) -> 
         _DeltaStream.of(rows),
         _composition_frame(composition),
         fact_rows.facts(),
+        (ctx.tokenizer_name, ctx.render_name),
     )
 
 
@@ -1736,13 +1738,7 @@ _FIXED_COLUMNS: Final = (
     "reported_cache_write_1h_tokens", "provider_miss_reason", "provider_missed_tokens", "position_basis",
     "head_end_tokens", "best_effort_cache", "log_events",
 )  # fmt: skip
-_OUTCOME_COLUMNS: Final = (
-    "prefix_tokens", "predicted_cached_tokens", "hit_ratio", "divergence_message", "divergence_role",
-    "divergence_anchor", "divergence_key", "predicted_cache_write_tokens", "divergence_token", "cached_source",
-    "divergence_cached_text", "divergence_prompt_text", "divergence_context_text", "unexpired_cached_tokens",
-    "unevicted_cached_tokens", "idle_seconds", "source_stored_tokens", "model_switch_tokens", "change_class",
-    "change_detail", "predicted_cache_write_1h_tokens",
-)  # fmt: skip
+_OUTCOME_COLUMNS: Final = tuple(c for c in REQUEST_COLUMNS if c not in _FIXED_COLUMNS)
 
 
 def _model_name(record: RequestRecord) -> str | None:
@@ -1980,31 +1976,30 @@ def _analyze_group(
     progress: bool = False,
 ) -> AnalysisResult:
     """Analyze one provider's records (see :func:`analyze_requests`), in this process or on ``executor``."""
-    ctx = _Context(spec)
     if executor is None or not items:
+        ctx = _Context(spec)
         partials = [_run(ctx, items, progress=progress)] if items else []
         return _finish(ctx, partials, load_problems, len(items))
     chunks = _session_chunks(items, executor.workers * 4)
     if spec.view == "consecutive":
         partials = list(executor.map(_analyze_chunk, [(spec, chunk) for chunk in chunks]))
-        return _finish(ctx, partials, load_problems, len(items))
-    return _finish(
-        ctx, [_simulate_chunks(spec, ctx, items, chunks, executor, progress)], load_problems, len(items)
-    )
+        return _finish(_Context(spec), partials, load_problems, len(items))
+    described, partial = _simulate_chunks(spec, items, chunks, executor, progress)
+    return _finish(described, [partial], load_problems, len(items))
 
 
 def _simulate_chunks(
     spec: _Spec,
-    ctx: _Context,
     items: Sequence[tuple[int, RequestRecord]],
     chunks: Sequence[Sequence[tuple[int, RequestRecord]]],
     executor: Executor,
     progress: bool,
-) -> _Partial:
+) -> tuple[_Described, _Partial]:
     """The records plan's simulated view on ``executor``: phase 1 on the workers, chunk by chunk of
     whole sessions (:func:`_tokenize_chunk`), then the ordered simulation here over its columns, as the
-    file plan runs it (:func:`promptkit.analysis.ordered.simulate`); a worker attributes the
-    divergences, sent only the records they read (``progress``: a bar over the chunks)."""
+    file plan runs it (:func:`promptkit.analysis.ordered.simulate`), with no tokenizer loaded here; a
+    worker attributes the divergences, sent only the records they read (``progress``: a bar over the
+    chunks)."""
     import polars as pl
 
     from promptkit.analysis.ordered import Divergent, attribute_records, read_by, simulate
@@ -2018,14 +2013,16 @@ def _simulate_chunks(
         )
     phases = list(results)
     facts = [p.facts for p in phases]
+    profile, model = _profile_and_model(spec.provider, spec.cache_model)
+    described = _Described(spec, profile, model, *phases[0].names)
     records = dict(items)
 
     def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
         read = {pos: records[pos] for pos in read_by(divergent)}
         return executor.submit(attribute_records, spec, read, divergent).result()  # type: ignore[no-any-return]
 
-    return simulate(
-        ctx,
+    return described, simulate(
+        described,
         _Undelta([(0, p.deltas) for p in phases], [p.composition for p in phases]),
         pl.concat([f.frame for f in facts]),
         [q for f in facts for q in f.problems],

@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
-    from promptkit.analysis.engine import _Context, _Described, _Partial, _Spec, _Undelta
+    from promptkit.analysis.engine import _Described, _Partial, _Spec, _Undelta
     from promptkit.layout import LoadProblem, RequestRecord
 
 __all__ = ["Divergent", "attribute", "attribute_records", "files_holding", "read_by", "simulate"]
@@ -179,7 +179,7 @@ def _order(facts: pl.DataFrame, timed: bool) -> _Order:
 
 
 def simulate(
-    ctx: _Described | _Context,
+    ctx: _Described,
     shipped: _Undelta,
     facts: pl.DataFrame,
     problems: Sequence[tuple[int, LoadProblem]],
@@ -233,7 +233,7 @@ class _Replay:
 
     def __init__(
         self,
-        ctx: _Described | _Context,
+        ctx: _Described,
         shipped: _Undelta,
         ruler_inputs: Mapping[int, tuple[Any, str | None]],
     ) -> None:

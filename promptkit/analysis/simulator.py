@@ -235,7 +235,7 @@ class RadixCache:
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         continued = self._continued(resume, n)
-        if continued is not None and (now is None or all(p.expires >= now for p in continued)):
+        if continued is not None and all(self._alive(p, now) for p in continued):
             # the prompt continues past a live leaf with nothing marked on its path: it reads that path
             # and stops there (no child to go on to, nothing diverges)
             self._blocked = False
@@ -528,7 +528,6 @@ class CacheSimulator:
         keep_all = _keeps_all(model) and not self._all_in_cache
         self._keep_all = RadixCache(share_tokens=share_tokens) if keep_all else None
         self._keep_ttl = RadixCache(share_tokens=share_tokens) if model.capacity is not None else None
-        self._cache_list = list(self._caches())
         self._pending: list[tuple[float, int, _Pending]] = []
         self._order = itertools.count()
         # per session: the order number of its latest store, and (order number, tokens) of its latest
@@ -571,14 +570,12 @@ class CacheSimulator:
         the session's previous store and of this one)."""
         hint = self._resume(resume[0], resume[1], resume[2]) if resume is not None else None
         longest = 0
-        entries = plan.entries
-        # perf: a plan of one entry (most) is not sorted; the caches are listed once (_caches)
-        for entry in entries if len(entries) < 2 else sorted(entries, key=lambda e: -e.length):
+        for entry in sorted(plan.entries, key=lambda e: -e.length):
             if entry.length > 0:
                 cursor = resume[0] if resume is not None and not longest else None
                 run = tokens[: entry.length]
                 longest = longest or int(run.shape[0])
-                for cache, keeps_ttl in self._cache_list:
+                for cache, keeps_ttl in self._caches():
                     cache.insert(
                         run,
                         now,

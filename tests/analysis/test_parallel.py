@@ -391,6 +391,34 @@ def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
     assert chunks and all(kw["unit"] == "chunk" and kw["delay"] == 0.5 and kw["total"] >= 1 for kw in chunks)
 
 
+def test_the_records_plan_coordinator_loads_no_tokenizer(monkeypatch: Any) -> None:
+    """The records plan's simulated view (records shipped by session) tokenizes on the workers and
+    attributes the divergences there too: the coordinator only names the tokenizer, as the file plan's."""
+    from promptkit.analysis.engine import _analyze_records
+    from promptkit.providers import registry, resolve
+
+    records = _mixed()
+    serial = analyze_requests(records, view="simulated")
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the coordinator loaded a tokenizer")
+
+    monkeypatch.setattr(resolve, "resolve_tokenizer", refuse)
+    monkeypatch.setattr(registry.ProviderProfile, "load_tokenizer", refuse)
+    with ProcessPool(2) as pool:
+        parallel = _analyze_records(
+            records,
+            pool,
+            view="simulated",
+            progress=False,
+            render=None,
+            cache_model=None,
+            provider=None,
+            tokenizer=None,
+        )
+    assert_same(serial, parallel)
+
+
 def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
     """The coordinator reads no file found in a directory (each one's worker finds its format; one of
     no known format is a problem at its place, as one process reports it); a file named explicitly is
