@@ -484,6 +484,10 @@ class _Pending:
     resume: tuple[Hashable, int, int | None, int] | None = attrs.field(eq=False, default=None)
 
 
+def _longest_first(entry: CacheEntry) -> int:
+    return -entry.length
+
+
 def _keeps_all(model: CacheModel) -> bool:
     """Whether a simulator of ``model`` needs the shadow of everything stored (to tell an expiry or an
     eviction apart from "never stored"): a tree of its own, or, without a capacity, the cache itself
@@ -534,6 +538,10 @@ class CacheSimulator:
         # written one (a prompt resumes from the runs its session's previous call wrote, see lookup)
         self._latest: dict[Hashable, int] = {}
         self._written: dict[Hashable, tuple[int, int]] = {}
+        # perf: the cache and its shadows, listed once (:meth:`_caches`), and whether :meth:`step` may take
+        # its continuation's shortcut: every write is immediate and nothing is evicted (no shadow)
+        self._all_caches = tuple(self._caches())
+        self._continues = model.delay == 0 and model.capacity is None
 
     def _caches(self) -> Iterator[tuple[RadixCache, bool]]:
         """The cache and its shadows, each with whether it keeps the entries' TTLs."""
@@ -570,12 +578,13 @@ class CacheSimulator:
         the session's previous store and of this one)."""
         hint = self._resume(resume[0], resume[1], resume[2]) if resume is not None else None
         longest = 0
-        for entry in sorted(plan.entries, key=lambda e: -e.length):
+        entries = plan.entries
+        for entry in sorted(entries, key=_longest_first) if len(entries) > 1 else entries:
             if entry.length > 0:
                 cursor = resume[0] if resume is not None and not longest else None
                 run = tokens[: entry.length]
                 longest = longest or int(run.shape[0])
-                for cache, keeps_ttl in self._caches():
+                for cache, keeps_ttl in self._all_caches:
                     cache.insert(
                         run,
                         now,
@@ -701,7 +710,54 @@ class CacheSimulator:
         session: Hashable | None = None,
         shared: int = 0,
     ) -> CacheOutcome:
-        """:meth:`lookup` then :meth:`store` (``session``, ``shared``: see :meth:`lookup`)."""
+        """:meth:`lookup` then :meth:`store` (``session``, ``shared``: see :meth:`lookup`).
+
+        perf: a session's prompt that continues past the live end of what its previous call wrote, with
+        nothing marked or expired on that path (the common step of a conversation), in a cache that
+        writes at once and evicts nothing, is looked up here in a few operations: it reads that whole
+        path and stops (what :meth:`lookup` finds through :meth:`RadixCache.match`'s same shortcut; the
+        shadow that keeps everything reads the same live path), and is stored as :meth:`store` stores
+        it: one entry that reaches past that path (not exact) refreshes it and grows its leaf, as
+        :meth:`RadixCache.insert` does on the same path. No LRU tick is set: without a capacity none is
+        read."""
+        cache = self.cache
+        if self._continues and session is not None and plan.lookup_points is None:
+            tokens = np.asarray(tokens)
+            latest = self._latest.get(session)
+            resume = self._resume(session, shared, latest)
+            path = cache._continued(resume, min(plan.prompt_len, int(tokens.shape[0])))
+            if path is not None and (now is None or all(p.expires >= now for p in path)):
+                model = self.model
+                cached = model.cached_tokens(plan, path[0].depth, ())
+                outcome = CacheOutcome(
+                    path[0].depth,
+                    cached,
+                    model.write_tokens(plan, cached),
+                    path[0].source if cached > 0 else None,
+                    False,
+                    cached if self._all_in_cache else None,
+                )
+                order = next(self._order)
+                self._latest[session] = order
+                entries = plan.entries
+                n = entries[0].length if len(entries) == 1 and not entries[0].exact else 0
+                if n < path[0].depth:  # the store walks its own way
+                    self._write(tokens, plan, now, source, (session, shared, latest, order))
+                    return outcome
+                ttl = entries[0].ttl
+                expires = _INF if ttl is None or now is None else now + ttl
+                for p in path:
+                    if p.expires < expires:
+                        p.expires = expires
+                    p.source = source
+                leaf = path[0]
+                if n > leaf.depth:
+                    leaf = cache._grow(
+                        leaf, np.asarray(tokens[:n], dtype=np.int64), leaf.depth, expires, 0, source
+                    )
+                cache._cursors[session] = leaf
+                self._written[session] = (order, n)
+                return outcome
         outcome = self.lookup(tokens, plan, now, session=session, shared=shared)
         self.store(tokens, plan, now, source, session=session, shared=shared)
         return outcome

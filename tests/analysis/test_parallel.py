@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
+import attrs
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -281,13 +283,16 @@ class _InThisProcess:
         pass
 
 
-def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_removes(
+def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analysis_removes(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
-    """A pool's workers write each file's records to a temporary folder and the coordinator passes the
-    path on (never the bytes); the folder is gone when the analysis ends, also when it fails. An
-    executor that does not share this machine's files gets them back as bytes. Both give the records
-    plan's result."""
+    """A pool's workers write each file's records, its frames as Arrow files and its delta streams to a
+    temporary folder; the coordinator passes the records' path on (never the bytes) and maps the frames
+    and the streams' arrays; the folder is gone when the analysis ends, also when it fails, and the
+    mapped frames stay readable. Without
+    pyarrow the frames come back as bytes, and the consecutive view makes no folder. An executor that
+    does not share this machine's files gets everything back as bytes. All give the records plan's
+    result."""
     import tempfile
 
     from promptkit.analysis import filetasks
@@ -297,33 +302,57 @@ def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_remo
     spill_root = tmp_path / "tmp"
     spill_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(spill_root))  # the coordinator's temporary folders
-    seen: list[tuple[Any, bool]] = []
+    seen: list[tuple[Any, bool, list[Any]]] = []
     assemble = filetasks._assemble
 
     def watched(pieces: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.extend(
-            (p.loaded, isinstance(p.loaded, str) and Path(p.loaded).is_file()) for p in pieces.values()
-        )
+        for p in pieces.values():
+            frames = [f for g in p.groups for f in (g.requests, g.composition, g.deltas) if f is not None]
+            on_disk = all(Path(x).is_file() for x in [p.loaded, *frames] if isinstance(x, str))
+            seen.append((p.loaded, on_disk, frames))
         return assemble(pieces, *args, **kwargs)
 
-    monkeypatch.setattr(filetasks, "_assemble", watched)
-    with ProcessPool(2) as pool:
-        parallel = filetasks.analyze_files(logs, executor=pool, view="simulated")
-        assert parallel is not None
-        assert_same(serial, parallel)
-        assert len(seen) == 3 and all(on_disk for _, on_disk in seen)  # one file of records per log
-        (folder,) = {Path(path).parent for path, _ in seen}
-        assert folder.parent == spill_root and folder.name.startswith("promptkit-records-")
-        assert all(path.endswith(".records") for path, _ in seen)
-        assert not folder.exists()  # removed with what was in it
+    def folders_made(view: str | None) -> list[str]:
         made: list[Any] = []
         folders = tempfile.TemporaryDirectory
         monkeypatch.setattr(tempfile, "TemporaryDirectory", lambda **kw: made.append(kw) or folders(**kw))
-        filetasks.analyze_files(logs, executor=pool, view="consecutive")
-        assert made == []  # the consecutive view reads no record again: no folder
-        filetasks.analyze_files(logs, executor=pool, view=None)  # each file's default view may be simulated
-        assert [kw["prefix"] for kw in made] == ["promptkit-records-"]
+        filetasks.analyze_files(logs, executor=pool, view=view)
         monkeypatch.setattr(tempfile, "TemporaryDirectory", folders)
+        return [kw["prefix"] for kw in made]
+
+    monkeypatch.setattr(filetasks, "_assemble", watched)
+    assert filetasks._maps_arrow()  # pyarrow is in the dev extra
+    with ProcessPool(2) as pool:
+        parallel = filetasks.analyze_files(logs, executor=pool, view="simulated")
+        assert parallel is not None
+        assert_same(serial, parallel)  # read after the folder is gone: the maps outlive the files
+        assert len(seen) == 3 and all(on_disk for _, on_disk, _ in seen)  # one file of records per log
+        (folder,) = {Path(x).parent for loaded, _, frames in seen for x in [loaded, *frames]}
+        assert folder.parent == spill_root and folder.name.startswith("promptkit-pieces-")
+        assert all(loaded.endswith(".records") for loaded, _, _ in seen)
+        # the composition as an Arrow file (no requests frame), the delta streams' arrays after their pickle
+        assert [[Path(f).suffix for f in frames] for _, _, frames in seen] == [[".arrow", ".deltas"]] * 3
+        assert not folder.exists()  # removed with what was in it
+        seen.clear()
+        consecutive = filetasks.analyze_files(logs, executor=pool, view="consecutive")
+        assert consecutive is not None
+        assert_same(analyze(logs, view="consecutive"), consecutive)
+        assert all(loaded == b"" and on_disk for loaded, on_disk, _ in seen)  # no records: the frames
+        assert [[f.endswith(".arrow") for f in frames] for _, _, frames in seen] == [[True, True]] * 3
+        assert folders_made("consecutive") == ["promptkit-pieces-"]
+        monkeypatch.setattr(filetasks, "_maps_arrow", lambda: False)  # no pyarrow: frames as bytes
+        assert folders_made("consecutive") == []  # the consecutive view reads no record again: no folder
+        assert folders_made(None) == ["promptkit-pieces-"]  # each file's default view may be simulated
+        seen.clear()
+        unmapped = filetasks.analyze_files(logs, executor=pool, view="simulated")
+        assert unmapped is not None
+        assert_same(serial, unmapped)
+        assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [
+            ["bytes", "_DeltaStream"]
+        ] * 3
+        assert all(loaded.endswith(".records") for loaded, _, _ in seen)
+        monkeypatch.undo()
+        monkeypatch.setattr(tempfile, "tempdir", str(spill_root))
 
         def failing(*_: Any, **__: Any) -> Any:
             raise RuntimeError("the simulation failed")
@@ -331,13 +360,47 @@ def test_workers_of_this_machine_leave_the_records_in_a_folder_the_analysis_remo
         monkeypatch.setattr(filetasks, "_assemble", failing)
         with pytest.raises(RuntimeError, match="the simulation failed"):
             filetasks.analyze_files(logs, executor=pool, view="simulated")
-        assert not [p for p in spill_root.iterdir() if p.name.startswith("promptkit-records-")]
+        assert not [p for p in spill_root.iterdir() if p.name.startswith("promptkit-pieces-")]
     monkeypatch.setattr(filetasks, "_assemble", watched)
     seen.clear()
     here = filetasks.analyze_files(logs, executor=_InThisProcess(), view="simulated")
     assert here is not None
     assert_same(serial, here)
-    assert len(seen) == 3 and all(isinstance(loaded, bytes) and loaded for loaded, _ in seen)
+    assert len(seen) == 3 and all(isinstance(loaded, bytes) and loaded for loaded, _, _ in seen)
+    assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [["bytes", "_DeltaStream"]] * 3
+
+
+def test_a_worker_s_delta_streams_come_back_as_maps_of_the_file_it_wrote(tmp_path: Any) -> None:
+    """The delta streams a worker writes to the shared folder come back equal, array for array: maps of
+    the file (read-only, each at a 64-byte boundary, still readable once the file is removed); without
+    a folder they stay as they are."""
+    import numpy as np
+
+    from promptkit.analysis import filetasks
+
+    logs = _columns_logs(tmp_path / "logs")
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    options = filetasks._Options(None, None, None, None, "simulated", None, str(folder), True)
+    piece = filetasks._file_task(options, str(sorted(logs.iterdir())[0]), None)
+    (group,) = piece.groups
+    assert isinstance(group.deltas, str) and Path(group.deltas).parent == folder
+    plain = filetasks._file_task(
+        attrs.evolve(options, spill=None, mapped=False), str(sorted(logs.iterdir())[0]), None
+    )
+    kept = plain.groups[0].deltas
+    assert filetasks._arrays_out(kept, attrs.evolve(options, mapped=False)) is kept
+    assert filetasks._arrays_in(kept) is kept
+    mapped = filetasks._arrays_in(group.deltas)
+    for path in folder.iterdir():
+        path.unlink()
+    for name in type(kept).__slots__:
+        want, got = getattr(kept, name), getattr(mapped, name)
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and np.array_equal(got, want), name
+            if got.nbytes >= 64:  # large enough to travel out of band
+                assert not got.flags.writeable and got.ctypes.data % 64 == 0, name
+    assert pickle.dumps(mapped.plans) == pickle.dumps(kept.plans)
 
 
 def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 import numpy as np
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import event, example, given, settings, strategies as st
 
 from promptkit.analysis.simulator import CacheSimulator, RadixCache
 from promptkit.providers.resolve import resolve_cache_model
@@ -517,6 +517,102 @@ def test_resumed_sessions_equal_the_reference_simulator(
         ):
             assert (mine is None) == (theirs is None)
             assert mine is None or theirs is None or mine.stored_tokens == theirs.stored_tokens
+
+
+@st.composite
+def continuations(draw: st.DrawFn) -> tuple[Any, list[tuple[int, list[int], float | None, float | None]]]:
+    """A cache model without capacity and calls ``(session, tokens, time, ttl)`` of interleaved
+    sessions that mostly continue their previous call whole (the shortcut of
+    :meth:`CacheSimulator.step`), now and then after their path expired, now and then cut short, some
+    from a head another session shares."""
+    from promptkit.tokens.cache_models import PrefixCache, SteppedPrefixCache
+
+    ttl = draw(st.sampled_from([None, 30.0]))
+    model = draw(
+        st.sampled_from(
+            [
+                ExactCache(ttl=ttl),
+                ExactCache(ttl=ttl, delay=2.0),  # a delay: no shortcut (the write waits)
+                UnitPrefixCache(unit=4, ttl=ttl),
+                SteppedPrefixCache(min_tokens=6, step=4, ttl=ttl or 600.0),
+                PrefixCache(min_tokens=3, unit=2, ttl=ttl),
+            ]
+        )
+    )
+    head = draw(st.lists(st.integers(0, 3), max_size=5))
+    sessions = draw(st.integers(1, 3))
+    timed = draw(st.booleans())
+    now, calls, last = 0.0, [], {}
+    for s in draw(st.lists(st.integers(0, sessions - 1), min_size=1, max_size=30)):
+        new = draw(st.lists(st.integers(0, 3), min_size=1, max_size=6))
+        prev = last.get(s)
+        if prev is None or draw(st.integers(0, 5)) == 0:
+            tokens = (head if draw(st.booleans()) else []) + new
+        else:
+            tokens = (
+                prev[: draw(st.integers(0, len(prev)))] + new if draw(st.integers(0, 6)) == 0 else prev + new
+            )
+        now += draw(st.sampled_from([0.0, 1.0, 10.0, 31.0, 400.0]))
+        calls.append((s, tokens, now if timed else None, draw(st.sampled_from([ttl, ttl, 900.0]))))
+        last[s] = tokens
+    return model, calls
+
+
+@given(workload=continuations())
+@settings(max_examples=400, deadline=None)
+def test_a_continuing_session_takes_the_shortcut_and_answers_like_the_reference(
+    workload: tuple[Any, list[tuple[int, list[int], float | None, float | None]]],
+) -> None:
+    """The continuation shortcut of :meth:`CacheSimulator.step` (a session's prompt past the live end of
+    its previous call's run) answers as the reference simulator does, also when that path expired, was
+    refreshed by another session, or the model rounds what it reads down to nothing; the shortcut is
+    taken (counted) wherever a session continues."""
+    from tests.analysis import simulator_reference as ref
+
+    model, calls = workload
+    old, new = ref.CacheSimulator(model), CacheSimulator(model)
+    looked_up = []
+    lookup = new.lookup
+    new.lookup = lambda *a, **kw: looked_up.append(1) or lookup(*a, **kw)  # type: ignore[method-assign]
+    last: dict[int, list[int]] = {}
+    for k, (s, tokens, now, ttl) in enumerate(calls):
+        prompt_len = max(1, len(tokens) - 1)  # the last token is the answer
+        # the whole call; now and then a shorter entry too, or only one, or an exact one
+        entries = {
+            0: (CacheEntry(len(tokens), ttl),),
+            1: (CacheEntry(len(tokens), ttl), CacheEntry(2, 900.0)),
+        }
+        entries |= {2: (CacheEntry(max(1, len(tokens) // 2), ttl),), 3: (CacheEntry(len(tokens), ttl, True),)}
+        plan = CachePlan(prompt_len, entries[k % 11 if k % 11 < 4 else 0])
+        array = np.array(tokens, dtype=np.int64)
+        given = tokens if k % 3 == 0 else array  # a list is taken as an array would be
+        got = new.step(given, plan, now, f"r{k}", session=s, shared=_lcp(last.get(s, []), tokens))  # type: ignore[arg-type]
+        assert attrs.astuple(got) == attrs.astuple(old.step(array, plan, now, f"r{k}")), k
+        assert new.cache.stored_tokens == old.cache.stored_tokens
+        last[s] = tokens
+    event(f"shortcut taken: {len(calls) > len(looked_up)}")
+
+
+def test_a_session_whose_entry_outlives_its_next_one_takes_the_shortcut_from_the_new_leaf() -> None:
+    """A call whose entry lives shorter than the run it continues stores its new tokens as a child (an
+    in-place run would take the longer lifetime); the session's next call continues from that child
+    through the shortcut (no full lookup), and reads what the reference reads."""
+    from tests.analysis import simulator_reference as ref
+
+    model = ExactCache(ttl=30.0)
+    sim, old = CacheSimulator(model), ref.CacheSimulator(model)
+    looked_up = []
+    lookup = sim.lookup
+    sim.lookup = lambda *a, **kw: looked_up.append(1) or lookup(*a, **kw)  # type: ignore[method-assign]
+    calls = [([1, 2, 3], 300.0, 0.0), ([1, 2, 3, 4, 5], 30.0, 1.0), ([1, 2, 3, 4, 5, 6], 30.0, 2.0)]
+    for k, (tokens, ttl, now) in enumerate(calls):
+        plan = CachePlan(len(tokens), (CacheEntry(len(tokens), ttl),))
+        array = np.array(tokens, dtype=np.int64)
+        shared = len(calls[k - 1][0]) if k else 0
+        got = sim.step(array, plan, now, f"r{k}", session="s", shared=shared)
+        assert attrs.astuple(got) == attrs.astuple(old.step(array, plan, now, f"r{k}"))
+    assert looked_up == [1]  # the first call only: both continuations took the shortcut
+    assert sim.cache._cursors["s"].depth == 6 and sim.cache._cursors["s"].parent.depth == 3
 
 
 def test_a_session_resumes_from_its_previous_call_comparing_only_its_new_tokens(monkeypatch: Any) -> None:
