@@ -401,6 +401,34 @@ def test_a_worker_s_delta_streams_come_back_as_maps_of_the_file_it_wrote(tmp_pat
             if got.nbytes >= 64:  # large enough to travel out of band
                 assert not got.flags.writeable and got.ctypes.data % 64 == 0, name
     assert pickle.dumps(mapped.plans) == pickle.dumps(kept.plans)
+    for count in range(1, 12):  # however many arrays: the header's length places the first one
+        arrays = tuple(np.arange(k * 8, dtype=np.int64) for k in range(1, count + 1))
+        back = filetasks._arrays_in(filetasks._arrays_out(arrays, options))  # type: ignore[arg-type]
+        assert len(back) == count and all(np.array_equal(a, b) for a, b in zip(arrays, back, strict=True))
+
+
+def test_a_mapped_frame_equals_the_workers_and_only_posix_with_pyarrow_maps(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """A frame the coordinator maps equals the one the worker wrote; only a POSIX system with pyarrow
+    maps (elsewhere the frames come back as bytes)."""
+    import importlib.util
+
+    from promptkit.analysis import filetasks
+
+    frame = pl.concat([pl.DataFrame({"_pos": [0, 1], "role": ["user", "tool"]})] * 2, rechunk=False)
+    options = filetasks._Options(None, None, None, None, "simulated", None, str(tmp_path), True)
+    path = filetasks._frame_out(frame, options)
+    assert isinstance(path, str) and path.endswith(".arrow")
+    mapped = filetasks._mapped(path)
+    assert mapped.equals(frame)
+    assert isinstance(filetasks._frame_out(frame, attrs.evolve(options, mapped=False)), bytes)
+    assert filetasks._maps_arrow()
+    monkeypatch.setattr(filetasks.os, "name", "nt")
+    assert not filetasks._maps_arrow()
+    monkeypatch.undo()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert not filetasks._maps_arrow()
 
 
 def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -> None:
