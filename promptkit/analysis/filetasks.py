@@ -51,9 +51,9 @@ import os
 import pickle
 import struct
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import attrs
 
@@ -86,8 +86,8 @@ class _Options:
     # the formats a worker sniffs a file found in a directory with: the caller's registry, in order (a
     # format registered at run time is the caller's only); None: the worker's own (see _shippable)
     formats: tuple[LogFormat, ...] | None = None
-    # workers of this machine: the folder each worker writes its file's records to in the simulated view
-    # (see _spill); None: they come back as bytes
+    # workers of this machine: the folder each worker leaves its file's records in (simulated view, see
+    # _spill) and, when ``mapped``, its frames and delta streams (_frame_out, _arrays_out); None: bytes
     spill: str | None = None
     # the coordinator maps Arrow files (see _mapped): a worker writes its large frames (composition rows;
     # the requests of the consecutive view) to ``spill`` as Arrow files, not as bytes through the pipe
@@ -160,6 +160,14 @@ def _maps_arrow() -> bool:
     return os.name == "posix" and importlib.util.find_spec("pyarrow") is not None
 
 
+def _new_file(folder: str, suffix: str, write: Callable[[BinaryIO], object]) -> str:
+    """A new file in ``folder`` (the analysis' shared temporary folder), filled by ``write``: its path."""
+    fd, path = tempfile.mkstemp(dir=folder, suffix=suffix)
+    with os.fdopen(fd, "wb") as out:
+        write(out)
+    return path
+
+
 def _frame_out(frame: pl.DataFrame, options: _Options) -> bytes | str:
     """A large frame of a worker's piece: Arrow IPC bytes (:func:`_to_ipc`), or, when the coordinator
     maps them (``options.mapped``), the path of an uncompressed Arrow file written to the shared
@@ -167,10 +175,7 @@ def _frame_out(frame: pl.DataFrame, options: _Options) -> bytes | str:
     the benchmark's 2,525 calls took 20-25 ms of its CPU to decompress and copy, mapping them about 3."""
     if not options.mapped or options.spill is None:
         return _to_ipc(frame)
-    fd, path = tempfile.mkstemp(dir=options.spill, suffix=".arrow")
-    with os.fdopen(fd, "wb") as out:
-        frame.write_ipc(out, compression="uncompressed")
-    return path
+    return _new_file(options.spill, ".arrow", lambda out: frame.write_ipc(out, compression="uncompressed"))
 
 
 def _mapped(path: str) -> pl.DataFrame:
@@ -197,13 +202,14 @@ def _arrays_out(value: _DeltaStream, options: _Options) -> _DeltaStream | str:
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     parts: list[bytes | memoryview] = [head, *(b.raw() for b in buffers)]
-    fd, path = tempfile.mkstemp(dir=options.spill, suffix=".deltas")
-    with os.fdopen(fd, "wb") as out:
+
+    def write(out: BinaryIO) -> None:
         out.write(struct.pack(f"<{len(parts) + 1}Q", len(parts), *(len(x) for x in parts)))
         for part in parts:
             out.write(b"\0" * (-out.tell() % 64))
             out.write(part)
-    return path
+
+    return _new_file(options.spill, ".deltas", write)
 
 
 def _arrays_in(value: _DeltaStream | str) -> _DeltaStream:
@@ -386,10 +392,7 @@ def _spill(folder: str, data: bytes) -> str:
     leaves its file's records where the worker that attributes the divergences reads them, so they do
     not cross the coordinator's pipe twice (about 1.5 ms of its CPU a MB) nor stay in its memory until
     the simulation ends (they grow with the logs: 6 MB for the benchmark's 2,525 calls)."""
-    fd, path = tempfile.mkstemp(dir=folder, suffix=".records")
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    return path
+    return _new_file(folder, ".records", lambda out: out.write(data))
 
 
 def _shifted(piece: _GroupPiece, offset: int) -> _Partial:

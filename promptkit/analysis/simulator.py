@@ -330,11 +330,8 @@ class RadixCache:
         node = self._root
         pos = 0
         continued = self._continued(resume, n)
-        if continued is not None:  # the walk below would refresh that path and stop at its leaf
-            for p in continued:
-                p.expires = max(p.expires, expires)
-                p.tick, p.source = tick, source
-            node, pos = continued[0], continued[0].depth
+        if continued is not None:  # the walk below would refresh that path and grow its leaf
+            node, pos = self._extend(continued, tokens, expires, tick, source), n
         on_path = self._resume_path(resume) if continued is None else None
         while pos < n:
             first = int(tokens[pos])
@@ -359,6 +356,19 @@ class RadixCache:
             self._cursors[cursor] = node
         if self.capacity is not None and self._tokens > self.capacity:
             self._evict(self._tokens - self.capacity, now)
+
+    def _extend(
+        self, path: list[_Node], tokens: np.ndarray, expires: float, tick: int, source: str | None
+    ) -> _Node:
+        """Store ``tokens`` (int64) along a continuation's ``path`` (:meth:`_continued`, which they
+        cover): refresh the path, grow its leaf by the tokens past it; the node they end in."""
+        for p in path:
+            p.expires = max(p.expires, expires)
+            p.tick, p.source = tick, source
+        leaf = path[0]
+        if tokens.shape[0] > leaf.depth:
+            return self._grow(leaf, tokens, leaf.depth, expires, tick, source)
+        return leaf
 
     def _grow(
         self, node: _Node, tokens: np.ndarray, pos: int, expires: float, tick: int, source: str | None
@@ -717,9 +727,8 @@ class CacheSimulator:
         writes at once and evicts nothing, is looked up here in a few operations: it reads that whole
         path and stops (what :meth:`lookup` finds through :meth:`RadixCache.match`'s same shortcut; the
         shadow that keeps everything reads the same live path), and is stored as :meth:`store` stores
-        it: one entry that reaches past that path (not exact) refreshes it and grows its leaf, as
-        :meth:`RadixCache.insert` does on the same path. No LRU tick is set: without a capacity none is
-        read."""
+        it: one entry that reaches past that path (not exact) refreshes it and grows its leaf
+        (:meth:`RadixCache._extend`, what :meth:`RadixCache.insert` does on the same path)."""
         cache = self.cache
         if self._continues and session is not None and plan.lookup_points is None:
             tokens = np.asarray(tokens)
@@ -746,16 +755,8 @@ class CacheSimulator:
                     return outcome
                 ttl = entries[0].ttl
                 expires = _INF if ttl is None or now is None else now + ttl
-                for p in path:
-                    if p.expires < expires:
-                        p.expires = expires
-                    p.source = source
-                leaf = path[0]
-                if n > leaf.depth:
-                    leaf = cache._grow(
-                        leaf, np.asarray(tokens[:n], dtype=np.int64), leaf.depth, expires, 0, source
-                    )
-                cache._cursors[session] = leaf
+                run = np.asarray(tokens[:n], dtype=np.int64)
+                cache._cursors[session] = cache._extend(path, run, expires, next(cache._clock), source)
                 self._written[session] = (order, n)
                 return outcome
         outcome = self.lookup(tokens, plan, now, session=session, shared=shared)
