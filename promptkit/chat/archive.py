@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from promptkit.chat.attachments import ATTACHMENT_REF_KINDS, sanitize_desc
 from promptkit.chat.identity import get_message_name, get_sender_label
 from promptkit.chat.mentions import extract_mentions
 from promptkit.chat.message import Message, WellKnownKinds, WellKnownMetadataKeys as K
@@ -333,16 +334,32 @@ def _outbound_meta(msg: OutgoingMessage, extra: Mapping[str, Any]) -> dict[str, 
     return meta or None
 
 
+def _unaddressed_marker(kind: str, desc: str | None) -> Message:
+    """The event marker recorded for an outbound attachment that has no address (see
+    :func:`outbound_records`): the placeholder of its kind and description, without ``| ref:``."""
+    label = ATTACHMENT_REF_KINDS[kind].value
+    text = sanitize_desc(desc) if desc else ""
+    return Message(
+        role="system",
+        content=f"[{label}: {text}]" if text else f"[{label}]",
+        kind=WellKnownKinds.EVENT_MARKER.value,
+    )
+
+
 def outbound_records(msg: OutgoingMessage, *, timestamp: float | None = None) -> list[Message]:
     """What the archive records for a delivered outbound message (``recordOutbound``), in order:
 
     - the text, when it is not her reply: :func:`promptkit.outbound_marker_message` (her reply is
       archived by the agent with its reasoning and segments, not here);
-    - one :func:`promptkit.outbound_media_message` per attachment, whatever ``markup`` says, except those
-      with ``skip_archive`` set and those with no address at all (``ref``, ``url`` or ``data``): ``ref``
-      is the attachment's ``ref``, else ``url``, else ``data``; the description slot is the
-      ``description`` (for a file, the file ``name``); metadata ``ref`` / ``name`` (the address and the
-      file name as given).
+    - one :func:`promptkit.outbound_media_message` per attachment that has an address, whatever ``markup``
+      says (those with ``skip_archive`` set are left out): the address is :func:`archive_address` (the
+      attachment's ``ref``, else ``url``, else ``data`` when it is a storage address or a web address);
+      the description slot is the ``description`` (for a file, the file ``name``); metadata ``ref`` /
+      ``name`` (the address and the file name as given);
+    - an attachment without an address (inline data such as ``base64://…`` or a ``data:`` URI, a local
+      path, nothing at all) is no media reference the history could show again: it is recorded as an
+      event marker (``system``, kind ``event-marker``, kept out of the model's context) whose content is
+      the placeholder without an address, ``[图片: 描述]``; the inline payload never reaches the history.
 
     Every record gets ``source``, ``turnId`` and ``callId`` from the outbound message when set.
 
@@ -360,10 +377,12 @@ def outbound_records(msg: OutgoingMessage, *, timestamp: float | None = None) ->
     for att in msg.attachments or ():
         if att.skip_archive:
             continue
-        ref = att.ref or att.url or att.data
-        if not ref:
-            continue
+        ref = archive_address(att)
         desc = (att.name or att.description) if att.kind == "file" else att.description
+        if ref is None:
+            marker = _unaddressed_marker(att.kind, desc)
+            records.append(attrs.evolve(marker, metadata=_outbound_meta(msg, {}), timestamp=timestamp))
+            continue
         sent: dict[str, Any] = {K.SENT_REF.value: ref}
         if att.name is not None:
             sent[K.SENT_NAME.value] = att.name

@@ -232,7 +232,8 @@ def to_openai_dict(message: Message, *, include_reasoning: bool = False) -> dict
     ``timestamp`` stay on our side. ``images`` become ``image_url`` content parts on user messages
     only (other roles cannot carry them in this protocol; :func:`promptkit.prepare_llm_messages`
     moves a tool result's images into a user message first). ``reasoning_content`` is written only
-    with ``include_reasoning=True``. The role is written as it is: call
+    with ``include_reasoning=True``; ``name`` only when it is set (an empty name is not written, as
+    ``if (msg.name) apiMsg.name = msg.name`` does: OpenAI refuses ``"name": ""``). The role is written as it is: call
     :func:`promptkit.prepare_llm_messages` first.
     """
     out: dict[str, Any] = {"role": message.role}
@@ -244,7 +245,7 @@ def to_openai_dict(message: Message, *, include_reasoning: bool = False) -> dict
         out["content"] = parts
     else:
         out["content"] = message.content
-    if message.name is not None:
+    if message.name:
         out["name"] = message.name
     if message.tool_calls:
         out["tool_calls"] = [

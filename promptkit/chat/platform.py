@@ -150,6 +150,15 @@ def _non_negative_int(instance: object, attribute: attrs.Attribute[Any], value: 
         )
 
 
+def _positive_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise PlatformMessageError(
+            f"{type(instance).__name__}.{attribute.name}: must be a positive int or absent; got {value!r}"
+        )
+
+
 # --- small value classes ------------------------------------------------------------------------------
 
 
@@ -181,14 +190,14 @@ class ForwardFacts:
 
     ``count`` is the number of top-level entries; ``participants`` at most the first 8 people (written as
     the adapter chooses, e.g. OneBot's ``昵称(账号)``); ``unlisted`` the number of people not listed (None
-    when all are listed); ``text`` the summary or the (maybe truncated) text; ``cut_off`` True when the
+    when all are listed: the contract writes no ``unlisted`` then, so 0 is refused); ``text`` the summary or the (maybe truncated) text; ``cut_off`` True when the
     text was truncated, else None.
     """
 
     count: int = attrs.field(validator=_non_negative_int)
     participants: tuple[str, ...] = attrs.field(converter=_str_tuple)
     text: str
-    unlisted: int | None = attrs.field(default=None, validator=_non_negative_int)
+    unlisted: int | None = attrs.field(default=None, validator=_positive_int)
     cut_off: Literal[True] | None = attrs.field(default=None)
 
     @participants.validator
@@ -365,7 +374,8 @@ class IncomingMessage:
       ``from_turn`` (:class:`FromTurn`), ``host_notice`` (:class:`HostNotice`).
 
     The contract's "must" rules are enforced: ``owner_approved`` and ``host_notice`` require ``source``; a host
-    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``; one that carries
+    notice sets no ``user_id``, ``nickname``, ``session_type`` or ``trigger_type``; an ``idle`` trigger has no
+    ``user_id`` (nobody spoke: the idle auto-trigger starts a topic on its own); one that carries
     ``from_turn`` is on that turn's platform, and one that continues no call carries
     ``actor=self_initiated_actor(platform)`` (no subject: never a real user's identity, never none); a
     message with ``from_turn`` sets no ``actor``; there are no more descriptions than attachments.
@@ -433,6 +443,8 @@ class IncomingMessage:
                     "a host notice that continues no call (no from_turn) carries "
                     f"actor=self_initiated_actor({self.platform!r}); got {got}",
                 )
+        if self.trigger_type == "idle" and self.user_id is not None:
+            fail("user_id", f"an idle trigger has no user id (nobody spoke); got {self.user_id!r}")
         if self.from_turn is not None and self.actor is not None:
             fail("actor", "a message carrying from_turn does not set actor (its identity is the turn's)")
         n_desc = len(self.attachment_descriptions or ())
@@ -450,7 +462,8 @@ class OutgoingMessage:
 
     Required: ``content`` and ``session_id``; the rest is keyword-only and ``None`` when not set:
     ``text`` (the i18n text object when ``content`` is to be translated), ``platform``, ``host_notice``
-    (final-notice correlation: only ``kind`` and ``id``), ``reply_to`` (the quoted platform message id),
+    (final-notice correlation: only ``kind`` and ``id``; only the final notice carries it, so a message a tool
+    call sends mid-turn, with ``call_id``, does not), ``reply_to`` (the quoted platform message id),
     ``markup`` (the content holds platform markup to parse; None/False sends it as plain text),
     ``source`` (:data:`OUTGOING_SOURCES`), ``call_id`` (the tool call that sent it), ``turn_id`` (the agent
     turn that sent it), ``model_info`` (:class:`ModelInfo`), ``attachments`` (:class:`MessageAttachment`,
@@ -482,6 +495,13 @@ class OutgoingMessage:
         if value is not None and value != value.for_outbound():
             raise PlatformMessageError(
                 "OutgoingMessage.host_notice: carries only kind and id (use HostNotice.for_outbound())"
+            )
+
+    def __attrs_post_init__(self) -> None:
+        if self.host_notice is not None and self.call_id is not None:
+            raise PlatformMessageError(
+                "OutgoingMessage.host_notice: only the final notice carries it; a message sent mid-tool "
+                f"(call_id={self.call_id!r}) does not"
             )
 
 

@@ -190,10 +190,12 @@ def test_outbound_records_follow_markup_free_attachments_and_skip_archive() -> N
         ("system", "event-marker", "已重启"),
         ("notice", "outbound-file", "[文件: 主页.html | ref:workspace:/主页.html]"),
         ("notice", "outbound-audio", "[音频: 语音 | ref:data:/audio/a.mp3]"),
+        ("system", "event-marker", "[视频]"),  # no address: an event marker (M-83)
     ]
     common = {"source": "command", "turnId": "t1", "callId": "c1"}
     assert recs[0].metadata == {"text": {"key": "restart"}, **common}
     assert recs[1].metadata == {"ref": "workspace:/主页.html", "name": "主页.html", **common}
+    assert recs[3].metadata == common
     assert all(r.timestamp == 9.0 for r in recs)
 
 
