@@ -276,6 +276,18 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "", "tests/chat/test_contract_sample.py"),
     ("contracts: the marker keeps no description", "promptkit/chat/archive.py",
      '        content=f"[{label}: {text}]" if text else f"[{label}]",', '        content=f"[{label}]",', "tests/chat/test_contract_sample.py"),
+    ("secrets: sk- without a word boundary", "promptkit/formats/wire/redact.py",
+     'r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?', 'r"sk-(?:ant-|proj-)?', "tests/formats/test_wire.py"),
+    ("secrets: a list under a secret name is walked", "promptkit/formats/wire/redact.py",
+     "                        and not isinstance(v, bool)\n", "                        and isinstance(v, str | int | float)\n", "tests/formats/test_wire.py"),
+    ("secrets: the whole Basic match replaced", "promptkit/formats/wire/redact.py",
+     '        value = pattern.sub(_secret_only if "secret" in pattern.groupindex else REDACTED, value)',
+     '        value = pattern.sub(REDACTED, value)', "tests/formats/test_wire.py"),
+    ("secrets: free text keeps URL keys", "promptkit/formats/wire/redact.py",
+     "    text = _URL.sub(lambda m: redact_url(m.group(0)), text)\n", "", "tests/formats/test_wire.py"),
+    ("secrets: the unrecorded warning prints the raw URL", "promptkit/proxy/server.py",
+     '"promptkit proxy: %s %s not recorded: %s", method, redact_url(url), redact_text(str(exc))',
+     '"promptkit proxy: %s %s not recorded: %s", method, url, redact_text(str(exc))', "tests/proxy/test_faults.py"),
 ]  # fmt: skip
 
 

@@ -42,6 +42,7 @@ from promptkit.formats.wire import (
     exchange_record,
     is_event_stream,
     redact_counted,
+    redact_text,
     redact_url,
     session_hint,
 )
@@ -280,7 +281,7 @@ class Recorder:
     def _unrecorded(self, url: str, reason: str) -> None:
         with self._tracker_lock:
             self.unrecorded += 1
-        _log.warning("promptkit.capture: %s not recorded: %s", redact_url(url), reason)
+        _log.warning("promptkit.capture: %s not recorded: %s", redact_url(url), redact_text(reason))
 
     def _begin_safely(self, request: Any) -> _Call | None:
         """:meth:`_begin`, never raising: a request promptkit cannot read is sent all the same, and

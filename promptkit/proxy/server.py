@@ -65,6 +65,7 @@ from promptkit.formats.wire import (
     decode_body,
     exchange_record,
     is_secret_header,
+    redact_text,
     redact_url,
     responses_request_to_chat,
     session_hint,
@@ -260,7 +261,9 @@ def _record(
         )  # fmt: skip
     except HttpCaptureError as exc:
         state.unrecorded += 1
-        _log.warning("promptkit proxy: %s %s not recorded: %s", method, url, exc)
+        _log.warning(
+            "promptkit proxy: %s %s not recorded: %s", method, redact_url(url), redact_text(str(exc))
+        )
         return
     if first_byte is not None:
         record["first_byte"] = round(first_byte, 6)
@@ -279,7 +282,7 @@ def _record_safely(state: ProxyState, **kw: Any) -> None:
         state.unrecorded += 1
         _log.warning(
             "promptkit proxy: %s %s not recorded: %s: %s",
-            kw.get("method"), redact_url(str(kw.get("url"))), type(exc).__name__, exc,
+            kw.get("method"), redact_url(str(kw.get("url"))), type(exc).__name__, redact_text(str(exc)),
         )  # fmt: skip
 
 
@@ -356,7 +359,7 @@ def _unreachable(config: ProxyConfig, exc: Exception, record: Callable[..., None
         record(status=None, response_headers=None, response_body=None, first_byte=None,
                error={"kind": "timeout", "message": message})  # fmt: skip
         return _error_response(504, "proxy_upstream_timeout", message)
-    message = f"cannot reach upstream {config.upstream_display}: {redact_url(str(exc))}"
+    message = f"cannot reach upstream {config.upstream_display}: {redact_text(str(exc))}"
     record(status=None, response_headers=None, response_body=None, first_byte=None,
            error={"kind": "connection", "message": message})  # fmt: skip
     return _error_response(502, "proxy_upstream_unreachable", message)

@@ -22,6 +22,7 @@ from promptkit.formats.wire import (
     is_secret_header,
     redact,
     redact_counted,
+    redact_text,
     redact_url,
     safe_headers,
     url_credentials,
@@ -40,7 +41,63 @@ TOKENS = {
     "github": "ghp_" + "a" * 36,
     "github-app": "ghs_" + "B" * 36,
     "github-fine-grained": "github_pat_" + "11ABCDEFG" + "x" * 13 + "_" + "y" * 59,
+    "slack-bot": "xoxb-" + "1234567890-" + "aBcDeFgHiJkL",
+    "slack-user": "xoxp-" + "9876543210-" + "ZyXwVuTsRq",
+    "stripe-live": "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "stripe-restricted": "rk_test_" + "51HxYzAbCdEfGhIj",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nQw9x+/abc=\n-----END RSA PRIVATE KEY-----",
+    "pem-pkcs8": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
 }
+
+#: Secrets that sit inside a larger shape: only the secret part goes, the words around it stay.
+PARTS = [
+    ("Authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "Authorization: Basic [REDACTED]"),
+    ("Basic YWxhZGRpbjpvcGVuc2VzYW1l=", "YWxhZGRpbjpvcGVuc2VzYW1l", "Basic [REDACTED]"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI",
+     "aws_secret_access_key = [REDACTED]"),
+    ('AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "wJalrXUtnFEMI",
+     'AWS_SECRET_ACCESS_KEY="[REDACTED]"'),
+    ("postgres://admin:hunter2@db.example.com:5432/app", "hunter2", "postgres://admin:[REDACTED]@db.example.com:5432/app"),
+    ("DATABASE_URL=mysql://root:s3cr3t!@127.0.0.1/x", "s3cr3t", "DATABASE_URL=mysql://root:[REDACTED]@127.0.0.1/x"),
+    ("mongodb+srv://u:p%40ss@cluster0.x.net/db", "p%40ss", "mongodb+srv://u:[REDACTED]@cluster0.x.net/db"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "secret", "expected"), PARTS)
+def test_a_secret_inside_a_shape_is_redacted_and_its_words_kept(
+    text: str, secret: str, expected: str
+) -> None:
+    out = redact({"content": f"config: {text} end"}, default_patterns())["content"]
+    assert secret not in out
+    assert out == f"config: {expected} end"
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "see the risk-management-and-compliance-policy and the task-management-and-planning-guide",
+        "the risk-assessment-2024-Q3-report-final and the desk-booking-2025-Policy are due",
+        "the Basic understanding of caching; Basic Training sessions; BASIC programming",
+        "https://docs.example.com/a:b@c and mailto:me@example.com and user@host:path",
+        "sk-learn-style-hyphenated-words-without-digits and desk-top-publishing-and-layout-tools",
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n-----END PUBLIC KEY-----",
+    ],
+)
+def test_prose_that_looks_like_a_key_is_left_alone(prose: str) -> None:
+    assert redact({"content": prose}, default_patterns()) == {"content": prose}
+
+
+def test_a_private_key_without_its_end_costs_a_bounded_scan() -> None:
+    text = "-----BEGIN PRIVATE KEY-----\n" + "A" * 40_000
+    assert redact({"c": text}, default_patterns()) == {"c": text}  # no END: nothing to cut, text kept
+
+
+def test_free_text_loses_url_credentials_and_key_shapes() -> None:
+    said = redact_text(
+        "POST http://h.example/v1/messages?key=q-SECRET-1&alt=json failed: sk-proj-" + "a1B2" * 8
+    )
+    assert "q-SECRET-1" not in said and "a1B2" not in said
+    assert said.startswith("POST http://h.example/v1/messages?key=%5BREDACTED%5D&alt=json failed: ")
 
 
 @pytest.mark.parametrize("name", sorted(TOKENS))
@@ -67,6 +124,12 @@ def test_ordinary_text_is_left_alone() -> None:
 def test_body_fields_that_hold_credentials_are_redacted(field: str) -> None:
     out = redact({"model": "m", "auth": {field: "plain-value-42"}, "prompt_tokens": 5}, default_patterns())
     assert out == {"model": "m", "auth": {field: REDACTED}, "prompt_tokens": 5}
+
+
+@pytest.mark.parametrize("value", [["x-secret-1"], {"value": "x-secret-1"}, [{"k": "x-secret-1"}], 12345])
+def test_a_secret_field_holding_a_list_or_an_object_is_redacted_whole(value: Any) -> None:
+    out = redact({"password": value, "Authorization": value, "api_key": None, "n": 1}, default_patterns())
+    assert out == {"password": REDACTED, "Authorization": REDACTED, "api_key": None, "n": 1}
 
 
 @pytest.mark.parametrize(
@@ -116,7 +179,7 @@ def test_redaction_walks_any_depth_without_recursion() -> None:
     for _ in range(128):
         out = out[0]
     assert out == "[REDACTED: nested deeper than 128 levels]"
-    shallow, cut = redact_counted({"a": [[{"k": "sk-proj-" + "e" * 30}]]}, default_patterns())
+    shallow, cut = redact_counted({"a": [[{"k": "sk-proj-" + "eE" * 15}]]}, default_patterns())
     assert cut == 0 and shallow == {"a": [[{"k": REDACTED}]]}
 
 

@@ -201,3 +201,25 @@ def test_predictions_past_the_queue_bound_are_skipped_and_counted() -> None:
     figures.observe({"request": {"model": "gpt-4o", "messages": []}, "http": {"api": "openai-chat"}}, "s")
     assert figures.snapshot()["skipped_predictions"] == 1
     figures.close()
+
+
+def test_a_call_that_cannot_be_recorded_is_named_on_stderr_without_its_query_keys(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The record is never written with a credential; the warning that says it was not written must not
+    print one either (the query string of the call and the upstream's own)."""
+    log = tmp_path / "calls.jsonl"
+
+    async def main() -> None:
+        async with fake_upstream() as up, serve(ProxyConfig(upstream=up.url, port=0, log=log)) as proxy:
+            async with aiohttp.ClientSession() as s:
+                url = proxy.url + "/v1/messages?key=QKEY-7f3e&api_key=QKEY-8a1b&alt=json"
+                async with s.post(url, data=b'{"model": "x", "messages": ['):  # not JSON: not recorded
+                    pass
+            assert proxy.state.unrecorded == 1
+
+    with caplog.at_level("WARNING", logger="promptkit.proxy"):
+        run(main)
+    said = "\n".join(r.getMessage() for r in caplog.records)
+    assert "not recorded" in said and "alt=json" in said
+    assert "QKEY" not in said

@@ -245,7 +245,7 @@ def test_redaction_patterns_and_secret_query_values(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     body = {
         "model": "gpt-4o",
-        "messages": [{"role": "user", "content": "my card is 4111-1111-1111-1111, key sk-proj-" + "q" * 30}],
+        "messages": [{"role": "user", "content": "my card is 4111-1111-1111-1111, key sk-proj-" + "qQ1" * 10}],
     }
 
     async def main() -> None:

@@ -12,7 +12,7 @@ proxy):
   parameters that carry credentials (``key``, ``api_key``, ``token``, ``access-token``, ``auth``,
   ``sig``, ``signature``, ``client_secret``, ``password``, ``x-api-key``, and any name ending in
   ``_token`` / ``_key`` / ``_secret``);
-- **body fields** (:func:`redact`): the value of a field named ``api_key``, ``apikey``, ``x_api_key``,
+- **body fields** (:func:`redact`): the value (a string, a number, a list or an object, whole) of a field named ``api_key``, ``apikey``, ``x_api_key``,
   ``access_token``, ``refresh_token``, ``id_token``, ``auth_token``, ``session_token``,
   ``client_secret``, ``secret_key``, ``private_key``, ``password`` or ``authorization`` (any case, ``-``
   or ``_``);
@@ -50,6 +50,7 @@ __all__ = [
     "is_secret_query",
     "redact",
     "redact_counted",
+    "redact_text",
     "redact_url",
     "safe_headers",
     "url_credentials",
@@ -89,27 +90,48 @@ _SECRET_FIELDS: Final[frozenset[str]] = frozenset(
 )  # fmt: skip
 
 #: Patterns of API keys replaced by ``[REDACTED]`` in every recorded string (keys pasted into prompts
-#: included), each from the issuer's documented token format:
+#: included), each from the issuer's documented token format. A pattern with a group named ``secret``
+#: replaces only that group, so the words around it (``postgres://user:``, ``Basic ``) stay readable.
 #:
-#: - OpenAI / DeepSeek ``sk-...`` and Anthropic ``sk-ant-...`` keys;
+#: - OpenAI / DeepSeek ``sk-...`` and Anthropic ``sk-ant-...`` keys: a whole word (``risk-management-…``
+#:   is no key) with a digit or a capital letter in it (issued keys are mixed-case base62: the chance that
+#:   one has neither is nil; lower-case hyphenated words have neither);
 #: - Google ``AIza...`` API keys;
 #: - ``Bearer ...`` tokens;
+#: - HTTP Basic credentials (RFC 7617): ``Basic`` and a base64 token with a digit, ``+``, ``/``, ``=`` or
+#:   a capital letter after its first (so "Basic understanding" is prose, ``Basic dXNlcjpwYXNz`` a secret);
 #: - Groq ``gsk_...`` (https://console.groq.com/docs/quickstart), Hugging Face ``hf_...``
 #:   (https://huggingface.co/docs/hub/security-tokens), xAI ``xai-...`` (https://docs.x.ai/docs/overview);
 #: - AWS access key ids ``AKIA`` / ``ASIA`` + 16 characters (the IAM unique-identifier prefixes,
-#:   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids);
+#:   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids),
+#:   and secret access keys (40 base64 characters) after ``aws_secret_access_key`` (any case, ``=`` or
+#:   ``:``; https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html);
 #: - GitHub ``ghp_`` / ``gho_`` / ``ghu_`` / ``ghs_`` / ``ghr_`` tokens and fine-grained ``github_pat_``
-#:   tokens (https://github.blog/changelog/2021-03-31-authentication-token-format-updates-are-generally-available).
+#:   tokens (https://github.blog/changelog/2021-03-31-authentication-token-format-updates-are-generally-available);
+#: - Slack ``xoxb-`` / ``xoxp-`` / ``xoxa-`` / ``xoxr-`` / ``xoxs-`` / ``xoxe-`` tokens
+#:   (https://api.slack.com/authentication/token-types);
+#: - Stripe secret and restricted keys ``sk_live_`` / ``sk_test_`` / ``rk_live_`` / ``rk_test_``
+#:   (https://docs.stripe.com/keys);
+#: - PEM private keys (RFC 7468), ``-----BEGIN … PRIVATE KEY-----`` to its ``END`` line (at most 16 KiB
+#:   apart, so a lone ``BEGIN`` costs a bounded scan);
+#: - the password of any ``scheme://user:password@host`` address (database URLs: ``postgres://``,
+#:   ``mysql://``, ``mongodb+srv://``, ``redis://``; RFC 3986 user information).
 SECRET_PATTERNS: Final[tuple[str, ...]] = (
-    r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",
+    r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?(?=[a-z_\-]{0,200}[0-9A-Z])[A-Za-z0-9_\-]{20,}",
     r"AIza[0-9A-Za-z_\-]{35}",
     r"(?i)bearer\s+[A-Za-z0-9._\-]{20,}",
+    r"\bBasic\s+(?P<secret>(?=[A-Za-z0-9+/]*[0-9+/=]|[A-Za-z][a-z]*[A-Z])[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])",
     r"\bgsk_[A-Za-z0-9]{20,}",
     r"\bhf_[A-Za-z0-9]{20,}",
     r"\bxai-[A-Za-z0-9]{20,}",
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"(?i:aws_?secret_?access_?key)[\"']?\s*[:=]\s*[\"']?(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
     r"\bgh[pousr]_[A-Za-z0-9]{36,}",
     r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+    r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\"'<>]+:(?P<secret>[^\s@/\"'<>]+)@",
 )
 
 #: How deep :func:`redact` walks a JSON value; a part nested deeper becomes :data:`TOO_DEEP`.
@@ -212,10 +234,33 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts)
 
 
+def _secret_only(match: re.Match[str]) -> str:
+    start, end = match.span("secret")
+    if start < 0:  # the group did not take part: nothing to hide
+        return match.group(0)
+    base = match.start()
+    whole = match.group(0)
+    return whole[: start - base] + REDACTED + whole[end - base :]
+
+
 def _text(value: str, patterns: Sequence[re.Pattern[str]]) -> str:
     for pattern in patterns:
-        value = pattern.sub(REDACTED, value)
+        value = pattern.sub(_secret_only if "secret" in pattern.groupindex else REDACTED, value)
     return value
+
+
+def redact_text(text: str, patterns: Sequence[re.Pattern[str]] | None = None) -> str:
+    """Free text (an error message, a log line) with the key shapes of ``patterns`` (by default
+    :data:`SECRET_PATTERNS`) and the credentials of every URL in it (:func:`redact_url`) redacted.
+
+    >>> redact_text("GET https://x.example/v1?key=abc failed: 403")
+    'GET https://x.example/v1?key=%5BREDACTED%5D failed: 403'
+    """
+    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    return _text(text, default_patterns() if patterns is None else patterns)
+
+
+_URL: Final[re.Pattern[str]] = re.compile(r"\bhttps?://[^\s'\"<>]+")
 
 
 def redact_counted(
@@ -249,8 +294,13 @@ def redact_counted(
                 dest[slot] = out
                 for k, v in src.items():
                     key = _text(k, patterns) if isinstance(k, str) else k
-                    if isinstance(k, str) and is_secret_field(k) and isinstance(v, str | int | float):
-                        out[key] = REDACTED
+                    if (
+                        isinstance(k, str)
+                        and is_secret_field(k)
+                        and v is not None
+                        and not isinstance(v, bool)
+                    ):
+                        out[key] = REDACTED  # a list or an object under a secret name too, whole
                         continue
                     out[key] = None
                     stack.append((v, out, key, depth + 1))
@@ -266,7 +316,7 @@ def redact_counted(
 def redact(value: Any, patterns: Sequence[re.Pattern[str]], *, max_depth: int = MAX_DEPTH) -> Any:
     """:func:`redact_counted` without the count.
 
-    >>> redact({"content": "my key is sk-abcdefghijklmnopqrstuvwx"}, [re.compile(SECRET_PATTERNS[0])])
+    >>> redact({"content": "my key is sk-abcdefghijklmnopqrstuv42"}, [re.compile(SECRET_PATTERNS[0])])
     {'content': 'my key is [REDACTED]'}
     """
     return redact_counted(value, patterns, max_depth=max_depth)[0]
