@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import json
 import logging
 import os
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger("promptkit.capture")
+#: Never follow a symbolic link to the log (a link planted at the log's path would send prompts elsewhere).
+_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 
 
 def _compile(patterns: Sequence[str | re.Pattern[str]], *, defaults: bool) -> tuple[re.Pattern[str], ...]:
@@ -77,7 +80,10 @@ class RecordLog:
     Each record is serialized first (bodies redacted with the key patterns
     :data:`~promptkit.formats.wire.redact.SECRET_PATTERNS`, secret fields such as ``api_key``, and
     ``redact`` patterns; see :func:`~promptkit.formats.wire.redact.redact_counted`), then written with
-    one ``write`` on a file opened with ``O_APPEND`` (mode 0600): a record is on disk whole or not at all.
+    one ``write`` on a file opened with ``O_APPEND`` (mode 0600; an existing log readable by others is made
+    0600, with a warning; a path that is a symbolic link is refused, not followed): a record is on disk
+    whole or not at all. A log removed or replaced while it is written (rotation, ``rm``) is noticed at the
+    next record, which starts a new file at the path (counted in ``reopened``, and logged).
     A part of a record nested deeper than :data:`~promptkit.formats.wire.redact.MAX_DEPTH` levels is
     written as a ``[REDACTED: nested deeper than ...]`` marker, counted in ``too_deep`` and logged. A
     short write (disk full) is cut back off the file; if even that fails the next record starts on a new
@@ -114,14 +120,32 @@ class RecordLog:
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._torn = False
+        self.reopened = 0
 
     def _open(self) -> int:
+        if self._fd is not None and self._moved(self._fd):
+            # removed or replaced while we write (log rotation, a user's rm): writing on would put the
+            # records in a file nobody can open any more; start the file again at its path
+            os.close(self._fd)
+            self._fd = None
+            self.reopened += 1
+            _log.warning(
+                "promptkit: %s was removed or replaced while recording; writing a new file there", self.path
+            )
         if self._fd is None:
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
             except PermissionError:  # a log we may append to but not read: no torn line to look for
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
                 return self._fd
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise LogFileError(
+                        self.path,
+                        "is a symbolic link: a log of API calls is not written through one (give its real path)",
+                    ) from None
+                raise
+            self._private(fd)
             try:
                 size = os.fstat(fd).st_size
                 # a crash may have left the last line torn: start on a fresh line, not glued onto it
@@ -132,6 +156,29 @@ class RecordLog:
                 raise
             self._fd = fd
         return self._fd
+
+    def _moved(self, fd: int) -> bool:
+        """Whether the open file is no longer the one at ``path`` (removed, or replaced by another)."""
+        try:
+            at = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return True
+        mine = os.fstat(fd)
+        return (at.st_ino, at.st_dev) != (mine.st_ino, mine.st_dev)
+
+    def _private(self, fd: int) -> None:
+        """Make an existing log readable by its owner only (prompts and answers are in it), as a new one is."""
+        mode = os.fstat(fd).st_mode
+        if os.name == "posix" and mode & 0o077:
+            try:
+                os.fchmod(fd, 0o600)
+                _log.warning(
+                    "promptkit: %s was readable by others (mode %o); it is now 0600", self.path, mode & 0o777
+                )
+            except OSError as exc:  # not ours: say so, write all the same
+                _log.warning(
+                    "promptkit: %s is readable by others and cannot be made private: %s", self.path, exc
+                )
 
     def _fail(self, reason: str) -> bool:
         self.failures += 1
@@ -179,7 +226,9 @@ class RecordLog:
                     with contextlib.suppress(OSError):
                         os.close(self._fd)
                     self._fd = None
-                return self._fail(f"{self.path}: {exc.strerror or exc}")
+                return self._fail(
+                    str(exc) if isinstance(exc, LogFileError) else f"{self.path}: {exc.strerror or exc}"
+                )
             self.written += 1
             return True
 

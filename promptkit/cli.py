@@ -476,6 +476,13 @@ def _add_proxy_command(commands: Any) -> None:
         metavar="SECONDS",
         help="upstream silence before giving up (default: %(default)s)",
     )
+    proxy.add_argument(
+        "--client-timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long a client may take to send its request body; a slower one gets 408 (default: %(default)s)",
+    )
     proxy.set_defaults(handler=_run_proxy)
 
 
@@ -510,6 +517,7 @@ def _run_proxy(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             redact=tuple(args.redact),
             allow_remote=args.allow_remote,
             read_timeout=args.timeout,
+            client_timeout=args.client_timeout,
             predict=not args.no_predict,
             provider=args.provider,
         )

@@ -173,3 +173,46 @@ def test_a_recording_fault_never_fails_the_users_call(
     recorder = capture(http, tmp_path / "calls.jsonl")
     assert http.post("https://api.openai.com/v1/chat/completions", json={"messages": []}).json() == {"ok": 1}
     assert recorder.unrecorded == 1
+
+
+def test_an_existing_log_readable_by_others_is_made_private(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from promptkit.capture import RecordLog
+
+    path = tmp_path / "calls.jsonl"
+    path.write_text("")
+    path.chmod(0o644)
+    with caplog.at_level("WARNING", logger="promptkit.capture"):
+        assert RecordLog(path).append({"request": {"messages": []}})
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert "was readable by others (mode 644)" in caplog.text
+
+
+def test_a_log_path_that_is_a_symbolic_link_is_refused_not_followed(tmp_path: Path) -> None:
+    from promptkit.capture import RecordLog
+
+    elsewhere = tmp_path / "elsewhere.txt"
+    elsewhere.write_text("untouched\n")
+    link = tmp_path / "calls.jsonl"
+    link.symlink_to(elsewhere)
+    log = RecordLog(link)
+    assert log.append({"request": {"messages": []}}) is False
+    assert log.failures == 1 and log.last_error is not None and "symbolic link" in log.last_error
+    assert elsewhere.read_text() == "untouched\n"
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_log_removed_or_replaced_while_recording_is_started_again(tmp_path: Path, how: str) -> None:
+    from promptkit.capture import RecordLog
+
+    path = tmp_path / "calls.jsonl"
+    log = RecordLog(path)
+    assert log.append({"n": 1})
+    path.unlink()
+    if how == "replaced":
+        path.write_text('{"n": 0}\n')
+    assert log.append({"n": 2}) and log.append({"n": 3})
+    kept = [json.loads(line)["n"] for line in path.read_text().splitlines()]
+    assert kept == ([0, 2, 3] if how == "replaced" else [2, 3])  # nothing written into the lost file
+    assert log.reopened == 1 and log.written == 3

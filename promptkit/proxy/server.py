@@ -33,15 +33,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import ipaddress
 import logging
 import math
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import attrs
@@ -89,12 +91,20 @@ __all__ = [
 LIVE_PATH: Final[str] = "/_promptkit"
 
 _log = logging.getLogger("promptkit.proxy")
+_T = TypeVar("_T")
 
 #: Hop-by-hop headers (RFC 9110 section 7.6.1) and the ones aiohttp sets itself: not forwarded.
 _HOP: Final[frozenset[str]] = frozenset(
     {"connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
-     "content-length"}
+     "content-length", "expect"}
 )  # fmt: skip
+# "expect" (RFC 9110 section 10.1.1): the proxy answered ``100 Continue`` to its client itself and has the
+# whole body; sent on, the upstream's client would wait for a second ``100`` that never comes.
+
+#: The most bytes of one answer kept for its record; past it the answer is still relayed whole, and the
+#: call is recorded with an ``error`` of kind ``too-large`` and no response body (an endless stream
+#: cannot grow the proxy without bound).
+MAX_RECORDED_RESPONSE: Final[int] = 64 * 1024 * 1024
 #: Headers aiohttp's client adds unless told not to.
 _AUTO: Final[tuple[str, ...]] = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 
@@ -138,8 +148,13 @@ class ProxyConfig:
     expressions whose matches in recorded bodies become ``[REDACTED]`` (API-key shapes always are);
     ``allow_remote`` must be True to listen on a non-loopback address; ``connect_timeout`` and
     ``read_timeout`` (seconds without a byte from the upstream; finite and greater than 0) bound each
-    call; ``predict`` runs the analyzer for the live figures with the cache rules of ``provider``
-    (default: inferred).
+    call; ``client_timeout`` bounds how long a client may take to send its request body (a slow client
+    gets ``408``, and holds no worker meanwhile); ``predict`` runs the analyzer for the live figures with
+    the cache rules of ``provider`` (default: inferred).
+
+    Browsers are kept out (:func:`_guard`): a request whose ``Origin`` is not a loopback address (a web
+    page's cross-site POST) is refused with ``403``, and so, unless ``allow_remote``, is one whose ``Host``
+    is not a loopback name (DNS rebinding): API clients send neither.
 
     Credentials in ``upstream`` (``https://user:password@host``) are sent upstream as HTTP Basic
     authentication (unless the client sends its own ``Authorization``) and never shown or recorded:
@@ -159,6 +174,7 @@ class ProxyConfig:
     read_timeout: float = attrs.field(default=600.0, validator=_check_seconds)
     predict: bool = True
     provider: str | None = None
+    client_timeout: float = attrs.field(default=60.0, validator=_check_seconds)
 
     def __attrs_post_init__(self) -> None:
         if not self.allow_remote and not _is_loopback(self.host):
@@ -196,7 +212,36 @@ class ProxyState:
         self.figures = LiveFigures(provider=config.provider, predict=config.predict)
         self.forwarded = 0
         self.unrecorded = 0
+        self.refused = 0
         self.client: ClientSession | None = None
+        # recording (parsing, redacting and writing bodies) runs on one thread of its own, in arrival
+        # order, so a 200 MB body does not stop the event loop serving every other client
+        self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="promptkit-recorder")
+
+        self._pending = 0
+        self._settled: asyncio.Event | None = None
+
+    async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` on the recording thread (in submission order), awaited."""
+        return await asyncio.get_running_loop().run_in_executor(self.recorder, fn, *args)
+
+    def _begin(self) -> None:
+        self._pending += 1
+        if self._settled is None:
+            self._settled = asyncio.Event()
+        self._settled.clear()
+
+    def _end(self) -> None:
+        self._pending -= 1
+        if self._pending == 0 and self._settled is not None:
+            self._settled.set()
+
+    async def drained(self) -> None:
+        """Wait until every call that has reached the proxy is recorded (or counted as unrecorded):
+        recording runs off the event loop, so a client may have its answer a moment before its record
+        is written."""
+        if self._pending and self._settled is not None:
+            await self._settled.wait()
 
     def recording(self) -> dict[str, Any]:
         log = self.log
@@ -207,7 +252,9 @@ class ProxyState:
             "last_error": log.last_error if log is not None else None,
             "unrecorded": self.unrecorded,
             "too_deep": log.too_deep if log is not None else 0,
+            "reopened": log.reopened if log is not None else 0,
             "forwarded": self.forwarded,
+            "refused": self.refused,
         }
 
 
@@ -290,39 +337,88 @@ async def _forward(request: web.Request) -> web.StreamResponse:
     state: ProxyState = request.app[_STATE]
     assert state.client is not None
     started, t0 = time.time(), time.perf_counter()
-    body = await request.read()
+    try:
+        body = await asyncio.wait_for(request.read(), timeout=state.config.client_timeout)
+    except TimeoutError:
+        state.refused += 1
+        return _error_response(
+            408, "proxy_client_timeout",
+            f"the request body did not arrive within {state.config.client_timeout:g} s (--client-timeout)",
+        )  # fmt: skip
     base, user, password = url_credentials(state.config.upstream)
     url = base.rstrip("/") + request.raw_path
     # only POSTs to an API path are calls; a GET of the same path is forwarded and not recorded
     api = api_from_url(request.path) if request.method == "POST" else None
-    session = _session_of(state, api, request.headers, body)
     headers = _upstream_headers(request.headers, user, password)
     skip = [h for h in _AUTO if h not in request.headers]
     state.forwarded += 1
+    if api is None:
+        return await _exchange(state, request, _Outbound(url, headers, skip, body, t0), None)
+    state._begin()
+    try:
+        session = await state.off_loop(_session_of, state, api, request.headers, body)
 
-    def record(**kw: Any) -> None:
-        if api is not None:
-            _record_safely(state, url=url, method=request.method, body=body, headers=request.headers,
-                           session=session, started=started, duration=time.perf_counter() - t0, **kw)  # fmt: skip
+        async def record(**kw: Any) -> None:
+            kw.update(url=url, method=request.method, body=body, headers=request.headers, session=session,
+                      started=started, duration=time.perf_counter() - t0)  # fmt: skip
+            await state.off_loop(functools.partial(_record_safely, state, **kw))
 
+        return await _exchange(state, request, _Outbound(url, headers, skip, body, t0), record)
+    finally:
+        state._end()
+
+
+@attrs.frozen
+class _Outbound:
+    """The request as it goes upstream: URL, headers, the auto headers to skip, body, and when it came
+    (``perf_counter``)."""
+
+    url: str
+    headers: list[tuple[str, str]]
+    skip: list[str]
+    body: bytes
+    t0: float
+
+
+async def _exchange(
+    state: ProxyState,
+    request: web.Request,
+    out: _Outbound,
+    record: Callable[..., Awaitable[None]] | None,
+) -> web.StreamResponse:
+    """Send the request upstream and relay the answer; ``record`` (None: not a call) records it."""
+    assert state.client is not None
     try:
         upstream = await state.client.request(
-            request.method, url, headers=headers, data=body or None, skip_auto_headers=skip,
+            request.method, out.url, headers=out.headers, data=out.body or None, skip_auto_headers=out.skip,
             allow_redirects=False, compress=None,
         )  # fmt: skip
     except (TimeoutError, ClientError) as exc:
-        return _unreachable(state.config, exc, record)
-    first_byte = time.perf_counter() - t0
+        answer, failure = _unreachable(state.config, exc)
+        if record is not None:
+            await record(
+                status=None, response_headers=None, response_body=None, first_byte=None, error=failure
+            )
+        return answer
+    first_byte = time.perf_counter() - out.t0
     response = _response_head(upstream)
-    chunks, error = await _relay(request, response, upstream, keep=api is not None)
-    record(status=upstream.status, response_headers=upstream.headers, response_body=b"".join(chunks),
-           first_byte=first_byte, error=error)  # fmt: skip
-    if error is not None:
+    relayed = await _relay(request, response, upstream, keep=record is not None)
+    if record is not None:
+        kept = None if relayed.chunks is None else b"".join(relayed.chunks)
+        await record(status=upstream.status, response_headers=upstream.headers, response_body=kept,
+                     first_byte=first_byte, error=relayed.error)  # fmt: skip
+    if relayed.error is not None and relayed.error["kind"] != "too-large":
         # pass the drop on: the client must see a broken response, as it came from the upstream
+        if relayed.held and relayed.error["kind"] == "stream-dropped":
+            with contextlib.suppress(ConnectionError, ClientConnectionError):
+                await response.write(relayed.held)
         if request.transport is not None:
             request.transport.close()
         return response
-    await response.write_eof()
+    with contextlib.suppress(ConnectionError, ClientConnectionError):
+        if relayed.held:
+            await response.write(relayed.held)
+        await response.write_eof()
     return response
 
 
@@ -349,20 +445,20 @@ def _upstream_headers(headers: Any, user: str | None, password: str | None) -> l
     return out
 
 
-def _unreachable(config: ProxyConfig, exc: Exception, record: Callable[..., None]) -> web.Response:
-    """A timeout (504) or a connection that failed (502) before any answer: recorded, and answered
-    with a JSON ``error`` body."""
+def _unreachable(config: ProxyConfig, exc: Exception) -> tuple[web.Response, dict[str, Any]]:
+    """A timeout (504) or a connection that failed (502) before any answer: the JSON ``error`` answer,
+    and the error its record carries."""
     if isinstance(exc, TimeoutError):
         message = (
             f"upstream {config.upstream_display} did not answer within the timeout ({exc.__class__.__name__})"
         )
-        record(status=None, response_headers=None, response_body=None, first_byte=None,
-               error={"kind": "timeout", "message": message})  # fmt: skip
-        return _error_response(504, "proxy_upstream_timeout", message)
+        return _error_response(504, "proxy_upstream_timeout", message), {
+            "kind": "timeout",
+            "message": message,
+        }
     message = f"cannot reach upstream {config.upstream_display}: {redact_text(str(exc))}"
-    record(status=None, response_headers=None, response_body=None, first_byte=None,
-           error={"kind": "connection", "message": message})  # fmt: skip
-    return _error_response(502, "proxy_upstream_unreachable", message)
+    answer = _error_response(502, "proxy_upstream_unreachable", message)
+    return answer, {"kind": "connection", "message": message}
 
 
 def _response_head(upstream: ClientResponse) -> web.StreamResponse:
@@ -377,21 +473,45 @@ def _response_head(upstream: ClientResponse) -> web.StreamResponse:
     return response
 
 
+@attrs.define
+class _Relayed:
+    """What :func:`_relay` leaves: the chunks kept for the record (None when not kept, or when the answer
+    outgrew :data:`MAX_RECORDED_RESPONSE`), the error of a stream that broke on either side or grew too
+    large to record (None when it went through whole), and, for an answer of known length, its last chunk,
+    not sent yet: it goes once the call is recorded, so a client that has its whole answer finds the call
+    recorded (a chunked answer, a stream, is sent as it comes: its end is the terminating chunk, sent
+    after the record)."""
+
+    chunks: list[bytes] | None
+    error: dict[str, Any] | None
+    held: bytes = b""
+
+
 async def _relay(
     request: web.Request, response: web.StreamResponse, upstream: ClientResponse, *, keep: bool
-) -> tuple[list[bytes], dict[str, Any] | None]:
-    """Stream the upstream's body to the client chunk by chunk; the chunks (when ``keep``) and the
-    error of a stream that broke on either side (None when it went through whole)."""
-    chunks: list[bytes] = []
+) -> _Relayed:
+    """Stream the upstream's body to the client chunk by chunk, all but the last (see :class:`_Relayed`)."""
+    chunks: list[bytes] | None = [] if keep else None
+    size = 0
+    held = b""
+    hold = response.content_length is not None
     dropped: str | None = None
     client_gone = False
     try:
         await response.prepare(request)
         async for chunk in upstream.content.iter_any():
-            if keep:
+            if chunks is not None:
+                size += len(chunk)
                 chunks.append(chunk)
+                if size > MAX_RECORDED_RESPONSE:  # relayed on, no longer kept
+                    chunks = None
             try:
-                await response.write(chunk)
+                if held:
+                    await response.write(held)
+                held = chunk
+                if not hold:
+                    await response.write(held)
+                    held = b""
             except (ConnectionError, ClientConnectionError):
                 client_gone = True
                 break
@@ -400,13 +520,14 @@ async def _relay(
     finally:
         upstream.release() if dropped is None and not client_gone else upstream.close()
     if dropped is not None:
-        return chunks, {"kind": "stream-dropped", "message": dropped}
+        return _Relayed(chunks, {"kind": "stream-dropped", "message": dropped}, held)
     if client_gone:
-        return chunks, {
-            "kind": "client-disconnected",
-            "message": "the client closed the connection mid-response",
-        }
-    return chunks, None
+        gone = {"kind": "client-disconnected", "message": "the client closed the connection mid-response"}
+        return _Relayed(chunks, gone)
+    if keep and chunks is None:
+        large = f"the answer was relayed whole but is over {MAX_RECORDED_RESPONSE:,} bytes: not kept"
+        return _Relayed(None, {"kind": "too-large", "message": large}, held)
+    return _Relayed(chunks, None, held)
 
 
 async def _live_page(request: web.Request) -> web.Response:
@@ -444,6 +565,41 @@ async def _read_only(request: web.Request) -> web.Response:
 _STATE: Final = web.AppKey("promptkit_proxy_state", ProxyState)
 
 
+def _loopback_origin(origin: str) -> bool:
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.hostname is not None and _is_loopback(parts.hostname)
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """Keep browsers out: the proxy forwards with the user's credentials, so a web page must not reach it.
+
+    - ``Origin`` (sent by browsers, never by API clients) that is not a loopback origin: a page on
+      another site posting here (CSRF): ``403``;
+    - ``Host`` that is not a loopback name while the proxy listens on loopback only: a page whose name
+      was rebound to 127.0.0.1 (DNS rebinding): ``403``.
+    """
+    state: ProxyState = request.app[_STATE]
+    origin = request.headers.get("Origin")
+    if origin is not None and not _loopback_origin(origin):
+        state.refused += 1
+        return _error_response(
+            403, "proxy_forbidden_origin", f"requests from a web page ({origin}) are refused"
+        )
+    host = request.headers.get("Host")
+    if host is not None and not state.config.allow_remote:
+        name = urlsplit(f"//{host}").hostname
+        if name is None or not _is_loopback(name):
+            state.refused += 1
+            return _error_response(
+                403,
+                "proxy_forbidden_host",
+                f"Host {host!r} is not this machine (the proxy listens on loopback)",
+            )
+    response: web.StreamResponse = await handler(request)
+    return response
+
+
 def build_app(config: ProxyConfig) -> web.Application:
     """The aiohttp application of a proxy with ``config`` (use :func:`serve` to run it).
 
@@ -452,7 +608,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     ['*', 'GET', 'HEAD']
     """
     state = ProxyState(config)
-    app = web.Application(client_max_size=512 * 1024 * 1024)
+    app = web.Application(client_max_size=512 * 1024 * 1024, middlewares=[_guard])
     app[_STATE] = state
 
     async def start_client(app: web.Application) -> None:
@@ -465,6 +621,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     async def stop_client(app: web.Application) -> None:
         if state.client is not None:
             await state.client.close()
+        await asyncio.get_running_loop().run_in_executor(None, state.recorder.shutdown)  # records finish
         state.figures.close()
         if state.log is not None:
             state.log.close()

@@ -130,6 +130,7 @@ def test_a_deeply_nested_body_is_forwarded_and_recorded_or_counted(tmp_path: Pat
                                   headers={"Content-Type": "application/json"}) as r:  # fmt: skip
                     assert r.status == 200  # never a 500 from the proxy
             assert up.received[0]["body"] == raw.encode()  # forwarded unchanged
+            await proxy.state.drained()  # recording runs off the event loop
             state = proxy.state
             written = state.log.written if state.log is not None else 0
             too_deep = state.log.too_deep if state.log is not None else 0
@@ -216,6 +217,7 @@ def test_a_call_that_cannot_be_recorded_is_named_on_stderr_without_its_query_key
                 url = proxy.url + "/v1/messages?key=QKEY-7f3e&api_key=QKEY-8a1b&alt=json"
                 async with s.post(url, data=b'{"model": "x", "messages": ['):  # not JSON: not recorded
                     pass
+            await proxy.state.drained()
             assert proxy.state.unrecorded == 1
 
     with caplog.at_level("WARNING", logger="promptkit.proxy"):
