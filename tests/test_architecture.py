@@ -4,6 +4,13 @@ Data flows one way: chat -> assembly -> tokens -> providers -> formats -> analys
 whatif/proxy -> cli. These tests read every module's imports (function-local and type-checking ones
 too) with :mod:`ast`, so a new upward import or a cycle between concerns fails here, naming file and line.
 
+Module by module (DESIGN.md, "Rules of the house"), from the syntax tree too: no module over 1,000 lines;
+no private name (``_x``) taken from another module unless that module is private (``_name.py``), by
+``from m import _x`` or by ``m._x`` on an imported module; no import circle between modules, function-local
+imports included (``if TYPE_CHECKING:`` imports never run, so they are left out); no ``hasattr`` /
+``getattr`` on an executor (an executor declares what it can do). Each check is a function of a package
+directory, and each is run once on a small planted package to show that it catches what it is for.
+
 ``tokens`` holds what a provider profile builds its objects from (the tokenizers, the chat-template
 renders, the request tokenizer and the cache models): it sits below the providers.
 """
@@ -503,3 +510,81 @@ def test_no_import_circle_between_modules() -> None:
 def test_no_executor_is_probed() -> None:
     found = probed_executors(PACKAGE)
     assert not found, "executors probed for what they can do:\n" + "\n".join(found)
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    """A package ``pkg`` under ``root`` with ``files`` (name -> source); returns its directory."""
+    package = root / "pkg"
+    for name, source in {"__init__.py": "", **files}.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return package
+
+
+def test_the_module_checks_catch_a_long_module(tmp_path: Path) -> None:
+    package = _plant(tmp_path, {"long.py": "x = 1\n" * 1001, "fits.py": "x = 1\n" * 1000})
+    assert long_modules(package) == ["pkg/long.py:1: 1001 lines (at most 1000)"]
+
+
+def test_the_module_checks_catch_a_private_name_crossing(tmp_path: Path) -> None:
+    package = _plant(
+        tmp_path,
+        {
+            "a.py": "_x = 1\n_y = 2\n__version__ = '1'\n",
+            "_shared.py": "_z = 3\n",
+            "sub/__init__.py": "",
+            "sub/c.py": "_w = 4\n",
+            "b.py": (
+                "from pkg.a import _x\n"  # 1: flagged
+                "from pkg import a as m, _shared\n"
+                "import pkg.a\n"
+                "from pkg.a import __version__\n"  # a dunder is not private
+                "from pkg._shared import _z\n"  # a private module may share private names
+                "def f():\n"
+                "    from .sub.c import _w\n"  # 7: flagged (relative, function-local)
+                "    return m._y + pkg.a._x + _shared._z + _w\n"  # 8: two flagged, _shared._z not
+            ),
+        },
+    )
+    assert sorted(private_crossings(package)) == [
+        "pkg/b.py:1: from pkg.a import _x",
+        "pkg/b.py:7: from pkg.sub.c import _w",
+        "pkg/b.py:8: pkg.a._x",
+        "pkg/b.py:8: pkg.a._y",
+    ]
+
+
+def test_the_module_checks_catch_an_import_circle(tmp_path: Path) -> None:
+    package = _plant(
+        tmp_path,
+        {
+            "c.py": "import pkg.d\n",
+            "d.py": "def f():\n    from pkg import c\n",  # a function-local import closes the circle
+            "e.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.f import F\n",
+            "f.py": "from pkg.e import E\n",  # only a type-checking import back: no circle
+        },
+    )
+    assert import_circles(package) == [
+        "circle of 2 modules: pkg.c, pkg.d\n  pkg/c.py:1: pkg.c -> pkg.d\n  pkg/d.py:2: pkg.d -> pkg.c"
+    ]
+
+
+def test_the_module_checks_catch_a_probed_executor(tmp_path: Path) -> None:
+    package = _plant(
+        tmp_path,
+        {
+            "g.py": (
+                "def run(executor, pool_executor, other):\n"
+                "    a = hasattr(executor, 'map_held')\n"
+                "    b = getattr(pool_executor, 'shares_files', False)\n"
+                "    c = getattr(other, 'x', None)\n"  # not an executor
+                "    return a, b, c, getattr(self.executor, 'y')\n"
+            )
+        },
+    )
+    assert probed_executors(package) == [
+        "pkg/g.py:2: hasattr on an executor",
+        "pkg/g.py:3: getattr on an executor",
+        "pkg/g.py:5: getattr on an executor",
+    ]
