@@ -315,6 +315,41 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "        if self._fd is not None and self._moved(self._fd):", "        if False:", "tests/test_capture.py"),
     ("log: a replaced log not noticed", "promptkit/capture.py",
      "        return (at.st_ino, at.st_dev) != (mine.st_ino, mine.st_dev)", "        return False", "tests/test_capture.py"),
+    # issue 39: the module checks of tests/test_architecture.py, each against its planted violation
+    ("architecture: type-checking imports close circles", "tests/test_architecture.py",
+     "            if site.typing_only or target not in known or target == module:",
+     "            if target not in known or target == module:", "tests/test_architecture.py -k module_checks"),
+    ("architecture: a two-module circle not reported", "tests/test_architecture.py",
+     "                if len(group) > 1:", "                if len(group) > 2:", "tests/test_architecture.py -k module_checks"),
+    ("architecture: m._x on an imported module not read", "tests/test_architecture.py",
+     "            if not (isinstance(node, ast.Attribute) and is_private(node.attr)):",
+     "            if True:", "tests/test_architecture.py -k module_checks"),
+    ("architecture: relative imports read as absolute", "tests/test_architecture.py",
+     "    if not node.level:\n        return node.module or \"\"", "    return node.module or \"\"", "tests/test_architecture.py -k module_checks"),
+    ("architecture: dunders counted as private", "tests/test_architecture.py",
+     "    return name.startswith(\"_\") and not (name.startswith(\"__\") and name.endswith(\"__\"))",
+     "    return name.startswith(\"_\")", "tests/test_architecture.py -k module_checks"),
+    ("architecture: a private module may not share private names", "tests/test_architecture.py",
+     "            if is_private(site.name) and not is_private_module(site.source) and site.source != module:",
+     "            if is_private(site.name) and site.source != module:", "tests/test_architecture.py -k module_checks"),
+    ("architecture: self.executor not seen", "tests/test_architecture.py",
+     "    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \"\"",
+     "    name = node.id if isinstance(node, ast.Name) else \"\"", "tests/test_architecture.py -k module_checks"),
+    ("architecture: the line limit off by one", "tests/test_architecture.py", "        if count > limit:",
+     "        if count >= limit:", "tests/test_architecture.py -k module_checks"),
+    # issue 39: the circles closed outside the analysis keep their behaviour
+    ("formats: built-ins listed by name but not registered", "promptkit/formats/base.py",
+     "        register_format(fmt, replace=True)\n    _LOADED_BUILTINS = True", "    _LOADED_BUILTINS = True",
+     "tests/formats/test_formats.py"),
+    ("usage: a profile's own parser not asked", "promptkit/providers/registry.py",
+     "    own = _own_parser(usage)", "    own = None", "tests/providers/test_registry.py"),
+    ("report: causes_table ignores the lost_ columns", "promptkit/report/causes.py",
+     "    if cause_columns(frame):\n        return lost_by_cause(frame)", "", "tests/report/test_html.py"),
+    ("commands: the old fleet_report name warns nothing", "promptkit/report/fleet.py",
+     "            DeprecationWarning,", "            UserWarning,", "tests/commands/test_commands_lib.py"),
+    ("whatif: the transforms package drops a family", "promptkit/whatif/transforms/__init__.py",
+     "from promptkit.whatif.transforms.elide import ELIDED_OUTPUT, ElideToolOutputs\n", "",
+     "tests/whatif/test_transforms.py"),
 ]  # fmt: skip
 
 
@@ -343,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         hung = False
         try:
             run = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", tests],
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
                 cwd=ROOT, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
         except subprocess.TimeoutExpired:

@@ -74,7 +74,7 @@ _MODULES: dict[str, str] = {
     **dict.fromkeys(("RequestTokenizer", "TokenizedRequest"), "promptkit.tokens.tokenize"),
     # the record contract and the log readers, re-exported for analysis code
     **dict.fromkeys(("read_logs", "records_from_requests"), "promptkit.formats"),
-    **dict.fromkeys(("normalize_usage",), "promptkit.providers.usage"),
+    **dict.fromkeys(("normalize_usage",), "promptkit.providers.registry"),
     **dict.fromkeys(
         ("RequestRecord", "LoadResult", "LoadProblem", "Usage", "LayoutEntry"), "promptkit.layout"
     ),

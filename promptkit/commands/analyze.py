@@ -146,7 +146,7 @@ def run_analyze(
 ) -> AnalyzeRun:
     """``promptkit analyze``: analyze ``paths`` (:func:`~promptkit.analysis.analyze` with ``provider``,
     ``format``, ``tokenizer``, ``render``, ``view``, ``jobs``, ``engine``, ``scheduler`` and
-    ``stream``), apply ``calibration`` (:func:`~promptkit.report.summary.apply_expectation`), summarize
+    ``stream``), apply ``calibration`` (:func:`~promptkit.commands.expectation.apply_expectation`), summarize
     at ``prices`` / ``model``, add each large break's measured fix when ``advice`` (its printed
     commands replay ``replay_args``), and write the files of ``formats`` (default: all of
     :data:`~promptkit.report.files.REPORT_FORMATS`) into ``out``; ``sources``: the paths as the report
@@ -157,9 +157,10 @@ def run_analyze(
     analysis, the calibration and the report.
     """
     from promptkit.analysis.runtime import phase
+    from promptkit.commands.expectation import apply_expectation
     from promptkit.report import format_legend, format_summary, summarize
     from promptkit.report.files import REPORT_FORMATS, check_out_dir, write_report
-    from promptkit.report.summary import analysis_head, apply_expectation
+    from promptkit.report.summary import analysis_head
 
     directory = check_out_dir(out)
     files = [Path(p) for p in paths]

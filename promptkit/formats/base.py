@@ -27,6 +27,7 @@ from promptkit.errors import LogFileError, PromptkitError, TruncatedLogError
 from promptkit.layout import LoadProblem, RequestRecord
 
 __all__ = [
+    "COMPRESSED_SUFFIXES",
     "ENTRY_POINT_GROUP",
     "HEAD_BYTES",
     "MAX_DECOMPRESSED_BYTES",
@@ -51,7 +52,8 @@ HEAD_BYTES: Final[int] = 64 * 1024
 
 _GZIP_MAGIC: Final[bytes] = b"\x1f\x8b"
 _ZSTD_MAGIC: Final[bytes] = b"\x28\xb5\x2f\xfd"
-_COMPRESSED_SUFFIXES: Final[tuple[str, ...]] = (".gz", ".zst", ".zstd")
+#: The file-name suffixes of compressed logs (gzip, zstd), which are read decompressed.
+COMPRESSED_SUFFIXES: Final[tuple[str, ...]] = (".gz", ".zst", ".zstd")
 
 
 #: The longest line a log may hold, in (decompressed) bytes: 256 MiB. A longer line is an error naming
@@ -258,7 +260,7 @@ class Source:
         p = Path(path)
         compression = _compression(p)
         name = p.name
-        for suffix in _COMPRESSED_SUFFIXES:
+        for suffix in COMPRESSED_SUFFIXES:
             if compression and name.endswith(suffix):
                 name = name[: -len(suffix)]
         try:
@@ -456,6 +458,7 @@ class LogFormat:
 
 _REGISTRY: dict[str, LogFormat] = {}
 _LOADED_ENTRY_POINTS = False
+_LOADED_BUILTINS = False
 
 
 def register_format(fmt: LogFormat, *, replace: bool = False) -> LogFormat:
@@ -482,8 +485,22 @@ def _load_entry_points() -> None:
 
 
 def _builtins() -> None:
-    # imported for their register_format side effect
-    from promptkit.formats import builtin  # noqa: F401
+    """Register the built-in formats, found by module name
+    (:data:`~promptkit.formats.builtin.BUILTIN_FORMAT_MODULES`) the way a plugin's are found by its
+    entry point: each module's ``FORMAT``."""
+    global _LOADED_BUILTINS
+    if _LOADED_BUILTINS:
+        return
+    import importlib
+
+    from promptkit.formats.builtin import BUILTIN_FORMAT_MODULES
+
+    for name in BUILTIN_FORMAT_MODULES:
+        fmt = importlib.import_module(name).FORMAT
+        if not isinstance(fmt, LogFormat):
+            raise PromptkitError(f"{name}.FORMAT is a {type(fmt).__name__}, not a LogFormat")
+        register_format(fmt, replace=True)
+    _LOADED_BUILTINS = True
 
 
 def available_formats() -> dict[str, LogFormat]:

@@ -73,12 +73,11 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError
-from promptkit.formats.base import _COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
+from promptkit.formats.base import COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
-from promptkit.providers.registry import native_provider
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import native_provider, normalize_usage
 
 __all__ = ["FORMAT", "NAME", "transcript_records"]
 
@@ -565,7 +564,7 @@ def _main_thread_source(source: Source) -> Callable[[], Source | None]:
         if folder.name != "subagents":
             return None
         session = folder.parent
-        for suffix in ("", *_COMPRESSED_SUFFIXES):
+        for suffix in ("", *COMPRESSED_SUFFIXES):
             path = session.parent / f"{session.name}.jsonl{suffix}"
             if path.is_file():
                 try:

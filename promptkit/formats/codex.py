@@ -56,8 +56,7 @@ from promptkit.formats.fields import loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
-from promptkit.providers.registry import native_provider
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import native_provider, normalize_usage
 
 __all__ = ["FORMAT", "NAME", "rollout_records"]
 

@@ -24,12 +24,16 @@ from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 __all__ = [
     "LOG_SUFFIXES",
     "LogStream",
+    "choose_format",
     "find_log_files",
     "intern_messages",
     "iter_sessions",
+    "order_session",
     "read_logs",
     "records_from_requests",
+    "session_order_notes",
     "stream_logs",
+    "with_inferred_provider",
 ]
 
 #: File name endings a directory search reads (each also gzip- or zstd-compressed).
@@ -143,7 +147,10 @@ def find_log_files(
     return files, passed
 
 
-def _infer(record: RequestRecord) -> RequestRecord:
+def with_inferred_provider(record: RequestRecord) -> RequestRecord:
+    """``record`` with the provider recognised from its model name, URL or usage shape
+    (:func:`~promptkit.providers.registry.infer_record_provider`); the record itself when none is
+    recognised or it already names that one."""
     from promptkit.providers.registry import infer_record_provider
 
     provider = infer_record_provider(record)
@@ -189,11 +196,12 @@ def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> Re
     return record
 
 
-def _order_session(
+def order_session(
     group: list[RequestRecord],
 ) -> tuple[list[RequestRecord], list[str] | None, bool]:
-    """One session's calls in time order and numbered (see :func:`_order_sessions`): the records, the
-    files it spans when more than one, and whether it was reordered."""
+    """One session's calls in time order (load order breaks ties, and is kept when a record has no
+    timestamp) and numbered from 0: the records, the files the session spans when more than one (else
+    None), and whether it was reordered."""
     files = list(dict.fromkeys(r.file for r in group if r.file is not None))
     reordered = False
     if all(r.timestamp is not None for r in group):
@@ -205,7 +213,10 @@ def _order_session(
     return out, (files if len(files) > 1 else None), reordered
 
 
-def _session_notes(split: list[tuple[str, list[str]]], reordered: list[str], notes: list[str]) -> None:
+def session_order_notes(split: list[tuple[str, list[str]]], reordered: list[str], notes: list[str]) -> None:
+    """Append to ``notes`` what :func:`order_session` did: the first session of ``split`` (session,
+    files) merged from several files, and the first of the ``reordered`` sessions (each with a count of
+    the others)."""
     if split:
         session, files = split[0]
         more = f" (and {len(split) - 1} more)" if len(split) > 1 else ""
@@ -231,14 +242,14 @@ def _order_sessions(records: list[RequestRecord], notes: list[str]) -> tuple[Req
     reordered: list[str] = []
     out: list[RequestRecord] = list(records)
     for session, slots in by_session.items():
-        group, files, moved = _order_session([records[k] for k in slots])
+        group, files, moved = order_session([records[k] for k in slots])
         if files is not None:
             split.append((session, files))
         if moved:
             reordered.append(session)
         for k, r in zip(slots, group, strict=True):
             out[k] = r
-    _session_notes(split, reordered, notes)
+    session_order_notes(split, reordered, notes)
     return tuple(out)
 
 
@@ -254,7 +265,7 @@ def _open_source(path: Path, *, named: bool, problems: list[LoadProblem]) -> Sou
         return None
 
 
-def _format_of(
+def choose_format(
     source: Source,
     fmt: LogFormat | None,
     *,
@@ -310,14 +321,14 @@ def read_logs(
         source = _open_source(path, named=named, problems=problems)
         if source is None:
             continue
-        chosen = _format_of(source, fmt, named=named, problems=problems)
+        chosen = choose_format(source, fmt, named=named, problems=problems)
         if chosen is None:
             continue
         formats[chosen.name] += 1
         before = len(records)
         for item in chosen.read(source):
             if isinstance(item, RequestRecord):
-                item = intern_messages(last.get(item.session), _infer(item))
+                item = intern_messages(last.get(item.session), with_inferred_provider(item))
                 last[item.session] = item
                 records.append(item)
             else:
@@ -364,7 +375,7 @@ class LogStream:
         def close(session: str) -> list[tuple[int, RequestRecord]]:
             items = open_sessions.pop(session)
             began = first_seen.pop(session)  # memory: only open sessions are remembered
-            group, files, moved = _order_session([r for _, r in items])
+            group, files, moved = order_session([r for _, r in items])
             if files is not None:
                 split.append((began, session, files))
             if moved:
@@ -379,7 +390,7 @@ class LogStream:
                 session = item.session
                 items = open_sessions.setdefault(session, [])
                 first_seen.setdefault(session, pos)
-                item = intern_messages(items[-1][1] if items else None, _infer(item))
+                item = intern_messages(items[-1][1] if items else None, with_inferred_provider(item))
                 items.append((pos, item))
                 if self._ends.get(session) == pos:
                     yield close(session)
@@ -391,7 +402,7 @@ class LogStream:
             )
         for session in list(open_sessions):
             yield close(session)
-        _session_notes(
+        session_order_notes(
             [(s, f) for _, s, f in sorted(split, key=lambda t: t[0])],
             [s for _, s in sorted(reordered)],
             self.notes,
@@ -430,7 +441,7 @@ def stream_logs(
         source = _open_source(path, named=named, problems=problems)
         if source is None:
             continue
-        chosen = _format_of(source, fmt, named=named, problems=problems)
+        chosen = choose_format(source, fmt, named=named, problems=problems)
         if chosen is None:
             continue
         formats[chosen.name] += 1
@@ -516,3 +527,10 @@ def records_from_requests(
             RequestRecord(request, session, index=i, timestamp=ts, completion=completion, layout=layout)
         )
     return tuple(records)
+
+
+# The former private names (``promptkit.analysis`` still uses them until its split lands).
+_infer = with_inferred_provider
+_order_session = order_session
+_session_notes = session_order_notes
+_format_of = choose_format

@@ -67,7 +67,7 @@ from promptkit.formats.wire import (
     session_hint,
 )
 from promptkit.layout import LoadProblem, RequestRecord, type_name as _type_name
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import normalize_usage
 
 __all__ = [
     "API_KINDS",

@@ -50,8 +50,8 @@ from promptkit.formats.fields import (
     parse_timestamp,
 )
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
-from promptkit.providers.registry import provider_named
-from promptkit.providers.usage import check_usage, normalize_usage
+from promptkit.providers.registry import normalize_usage, provider_named
+from promptkit.providers.usage import check_usage
 
 __all__ = ["FORMAT", "litellm_usage", "payload_record"]
 

@@ -24,7 +24,7 @@ from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import CHAT_ROLES, clean_message, parse_timestamp
 from promptkit.layout import LoadProblem, RequestRecord, type_name
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import normalize_usage
 
 __all__ = ["FORMAT", "MINI_SWE_AGENT_BASH_TOOL", "trajectory_records"]
 

@@ -40,7 +40,7 @@ from promptkit.formats.fields import (
     parse_timestamp,
 )
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import normalize_usage
 
 __all__ = ["FORMAT", "record_from_json"]
 

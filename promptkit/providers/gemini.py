@@ -39,8 +39,7 @@ from typing import Any, Final
 from promptkit.layout import Usage, token_count as count
 from promptkit.providers.openai import openai_request
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
-from promptkit.providers.registry import ProviderProfile
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import ProviderProfile, normalize_usage
 from promptkit.tokens.cache_models import PrefixCache
 
 __all__ = ["GEMINI_MIN_CACHEABLE_TOKENS", "PROFILE", "PROFILES", "gemini_usage"]
@@ -59,7 +58,7 @@ GEMINI_MIN_CACHEABLE_TOKENS: Final[Mapping[str, int]] = {
 def gemini_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     """Gemini's ``usageMetadata`` (or the Python SDK's snake_case ``usage_metadata``) as a
     :class:`~promptkit.layout.Usage`; any other shape (OpenRouter's OpenAI-style usage with
-    ``prompt_tokens_details.cached_tokens``) goes to :func:`~promptkit.providers.usage.normalize_usage`.
+    ``prompt_tokens_details.cached_tokens``) goes to :func:`~promptkit.providers.registry.normalize_usage`.
 
     ``promptTokenCount`` includes the cached tokens (``cachedContentTokenCount``); the completion is
     ``candidatesTokenCount`` plus ``thoughtsTokenCount`` (thinking is billed as output).

@@ -23,9 +23,10 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from promptkit.errors import ProviderError
-from promptkit.layout import RequestRecord, Usage
+from promptkit.errors import ProviderError, RecordFormatError
+from promptkit.layout import RequestRecord, Usage, type_name
 from promptkit.providers.prices import ModelPrice, lookup_model
+from promptkit.providers.usage import parse_usage
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -37,8 +38,10 @@ __all__ = [
     "infer_provider",
     "infer_record_provider",
     "native_provider",
+    "normalize_usage",
     "provider_named",
     "register_provider",
+    "usage_shape",
 ]
 
 #: The entry-point group third-party provider profiles register under.
@@ -51,10 +54,64 @@ def _prices(value: Any) -> Mapping[str, ModelPrice]:
     return {p.model: p for p in value}
 
 
-def default_usage_parser(usage: Mapping[str, Any], where: str) -> Usage:
-    from promptkit.providers.usage import normalize_usage
+def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
+    """Normalize a provider's ``usage`` object to :class:`~promptkit.layout.Usage`: a profile that
+    recognises it and brings a parser of its own (Gemini's ``usageMetadata``: ``promptTokenCount``,
+    ``cachedContentTokenCount``, ``candidatesTokenCount``) parses it; any other shape (OpenAI, DeepSeek,
+    Anthropic) is read by :func:`~promptkit.providers.usage.parse_usage`.
 
+    Raises :class:`~promptkit.errors.RecordFormatError` naming the field when a count is not a
+    non-negative integer, and when the counts contradict each other
+    (:func:`~promptkit.providers.usage.check_usage`): a reported figure that cannot be true is a
+    problem, never silently corrected.
+
+    Example::
+
+        >>> normalize_usage({"prompt_tokens": 2942, "completion_tokens": 71,
+        ...                  "prompt_cache_hit_tokens": 320, "prompt_cache_miss_tokens": 2622})
+        Usage(prompt_tokens=2942, completion_tokens=71, cached_tokens=320, cache_write_tokens=None, cache_write_1h_tokens=None)
+        >>> normalize_usage({"promptTokenCount": 5000, "cachedContentTokenCount": 4096}).cached_tokens
+        4096
+    """
+    if not isinstance(usage, Mapping):
+        raise RecordFormatError(f"{where}: expected an object, got {type_name(usage)}")
+    own = _own_parser(usage)
+    if own is not None:
+        result: Usage = own(usage, where)
+        return result
+    return parse_usage(usage, where)
+
+
+def _own_parser(usage: Mapping[str, Any]) -> Any:
+    """The usage parser of a profile that recognises ``usage`` and brings a parser of its own (Gemini's
+    ``usageMetadata``), else None."""
+    for profile in available_providers().values():
+        if profile.usage_parser is not default_usage_parser and profile.recognises_usage(usage):
+            return profile.usage_parser
+    return None
+
+
+def default_usage_parser(usage: Mapping[str, Any], where: str) -> Usage:
+    """The usage parser of a profile that brings none of its own: :func:`normalize_usage`."""
     return normalize_usage(usage, where)
+
+
+def usage_shape(usage: object) -> str | None:
+    """The provider whose usage object this looks like: the first registered profile whose
+    ``usage_keys`` it carries (:meth:`ProviderProfile.recognises_usage`), else None. Kept for older
+    callers: :func:`infer_provider` takes the usage object itself (``usage=``).
+
+    >>> usage_shape({"prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10})
+    'deepseek'
+    >>> usage_shape({"input_tokens": 3, "cache_read_input_tokens": 0})
+    'anthropic'
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    for profile in sorted(available_providers().values(), key=lambda p: p.usage_keys_shared):
+        if profile.recognises_usage(usage):
+            return profile.name
+    return None
 
 
 #: Hosts of routers: a URL there says nothing of the provider; a ``vendor/model`` name does (OpenRouter
@@ -354,7 +411,7 @@ def infer_provider(
 
     A router's URL (OpenRouter, :data:`ROUTER_HOSTS`) names no provider: the model's ``vendor/`` prefix
     routes to the vendor's profile. ``usage_shape`` (a provider name, as
-    :func:`~promptkit.providers.usage.usage_shape` returns) is accepted for older callers.
+    :func:`usage_shape` returns) is accepted for older callers.
 
     Example::
 

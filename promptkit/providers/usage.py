@@ -1,46 +1,30 @@
-"""Provider usage objects, normalized to :class:`~promptkit.layout.Usage`, and recognised by shape.
+"""The usage objects of the OpenAI, DeepSeek and Anthropic shapes, read into
+:class:`~promptkit.layout.Usage` (:func:`parse_usage`) and checked (:func:`check_usage`).
 
->>> usage_shape({"prompt_cache_hit_tokens": 0, "prompt_cache_miss_tokens": 10})
-'deepseek'
->>> usage_shape({"input_tokens": 3, "cache_read_input_tokens": 0})
-'anthropic'
+This module knows no provider profile: :func:`~promptkit.providers.registry.normalize_usage` (what the
+log formats call) gives a usage object to the profile that brings a parser of its own for its shape
+(Gemini's ``usageMetadata``), else to :func:`parse_usage`. Only the registry imports this module's
+parser, so the two are no circle.
+
+>>> parse_usage({"prompt_cache_hit_tokens": 30, "prompt_cache_miss_tokens": 70}).cached_tokens
+30
 """
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from promptkit.errors import RecordFormatError
+from promptkit.errors import RecordFormatError, UnknownAttributeError
 from promptkit.layout import Usage, token_count as count, type_name
 
-__all__ = ["check_usage", "normalize_usage", "usage_shape"]
+__all__ = ["check_usage", "parse_usage"]
 
-
-def usage_shape(usage: object) -> str | None:
-    """The provider whose usage object this looks like: the first registered profile whose
-    ``usage_keys`` it carries (:meth:`~promptkit.providers.registry.ProviderProfile.recognises_usage`),
-    else None. Kept for older callers: :func:`~promptkit.providers.registry.infer_provider` takes the
-    usage object itself (``usage=``)."""
-    from promptkit.providers.registry import available_providers
-
-    if not isinstance(usage, Mapping):
-        return None
-    for profile in sorted(available_providers().values(), key=lambda p: p.usage_keys_shared):
-        if profile.recognises_usage(usage):
-            return profile.name
-    return None
-
-
-def _own_parser(usage: Mapping[str, Any]) -> Any:
-    """The usage parser of a profile that recognises ``usage`` and brings a parser of its own (Gemini's
-    ``usageMetadata``), else None."""
-    from promptkit.providers.registry import available_providers, default_usage_parser
-
-    for profile in available_providers().values():
-        if profile.usage_parser is not default_usage_parser and profile.recognises_usage(usage):
-            return profile.usage_parser
-    return None
+#: Names that moved to :mod:`promptkit.providers.registry` (they work here for one release, with a
+#: DeprecationWarning naming the new home).
+_MOVED = ("normalize_usage", "usage_shape")
 
 
 def _anthropic_split(usage: Mapping[str, Any], where: str, created: int | None) -> int | None:
@@ -63,15 +47,15 @@ def _anthropic_split(usage: Mapping[str, Any], where: str, created: int | None) 
     return hour or 0
 
 
-def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
-    """Normalize a provider's ``usage`` object to :class:`~promptkit.layout.Usage`.
+def parse_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
+    """Read a usage object of the OpenAI, DeepSeek or Anthropic shape into :class:`~promptkit.layout.Usage`
+    (:func:`~promptkit.providers.registry.normalize_usage` first gives a shape a profile parses itself,
+    such as Gemini's, to that profile).
 
     - DeepSeek: ``prompt_cache_hit_tokens`` (cached) + ``prompt_cache_miss_tokens`` = ``prompt_tokens``.
     - Anthropic: ``cache_read_input_tokens`` (cached), ``cache_creation_input_tokens`` (written, split
       into ``cache_creation.ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``) and
       ``input_tokens`` (after the last breakpoint) add up to the prompt; ``output_tokens``.
-    - A profile with a parser of its own (Gemini's ``usageMetadata``: ``promptTokenCount``,
-      ``cachedContentTokenCount``, ``candidatesTokenCount``) parses the object it recognises.
     - OpenAI: ``prompt_tokens`` with ``prompt_tokens_details.cached_tokens`` (and ``cache_write_tokens``
       when reported); the Responses API's ``input_tokens`` / ``input_tokens_details`` too.
 
@@ -81,19 +65,15 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
 
     Example::
 
-        >>> normalize_usage({"prompt_tokens": 2942, "completion_tokens": 71,
+        >>> parse_usage({"prompt_tokens": 2942, "completion_tokens": 71,
         ...                  "prompt_cache_hit_tokens": 320, "prompt_cache_miss_tokens": 2622})
         Usage(prompt_tokens=2942, completion_tokens=71, cached_tokens=320, cache_write_tokens=None, cache_write_1h_tokens=None)
-        >>> normalize_usage({"input_tokens": 21, "cache_read_input_tokens": 188086,
+        >>> parse_usage({"input_tokens": 21, "cache_read_input_tokens": 188086,
         ...                  "cache_creation_input_tokens": 0, "output_tokens": 393})
         Usage(prompt_tokens=188107, completion_tokens=393, cached_tokens=188086, cache_write_tokens=0, cache_write_1h_tokens=None)
     """
     if not isinstance(usage, Mapping):
         raise RecordFormatError(f"{where}: expected an object, got {type_name(usage)}")
-    own = _own_parser(usage)
-    if own is not None:
-        result: Usage = own(usage, where)
-        return result
 
     def get(key: str) -> int | None:
         return count(usage.get(key), f"{where}.{key}")
@@ -184,3 +164,15 @@ def check_usage(
             f"{where}.cache_write_1h_tokens: {hour} written with the 1-hour TTL of {write} written"
         )
     return usage
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        warnings.warn(
+            f"promptkit.providers.usage.{name} moved to promptkit.providers.registry.{name}; "
+            "import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module("promptkit.providers.registry"), name)
+    raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,7 +33,7 @@ from typing import Any
 from promptkit.errors import InternalError, RecordFormatError
 from promptkit.formats.wire.record import completion_of
 from promptkit.layout import LayoutEntry, RequestRecord
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import normalize_usage
 
 __all__ = ["LiveFigures", "render_page"]
 

@@ -1,33 +1,25 @@
-"""The fleet comparison presented: its table, its plot (hit ratio against capacity, one line per
-policy) and its section of the HTML report; :func:`fleet_report` runs and writes all of it (what
-``promptkit fleet`` calls).
+"""The fleet comparison presented: its table and its plot (hit ratio against capacity, one line per
+policy); :func:`~promptkit.report.html.render_fleet_html` draws its section of the HTML report.
 
 The simulation itself is :mod:`promptkit.analysis.fleet`; this module only reads its frames.
-
->>> import tempfile
->>> report = fleet_report(["fixtures/traces/mooncake-conversation-head.jsonl"], replicas=[1, 4],
-...                       policies=["round_robin", "prefix_aware"], capacities=[4096, None],
-...                       out=tempfile.mkdtemp())
->>> sorted(p.name for p in report.files)
-['fleet.csv', 'fleet.png', 'report.html']
+:func:`~promptkit.commands.fleet.fleet_report` (what ``promptkit fleet`` calls) runs the comparison
+and writes its files.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-import attrs
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
     from matplotlib.figure import Figure
 
-    from promptkit.analysis.fleet import FleetResult, RouterSettings
 
-__all__ = ["FleetReport", "fleet_report", "fleet_table", "plot_fleet"]
+__all__ = ["fleet_table", "plot_fleet"]
+
+#: Names that moved to :mod:`promptkit.commands.fleet` (they work here for one release, with a
+#: DeprecationWarning naming the new home).
+_MOVED = ("FleetReport", "fleet_report")
 
 _SHOWN = (
     "model", "capacity_bytes", "policy", "replicas", "capacity_tokens", "shared_capacity_tokens", "hit_ratio",
@@ -109,51 +101,17 @@ def plot_fleet(summary: pl.DataFrame) -> Figure:
     return figure
 
 
-@attrs.frozen(slots=True, eq=False)
-class FleetReport:
-    """What :func:`fleet_report` computed and wrote."""
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
 
-    result: FleetResult
-    files: tuple[Path, ...]
-    notes: tuple[str, ...]
-
-
-def fleet_report(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    *,
-    replicas: Sequence[int],
-    policies: Sequence[str],
-    capacities: Sequence[int | None] = (None,),
-    capacity_bytes: Sequence[float] = (),
-    models: Sequence[str] = (),
-    shared_capacity: int | None = None,
-    shared_tier: bool = False,
-    provider: str | None = None,
-    block_size: int = 512,
-    router: RouterSettings | None = None,
-    out: str | os.PathLike[str] | None = None,
-) -> FleetReport:
-    """Read ``paths`` (:func:`~promptkit.analysis.fleet.load_fleet_input`), compare every replica
-    count × policy × capacity (:func:`~promptkit.analysis.fleet.compare_fleet`), and, with ``out``,
-    write ``fleet.csv``, ``fleet.png`` and ``report.html`` there."""
-    from promptkit.analysis.fleet import RouterSettings, compare_fleet, load_fleet_input
-    from promptkit.report.html import render_fleet_html
-
-    data = load_fleet_input(paths, provider=provider, block_size=block_size)
-    result = compare_fleet(
-        data, replicas=replicas, policies=policies, capacities=capacities, capacity_bytes=capacity_bytes,
-        models=models, shared_capacity=shared_capacity, shared_tier=shared_tier, block_size=block_size,
-        router=router or RouterSettings(),
-    )  # fmt: skip
-    files: list[Path] = []
-    if out is not None:
-        target = Path(out)
-        target.mkdir(parents=True, exist_ok=True)
-        result.summary.write_csv(target / "fleet.csv")
-        plot_fleet(result.summary).savefig(target / "fleet.png", dpi=110)
-        sources = [str(p) for p in ([paths] if isinstance(paths, str | os.PathLike) else paths)]
-        (target / "report.html").write_text(
-            render_fleet_html(result.summary, sources=sources), encoding="utf-8"
+        warnings.warn(
+            f"{__name__}.{name} moved to promptkit.commands.fleet.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
         )
-        files = [target / "fleet.csv", target / "fleet.png", target / "report.html"]
-    return FleetReport(result, tuple(files), data.notes)
+        return getattr(importlib.import_module("promptkit.commands.fleet"), name)
+    from promptkit.errors import UnknownAttributeError
+
+    raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from promptkit.report import ALL_SESSIONS, summarize
-from promptkit.report.metrics import requests_of
+from promptkit.report.metrics import ALL_SESSIONS, requests_of
+from promptkit.report.text import summarize
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.engine import AnalysisResult
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SUMMARY_VERSION",
     "analysis_head",
-    "apply_expectation",
     "causes_lines",
     "expectation_line",
     "header_line",
@@ -41,60 +40,13 @@ __all__ = [
     "summary_dict",
 ]
 
+#: Names that moved to :mod:`promptkit.commands` (they work here for one release, with a
+#: DeprecationWarning naming the new home).
+_MOVED: Final[Mapping[str, str]] = {"apply_expectation": "promptkit.commands.expectation"}
+
 #: Version of the ``--json`` document's shape; raised when a key changes meaning or disappears.
 #: 2: ``expectation``, ``causes`` and the cost notes added.
 SUMMARY_VERSION: Final[int] = 2
-
-
-def apply_expectation(
-    result: AnalysisResult, calibration: Any = None
-) -> tuple[AnalysisResult, dict[str, Any] | None]:
-    """``result`` with ``expected_cached_tokens`` when a calibration applies, and the expectation with
-    its basis (None without a calibration).
-
-    ``calibration``: a :class:`~promptkit.analysis.calibration.Calibration`, a path to one, or
-    ``"default"`` (the one bundled for the result's provider). The expectation's keys:
-    ``expected_hit_ratio``, ``upper_bound`` (the predicted hit ratio), ``stale_probability``,
-    ``provider``, ``source`` (the file, or ``"bundled"``) and ``basis``: how each session's rate was
-    set (``"learnt per session from its usage"`` only when the calibration learns and the log has usage;
-    else ``"population rate"``). Raises :class:`~promptkit.errors.CalibrationError`.
-    """
-    if calibration is None:
-        return result, None
-    from promptkit.analysis.calibration import (
-        Calibration,
-        apply_calibration,
-        default_calibration,
-        load_calibration,
-    )
-    from promptkit.errors import CalibrationError
-
-    if isinstance(calibration, Calibration):
-        cal, source = calibration, "given"
-    elif str(calibration) == "default":
-        found = default_calibration(str(result.provider))
-        if found is None:
-            raise CalibrationError(
-                f"--calibration default: no calibration is bundled for provider {result.provider!r}"
-            )
-        cal, source = found, "bundled"
-    else:
-        cal, source = load_calibration(calibration), str(calibration)
-    result = apply_calibration(result, cal)
-    requests = result.requests
-    prompt = int(requests["prompt_tokens"].sum())
-    has_usage = "reported_cached_tokens" in requests.columns and bool(
-        requests["reported_cached_tokens"].is_not_null().any()
-    )
-    learnt = cal.learns and has_usage
-    return result, {
-        "expected_hit_ratio": float(requests["expected_cached_tokens"].sum()) / prompt if prompt else None,
-        "upper_bound": result.hit_ratio,
-        "stale_probability": cal.stale_probability,
-        "provider": cal.provider,
-        "source": source,
-        "basis": "learnt per session from its usage" if learnt else "population rate",
-    }
 
 
 def expectation_line(expectation: Mapping[str, Any]) -> str:
@@ -313,9 +265,9 @@ def summary_dict(
     Keys: ``version`` (:data:`SUMMARY_VERSION`), ``paths`` (analyzed), ``headline``
     (:func:`headline`), ``sessions`` (one object per session: the columns of
     :func:`~promptkit.report.hit_ratio_summary`), ``lost_by_slot``, ``lost_by_cause``
-    (:func:`~promptkit.report.html.causes_table`), ``predicted_vs_reported``
+    (:func:`~promptkit.report.causes.causes_table`), ``predicted_vs_reported``
     (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
-    ``files`` (written into ``--out``), ``expectation`` (:func:`apply_expectation`'s, None without a
+    ``files`` (written into ``--out``), ``expectation`` (:func:`~promptkit.commands.expectation.apply_expectation`'s, None without a
     calibration), ``causes`` (the lines of :func:`causes_lines`) and ``break_fixes`` (with
     ``promptkit analyze --advice``: each largest break's fix, measured by replay; else None).
 
@@ -329,7 +281,7 @@ def summary_dict(
     sessions = tables["hit_ratio"].filter(pl.col("session") != ALL_SESSIONS)
     pvr = tables["predicted_vs_reported"]
     figures = headline(result, tables)
-    from promptkit.report.html import causes_table
+    from promptkit.report.causes import causes_table
 
     causes = causes_table(result)
     return {
@@ -347,3 +299,19 @@ def summary_dict(
         "causes": causes_lines(result),
         "break_fixes": _rows(tables["break_fixes"]) if "break_fixes" in tables else None,
     }
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"{__name__}.{name} moved to {_MOVED[name]}.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    from promptkit.errors import UnknownAttributeError
+
+    raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -71,6 +71,7 @@ __all__ = [
     "CachePlan",
     "ExactCache",
     "PagedBlockCache",
+    "PlanColumns",
     "PrefixCache",
     "SteppedPrefixCache",
     "UnitPrefixCache",
@@ -128,7 +129,7 @@ class CachePlan:
 
 
 @attrs.define(slots=True, eq=False)
-class _PlanColumns:
+class PlanColumns:
     """Cache plans as flat columns of Python values (perf: a worker ships a chunk's plans in a few lists,
     not an object per plan and entry; the coordinator rebuilds plan ``i`` with :meth:`plan`). Plan
     ``i``'s entries are ``entry_*[entry_at[i]:entry_at[i + 1]]``, its lookup points (None where
@@ -147,7 +148,8 @@ class _PlanColumns:
     bps: list[int] = attrs.field(factory=list)
 
     @classmethod
-    def of(cls, plans: Iterable[CachePlan]) -> _PlanColumns:
+    def of(cls, plans: Iterable[CachePlan]) -> PlanColumns:
+        """The columns of ``plans``, in their order."""
         columns = cls()
         for plan in plans:
             columns.prompt_len.append(plan.prompt_len)
@@ -177,6 +179,10 @@ class _PlanColumns:
         )
 
 
+
+
+#: The former private name (``promptkit.analysis`` still uses it until its split lands).
+_PlanColumns = PlanColumns
 class CacheModel(abc.ABC):
     """Base class of the cache models (all are frozen attrs classes with ``ttl``, ``capacity``, ``delay``).
 

@@ -127,3 +127,30 @@ def test_catalogs_list_every_format_and_provider() -> None:
         == f"{len(available_formats())} log formats (detected per file; --format NAME reads every file as one):"
     )
     assert "  deepseek: " in providers_text() and "priced models:" in providers_text()
+
+
+def test_the_names_that_moved_into_commands_warn_at_their_old_homes() -> None:
+    """``fleet_report`` / ``FleetReport`` (promptkit.report.fleet) and ``apply_expectation``
+    (promptkit.report.summary) run a step of a command, so they live in promptkit.commands; the old
+    names work for one release, with a DeprecationWarning naming the new home."""
+    import promptkit.report.fleet as old_fleet
+    import promptkit.report.summary as old_summary
+    from promptkit.commands.expectation import apply_expectation
+    from promptkit.commands.fleet import FleetReport, fleet_report
+
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.commands\.fleet\.fleet_report"):
+        assert old_fleet.fleet_report is fleet_report
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.commands\.fleet\.FleetReport"):
+        assert old_fleet.FleetReport is FleetReport
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.commands\.expectation\.apply_expectation"):
+        assert old_summary.apply_expectation is apply_expectation
+    for module in (old_fleet, old_summary):
+        with pytest.raises(AttributeError, match="no_such_name"):
+            _ = module.no_such_name
+
+
+def test_apply_expectation_without_a_calibration_keeps_the_result() -> None:
+    from promptkit.commands.expectation import apply_expectation
+
+    result = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact")
+    assert apply_expectation(result, None) == (result, None)

@@ -15,7 +15,7 @@ from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats import read_logs, records_from_requests
 from promptkit.formats.mini_swe_agent import MINI_SWE_AGENT_BASH_TOOL
 from promptkit.layout import SLOTS as LAYOUT_SLOTS, LayoutEntry, Usage
-from promptkit.providers.usage import normalize_usage
+from promptkit.providers.registry import normalize_usage
 
 load_log = load_requests = load_trajectory = read_logs
 

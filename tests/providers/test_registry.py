@@ -16,8 +16,9 @@ from promptkit.providers.registry import (
     available_providers,
     get_provider,
     infer_provider,
+    normalize_usage,
+    usage_shape,
 )
-from promptkit.providers.usage import normalize_usage, usage_shape
 from promptkit.tokens.cache_models import CacheModel, PrefixCache
 
 # ------------------------------------------------------------------------------------ recognition
@@ -217,3 +218,16 @@ def test_glm_and_minimax_render_with_their_own_chat_templates() -> None:
     assert glm.startswith("[gMASK]<sop>") and "<|user|>" in glm and "<|im_start|>" not in glm
     assert "terse" in minimax and "<|im_start|>" not in minimax
     assert rendered_text(get_provider("qwen").load_render().render(body)).startswith("<|im_start|>system")
+
+
+def test_the_usage_names_that_moved_to_the_registry_warn() -> None:
+    """``normalize_usage`` and ``usage_shape`` dispatch over the profiles, so they live in the registry;
+    the old names work for one release with a DeprecationWarning naming the new home."""
+    import promptkit.providers.usage as old
+
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.providers\.registry\.normalize_usage"):
+        assert old.normalize_usage is normalize_usage
+    with pytest.warns(DeprecationWarning, match=r"promptkit\.providers\.registry\.usage_shape"):
+        assert old.usage_shape is usage_shape
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = old.no_such_name

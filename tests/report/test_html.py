@@ -21,7 +21,8 @@ import pytest
 
 from promptkit.analysis import analyze, analyze_requests
 from promptkit.report import hit_ratio_summary
-from promptkit.report.html import PAGE_ROWS, TIMELINE_POINTS, lost_by_cause, render_html, write_html
+from promptkit.report.causes import lost_by_cause
+from promptkit.report.html import PAGE_ROWS, TIMELINE_POINTS, render_html, write_html
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium")
