@@ -66,6 +66,7 @@ __all__ = [
     "ClockTally",
     "cache_clock",
     "clock_of",
+    "clock_price",
     "format_left",
 ]
 
@@ -346,9 +347,17 @@ def clock_of(
 # ----------------------------------------------------------------------------- from request records
 
 
-def _price_of(model: str | None, table: Mapping[str, Any]) -> ClockPrice | None:
+def clock_price(model: str | None, prices: Mapping[str, Any] | None = None) -> ClockPrice | None:
+    """The :class:`ClockPrice` of ``model`` from ``prices`` (model -> ModelPrice; default: every price
+    the provider profiles carry), found as :func:`~promptkit.providers.prices.lookup_model` finds it;
+    None when it has none.
+
+    >>> clock_price("claude-opus-4-6-20260101").miss, clock_price("my-own-model")
+    (5.0, None)
+    """
     from promptkit.providers.prices import lookup_model
 
+    table = _price_table(None) if prices is None else prices
     key = lookup_model(model, table) if model else None
     if key is None:
         return None
@@ -372,7 +381,7 @@ def _record_call(record: RequestRecord, provider: str | None, table: Mapping[str
         written_tokens=usage.cache_write_tokens or 0,
         written_1h_tokens=usage.cache_write_1h_tokens,
         output_tokens=usage.completion_tokens or 0,
-        price=_price_of(model, table),
+        price=clock_price(model, table),
         compaction="compaction" in events,
     )
     if provider == "anthropic":
@@ -404,7 +413,7 @@ def _transcript_clock(
     from promptkit.analysis.transcript_clock import TranscriptClockState, read_transcript
 
     table = _price_table(prices)
-    state = read_transcript(TranscriptClockState.start(path), price_of=lambda m: _price_of(m, table))
+    state = read_transcript(TranscriptClockState.start(path), price_of=lambda m: clock_price(m, table))
     if state.open_call is None:
         return {}
     clock = state.clock(now=time.time() if now is None else float(now))
