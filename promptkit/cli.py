@@ -614,13 +614,18 @@ def _add_statusline_command(commands: Any) -> None:
         "short line and exits 0, so the prompt never breaks.",
     )
     statusline.add_argument(
-        "--now", type=_moment, metavar="TIME", help="the time to count from (seconds or ISO 8601; default: now)"
+        "--now",
+        type=_moment,
+        metavar="TIME",
+        help="the time to count from (seconds or ISO 8601; default: now)",
     )
     statusline.add_argument(
         "--cache-dir", type=Path, metavar="DIR",
         help="where to keep what it learnt between runs (default: $XDG_CACHE_HOME/promptkit/statusline)",
     )  # fmt: skip
-    statusline.add_argument("--no-cache", action="store_true", help="keep no state: read the whole transcript")
+    statusline.add_argument(
+        "--no-cache", action="store_true", help="keep no state: read the whole transcript"
+    )
     statusline.set_defaults(handler=_run_statusline)
 
 

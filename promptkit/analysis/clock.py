@@ -34,9 +34,10 @@ The rules, one call at a time (:meth:`ClockTally.add`):
 Example::
 
     >>> price = ClockPrice(hit=0.5, miss=5.0, output=25.0, write=6.25, write_1h=10.0)
-    >>> calls = [ClockCall.anthropic(sent_at=0.0, model="claude-opus-4-6", prompt_tokens=20000,
+    >>> life = Lifetimes(default=300.0, long=3600.0)  # Anthropic's, from its profile: lifetimes_of("anthropic")
+    >>> calls = [life.call(sent_at=0.0, model="claude-opus-4-6", prompt_tokens=20000,
     ...              cached_tokens=0, written_tokens=19990, written_1h_tokens=0, output_tokens=100, price=price),
-    ...          ClockCall.anthropic(sent_at=60.0, model="claude-opus-4-6", prompt_tokens=20500,
+    ...          life.call(sent_at=60.0, model="claude-opus-4-6", prompt_tokens=20500,
     ...              cached_tokens=19990, written_tokens=500, written_1h_tokens=0, output_tokens=80, price=price)]
     >>> clock = clock_of(calls, session="s", now=200.0)
     >>> clock.hit_ratio, clock.seconds_left, clock.expired, clock.last_miss_cause
@@ -55,25 +56,23 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.layout import RequestRecord
+    from promptkit.layout import RequestRecord, Usage
 
 __all__ = [
-    "ANTHROPIC_TTLS",
     "CLOCK_CAUSES",
     "CacheClock",
     "ClockCall",
     "ClockPrice",
     "ClockTally",
+    "Lifetimes",
     "cache_clock",
     "clock_of",
     "clock_price",
     "format_left",
+    "lifetimes_of",
+    "usage_call",
 ]
 
-#: Anthropic's cache lifetimes in seconds by ``ttl`` name, as the Anthropic profile's cache model
-#: declares them (:data:`promptkit.providers.anthropic.CACHE_TTLS`; a test pins the two equal). Kept
-#: here so the status line needs no provider import.
-ANTHROPIC_TTLS: Final[Mapping[str, float]] = {"5m": 300.0, "1h": 3600.0}
 #: The causes the clock names, each one of :data:`promptkit.analysis.causes.CAUSES`.
 CLOCK_CAUSES: Final[tuple[str, ...]] = (
     "cold_start",
@@ -117,7 +116,7 @@ class ClockCall:
     """One model call as the clock sees it: when it was sent (seconds since the epoch), its model, its
     reported counts (``written_1h_tokens`` None when the usage does not split writes by TTL), the
     lifetime of what it wrote (``write_ttl``: None when it wrote nothing or the lifetime is not known;
-    filled from ``written_1h_tokens`` by :meth:`anthropic`), the provider's lifetime for a call that
+    derived by :meth:`Lifetimes.call`), the provider's lifetime for a call that
     reports no writes (``default_ttl``), whether the log shows a compaction since the previous call,
     and its model's price (None: unpriced)."""
 
@@ -133,21 +132,6 @@ class ClockCall:
     default_ttl: float | None = None
     compaction: bool = False
 
-    @classmethod
-    def anthropic(cls, **fields: Any) -> ClockCall:
-        """A call of an Anthropic model: the lifetime of its writes from the 5-minute / 1-hour split
-        (1 hour when every written token was a 1-hour write, else 5 minutes), 5 minutes by default.
-
-        >>> ClockCall.anthropic(sent_at=0.0, model=None, prompt_tokens=9, cached_tokens=0, written_tokens=9,
-        ...                     written_1h_tokens=9).write_ttl
-        3600.0
-        """
-        written, hour = fields.get("written_tokens", 0), fields.get("written_1h_tokens")
-        ttl = None
-        if written:
-            ttl = ANTHROPIC_TTLS["1h"] if hour is not None and hour >= written else ANTHROPIC_TTLS["5m"]
-        return cls(**fields, write_ttl=ttl, default_ttl=ANTHROPIC_TTLS["5m"])
-
     @property
     def cost_usd(self) -> float | None:
         """What this call cost at its model's list prices, None when unpriced."""
@@ -160,6 +144,74 @@ class ClockCall:
             written_1h=self.written_1h_tokens or 0,
             output=self.output_tokens,
         )
+
+
+@attrs.frozen(slots=True)
+class Lifetimes:
+    """A provider's cache lifetimes in seconds, as its profile's cache model declares them
+    (:func:`lifetimes_of`): ``default`` for an entry written without a named TTL (None: no documented
+    lifetime), ``long`` the longest a write may ask for (Anthropic's ``"ttl": "1h"``; None when there
+    is none).
+    """
+
+    default: float | None
+    long: float | None = None
+
+    def write_ttl(self, written: int, written_long: int | None) -> float | None:
+        """The lifetime of a call's writes: ``long`` when the usage says every written token was a
+        long write (Anthropic's ``cache_creation.ephemeral_1h_input_tokens``), else ``default``; None
+        when it wrote nothing.
+
+        >>> life = Lifetimes(300.0, 3600.0)
+        >>> life.write_ttl(90, 90), life.write_ttl(90, 40), life.write_ttl(90, None), life.write_ttl(0, 0)
+        (3600.0, 300.0, 300.0, None)
+        """
+        if not written:
+            return None
+        if self.long is not None and written_long is not None and written_long >= written:
+            return self.long
+        return self.default
+
+    def call(self, **fields: Any) -> ClockCall:
+        """A :class:`ClockCall` of ``fields`` with these lifetimes."""
+        ttl = self.write_ttl(fields.get("written_tokens", 0), fields.get("written_1h_tokens"))
+        return ClockCall(**fields, write_ttl=ttl, default_ttl=self.default)
+
+    def to_json(self) -> list[float | None]:
+        """``[default, long]`` (:meth:`from_json` reads it back)."""
+        return [self.default, self.long]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Lifetimes:
+        """The lifetimes :meth:`to_json` wrote; a :class:`~promptkit.errors.RecordFormatError` else."""
+        from promptkit.errors import RecordFormatError
+
+        if not isinstance(data, list) or len(data) != 2 or not all(_seconds(x) for x in data):
+            raise RecordFormatError(f"lifetimes: expected [default, long] seconds, got {data!r}")
+        return cls(*(None if x is None else float(x) for x in data))
+
+
+def _seconds(value: object) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value >= 0)
+
+
+def lifetimes_of(provider: str, request: Mapping[str, Any] | None = None) -> Lifetimes:
+    """The cache lifetimes of ``provider``'s profile (its cache model's ``ttl`` and longest named TTL),
+    for ``request`` where the lifetime depends on it
+    (:meth:`~promptkit.tokens.cache_models.CacheModel.entry_ttl`).
+
+    >>> lifetimes_of("anthropic"), lifetimes_of("deepseek").default
+    (Lifetimes(default=300.0, long=3600.0), None)
+    """
+    from promptkit.providers.registry import get_provider
+
+    model = get_provider(provider).cache_model
+    named = [seconds for _, seconds in getattr(model, "ttl_names", ())]
+    default = model.entry_ttl(request or {})
+    longest = max(named) if named else None
+    return Lifetimes(
+        default, longest if longest is not None and (default is None or longest > default) else None
+    )
 
 
 @attrs.frozen(slots=True)
@@ -233,10 +285,13 @@ class ClockTally:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClockTally:
-        """The tally :meth:`to_json` wrote; raises ``TypeError`` / ``ValueError`` on anything else."""
+        """The tally :meth:`to_json` wrote; a :class:`~promptkit.errors.RecordFormatError` (or the
+        ``TypeError`` of a field of the wrong type) on anything else."""
         names = {a.name for a in attrs.fields(cls)}
         if set(data) != names:
-            raise ValueError(f"a clock tally has the fields {sorted(names)}, got {sorted(data)}")
+            from promptkit.errors import RecordFormatError
+
+            raise RecordFormatError(f"a clock tally has the fields {sorted(names)}, got {sorted(data)}")
         return cls(**data)
 
 
@@ -328,7 +383,7 @@ def format_left(seconds: float) -> str:
     >>> format_left(299.6), format_left(3599.0), format_left(3600.0)
     ('4:59', '59:59', '1:00:00')
     """
-    whole = max(int(math.floor(seconds)), 0)
+    whole = max(math.floor(seconds), 0)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
@@ -365,33 +420,50 @@ def clock_price(model: str | None, prices: Mapping[str, Any] | None = None) -> C
     return ClockPrice(p.cache_hit, p.cache_miss, p.output, p.cache_write, p.cache_write_1h)
 
 
-def _record_call(record: RequestRecord, provider: str | None, table: Mapping[str, Any]) -> ClockCall | None:
-    """The clock's view of one record (None without a time or prompt counts)."""
-    usage = record.usage
-    if record.timestamp is None or usage is None or usage.prompt_tokens is None:
+def usage_call(
+    usage: Usage,
+    *,
+    sent_at: float,
+    model: str | None,
+    lifetimes: Lifetimes,
+    price: ClockPrice | None = None,
+    compaction: bool = False,
+) -> ClockCall | None:
+    """The clock's view of one call from its normalized ``usage`` (None without prompt counts).
+
+    >>> from promptkit.layout import Usage
+    >>> usage_call(Usage(1000, 5, 800, 150, 150), sent_at=9.0, model=None, lifetimes=Lifetimes(300.0, 3600.0)).write_ttl
+    3600.0
+    """
+    if usage.prompt_tokens is None:
         return None
-    model = record.request.get("model")
-    model = model if isinstance(model, str) else None
-    events = record.meta.get("log_events") or ()
-    fields: dict[str, Any] = dict(
-        sent_at=float(record.timestamp),
+    return lifetimes.call(
+        sent_at=float(sent_at),
         model=model,
         prompt_tokens=usage.prompt_tokens,
         cached_tokens=usage.cached_tokens or 0,
         written_tokens=usage.cache_write_tokens or 0,
         written_1h_tokens=usage.cache_write_1h_tokens,
         output_tokens=usage.completion_tokens or 0,
-        price=clock_price(model, table),
-        compaction="compaction" in events,
+        price=price,
+        compaction=compaction,
     )
-    if provider == "anthropic":
-        return ClockCall.anthropic(**fields)
-    ttl = None
-    if provider is not None:
-        from promptkit.providers.registry import get_provider
 
-        ttl = get_provider(provider).cache_model.entry_ttl(record.request)
-    return ClockCall(**fields, write_ttl=ttl if fields["written_tokens"] else None, default_ttl=ttl)
+
+def _record_call(record: RequestRecord, provider: str | None, table: Mapping[str, Any]) -> ClockCall | None:
+    """The clock's view of one record (None without a time or usage)."""
+    if record.timestamp is None or record.usage is None:
+        return None
+    model = record.request.get("model")
+    model = model if isinstance(model, str) else None
+    return usage_call(
+        record.usage,
+        sent_at=record.timestamp,
+        model=model,
+        lifetimes=lifetimes_of(provider, record.request) if provider is not None else Lifetimes(None),
+        price=clock_price(model, table),
+        compaction="compaction" in (record.meta.get("log_events") or ()),
+    )
 
 
 def _provider_of(record: RequestRecord, override: str | None) -> str | None:
@@ -411,13 +483,18 @@ def _transcript_clock(
     import time
 
     from promptkit.analysis.transcript_clock import TranscriptClockState, read_transcript
+    from promptkit.providers.registry import native_provider
 
     table = _price_table(prices)
-    state = read_transcript(TranscriptClockState.start(path), price_of=lambda m: clock_price(m, table))
+    name = provider or native_provider("claude-code")
+    life = lifetimes_of(name) if name is not None else Lifetimes(None)
+    state = read_transcript(
+        TranscriptClockState.start(path), price_of=lambda m: clock_price(m, table), lifetimes=life
+    )
     if state.open_call is None:
         return {}
-    clock = state.clock(now=time.time() if now is None else float(now))
-    return {clock.session: attrs.evolve(clock, provider=provider or clock.provider)}
+    clock = state.clock(now=time.time() if now is None else float(now), provider=name)
+    return {clock.session: clock}
 
 
 def _price_table(prices: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -480,7 +557,9 @@ def cache_clock(
     providers: dict[str, str | None] = {}
     for n, record in enumerate(records):
         if not isinstance(record, RequestRecord):
-            raise TypeError(f"cache_clock: item {n} is a {type(record).__name__}, not a RequestRecord")
+            from promptkit.errors import UsageError
+
+            raise UsageError(f"cache_clock: item {n} is a {type(record).__name__}, not a RequestRecord")
         name = _provider_of(record, provider)
         call = _record_call(record, name, table)
         if call is not None:
@@ -489,8 +568,10 @@ def cache_clock(
     at = time.time() if now is None else float(now)
     return {
         session: clock_of(
-            (c for _, _, c in sorted(calls, key=lambda x: x[:2])), session=session, now=at,
+            (c for _, _, c in sorted(calls, key=lambda x: x[:2])),
+            session=session,
+            now=at,
             provider=providers[session],
-        )  # fmt: skip
+        )
         for session, calls in by_session.items()
     }

@@ -18,7 +18,9 @@ ended by a newline is left for the next read.
 
 >>> from pathlib import Path
 >>> path = next(Path("fixtures/claude-code").glob("*/*.jsonl"))
->>> state = read_transcript(TranscriptClockState.start(str(path)), price_of=lambda model: None)
+>>> from promptkit.analysis.clock import lifetimes_of
+>>> state = read_transcript(TranscriptClockState.start(str(path)), price_of=lambda model: None,
+...                         lifetimes=lifetimes_of("anthropic"))
 >>> c = state.clock(now=1770912180.0)
 >>> c.calls, c.hit_ratio, c.status
 (2, 0.6953, '4:31 left')
@@ -34,7 +36,8 @@ from typing import Any, Final
 
 import attrs
 
-from promptkit.analysis.clock import CacheClock, ClockCall, ClockPrice, ClockTally
+from promptkit.analysis.clock import CacheClock, ClockCall, ClockPrice, ClockTally, Lifetimes
+from promptkit.errors import RecordFormatError
 
 __all__ = ["MAX_USER_TIMES", "TranscriptClockState", "read_transcript"]
 
@@ -70,7 +73,7 @@ class TranscriptClockState:
     size: int = 0
     mtime_ns: int = 0
     session_id: str | None = None
-    tally: ClockTally = ClockTally()
+    tally: ClockTally = attrs.field(factory=ClockTally)
     open_call: ClockCall | None = None
     open_key: str | None = None
     compaction_pending: bool = False
@@ -84,10 +87,10 @@ class TranscriptClockState:
         """A state that has read nothing of ``path``."""
         return cls(path=path)
 
-    def clock(self, *, now: float) -> CacheClock:
+    def clock(self, *, now: float, provider: str | None = None) -> CacheClock:
         """The session's clock at ``now``, the open call counted."""
         tally = self.tally if self.open_call is None else self.tally.add(self.open_call)
-        return CacheClock.of(tally, session=self.session_id or self.path, now=now, provider="anthropic")
+        return CacheClock.of(tally, session=self.session_id or self.path, now=now, provider=provider)
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready data (:meth:`from_json` reads it back)."""
@@ -107,13 +110,13 @@ class TranscriptClockState:
         fields["user_times"] = tuple((str(u), float(t)) for u, t in fields["user_times"])
         state = cls(**fields)
         if not isinstance(state.offset, int) or state.offset < 0:
-            raise ValueError(f"offset: expected a byte offset, got {state.offset!r}")
+            raise RecordFormatError(f"offset: expected a byte offset, got {state.offset!r}")
         return state
 
 
 def _time(value: object) -> float:
     if not isinstance(value, str):
-        raise ValueError(f"timestamp: expected an ISO 8601 string, got {type(value).__name__}")
+        raise RecordFormatError(f"timestamp: expected an ISO 8601 string, got {type(value).__name__}")
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
@@ -122,7 +125,7 @@ def _count(usage: Mapping[str, Any], key: str) -> int:
     if value is None:
         return 0
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"message.usage.{key}: expected a count, got {value!r}")
+        raise RecordFormatError(f"message.usage.{key}: expected a count, got {value!r}")
     return value
 
 
@@ -143,8 +146,8 @@ def _usage_fields(usage: Mapping[str, Any]) -> dict[str, Any]:
 class _Reader:
     """One read: applies events to the fields of a state (mutable while reading, frozen after)."""
 
-    def __init__(self, state: TranscriptClockState, price_of: PriceOf) -> None:
-        self.price_of = price_of
+    def __init__(self, state: TranscriptClockState, price_of: PriceOf, lifetimes: Lifetimes) -> None:
+        self.price_of, self.lifetimes = price_of, lifetimes
         self.fields = attrs.asdict(state, recurse=False)
         self.user_times = dict(state.user_times)
 
@@ -180,13 +183,13 @@ class _Reader:
         counts = _usage_fields(usage)
         open_call: ClockCall | None = self.fields["open_call"]
         if open_call is not None and key == self.fields["open_key"]:
-            self.fields["open_call"] = ClockCall.anthropic(**{**_bare(open_call), **counts})
+            self.fields["open_call"] = self.lifetimes.call(**{**_bare(open_call), **counts})
             return
         if open_call is not None:
             self.fields["tally"] = self.fields["tally"].add(open_call)
         parent = obj.get("parentUuid")
         sent_at = self.user_times.get(parent) if isinstance(parent, str) else None
-        self.fields["open_call"] = ClockCall.anthropic(
+        self.fields["open_call"] = self.lifetimes.call(
             sent_at=sent_at if sent_at is not None else _time(obj.get("timestamp")),
             model=model,
             price=self.price_of(model),
@@ -202,15 +205,18 @@ class _Reader:
 
 
 def _bare(call: ClockCall) -> dict[str, Any]:
-    """A call's fields without the lifetimes :meth:`ClockCall.anthropic` derives."""
+    """A call's fields without the lifetimes :meth:`Lifetimes.call` derives."""
     fields = attrs.asdict(call, recurse=False)
     del fields["write_ttl"], fields["default_ttl"]
     return fields
 
 
-def read_transcript(state: TranscriptClockState, *, price_of: PriceOf) -> TranscriptClockState:
+def read_transcript(
+    state: TranscriptClockState, *, price_of: PriceOf, lifetimes: Lifetimes
+) -> TranscriptClockState:
     """``state`` with the lines written to its transcript since it was taken read (from the start
-    when the file shrank or was replaced). ``price_of`` prices a model (None: unpriced). Raises
+    when the file shrank or was replaced). ``price_of`` prices a model (None: unpriced);
+    ``lifetimes`` are Anthropic's (:func:`~promptkit.analysis.clock.lifetimes_of`). Raises
     ``OSError`` when the file cannot be read."""
     with open(state.path, "rb") as f:
         info = os.fstat(f.fileno())
@@ -221,7 +227,7 @@ def read_transcript(state: TranscriptClockState, *, price_of: PriceOf) -> Transc
         f.seek(state.offset)
         data = f.read()
     end = data.rfind(b"\n") + 1
-    reader = _Reader(state, price_of)
+    reader = _Reader(state, price_of, lifetimes)
     line_no = state.lines
     for raw in data[:end].split(b"\n")[:-1]:
         line_no += 1
@@ -234,6 +240,10 @@ def read_transcript(state: TranscriptClockState, *, price_of: PriceOf) -> Transc
         except (ValueError, TypeError) as exc:
             reader.skip(line_no, str(exc) or type(exc).__name__)
     reader.fields.update(
-        offset=state.offset + end, inode=info.st_ino, size=info.st_size, mtime_ns=info.st_mtime_ns, lines=line_no
+        offset=state.offset + end,
+        inode=info.st_ino,
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        lines=line_no,
     )
     return reader.state()

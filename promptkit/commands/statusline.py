@@ -12,8 +12,10 @@ status line. :func:`status_line` reads the transcript's cache clock
 the cache folder (``$XDG_CACHE_HOME/promptkit/statusline``, else ``~/.cache/promptkit/statusline``),
 keyed by the transcript's path and holding the byte offset it read to, the file's inode, size and
 mtime: the next run seeks to that offset and reads only the lines written since (a file that shrank
-or was replaced is read again). The models' prices are kept there too (``prices.json``), so a run
-imports no provider profile once it has priced the session's model; nothing imports polars or numpy.
+or was replaced is read again). The models' prices are kept there too, so a run
+imports no provider profile once it has priced the session's model (``facts.json``, with Claude Code's
+cache lifetimes from the Anthropic profile; dropped when a module of ``promptkit/providers`` changes);
+nothing imports polars or numpy.
 
 **Never breaks the prompt.** Bad or missing input (not JSON, no ``transcript_path``, a transcript that
 cannot be read) prints one short line starting ``promptkit:`` and exits 0: Claude Code shows the first
@@ -34,8 +36,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from promptkit.analysis.clock import CacheClock, ClockPrice, format_left
+import attrs
+
+from promptkit.analysis.clock import CacheClock, ClockPrice, Lifetimes, format_left
 from promptkit.analysis.transcript_clock import TranscriptClockState, read_transcript
+from promptkit.errors import PromptkitError, RecordFormatError
 
 __all__ = ["STATE_VERSION", "default_cache_dir", "format_clock", "run_statusline", "status_line"]
 
@@ -70,39 +75,74 @@ def _write_json(path: Path, data: Any) -> None:
         return
 
 
-class _Prices:
-    """Model prices, kept in ``prices.json`` beside the states so a run needs no provider import."""
+def _providers_fingerprint() -> str:
+    """What the kept prices and lifetimes were read from: the size and mtime of each module of
+    ``promptkit/providers`` (where the profiles carry them), found without importing it."""
+    folder = Path(__file__).resolve().parents[1] / "providers"
+    try:
+        stats = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder))
+    except OSError:
+        return ""
+    return hashlib.sha256(repr(stats).encode()).hexdigest()[:16]
+
+
+class _Facts:
+    """What the status line needs from the provider profiles (each model's price, Claude Code's cache
+    lifetimes), kept in ``facts.json`` beside the states so a run imports no profile once it has them.
+    Kept facts are dropped when a module of ``promptkit/providers`` changes."""
 
     def __init__(self, path: Path | None) -> None:
-        from promptkit import __version__
-
-        self.path, self.version, self.dirty = path, __version__, False
+        self.path, self.fingerprint, self.dirty = path, _providers_fingerprint(), False
         data = _read_json(path) if path is not None else None
-        ok = isinstance(data, Mapping) and data.get("promptkit") == __version__
-        self.models: dict[str, Any] = dict(data["models"]) if ok and isinstance(data["models"], Mapping) else {}
+        ok = isinstance(data, Mapping) and data.get("providers") == self.fingerprint
+        models = data.get("models") if ok and isinstance(data, Mapping) else None
+        self.models: dict[str, Any] = dict(models) if isinstance(models, Mapping) else {}
+        self._lifetimes: Lifetimes | None = None
+        if ok and isinstance(data, Mapping) and "lifetimes" in data:
+            try:
+                self._lifetimes = Lifetimes.from_json(data["lifetimes"])
+            except PromptkitError:
+                self._lifetimes = None
 
-    def __call__(self, model: str | None) -> ClockPrice | None:
+    @property
+    def lifetimes(self) -> Lifetimes:
+        """The cache lifetimes of the provider Claude Code speaks to."""
+        if self._lifetimes is None:
+            from promptkit.analysis.clock import lifetimes_of
+            from promptkit.providers.registry import native_provider
+
+            provider = native_provider("claude-code")
+            self._lifetimes = lifetimes_of(provider) if provider is not None else Lifetimes(None)
+            self.dirty = True
+        return self._lifetimes
+
+    def price(self, model: str | None) -> ClockPrice | None:
+        """``model``'s price (None: unpriced)."""
         if model is None:
             return None
-        if model in self.models:
-            known = self.models[model]
+        known = self.models.get(model, False)
+        if known is None:
+            return None
+        if isinstance(known, Mapping):
             try:
-                return None if known is None else ClockPrice(**known)
+                return ClockPrice(**known)
             except TypeError:
                 pass
         from promptkit.analysis.clock import clock_price
 
         price = clock_price(model)
-        self.models[model] = None if price is None else {
-            "hit": price.hit, "miss": price.miss, "output": price.output, "write": price.write,
-            "write_1h": price.write_1h,
-        }  # fmt: skip
+        self.models[model] = None if price is None else attrs.asdict(price)
         self.dirty = True
         return price
 
     def save(self) -> None:
         if self.dirty and self.path is not None:
-            _write_json(self.path, {"promptkit": self.version, "models": self.models})
+            data = {
+                "providers": self.fingerprint,
+                "lifetimes": self.lifetimes.to_json(),
+                "models": self.models,
+            }
+            _write_json(self.path, data)
 
 
 def _state_file(cache_dir: Path, transcript: str) -> Path:
@@ -116,7 +156,7 @@ def _load_state(path: Path | None, transcript: str) -> TranscriptClockState:
             state = TranscriptClockState.from_json(data["state"])
             if state.path == transcript:
                 return state
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, PromptkitError):
             pass
     return TranscriptClockState.start(transcript)
 
@@ -124,8 +164,9 @@ def _load_state(path: Path | None, transcript: str) -> TranscriptClockState:
 def format_clock(clock: CacheClock, model_name: str | None = None) -> str:
     """The status line of ``clock`` (one line, no newline).
 
-    >>> from promptkit.analysis.clock import ClockCall, clock_of
-    >>> call = ClockCall.anthropic(sent_at=0.0, model="m", prompt_tokens=100, cached_tokens=0, written_tokens=90)
+    >>> from promptkit.analysis.clock import clock_of
+    >>> call = Lifetimes(300.0, 3600.0).call(sent_at=0.0, model="m", prompt_tokens=100, cached_tokens=0,
+    ...                                      written_tokens=90)
     >>> format_clock(clock_of([call], session="s", now=30.0), "Opus")
     'Opus · cache 0.0% hit · 4:30 left (5m) · last miss: cold_start'
     """
@@ -154,16 +195,16 @@ def _ttl_name(seconds: float) -> str:
 
 def _input(text: str) -> tuple[str, str | None]:
     """The transcript path and the model's display name from Claude Code's status-line JSON; raises
-    ``ValueError`` with the line to print when the input is not usable."""
+    :class:`~promptkit.errors.RecordFormatError` with the line to print when the input is not usable."""
     try:
         data = json.loads(text)
     except ValueError:
-        raise ValueError("promptkit: the status-line input is not JSON") from None
+        raise RecordFormatError("promptkit: the status-line input is not JSON") from None
     if not isinstance(data, Mapping):
-        raise ValueError("promptkit: the status-line input is not a JSON object")
+        raise RecordFormatError("promptkit: the status-line input is not a JSON object")
     path = data.get("transcript_path")
     if not isinstance(path, str) or not path:
-        raise ValueError("promptkit: no transcript_path in the status-line input")
+        raise RecordFormatError("promptkit: no transcript_path in the status-line input")
     model = data.get("model")
     name = model.get("display_name") if isinstance(model, Mapping) else None
     return path, name if isinstance(name, str) and name else None
@@ -176,21 +217,21 @@ def status_line(text: str, *, now: float | None = None, cache_dir: Path | None =
     """
     try:
         transcript, name = _input(text)
-    except ValueError as exc:
+    except RecordFormatError as exc:
         return str(exc)
     transcript = os.path.abspath(os.path.expanduser(transcript))
     state_path = None if cache_dir is None else _state_file(cache_dir, transcript)
-    prices = _Prices(None if cache_dir is None else cache_dir / "prices.json")
+    facts = _Facts(None if cache_dir is None else cache_dir / "facts.json")
     before = _load_state(state_path, transcript)
     try:
-        state = read_transcript(before, price_of=prices)
+        state = read_transcript(before, price_of=facts.price, lifetimes=facts.lifetimes)
     except FileNotFoundError:
         return _SEP.join(p for p in (name, "cache: no calls yet") if p)
     except OSError as exc:
         return f"promptkit: cannot read the transcript: {exc.strerror or exc}"
     if state_path is not None and state != before:
         _write_json(state_path, {"version": STATE_VERSION, "state": state.to_json()})
-    prices.save()
+    facts.save()
     return format_clock(state.clock(now=time.time() if now is None else now), name)
 
 

@@ -37,10 +37,10 @@ from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from promptkit.analysis.clock import CacheClock, ClockCall, ClockTally
+from promptkit.analysis.clock import CacheClock, ClockCall, ClockTally, Lifetimes, lifetimes_of, usage_call
 from promptkit.errors import InternalError, RecordFormatError
 from promptkit.formats.wire.record import completion_of
-from promptkit.layout import LayoutEntry, RequestRecord
+from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.usage import normalize_usage
 
 __all__ = ["LiveFigures", "render_page"]
@@ -87,7 +87,9 @@ class _Session:
             "predicted_cached_tokens": self.predicted_cached,
             "predicted_hit_ratio": ratio(self.predicted_cached, self.predicted_prompt),
             "last_breaks": list(self.breaks),
-            **_clock_fields(CacheClock.of(self.clock, session=self.name, now=time.time() if now is None else now)),
+            **_clock_fields(
+                CacheClock.of(self.clock, session=self.name, now=time.time() if now is None else now)
+            ),
         }
 
 
@@ -105,28 +107,17 @@ def _clock_fields(clock: CacheClock) -> dict[str, Any]:
     }
 
 
-def _clock_call(provider: str, request: Mapping[str, Any], usage: Any, at: float) -> ClockCall:
-    """One call as the clock sees it, with ``provider``'s cache lifetime."""
-    model = request.get("model")
-    fields: dict[str, Any] = dict(
-        sent_at=float(at),
-        model=model if isinstance(model, str) else None,
-        prompt_tokens=usage.prompt_tokens,
-        cached_tokens=usage.cached_tokens or 0,
-        written_tokens=usage.cache_write_tokens or 0,
-        written_1h_tokens=usage.cache_write_1h_tokens,
-        output_tokens=usage.completion_tokens or 0,
-    )
-    if provider == "anthropic":
-        return ClockCall.anthropic(**fields)
+def _clock_call(provider: str, request: Mapping[str, Any], usage: Usage, at: float) -> ClockCall | None:
+    """One call as the clock sees it, with ``provider``'s cache lifetimes (none for a provider the
+    registry does not know)."""
     from promptkit.errors import PromptkitError
-    from promptkit.providers.registry import get_provider
 
+    model = request.get("model")
     try:
-        ttl = get_provider(provider).cache_model.entry_ttl(request)
-    except PromptkitError:  # a provider the registry does not know has no clock
-        ttl = None
-    return ClockCall(**fields, write_ttl=ttl if fields["written_tokens"] else None, default_ttl=ttl)
+        life = lifetimes_of(provider, request)
+    except PromptkitError:
+        life = Lifetimes(None)
+    return usage_call(usage, sent_at=at, model=model if isinstance(model, str) else None, lifetimes=life)
 
 
 def _provider(record: Mapping[str, Any], override: str | None) -> str:
@@ -231,7 +222,8 @@ class LiveFigures:
                 state.reported_cached += usage.cached_tokens or 0
                 stamp = record.get("timestamp")
                 if isinstance(stamp, float | int) and not isinstance(stamp, bool):
-                    state.clock = state.clock.add(_clock_call(provider, request, usage, stamp))
+                    call = _clock_call(provider, request, usage, stamp)
+                    state.clock = state.clock.add(call) if call is not None else state.clock
             if not self.predict:
                 return
             index = state.last.index + 1 if state.last is not None else 0
