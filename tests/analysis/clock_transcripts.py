@@ -50,14 +50,25 @@ def usage(call: Call, output: int) -> dict[str, Any]:
         "service_tier": "standard",
     }
     if call.split:
-        out["cache_creation"] = {"ephemeral_5m_input_tokens": call.write_5m, "ephemeral_1h_input_tokens": call.write_1h}
+        out["cache_creation"] = {
+            "ephemeral_5m_input_tokens": call.write_5m,
+            "ephemeral_1h_input_tokens": call.write_1h,
+        }
     return out
 
 
-def events(calls: Sequence[Call], *, sidechain: bool = False, synthetic: bool = False) -> list[dict[str, Any]]:
+def events(
+    calls: Sequence[Call], *, sidechain: bool = False, synthetic: bool = False
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [{"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}}]
     parent: str | None = None
-    base = {"sessionId": SESSION, "isSidechain": False, "userType": "external", "cwd": "/w", "version": "2.1.0"}
+    base = {
+        "sessionId": SESSION,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/w",
+        "version": "2.1.0",
+    }
     for n, call in enumerate(calls):
         if call.compact_before:
             out.append({**base, "type": "system", "subtype": "compact_boundary", "uuid": f"c{n}",

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from promptkit.analysis.causes import CAUSES
 from promptkit.analysis.clock import (
@@ -67,7 +66,9 @@ def test_a_call_writing_both_lifetimes_expires_with_its_five_minute_entries(tmp_
     assert (at.ttl_seconds, at.expires_at) == (300.0, T0 + 360)
 
 
-def test_a_read_only_call_refreshes_the_cache_for_the_lifetime_of_the_writes_before_it(tmp_path: Path) -> None:
+def test_a_read_only_call_refreshes_the_cache_for_the_lifetime_of_the_writes_before_it(
+    tmp_path: Path,
+) -> None:
     calls = [Call(0, read=0, write_1h=12000), Call(600, read=12000)]
     at = _clock(tmp_path, calls, 700)
     assert (at.last_use_at, at.ttl_seconds, at.expires_at) == (T0 + 600, 3600.0, T0 + 4200)
@@ -89,7 +90,12 @@ def test_a_provider_without_a_documented_lifetime_has_no_clock() -> None:
     life = lifetimes_of("deepseek")
     call = life.call(sent_at=0.0, model="deepseek-chat", prompt_tokens=900, cached_tokens=640)
     clock = clock_of([call], session="s", now=10.0)
-    assert (clock.expires_at, clock.seconds_left, clock.expired, clock.status) == (None, None, False, "no TTL known")
+    assert (clock.expires_at, clock.seconds_left, clock.expired, clock.status) == (
+        None,
+        None,
+        False,
+        "no TTL known",
+    )
     assert clock_of([], session="s", now=0.0).status == "no cache yet"
 
 
@@ -98,7 +104,11 @@ def test_the_lifetimes_are_the_provider_profiles() -> None:
     assert lifetimes_of("openai").default == 600.0
     assert lifetimes_of("openai", {"prompt_cache_retention": "24h"}).default == 86400.0
     assert lifetimes_of("openai").long is None and lifetimes_of("gemini") == Lifetimes(None)
-    assert LIFE.write_ttl(0, None) is None and LIFE.write_ttl(10, 10) == 3600.0 and LIFE.write_ttl(10, 9) == 300.0
+    assert (
+        LIFE.write_ttl(0, None) is None
+        and LIFE.write_ttl(10, 10) == 3600.0
+        and LIFE.write_ttl(10, 9) == 300.0
+    )
 
 
 def test_format_left() -> None:
@@ -108,7 +118,9 @@ def test_format_left() -> None:
 
 
 @given(
-    st.lists(st.tuples(st.floats(0, 2000), st.integers(0, 5000), st.integers(0, 5000), st.booleans()), min_size=1),
+    st.lists(
+        st.tuples(st.floats(0, 2000), st.integers(0, 5000), st.integers(0, 5000), st.booleans()), min_size=1
+    ),
     st.floats(0, 10_000),
     st.floats(0, 10_000),
 )
@@ -234,10 +246,11 @@ def test_records_and_the_transcript_reader_agree(tmp_path: Path) -> None:
 
 
 def test_cache_clock_takes_records_of_any_provider() -> None:
+    body = {"model": "gpt-4o", "messages": []}
+    usages = [Usage(2000, 10, 0, None), Usage(2000, 10, 1536, None)]
     records = [
-        RequestRecord({"model": "gpt-4o", "messages": []}, session="a", index=i, timestamp=1000.0 + 60 * i,
-                      usage=Usage(2000, 10, 1536 * (i > 0), None))  # fmt: skip
-        for i in range(2)
+        RequestRecord(body, session="a", index=i, timestamp=1000.0 + 60 * i, usage=u)
+        for i, u in enumerate(usages)
     ]
     clock = cache_clock(records, now=1100.0)["a"]
     assert (clock.provider, clock.ttl_seconds, clock.seconds_left) == ("openai", 600.0, 560.0)

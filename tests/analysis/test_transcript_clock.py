@@ -74,7 +74,10 @@ def test_reading_in_pieces_gives_the_full_read(tmp_path: Path) -> None:
 
 def test_a_compaction_before_a_miss_is_its_cause(tmp_path: Path) -> None:
     calls = [*a_session()[:3], Call(200, read=5000, write_5m=2000, compact_before=True)]
-    assert _full(write_transcript(tmp_path / "c.jsonl", calls)).clock(now=T0 + 250).last_miss_cause == "compaction"
+    assert (
+        _full(write_transcript(tmp_path / "c.jsonl", calls)).clock(now=T0 + 250).last_miss_cause
+        == "compaction"
+    )
 
 
 def test_a_file_that_shrank_or_was_replaced_is_read_again(tmp_path: Path) -> None:

@@ -45,7 +45,9 @@ def test_five_minute_writes_to_the_second_then_expired(
     path = write_transcript(tmp_path / "p" / f"{SESSION}.jsonl", a_session())
     code, out = _run(monkeypatch, _stdin(path), "--now", iso(T0 + 600), "--cache-dir", str(cache))
     assert code == 0
-    assert out == "Opus 4.6 · cache 57.6% hit · 3:35 left (5m) · $0.157 · last miss: ttl_expiry, 8,400 tokens\n"
+    assert (
+        out == "Opus 4.6 · cache 57.6% hit · 3:35 left (5m) · $0.157 · last miss: ttl_expiry, 8,400 tokens\n"
+    )
     _, later = _run(monkeypatch, _stdin(path), "--now", str(T0 + 814), "--cache-dir", str(cache))
     assert "· 0:01 left (5m) ·" in later
     _, expired = _run(monkeypatch, _stdin(path), "--now", str(T0 + 815), "--cache-dir", str(cache))
@@ -53,7 +55,9 @@ def test_five_minute_writes_to_the_second_then_expired(
 
 
 def test_one_hour_writes(tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write_transcript(tmp_path / f"{SESSION}.jsonl", [Call(0, read=0, write_1h=12000), Call(60, read=12000, write_1h=500)])
+    path = write_transcript(
+        tmp_path / f"{SESSION}.jsonl", [Call(0, read=0, write_1h=12000), Call(60, read=12000, write_1h=500)]
+    )
     _, out = _run(monkeypatch, _stdin(path), "--now", iso(T0 + 160.5), "--cache-dir", str(cache))
     assert out == "Opus 4.6 · cache 49.0% hit · 58:19 left (1h) · $0.134\n"
     assert "last miss" not in out
@@ -69,7 +73,10 @@ def test_one_hour_writes(tmp_path: Path, cache: Path, monkeypatch: pytest.Monkey
         ("[1, 2]", "promptkit: the status-line input is not a JSON object"),
         ('{"session_id": "x"}', "promptkit: no transcript_path in the status-line input"),
         ('{"transcript_path": 42}', "promptkit: no transcript_path in the status-line input"),
-        ('{"transcript_path": "/no/such/dir/t.jsonl", "model": {"display_name": "Opus"}}', "Opus · cache: no calls yet"),
+        (
+            '{"transcript_path": "/no/such/dir/t.jsonl", "model": {"display_name": "Opus"}}',
+            "Opus · cache: no calls yet",
+        ),
         ('{"transcript_path": "/"}', "promptkit: cannot read the transcript: Is a directory"),
     ],
 )
@@ -84,7 +91,9 @@ def test_an_empty_transcript_and_a_failure_inside_are_one_line(
 ) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text('{"type":"file-history-snapshot"}\n')
-    assert _run(monkeypatch, _stdin(empty), "--cache-dir", str(cache))[1] == "Opus 4.6 · cache: no calls yet\n"
+    assert (
+        _run(monkeypatch, _stdin(empty), "--cache-dir", str(cache))[1] == "Opus 4.6 · cache: no calls yet\n"
+    )
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire\nsecond line")
@@ -116,7 +125,9 @@ def test_the_state_is_kept_and_used(tmp_path: Path, cache: Path, monkeypatch: py
     assert _run(monkeypatch, _stdin(path), *args)[1] == first  # the state, not the file
     assert _run(monkeypatch, _stdin(path), "--now", str(T0 + 600), "--no-cache")[1] != first
 
-    write_transcript(path, [*a_session(), Call(560, read=13500, write_5m=300)])  # the same lines, and one more call
+    write_transcript(
+        path, [*a_session(), Call(560, read=13500, write_5m=300)]
+    )  # the same lines, and one more call
     assert path.read_bytes().startswith(data)
     _, grown = _run(monkeypatch, _stdin(path), *args)
     assert grown == _run(monkeypatch, _stdin(path), "--now", str(T0 + 600), "--no-cache")[1]
