@@ -13,7 +13,8 @@ lifetime (DeepSeek, Gemini's implicit cache) has no clock (``ttl_seconds`` None)
 
 The rules, one call at a time (:meth:`ClockTally.add`):
 
-- **Last use** is the time of the latest call that read or wrote the cache; the cache **expires**
+- **Last use** is the time of the latest call that read or wrote the cache (a provider that does not
+  report writes, as OpenAI, writes every call's prompt); the cache **expires**
   ``ttl`` seconds after it. ``ttl`` is the lifetime of the latest call's writes: 1 hour when every
   token it wrote was a 1-hour write, else 5 minutes (when a call writes both, the 5-minute entries, the
   end of the conversation, expire first: that is when the next call starts paying). A call that
@@ -114,7 +115,9 @@ class ClockPrice:
 @attrs.frozen(slots=True)
 class ClockCall:
     """One model call as the clock sees it: when it was sent (seconds since the epoch), its model, its
-    reported counts (``written_1h_tokens`` None when the usage does not split writes by TTL), the
+    reported counts (``written_1h_tokens`` None when the usage does not split writes by TTL;
+    ``writes_reported`` False when the provider does not report writes at all, as OpenAI's automatic
+    cache: such a call is taken to have written its prompt), the
     lifetime of what it wrote (``write_ttl``: None when it wrote nothing or the lifetime is not known;
     derived by :meth:`Lifetimes.call`), the provider's lifetime for a call that
     reports no writes (``default_ttl``), whether the log shows a compaction since the previous call,
@@ -131,6 +134,7 @@ class ClockCall:
     write_ttl: float | None = None
     default_ttl: float | None = None
     compaction: bool = False
+    writes_reported: bool = True
 
     @property
     def cost_usd(self) -> float | None:
@@ -175,6 +179,8 @@ class Lifetimes:
     def call(self, **fields: Any) -> ClockCall:
         """A :class:`ClockCall` of ``fields`` with these lifetimes."""
         ttl = self.write_ttl(fields.get("written_tokens", 0), fields.get("written_1h_tokens"))
+        if not fields.get("writes_reported", True):
+            ttl = self.default
         return ClockCall(**fields, write_ttl=ttl, default_ttl=self.default)
 
     def to_json(self) -> list[float | None]:
@@ -238,7 +244,7 @@ class ClockTally:
         cause = self._miss_cause(call)
         expected = self.held_tokens if self.calls else 0
         cost = call.cost_usd
-        used = call.cached_tokens > 0 or call.written_tokens > 0
+        used = call.cached_tokens > 0 or call.written_tokens > 0 or not call.writes_reported
         ttl = call.write_ttl if call.write_ttl is not None else (self.ttl if self.calls else None)
         if ttl is None and self.ttl is None:
             ttl = call.default_ttl
@@ -447,6 +453,7 @@ def usage_call(
         output_tokens=usage.completion_tokens or 0,
         price=price,
         compaction=compaction,
+        writes_reported=usage.cache_write_tokens is not None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import polars as pl
 import pytest
 from hypothesis import given, strategies as st
@@ -254,7 +255,10 @@ def test_cache_clock_takes_records_of_any_provider() -> None:
     ]
     clock = cache_clock(records, now=1100.0)["a"]
     assert (clock.provider, clock.ttl_seconds, clock.seconds_left) == ("openai", 600.0, 560.0)
-    assert cache_clock(records[:1], now=1100.0)["a"].status == "no cache yet"  # read nothing, wrote nothing
+    # OpenAI reports no writes: a call that read nothing still wrote its prompt (automatic caching)
+    assert cache_clock(records[:1], now=1100.0)["a"].status == "8:20 left"
+    written = [attrs.evolve(r, usage=attrs.evolve(r.usage, cache_write_tokens=0)) for r in records[:1]]
+    assert cache_clock(written, now=1100.0)["a"].status == "no cache yet"  # reported: nothing written
     with pytest.raises(UsageError, match="item 0 is a dict"):
         cache_clock([{"request": {}}])  # type: ignore[list-item]
 
