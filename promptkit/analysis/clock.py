@@ -358,8 +358,8 @@ class CacheClock:
 
     @property
     def seconds_left(self) -> float | None:
-        """Seconds before the cache expires (0 once expired; None when there is no clock)."""
-        return None if self.expires_at is None else max(self.expires_at - self.now, 0.0)
+        """Seconds before the cache expires, to the millisecond (0 once expired; None without a clock)."""
+        return None if self.expires_at is None else round(max(self.expires_at - self.now, 0.0), 3)
 
     @property
     def expired(self) -> bool:

@@ -27,11 +27,11 @@ user sees once when installing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
 import time
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, TextIO
@@ -75,6 +75,13 @@ def _write_json(path: Path, data: Any) -> None:
         return
 
 
+def _digest(text: str) -> str:
+    """A short name for ``text`` (two checksums: hashlib would load OpenSSL, a tenth of the run; a
+    state file also keeps the transcript's path, which is checked)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
 def _providers_fingerprint() -> str:
     """What the kept prices and lifetimes were read from: the size and mtime of each module of
     ``promptkit/providers`` (where the profiles carry them), found without importing it."""
@@ -83,7 +90,7 @@ def _providers_fingerprint() -> str:
         stats = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder))
     except OSError:
         return ""
-    return hashlib.sha256(repr(stats).encode()).hexdigest()[:16]
+    return _digest(repr(stats))
 
 
 class _Facts:
@@ -146,7 +153,7 @@ class _Facts:
 
 
 def _state_file(cache_dir: Path, transcript: str) -> Path:
-    return cache_dir / f"{hashlib.sha256(transcript.encode('utf-8', 'surrogatepass')).hexdigest()[:24]}.json"
+    return cache_dir / f"{_digest(transcript)}.json"
 
 
 def _load_state(path: Path | None, transcript: str) -> TranscriptClockState:
