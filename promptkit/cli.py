@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_proxy_command,
         _add_whatif_command,
         _add_fleet_command,
+        _add_statusline_command,
     ):
         add(commands)
     return parser
@@ -593,6 +594,54 @@ def _run_whatif(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int
             raise CLIError(_with_path(exc, paths)) from exc
     _emit(stdout, text)
     return EXIT_OK
+
+
+# --- promptkit statusline -----------------------------------------------------------------------------
+def _moment(text: str) -> float:
+    """``--now``: seconds since the epoch, or an ISO 8601 time (naive = UTC)."""
+    from datetime import UTC, datetime
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither seconds nor an ISO 8601 time") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _add_statusline_command(commands: Any) -> None:
+    statusline = commands.add_parser(
+        "statusline",
+        help="Claude Code's status line: hit ratio, time left before the cache expires, cost, last miss",
+        description="Read the JSON Claude Code passes to a status-line command on stdin and print one line: "
+        "the session's cache hit ratio, the time left before its cache expires ('expired' once past), the "
+        "cost so far and the cause of the last miss (see docs/how-to/cache-clock.md). Bad input prints a "
+        "short line and exits 0, so the prompt never breaks.",
+    )
+    statusline.add_argument(
+        "--now",
+        type=_moment,
+        metavar="TIME",
+        help="the time to count from (seconds or ISO 8601; default: now)",
+    )
+    statusline.add_argument(
+        "--cache-dir", type=Path, metavar="DIR",
+        help="where to keep what it learnt between runs (default: $XDG_CACHE_HOME/promptkit/statusline)",
+    )  # fmt: skip
+    statusline.add_argument(
+        "--no-cache", action="store_true", help="keep no state: read the whole transcript"
+    )
+    statusline.set_defaults(handler=_run_statusline)
+
+
+def _run_statusline(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.statusline import default_cache_dir, run_statusline
+
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    return run_statusline(sys.stdin, stdout, now=args.now, cache_dir=cache_dir)
 
 
 # --- promptkit fleet ----------------------------------------------------------------------------------

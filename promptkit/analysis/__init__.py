@@ -66,6 +66,7 @@ _MODULES: dict[str, str] = {
     ),
     **dict.fromkeys(("Tokenizer",), "promptkit.tokens.tokenizers"),
     **dict.fromkeys(("explain_causes", "classify_change", "CAUSES"), "promptkit.analysis.causes"),
+    **dict.fromkeys(("cache_clock", "CacheClock"), "promptkit.analysis.clock"),
     **dict.fromkeys(
         ("Calibration", "fit_calibration", "load_calibration", "apply_calibration", "default_calibration"),
         "promptkit.analysis.calibration",

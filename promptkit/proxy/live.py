@@ -8,6 +8,12 @@ it. A *break* is a request whose prompt shares less with the previous request th
 prompt: the cause is the first message (its index, role, and layout slot/key when the record has a
 layout) that differs.
 
+Each session also has a cache clock (:mod:`promptkit.analysis.clock`): the time its cache expires
+(the provider's lifetime after the last call that read or wrote it: Anthropic's 5 minutes or 1 hour
+from the usage's write split, OpenAI's 10 minutes), the time left and whether it has expired, and the
+cause of the last miss. The page counts the time left down every second in the browser from the
+server's expiry time (``cache_expires_at`` in ``stats.json``, seconds since the epoch).
+
 The live state is bounded, whatever the traffic: only the ``max_held`` most recently active sessions
 keep their last request (the others keep their counters only, and their next request is predicted as a
 fresh start); at most ``max_sessions`` sessions are listed (the oldest are retired, their counts kept in
@@ -25,14 +31,16 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from promptkit.analysis.clock import CacheClock, ClockCall, ClockTally, Lifetimes, lifetimes_of, usage_call
 from promptkit.errors import InternalError, RecordFormatError
 from promptkit.formats.wire.record import completion_of
-from promptkit.layout import LayoutEntry, RequestRecord
+from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.registry import normalize_usage
 
 __all__ = ["LiveFigures", "render_page"]
@@ -40,7 +48,7 @@ __all__ = ["LiveFigures", "render_page"]
 
 class _Session:
     __slots__ = (
-        "breaks", "errors", "last", "model", "name", "predicted_cached", "predicted_prompt", "predicted_requests",
+        "breaks", "clock", "errors", "last", "model", "name", "predicted_cached", "predicted_prompt", "predicted_requests",
         "provider", "reported_cached", "reported_prompt", "reported_requests", "requests",
     )  # fmt: skip
 
@@ -58,8 +66,9 @@ class _Session:
         self.predicted_cached = 0
         self.breaks: deque[dict[str, Any]] = deque(maxlen=max_breaks)
         self.last: RequestRecord | None = None
+        self.clock = ClockTally()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, now: float | None = None) -> dict[str, Any]:
         def ratio(cached: int, prompt: int) -> float | None:
             return round(cached / prompt, 4) if prompt else None
 
@@ -78,7 +87,37 @@ class _Session:
             "predicted_cached_tokens": self.predicted_cached,
             "predicted_hit_ratio": ratio(self.predicted_cached, self.predicted_prompt),
             "last_breaks": list(self.breaks),
+            **_clock_fields(
+                CacheClock.of(self.clock, session=self.name, now=time.time() if now is None else now)
+            ),
         }
+
+
+def _clock_fields(clock: CacheClock) -> dict[str, Any]:
+    """A session's cache clock in ``stats.json``: when its cache expires (seconds since the epoch; None
+    without a use or a known lifetime), the lifetime, the seconds left and whether it has expired at
+    the snapshot, and the cause of the last call's miss (None when it hit)."""
+    return {
+        "cache_ttl_seconds": clock.ttl_seconds,
+        "cache_last_use": clock.last_use_at,
+        "cache_expires_at": clock.expires_at,
+        "cache_seconds_left": None if clock.seconds_left is None else round(clock.seconds_left, 3),
+        "cache_expired": clock.expired,
+        "last_miss_cause": clock.last_miss_cause,
+    }
+
+
+def _clock_call(provider: str, request: Mapping[str, Any], usage: Usage, at: float) -> ClockCall | None:
+    """One call as the clock sees it, with ``provider``'s cache lifetimes (none for a provider the
+    registry does not know)."""
+    from promptkit.errors import PromptkitError
+
+    model = request.get("model")
+    try:
+        life = lifetimes_of(provider, request)
+    except PromptkitError:
+        life = Lifetimes(None)
+    return usage_call(usage, sent_at=at, model=model if isinstance(model, str) else None, lifetimes=life)
 
 
 def _provider(record: Mapping[str, Any], override: str | None) -> str:
@@ -181,6 +220,10 @@ class LiveFigures:
                 state.reported_requests += 1
                 state.reported_prompt += usage.prompt_tokens
                 state.reported_cached += usage.cached_tokens or 0
+                stamp = record.get("timestamp")
+                if isinstance(stamp, float | int) and not isinstance(stamp, bool):
+                    call = _clock_call(provider, request, usage, stamp)
+                    state.clock = state.clock.add(call) if call is not None else state.clock
             if not self.predict:
                 return
             index = state.last.index + 1 if state.last is not None else 0
@@ -275,11 +318,12 @@ class LiveFigures:
 
         wait(list(self._pending), timeout=timeout)
 
-    def snapshot(self) -> dict[str, Any]:
-        """The figures as JSON-ready data: ``sessions`` (one dict each, most recent first... in arrival
-        order), ``totals`` and the prediction errors."""
+    def snapshot(self, now: float | None = None) -> dict[str, Any]:
+        """The figures as JSON-ready data at ``now`` (default: the current time): ``sessions`` (one dict
+        each, in arrival order, with its cache clock), ``totals`` and the prediction errors."""
+        at = time.time() if now is None else now
         with self._lock:
-            sessions = [s.as_dict() for s in self._sessions.values()]
+            sessions = [s.as_dict(at) for s in self._sessions.values()]
             errors, last_error = self.prediction_errors, self.last_prediction_error
             retired = dict(self._retired)
             skipped, released = self.skipped_predictions, self.released
@@ -292,6 +336,7 @@ class LiveFigures:
         pprompt = total("predicted_prompt_tokens")
         pcached = total("predicted_cached_tokens")
         return {
+            "now": at,
             "sessions": sessions,
             "retired_sessions": retired["sessions"],
             "released_requests": released,
@@ -317,10 +362,40 @@ def _pct(value: object) -> str:
     return "–" if not isinstance(value, float | int) else f"{value:.1%}"
 
 
+#: The page's one script: counts every ``data-expires-at`` element down each second from the server's
+#: expiry time (seconds since the epoch), as ``m:ss left`` (``h:mm:ss`` from an hour), then ``expired``.
+COUNTDOWN_SCRIPT = (
+    "<script>function promptkitTick(){const now=Date.now()/1000;"
+    "for(const el of document.querySelectorAll('[data-expires-at]')){"
+    "const left=Math.floor(Number(el.dataset.expiresAt)-now);"
+    "if(left<=0){el.textContent='expired';el.className='clock expired';continue;}"
+    "const h=Math.floor(left/3600),m=Math.floor(left%3600/60),x=String(left%60).padStart(2,'0');"
+    "el.textContent=(h?h+':'+String(m).padStart(2,'0'):m)+':'+x+' left';}}"
+    "promptkitTick();setInterval(promptkitTick,1000);</script>"
+)
+
+
+def _clock_cell(session: Mapping[str, Any]) -> str:
+    """The time-left cell: the server's figure, counted down by :data:`COUNTDOWN_SCRIPT`."""
+    from promptkit.analysis.clock import format_left
+
+    expires = session.get("cache_expires_at")
+    if not isinstance(expires, float | int):
+        return "<td>–</td>"
+    if session.get("cache_expired"):
+        text, cls = "expired", "clock expired"
+    else:
+        text, cls = f"{format_left(float(session.get('cache_seconds_left') or 0.0))} left", "clock"
+    ttl = session.get("cache_ttl_seconds")
+    title = f" title='TTL {html.escape(str(ttl))} s'" if ttl is not None else ""
+    return f"<td><span class='{cls}' data-expires-at='{float(expires)!r}'{title}>{text}</span></td>"
+
+
 def render_page(
     snapshot: Mapping[str, Any], *, upstream: str, log: str | None, recording: Mapping[str, Any]
 ) -> str:
-    """The live page (HTML, refreshes itself every 2 s, no script, no forms) for a :meth:`LiveFigures.snapshot`.
+    """The live page (HTML, refreshes itself every 2 s, no forms; one script counts the cache time left
+    down each second) for a :meth:`LiveFigures.snapshot`.
 
     >>> page = render_page(LiveFigures(predict=False).snapshot(), upstream="https://api.openai.com",
     ...                    log="calls.jsonl", recording={"written": 0, "failures": 0, "last_error": None})
@@ -353,6 +428,8 @@ def render_page(
                     _pct(s["predicted_hit_ratio"]),
                 )
             )
+            + _clock_cell(s)
+            + f"<td>{e(str(s.get('last_miss_cause') or '–'))}</td>"
             + f"<td>{breaks or '–'}</td></tr>"
         )
     totals = snapshot["totals"]
@@ -366,13 +443,16 @@ def render_page(
         "<!doctype html><html><head><meta charset='utf-8'><meta http-equiv='refresh' content='2'>"
         "<title>promptkit proxy</title><style>body{font-family:sans-serif;margin:1.5em}"
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
-        ".fail{color:#b00;font-weight:bold}</style></head><body>"
+        ".fail{color:#b00;font-weight:bold}.expired{color:#b00}</style></head><body>"
         f"<h1>promptkit proxy</h1><p>upstream {e(upstream)} · log {e(log or 'off')} · "
         f"{e(str(recording.get('written', 0)))} records written · {totals['requests']} requests, "
         f"{totals['errors']} errors · hit ratio reported {_pct(totals['reported_hit_ratio'])}, "
         f"predicted {_pct(totals['predicted_hit_ratio'])}</p>{failure}"
         "<table><tr><th>session</th><th>provider</th><th>model</th><th>requests</th><th>errors</th>"
-        "<th>reported hit ratio</th><th>predicted hit ratio</th><th>last breaks (cause)</th></tr>"
+        "<th>reported hit ratio</th><th>predicted hit ratio</th><th>cache time left</th><th>last miss</th>"
+        "<th>last breaks (cause)</th></tr>"
         + "".join(rows)
-        + "</table><p><a href='stats.json'>stats.json</a></p></body></html>"
+        + "</table><p><a href='stats.json'>stats.json</a></p>"
+        + COUNTDOWN_SCRIPT
+        + "</body></html>"
     )
