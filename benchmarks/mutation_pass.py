@@ -350,6 +350,13 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("whatif: the transforms package drops a family", "promptkit/whatif/transforms/__init__.py",
      "from promptkit.whatif.transforms.elide import ELIDED_OUTPUT, ElideToolOutputs\n", "",
      "tests/whatif/test_transforms.py"),
+    ("contributors: a stuck build started again each turn", "promptkit/assembly/registry.py",
+     "        if stuck is not None:\n            raise _StillRunning", "        if False:\n            raise _StillRunning", "tests/assembly/test_registry.py"),
+    ("contributors: a stuck build never abandoned", "promptkit/assembly/registry.py",
+     "                if job is not None:\n                    _abandon(job)", "                if False:\n                    _abandon(job)", "tests/assembly/test_registry.py"),
+    ("contributors: a returned build stays refused", "promptkit/assembly/registry.py",
+     "                if _ABANDONED.get(build) is job:\n                    del _ABANDONED[build]",
+     "                if False:\n                    del _ABANDONED[build]", "tests/assembly/test_registry.py"),
 ]  # fmt: skip
 
 
