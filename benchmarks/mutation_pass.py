@@ -357,6 +357,15 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("contributors: a returned build stays refused", "promptkit/assembly/registry.py",
      "                if _ABANDONED.get(build) is job:\n                    del _ABANDONED[build]",
      "                if False:\n                    del _ABANDONED[build]", "tests/assembly/test_registry.py"),
+    ("usage: gemini's counts unchecked", "promptkit/providers/gemini.py",
+     "    return check_usage(Usage(prompt, completion, cached or 0, None), where, cached_field=names[1])",
+     "    return Usage(prompt, completion, cached or 0, None)", "tests/providers/test_impossible_usage.py"),
+    ("usage: no bound on a count", "promptkit/layout.py",
+     "    if value > MAX_TOKEN_COUNT:", "    if False:", "tests/providers/test_impossible_usage.py"),
+    ("usage: aliases disagree silently", "promptkit/providers/usage.py",
+     "    if first is not None and second is not None and first != second:", "    if False:", "tests/providers/test_impossible_usage.py"),
+    ("usage: deepseek's two cached figures unchecked", "promptkit/providers/usage.py",
+     "    if cached is not None and hit is not None and cached != hit:", "    if False:", "tests/providers/test_impossible_usage.py"),
 ]  # fmt: skip
 
 
