@@ -437,6 +437,22 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ('clock: the live sessions keep no clock', 'promptkit/proxy/live.py',
      '                    state.clock = state.clock.add(call) if call is not None else state.clock',
      '                    pass', 'tests/proxy/test_live_clock.py'),
+    ("contributors: a stuck build started again each turn", "promptkit/assembly/registry.py",
+     "        if stuck is not None:\n            raise _StillRunning", "        if False:\n            raise _StillRunning", "tests/assembly/test_registry.py"),
+    ("contributors: a stuck build never abandoned", "promptkit/assembly/registry.py",
+     "                if job is not None:\n                    _abandon(job)", "                if False:\n                    _abandon(job)", "tests/assembly/test_registry.py"),
+    ("contributors: a returned build stays refused", "promptkit/assembly/registry.py",
+     "                if _ABANDONED.get(build) is job:\n                    del _ABANDONED[build]",
+     "                if False:\n                    del _ABANDONED[build]", "tests/assembly/test_registry.py"),
+    ("usage: gemini's counts unchecked", "promptkit/providers/gemini.py",
+     "    return check_usage(Usage(prompt, completion, cached or 0, None), where, cached_field=names[1])",
+     "    return Usage(prompt, completion, cached or 0, None)", "tests/providers/test_impossible_usage.py"),
+    ("usage: no bound on a count", "promptkit/layout.py",
+     "    if value > MAX_TOKEN_COUNT:", "    if False:", "tests/providers/test_impossible_usage.py"),
+    ("usage: aliases disagree silently", "promptkit/providers/usage.py",
+     "    if first is not None and second is not None and first != second:", "    if False:", "tests/providers/test_impossible_usage.py"),
+    ("usage: deepseek's two cached figures unchecked", "promptkit/providers/usage.py",
+     "    if cached is not None and hit is not None and cached != hit:", "    if False:", "tests/providers/test_impossible_usage.py"),
 ]  # fmt: skip
 
 

@@ -214,9 +214,15 @@ def type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
+#: The largest token count a log field may hold: 2**40 (about 1.1 trillion), far past any model's context and
+#: any session's total, and small enough that a million of them add up inside a 64-bit integer (a count of
+#: ``2**64`` or ``1e308`` would otherwise overflow the frames' integer columns).
+MAX_TOKEN_COUNT: Final[int] = 2**40
+
+
 def token_count(value: object, where: str) -> int | None:
-    """A token count from a log field: a non-negative whole number, or None; raises
-    :class:`~promptkit.errors.RecordFormatError` naming ``where`` otherwise."""
+    """A token count from a log field: a non-negative whole number up to :data:`MAX_TOKEN_COUNT`, or
+    None; raises :class:`~promptkit.errors.RecordFormatError` naming ``where`` otherwise."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -225,6 +231,8 @@ def token_count(value: object, where: str) -> int | None:
         raise RecordFormatError(f"{where}: expected a whole token count, got {value!r}")
     if value < 0:
         raise RecordFormatError(f"{where}: negative token count {value!r}")
+    if value > MAX_TOKEN_COUNT:
+        raise RecordFormatError(f"{where}: {value!r} tokens is not a count any model reports (at most 2**40)")
     return int(value)
 
 

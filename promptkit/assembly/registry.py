@@ -21,7 +21,9 @@ therefore must be thread-safe with respect to each other.
 **Timeouts.** ``build_timeout`` (seconds, default :data:`DEFAULT_BUILD_TIMEOUT` = 5; ``None`` for no
 limit) is enforced for every build. A coroutine still running after that long is cancelled. A sync build
 cannot be interrupted: it is abandoned (its thread runs to its end in the background, its result is
-discarded, and it does not keep the process from exiting). An async build that *blocks the event loop*
+discarded, and it does not keep the process from exiting); until that thread returns the same build is not
+started again (absent with reason ``"timeout"``, the detail saying so), so a build that never returns holds
+one thread, not one a turn. An async build that *blocks the event loop*
 (a step between two awaits that calls ``time.sleep``, a blocking client or heavy CPU work) keeps the
 deadline from firing at all; every step of an async build is therefore timed, and a build whose own
 blocking steps took it past the timeout is absent with reason ``"blocked"`` and the seconds it blocked.
@@ -341,11 +343,54 @@ class _Timed:
                 error = exc
 
 
-def _in_thread(contributor: Contributor, view: PromptView) -> asyncio.Future[tuple[Any, float]]:
+@attrs.define(eq=False)
+class _ThreadJob:
+    """A sync build running in its thread: the build, when it started, whether its turn gave up on it."""
+
+    build: Callable[..., Any]
+    started: float
+    abandoned: bool = False
+    returned: bool = False
+
+
+#: Sync builds abandoned at their timeout whose thread has not returned yet, by build function: while one
+#: is there the build is not started again, so a build that never returns holds one thread, not one a turn
+#: (see :func:`_in_thread`). Builds still within their timeout run side by side, one per concurrent turn.
+_ABANDONED: dict[Callable[..., Any], _ThreadJob] = {}
+_ABANDONED_LOCK = threading.Lock()
+
+
+def _abandon(job: _ThreadJob) -> None:
+    with _ABANDONED_LOCK:
+        if not job.abandoned and not job.returned:
+            job.abandoned = True
+            _ABANDONED[job.build] = job
+
+
+class _StillRunning(Exception):
+    """A sync build's thread from an earlier turn has not returned: no second thread is started."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def _in_thread(
+    contributor: Contributor, view: PromptView
+) -> tuple[asyncio.Future[tuple[Any, float]], _ThreadJob]:
     """Run a sync build in a daemon thread of its own; the future gets ``(output, monotonic end time)``.
 
     A daemon thread, not a pool: a build abandoned at its timeout must not keep the process from exiting.
+    While the same build function still runs in a thread an earlier turn abandoned at its timeout, no
+    other thread is started for it: :class:`_StillRunning` is raised, and the build is absent this turn,
+    so a build that never returns costs one thread, however many turns follow.
     """
+    build = contributor.build
+    with _ABANDONED_LOCK:
+        stuck = _ABANDONED.get(build)
+        if stuck is not None:
+            raise _StillRunning(time.monotonic() - stuck.started)
+    job = _ThreadJob(build, time.monotonic())
     loop = asyncio.get_running_loop()
     future: asyncio.Future[tuple[Any, float]] = loop.create_future()
     context = contextvars.copy_context()
@@ -361,16 +406,21 @@ def _in_thread(contributor: Contributor, view: PromptView) -> asyncio.Future[tup
     def target() -> None:
         outcome: tuple[Any, float] | BaseException
         try:
-            outcome = (context.run(contributor.build, view), time.monotonic())
+            outcome = (context.run(build, view), time.monotonic())
         except Exception as exc:
             outcome = exc
+        finally:
+            with _ABANDONED_LOCK:
+                job.returned = True
+                if _ABANDONED.get(build) is job:
+                    del _ABANDONED[build]
         try:
             loop.call_soon_threadsafe(settle, outcome)
         except RuntimeError:  # the event loop is closed: the turn is over and the build was abandoned
             pass
 
     threading.Thread(target=target, name=f"promptkit-build:{contributor.key}", daemon=True).start()
-    return future
+    return future, job
 
 
 async def _build_one(
@@ -382,13 +432,14 @@ async def _build_one(
     deadline = asyncio.timeout_at(deadline_at)
     probe = _Probe(key, watch)
     thread_job: asyncio.Future[tuple[Any, float]] | None = None
+    job: _ThreadJob | None = None
     try:
         try:
             async with deadline:
                 if inspect.iscoroutinefunction(contributor.build):
                     output: Any = contributor.build(view)
                 else:
-                    thread_job = _in_thread(contributor, view)
+                    thread_job, job = _in_thread(contributor, view)
                     output, _ = await thread_job
                 if inspect.isawaitable(output):
                     output = await _Timed(output, probe)
@@ -408,6 +459,8 @@ async def _build_one(
             ):
                 output = thread_job.result()[0]
             else:
+                if job is not None:
+                    _abandon(job)  # its thread runs on: not started again until it returns
                 if thread_job is not None and thread_job.done() and not thread_job.cancelled():
                     late_output = thread_job.result()[0] if thread_job.exception() is None else None
                     if inspect.iscoroutine(late_output) and probe.steps == 0:
@@ -436,6 +489,12 @@ async def _build_one(
         return BuildResult(contributor, normalize_output(key, output))
     except ContributorOutputError as exc:
         return _absent(contributor, "invalid", str(exc))
+    except _StillRunning as exc:
+        detail = (
+            f"its build from an earlier turn has not returned after {exc.seconds:.1f}s "
+            "(abandoned at build_timeout): not started again until it does"
+        )
+        return _absent(contributor, "timeout", detail)
     except Exception as exc:
         return _raised(contributor, exc)
 

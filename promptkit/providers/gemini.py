@@ -40,6 +40,7 @@ from promptkit.layout import Usage, token_count as count
 from promptkit.providers.openai import openai_request
 from promptkit.providers.prices import PRICES_AS_OF, ModelPrice
 from promptkit.providers.registry import ProviderProfile, normalize_usage
+from promptkit.providers.usage import check_usage
 from promptkit.tokens.cache_models import PrefixCache
 
 __all__ = ["GEMINI_MIN_CACHEABLE_TOKENS", "PROFILE", "PROFILES", "gemini_usage"]
@@ -83,7 +84,7 @@ def gemini_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     )
     prompt, cached, candidates, thoughts = (count(usage.get(n), f"{where}.{n}") for n in names)
     completion = None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0)
-    return Usage(prompt, completion, cached or 0, None)
+    return check_usage(Usage(prompt, completion, cached or 0, None), where, cached_field=names[1])
 
 
 # Paid-tier list prices, USD per million tokens, prompts up to 200k tokens:

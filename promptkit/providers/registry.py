@@ -26,7 +26,7 @@ import attrs
 from promptkit.errors import ProviderError, RecordFormatError
 from promptkit.layout import RequestRecord, Usage, type_name
 from promptkit.providers.prices import ModelPrice, lookup_model
-from promptkit.providers.usage import parse_usage
+from promptkit.providers.usage import check_usage, parse_usage
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -76,8 +76,8 @@ def normalize_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
     if not isinstance(usage, Mapping):
         raise RecordFormatError(f"{where}: expected an object, got {type_name(usage)}")
     own = _own_parser(usage)
-    if own is not None:
-        result: Usage = own(usage, where)
+    if own is not None:  # a profile's own parser (a plugin's too) is held to the same rule
+        result: Usage = check_usage(own(usage, where), where, cached_field="cached_tokens")
         return result
     return parse_usage(usage, where)
 

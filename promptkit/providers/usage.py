@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from promptkit.errors import RecordFormatError, UnknownAttributeError
@@ -91,13 +91,10 @@ def parse_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
             )
         hour = _anthropic_split(usage, where, created)
         return check_usage(Usage(prompt, get("output_tokens"), read or 0, created or 0, hour), where)
-    prompt = get("prompt_tokens")
-    if prompt is None:
-        prompt = get("input_tokens")
-    completion = get("completion_tokens")
-    if completion is None:
-        completion = get("output_tokens")
+    prompt = _one_of(get, where, "prompt_tokens", "input_tokens")
+    completion = _one_of(get, where, "completion_tokens", "output_tokens")
     if hit is not None or miss is not None:  # DeepSeek
+        _agrees(usage, where, hit)
         if prompt is None and hit is not None and miss is not None:
             prompt = hit + miss
         elif prompt is not None and hit is not None and miss is not None and hit + miss != prompt:
@@ -125,6 +122,29 @@ def parse_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
         cached_field=f"{details_name}.cached_tokens",
         write_field=f"{details_name}.cache_write_tokens",
     )
+
+
+def _one_of(get: Callable[[str], int | None], where: str, name: str, alias: str) -> int | None:
+    """The figure a usage object gives under ``name`` or its ``alias`` (Chat Completions' and the
+    Responses API's names for the same count); both given and different is a contradiction, not a choice."""
+    first, second = get(name), get(alias)
+    if first is not None and second is not None and first != second:
+        raise RecordFormatError(f"{where}.{name}: {first}, but {alias} = {second} (one count, two values)")
+    return first if first is not None else second
+
+
+def _agrees(usage: Mapping[str, Any], where: str, hit: int | None) -> None:
+    """DeepSeek's ``prompt_cache_hit_tokens`` and the OpenAI-style ``prompt_tokens_details.cached_tokens``
+    DeepSeek also sends are one figure: they must agree."""
+    details = usage.get("prompt_tokens_details")
+    if not isinstance(details, Mapping):
+        return
+    cached = count(details.get("cached_tokens"), f"{where}.prompt_tokens_details.cached_tokens")
+    if cached is not None and hit is not None and cached != hit:
+        raise RecordFormatError(
+            f"{where}.prompt_cache_hit_tokens: {hit}, but prompt_tokens_details.cached_tokens = {cached} "
+            "(one count, two values)"
+        )
 
 
 def check_usage(

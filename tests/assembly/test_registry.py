@@ -282,6 +282,7 @@ def test_slow_sync_contributor_is_absent_and_retried_next_call(caplog: pytest.Lo
         assert any("'slow'" in r.getMessage() and "build_timeout" in r.getMessage() for r in caplog.records)
     finally:
         release.set()
+    _wait_for_build_threads("slow")  # the abandoned build returns; until then it is not started again
     again = registry.assemble(prompt.messages, build_timeout=5)
     assert contents(again) == ["persona", "FAST", "SLOW-DONE", "u1", "a1", "u2"]
     assert again.built == ("slow",)  # FAST was already there: not built again
@@ -849,3 +850,43 @@ def test_a_blocking_build_is_named_in_the_timeout_of_the_build_it_delayed() -> N
     absent = {a.key: a for a in prompt.absent}
     assert absent["b-blocks"].reason == "blocked"
     assert absent["a-waits"].reason == "timeout" and "'b-blocks'" in absent["a-waits"].detail
+
+
+def _build_threads(key: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"promptkit-build:{key}"]
+
+
+def _wait_for_build_threads(key: str) -> None:
+    deadline = time.monotonic() + 10
+    while _build_threads(key) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _build_threads(key)
+
+
+def test_a_stuck_sync_contributor_holds_one_thread_however_many_turns_follow(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    calls: list[int] = []
+
+    def stuck(view: PromptView) -> str:
+        calls.append(1)
+        release.wait(30)
+        return "STUCK-DONE"
+
+    registry = PromptRegistry()
+    registry.register("stuck", "context", stuck)
+    registry.register("fast", "context", const("FAST"))
+    try:
+        with caplog.at_level(logging.WARNING, logger=LOGGER):
+            for _ in range(40):
+                prompt = registry.assemble(base(), build_timeout=0.01)
+                assert [(a.key, a.reason) for a in prompt.absent] == [("stuck", "timeout")]
+                assert "FAST" in contents(prompt)
+        assert len(_build_threads("stuck")) == 1 and len(calls) == 1
+        assert "its build from an earlier turn has not returned" in prompt.absent[0].detail
+    finally:
+        release.set()
+    _wait_for_build_threads("stuck")
+    again = registry.assemble(base(), build_timeout=5)  # returned: built again, normally
+    assert "STUCK-DONE" in contents(again) and not again.absent and len(calls) == 2
