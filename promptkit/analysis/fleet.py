@@ -340,7 +340,8 @@ def compare_fleet(
     or a :class:`~promptkit.analysis.fleet_latency.GpuProfile` that gives each model its own rates.
     Every value is checked before the first replay, and each distinct configuration is replayed once:
     one replica is the same fleet under every policy, and a capacity that holds every block of the
-    input is the unbounded one.
+    input is the unbounded one. ``ceiling_hit_ratio``: what one cache holding the fleet's memory
+    (replicas × capacity) would hit, the ceiling the verdict measures each policy against.
 
     >>> from promptkit.analysis.trace import read_trace
     >>> head = read_trace("fixtures/traces/mooncake-conversation-head.jsonl")
@@ -384,4 +385,23 @@ def compare_fleet(
                     ]
                 summaries.append(result.summary.with_columns(labels))
                 per_replica.append(result.replicas.with_columns(labels))
-    return FleetResult(pl.concat(summaries), pl.concat(per_replica))
+    summary = pl.concat(summaries)
+    return FleetResult(_with_ceiling(summary, records, bs), pl.concat(per_replica))
+
+
+def _with_ceiling(summary: pl.DataFrame, records: Sequence[TraceRecord], block_size: int) -> pl.DataFrame:
+    """Add ``ceiling_hit_ratio``: one LRU cache holding the whole fleet's memory (replicas × capacity
+    tokens; unbounded stays unbounded), from one pass of stack distances
+    (:func:`~promptkit.analysis.capacity.capacity_curve`)."""
+    import polars as pl
+
+    from promptkit.analysis.capacity import capacity_curve, stack_distances
+
+    pooled = [
+        None if c is None else int(c) * int(r)
+        for c, r in zip(summary["capacity_tokens"], summary["replicas"], strict=True)
+    ]
+    wanted = list(dict.fromkeys(pooled))
+    curve = capacity_curve(stack_distances(records, block_size=block_size), wanted)
+    ratio = dict(zip(wanted, curve["hit_ratio"].to_list(), strict=True))
+    return summary.with_columns(pl.Series("ceiling_hit_ratio", [ratio[c] for c in pooled], pl.Float64))
