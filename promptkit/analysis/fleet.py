@@ -30,7 +30,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -53,6 +53,10 @@ __all__ = [
     "load_fleet_input",
     "simulate_fleet",
 ]
+
+
+#: The router settings when none are given (each policy's documented defaults).
+DEFAULT_ROUTER: Final[RouterSettings] = RouterSettings()
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -219,7 +223,7 @@ def simulate_fleet(
     shared_tier: bool = False,
     sessions: Sequence[str] | None = None,
     block_size: int = 512,
-    router: RouterSettings = RouterSettings(),
+    router: RouterSettings = DEFAULT_ROUTER,
     latency: LatencyModel | None = None,
 ) -> FleetResult:
     """Replay ``trace`` over ``replicas`` caches of ``capacity`` tokens each (None = unbounded).
@@ -327,7 +331,7 @@ def compare_fleet(
     shared_capacity: int | None = None,
     shared_tier: bool = False,
     block_size: int = 512,
-    router: RouterSettings = RouterSettings(),
+    router: RouterSettings = DEFAULT_ROUTER,
     latency: LatencyModel | GpuProfile | None = None,
 ) -> FleetResult:
     """:func:`simulate_fleet` for every replica count × policy × capacity (× model), in one frame.

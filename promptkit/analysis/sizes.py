@@ -65,7 +65,7 @@ def _scaled(value: int, suffix: str) -> str | None:
     for letter in ("T", "G", "M", "K"):
         unit = UNITS[letter.lower()]
         if value >= unit and value % (unit // 16) == 0:
-            return f"{value / unit:g}{letter}{suffix}"
+            return f"{value / unit:.4f}".rstrip("0").rstrip(".") + letter + suffix
     return None
 
 

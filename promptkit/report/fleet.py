@@ -21,6 +21,8 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from promptkit.errors import UnknownAttributeError
+
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
     from matplotlib.figure import Figure
@@ -115,7 +117,7 @@ def _share(row: dict[str, Any]) -> float | None:
     ceiling = row.get("ceiling_hit_ratio")
     if not ceiling or row["hit_ratio"] is None:
         return None
-    return round(row["hit_ratio"] / ceiling, 4)
+    return round(float(row["hit_ratio"]) / float(ceiling), 4)
 
 
 def fleet_verdict(summary: pl.DataFrame) -> pl.DataFrame:
@@ -246,7 +248,7 @@ def __getattr__(name: str) -> Any:
     one release)."""
     home = _MOVED.get(name)
     if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        raise UnknownAttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
         f"promptkit.report.fleet.{name} moved to {home}.{name}; import it from there",
         DeprecationWarning,
