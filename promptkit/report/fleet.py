@@ -105,7 +105,8 @@ def fleet_pivot(summary: pl.DataFrame, value: str = "hit_ratio") -> pl.DataFrame
         [k for k in keys if k != "replicas"] + ["replicas"], nulls_last=True, maintain_order=True
     )
     index = ["capacity" if k == "capacity_tokens" else k for k in keys]
-    return frame.pivot(on="policy", index=index, values=value, aggregate_function="first", maintain_order=True)
+    wide = frame.pivot(on="policy", index=index, values=value, aggregate_function="first", maintain_order=True)
+    return wide.select(*index, *summary["policy"].unique(maintain_order=True).to_list())
 
 
 def _ranked(part: pl.DataFrame) -> list[dict[str, Any]]:

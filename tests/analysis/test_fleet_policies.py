@@ -157,3 +157,14 @@ def test_prefix_aware_median_ttft_no_worse_than_round_robin_at_16_replicas() -> 
 def test_bad_router_settings_name_the_field(field: str, value: object) -> None:
     with pytest.raises(UsageError, match=field):
         RouterSettings(**{field: value})  # type: ignore[arg-type]
+
+
+def test_the_ceiling_is_one_cache_holding_the_fleets_memory() -> None:
+    from promptkit.analysis.capacity import capacity_curve
+
+    # three 4-block documents read in turn: a cache of 4 blocks never hits (LRU on a cycle), one of 16 does
+    trace = [TraceRecord(1000.0 * k, 4 * BS, 0, [10 * (k % 3) + j for j in range(4)]) for k in range(12)]
+    summary = compare_fleet(trace, replicas=[1, 4], policies=["round_robin"], capacities=[4 * BS, None]).summary
+    pooled = capacity_curve(trace, [4 * BS, 16 * BS, None])["hit_ratio"].to_list()
+    assert pooled[0] == 0.0 and pooled[1] == pooled[2] == 0.75
+    assert summary["ceiling_hit_ratio"].to_list() == [pooled[0], pooled[1], pooled[2], pooled[2]]
