@@ -330,7 +330,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '.removesuffix("b")', 'tests/analysis/test_sizes.py'),
     ('fleet: verdict ranks by balance', 'promptkit/report/fleet.py',
      'key=lambda r: (-(r["hit_ratio"] or 0.0), r.get("load_imbalance") or 0.0, r["policy"])',
-     'key=lambda r: (r.get("load_imbalance") or 0.0, -(r["hit_ratio"] or 0.0), r["policy"])', 'tests/report/test_fleet.py'),
+     'key=lambda r: (r.get("load_imbalance") or 0.0, -(r["hit_ratio"] or 0.0), r["policy"])', 'tests/report/test_fleet_report.py'),
     ('fleet: share not over the ceiling', 'promptkit/report/fleet.py',
      '    return round(float(row["hit_ratio"]) / float(ceiling), 4)',
      '    return round(float(row["hit_ratio"]), 4)', 'tests/test_cli_fleet.py'),
