@@ -168,3 +168,22 @@ def test_the_ceiling_is_one_cache_holding_the_fleets_memory() -> None:
     pooled = capacity_curve(trace, [4 * BS, 16 * BS, None])["hit_ratio"].to_list()
     assert pooled[0] == 0.0 and pooled[1] == pooled[2] == 0.75
     assert summary["ceiling_hit_ratio"].to_list() == [pooled[0], pooled[1], pooled[2], pooled[2]]
+
+
+@pytest.mark.parametrize("policy", ["prefix_aware", "kv_cost", "weighted_scorers", "load_aware"])
+def test_a_routed_view_as_large_as_the_cache_mirrors_it(policy: str) -> None:
+    # one router that sees every request stores exactly what each replica stores, in the same order: a
+    # routed view of the replica's capacity is the replica's cache, so the routing cannot differ
+    rng = np.random.default_rng(5)
+    trace = []
+    for k in range(300):
+        doc = int(rng.integers(8))
+        ids = [100 * doc + j for j in range(int(rng.integers(1, 6)))] + [10_000 + k]
+        trace.append(TraceRecord(500.0 * k, len(ids) * BS, 20, ids))
+    base = dict(replicas=4, policy=policy, capacity=6 * BS, latency=LatencyModel(4 * BS, 100.0))
+    exact = simulate_fleet(trace, **base)  # type: ignore[arg-type]
+    mirror = simulate_fleet(trace, **base, router=RouterSettings(view="routed", view_capacity=6 * BS))  # type: ignore[arg-type]
+    smaller = simulate_fleet(trace, **base, router=RouterSettings(view="routed", view_capacity=2 * BS))  # type: ignore[arg-type]
+    assert mirror.replicas.equals(exact.replicas)
+    assert exact.summary["cached_tokens"].item() > 0
+    assert not smaller.replicas.equals(exact.replicas)
