@@ -16,7 +16,10 @@ these results. One module per concern:
   :mod:`~promptkit.analysis.filetasks` run files and sessions in parallel or on a cluster;
 - :mod:`~promptkit.analysis.capacity` (capacity curves in one pass), :mod:`~promptkit.analysis.kv_bytes`
   (bytes per token of a model's KV cache) and :mod:`~promptkit.analysis.fleet` (replicas behind a
-  router) answer what a self-hosted fleet would cache.
+  router; its inputs in :mod:`~promptkit.analysis.fleet_input`, its routers in
+  :mod:`~promptkit.analysis.fleet_policies`, its time to first token in
+  :mod:`~promptkit.analysis.fleet_latency`, sizes in :mod:`~promptkit.analysis.sizes`) answer what a
+  self-hosted fleet would cache and how long its users wait.
 
 The public names are imported lazily (``from promptkit.analysis import analyze`` loads the engine, which
 loads polars and numpy only when it runs), so importing this package is cheap.

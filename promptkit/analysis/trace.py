@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import numpy as np
 
-from promptkit.errors import UsageError
+from promptkit.errors import RecordFormatError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -49,6 +49,7 @@ __all__ = [
     "TraceFormatError",
     "TraceRecord",
     "iter_trace",
+    "parse_trace_line",
     "read_trace",
     "simulate_trace",
     "trace_from_requests",
@@ -60,7 +61,7 @@ __all__ = [
 MOONCAKE_BLOCK_SIZE: Final[int] = 512
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(RecordFormatError):
     """A trace line is not a Mooncake record; the message names the file and line."""
 
 
@@ -115,37 +116,45 @@ def read_trace(path: str | os.PathLike[str]) -> list[TraceRecord]:
 
 def iter_trace(path: str | os.PathLike[str]) -> Iterator[TraceRecord]:
     """:func:`read_trace` one record at a time (for a trace larger than memory, e.g. into a sampled
-    :func:`~promptkit.analysis.capacity.capacity_curve`).
+    :func:`~promptkit.analysis.capacity.capacity_curve`). A gzip- or zstd-compressed file is read
+    decompressed (detected by its magic bytes, whatever its name).
 
     >>> next(iter_trace("fixtures/traces/mooncake-readme-sample.jsonl")).input_length
     6955
     """
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TraceFormatError(f"{where}: not JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict):
-                raise TraceFormatError(f"{where}: expected an object, got {type(obj).__name__}")
-            ts = obj.get("timestamp")
-            if isinstance(ts, bool) or not isinstance(ts, int | float):
-                raise TraceFormatError(f"{where}: field 'timestamp' must be a number, got {ts!r}")
-            ids = obj.get("hash_ids")
-            if not isinstance(ids, list) or not all(
-                isinstance(x, int) and not isinstance(x, bool) for x in ids
-            ):
-                raise TraceFormatError(f"{where}: field 'hash_ids' must be a list of integers")
-            yield TraceRecord(
-                float(ts),
-                _int_field(obj, "input_length", where),
-                _int_field(obj, "output_length", where),
-                ids,
-            )
+    from promptkit.formats.base import Source
+
+    source = Source.open(path)
+    for n, line in source.lines():
+        if line.strip():
+            yield parse_trace_line(line, f"{source.file}:{n}")
+
+
+def parse_trace_line(line: str, where: str) -> TraceRecord:
+    """One trace line as a :class:`TraceRecord`; :class:`TraceFormatError` names ``where`` and the field.
+
+    >>> parse_trace_line('{"timestamp": 5, "input_length": 3, "output_length": 1, "hash_ids": [9]}', "t:1")
+    TraceRecord(timestamp=5.0, input_length=3, output_length=1, hash_ids=(9,))
+    >>> parse_trace_line('{"timestamp": 5, "input_length": -3}', "t:1")
+    Traceback (most recent call last):
+    ...
+    promptkit.analysis.trace.TraceFormatError: t:1: field 'hash_ids' must be a list of integers
+    """
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"{where}: not JSON ({exc.msg})") from exc
+    if not isinstance(obj, dict):
+        raise TraceFormatError(f"{where}: expected an object, got {type(obj).__name__}")
+    ts = obj.get("timestamp")
+    if isinstance(ts, bool) or not isinstance(ts, int | float):
+        raise TraceFormatError(f"{where}: field 'timestamp' must be a number, got {ts!r}")
+    ids = obj.get("hash_ids")
+    if not isinstance(ids, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in ids):
+        raise TraceFormatError(f"{where}: field 'hash_ids' must be a list of integers")
+    return TraceRecord(
+        float(ts), _int_field(obj, "input_length", where), _int_field(obj, "output_length", where), ids
+    )
 
 
 def simulate_trace(

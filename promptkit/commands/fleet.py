@@ -1,9 +1,10 @@
-"""``promptkit fleet`` as one function: :func:`run_fleet` replays logs or a Mooncake trace over replicas
-behind routing policies (:func:`fleet_report`), writes its files and returns the text to print: the
-notes, the table and the files written.
+"""``promptkit fleet`` as functions: :func:`fleet_report` reads traces or logs, compares every replica count
+× policy × capacity (:func:`~promptkit.analysis.fleet.compare_fleet`) and writes ``fleet.csv``,
+``fleet.png`` and ``report.html``; :func:`run_fleet` returns what the command prints: the verdict first,
+then the pivot tables (or, with ``as_json``, the same content as JSON).
 
-:func:`fleet_report` runs the comparison (:func:`~promptkit.analysis.fleet.compare_fleet`) and writes
-its table, plot and HTML page (:mod:`promptkit.report.fleet`, :mod:`promptkit.report.html`).
+(``fleet_report`` lived in :mod:`promptkit.report.fleet` before; the old import path still works for one
+release, with a :class:`DeprecationWarning`.)
 
 >>> import tempfile
 >>> report = fleet_report(["fixtures/traces/mooncake-conversation-head.jsonl"], replicas=[1, 4],
@@ -15,46 +16,20 @@ its table, plot and HTML page (:mod:`promptkit.report.fleet`, :mod:`promptkit.re
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.fleet import FleetResult, RouterSettings
+    from promptkit.analysis.fleet_latency import GpuProfile, LatencyModel
+    from promptkit.analysis.sizes import Size
 
-__all__ = ["FleetReport", "fleet_report", "run_fleet"]
-
-
-def run_fleet(
-    paths: Sequence[str | os.PathLike[str]],
-    *,
-    replicas: Sequence[int],
-    policies: Sequence[str],
-    capacities: Sequence[tuple[str, float | None]] = (("tokens", None),),
-    models: Sequence[str] = (),
-    shared_capacity: int | None = None,
-    provider: str | None = None,
-    block_size: int = 512,
-    out: str | os.PathLike[str] | None = None,
-) -> str:
-    """``capacities``: ``("tokens", n)`` (None: unbounded) or ``("bytes", n)`` per replica, as the
-    command line's ``--capacity`` gives them; the byte sizes need ``models``."""
-    from promptkit.report import table_config
-    from promptkit.report.fleet import fleet_table
-
-    tokens = [None if v is None else int(v) for kind, v in capacities if kind == "tokens"]
-    sizes = [float(v) for kind, v in capacities if kind == "bytes" and v is not None]
-    report = fleet_report(
-        list(paths), replicas=replicas, policies=policies, capacities=tokens, capacity_bytes=sizes,
-        models=models, shared_capacity=shared_capacity, provider=provider, block_size=block_size, out=out,
-    )  # fmt: skip
-    with table_config(200, rows=-1):
-        text = str(fleet_table(report.result.summary))
-    lines = [*report.notes, text, *(f"wrote {p}" for p in report.files)]
-    return "\n".join(lines) + "\n"
+__all__ = ["FleetReport", "fleet_json", "fleet_report", "run_fleet"]
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -77,22 +52,26 @@ def fleet_report(
     shared_capacity: int | None = None,
     shared_tier: bool = False,
     provider: str | None = None,
-    block_size: int = 512,
+    block_size: int | None = None,
+    arrival_interval: float = 1.0,
     router: RouterSettings | None = None,
+    latency: LatencyModel | GpuProfile | None = None,
     out: str | os.PathLike[str] | None = None,
 ) -> FleetReport:
-    """Read ``paths`` (:func:`~promptkit.analysis.fleet.load_fleet_input`), compare every replica
+    """Read ``paths`` (:func:`~promptkit.analysis.fleet_input.load_fleet_input`), compare every replica
     count × policy × capacity (:func:`~promptkit.analysis.fleet.compare_fleet`), and, with ``out``,
     write ``fleet.csv``, ``fleet.png`` and ``report.html`` there."""
     from promptkit.analysis.fleet import RouterSettings, compare_fleet, load_fleet_input
     from promptkit.report.fleet import plot_fleet
     from promptkit.report.html import render_fleet_html
 
-    data = load_fleet_input(paths, provider=provider, block_size=block_size)
+    data = load_fleet_input(
+        paths, provider=provider, block_size=block_size, arrival_interval=arrival_interval
+    )
     result = compare_fleet(
         data, replicas=replicas, policies=policies, capacities=capacities, capacity_bytes=capacity_bytes,
-        models=models, shared_capacity=shared_capacity, shared_tier=shared_tier, block_size=block_size,
-        router=router or RouterSettings(),
+        models=models, shared_capacity=shared_capacity, shared_tier=shared_tier, block_size=data.block_size,
+        router=router or RouterSettings(), latency=latency,
     )  # fmt: skip
     files: list[Path] = []
     if out is not None:
@@ -106,3 +85,61 @@ def fleet_report(
         )
         files = [target / "fleet.csv", target / "fleet.png", target / "report.html"]
     return FleetReport(result, tuple(files), data.notes)
+
+
+def fleet_json(report: FleetReport) -> dict[str, Any]:
+    """The report as JSON-ready data: ``notes``, ``verdict`` (one object per capacity and replica count:
+    ``best``, ``runner_up``, ...), ``table`` (one object per configuration, TTFT percentiles included),
+    ``files``."""
+    from promptkit.report.fleet import fleet_verdict
+
+    summary = report.result.summary
+    return {
+        "notes": list(report.notes),
+        "verdict": fleet_verdict(summary).to_dicts(),
+        "table": summary.to_dicts(),
+        "files": [str(p) for p in report.files],
+    }
+
+
+def run_fleet(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    replicas: Sequence[int],
+    policies: Sequence[str],
+    capacities: Sequence[Size] = (),
+    models: Sequence[str] = (),
+    as_json: bool = False,
+    **options: Any,
+) -> str:
+    """What ``promptkit fleet`` prints. ``capacities``: sizes as the command line parses them
+    (:func:`~promptkit.analysis.sizes.parse_size`: tokens, or bytes that need ``models``; none given:
+    unbounded); ``options`` go to :func:`fleet_report`."""
+    from promptkit.report import table_config
+    from promptkit.report.fleet import fleet_pivot, fleet_verdict, verdict_lines
+
+    tokens = [c.value for c in capacities if c.kind == "tokens"] or ([] if capacities else [None])
+    sizes = [float(c.value) for c in capacities if c.kind == "bytes" and c.value is not None]
+    report = fleet_report(
+        list(paths), replicas=replicas, policies=policies, capacities=tokens, capacity_bytes=sizes,
+        models=models, **options,
+    )  # fmt: skip
+    if as_json:
+        return json.dumps(fleet_json(report), indent=2, default=str) + "\n"
+    summary = report.result.summary
+
+    def pivot(value: str) -> str:
+        import polars as pl
+
+        return str(fleet_pivot(summary, value).with_columns(pl.selectors.float().round(4)))
+
+    lines = [*(f"note: {n}" for n in report.notes), "", "Verdict (best policy per capacity and replica count):"]
+    lines += [f"  {line}" for line in verdict_lines(fleet_verdict(summary))]
+    with table_config(200, rows=-1):
+        lines += ["", "Fleet hit ratio (one column per policy):", pivot("hit_ratio")]
+        lines += ["", "Load imbalance (max / mean input tokens per replica):", pivot("load_imbalance")]
+        if summary["ttft_p50_s"].null_count() < summary.height:
+            for value in ("ttft_p50_s", "ttft_p99_s"):
+                lines += ["", f"{value} (seconds):", pivot(value)]
+    lines += [f"wrote {p}" for p in report.files]
+    return "\n".join(lines) + "\n"

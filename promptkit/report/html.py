@@ -304,7 +304,9 @@ def _cell(value: Any, column: str) -> str:
             return "–"
         if column.startswith("cost") or column == "saving":
             return f"{value:,.4f}"
-        if "ratio" in column or column == "share":
+        if "imbalance" in column or "ttft" in column:
+            return f"{value:.3f}"
+        if "ratio" in column or column in ("share", "share_of_ceiling", "runner_up_share"):
             return f"{value:.1%}" if column != "hit_ratio_difference" else f"{value:+.1%}"
         return f"{value:,.1f}"
     if isinstance(value, int):
@@ -437,16 +439,18 @@ def render_html(
 
 
 def fleet_section(summary: pl.DataFrame) -> dict[str, Any]:
-    """The fleet section of the report: the table of :func:`~promptkit.report.fleet.fleet_table`
-    and the plot of :func:`~promptkit.report.fleet.plot_fleet`, embedded as a PNG."""
+    """The fleet section of the report: the verdict of :func:`~promptkit.report.fleet.fleet_verdict`
+    (for a :func:`~promptkit.analysis.fleet.compare_fleet` summary), the table of
+    :func:`~promptkit.report.fleet.fleet_table` and the plot of :func:`~promptkit.report.fleet.plot_fleet`, embedded as a PNG."""
     import base64
     import io
 
-    from promptkit.report.fleet import fleet_table, plot_fleet
+    from promptkit.report.fleet import fleet_table, fleet_verdict, plot_fleet
 
     buffer = io.BytesIO()
     plot_fleet(summary).savefig(buffer, format="png", dpi=90)
     return {
+        "verdict": _table(fleet_verdict(summary)) if "ceiling_hit_ratio" in summary.columns else None,
         "table": _table(fleet_table(summary)),
         "plot": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"),
     }

@@ -369,8 +369,10 @@ def test_chromium_renders_the_fleet_page(tmp_path: Path) -> None:
     got = {
         (r[header.index("policy")], r[header.index("replicas")], r[header.index("capacity")]) for r in body
     }
+    from promptkit.analysis.sizes import format_tokens
+
     want = {
-        (p, str(n), "unbounded" if c is None else str(c))
+        (p, str(n), "unbounded" if c is None else f"{format_tokens(c)} tokens")
         for p, n, c in summary.select("policy", "replicas", "capacity_tokens").iter_rows()
     }
     assert got == want
