@@ -453,6 +453,10 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "    if first is not None and second is not None and first != second:", "    if False:", "tests/providers/test_impossible_usage.py"),
     ("usage: deepseek's two cached figures unchecked", "promptkit/providers/usage.py",
      "    if cached is not None and hit is not None and cached != hit:", "    if False:", "tests/providers/test_impossible_usage.py"),
+    ("problems: every bad line kept", "promptkit/formats/base.py",
+     "        if not isinstance(item, LoadProblem) or kept < MAX_PROBLEMS_PER_FILE:", "        if True:", "tests/formats/test_bad_inputs.py"),
+    ("problems: the rest not counted", "promptkit/formats/base.py",
+     "    if more:\n        where", "    if False:\n        where", "tests/formats/test_bad_inputs.py"),
 ]  # fmt: skip
 
 

@@ -17,7 +17,15 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError, UsageError
-from promptkit.formats.base import STDIN_PATHS, LogFormat, Source, check_regular, get_format, sniff_format
+from promptkit.formats.base import (
+    STDIN_PATHS,
+    LogFormat,
+    Source,
+    check_regular,
+    get_format,
+    read_items,
+    sniff_format,
+)
 from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
@@ -326,7 +334,7 @@ def read_logs(
             continue
         formats[chosen.name] += 1
         before = len(records)
-        for item in chosen.read(source):
+        for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
                 item = intern_messages(last.get(item.session), with_inferred_provider(item))
                 last[item.session] = item
@@ -447,7 +455,7 @@ def stream_logs(
         formats[chosen.name] += 1
         chosen_files.append((path, chosen))
         before = pos
-        for item in chosen.read(source):
+        for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
                 ends[item.session] = pos
                 name = infer_record_provider(item)

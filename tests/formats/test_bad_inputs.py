@@ -266,3 +266,45 @@ def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path: Path) -> Non
     assert result.requests.height == 2  # analyzed, with the surrogate replaced, and said so
     [note] = [n for n in result.notes if "surrogate" in n]
     assert f"{path}:2, request.messages[1].content" in note
+
+
+@pytest.mark.parametrize("how", ["read_logs", "stream_logs", "file plan"])
+def test_a_file_of_endless_bad_lines_keeps_a_bounded_number_of_problems_and_counts_the_rest(
+    tmp_path: Path, how: str
+) -> None:
+    """A 9.8 KB .gz of 5M one-character lines once held 1.68 GB of problems; now the first
+    MAX_PROBLEMS_PER_FILE are kept and one closing problem counts the rest, in every plan."""
+    assert base.MAX_PROBLEMS_PER_FILE == 1000
+    good = json.dumps({"request": {"messages": [{"role": "user", "content": "hi"}]}, "session": "s"})
+    path = tmp_path / "bad.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(b"x\n" * 1100 + good.encode() + b"\n" + b"y\n" * 30)
+    if how == "read_logs":
+        loaded = read_logs(path)
+        records, lines, reasons = (
+            len(loaded.records),
+            [p.line for p in loaded.problems],
+            [p.reason for p in loaded.problems],
+        )
+    elif how == "stream_logs":
+        stream = stream_logs(path)
+        records, lines, reasons = (
+            stream.records,
+            [p.line for p in stream.problems],
+            [p.reason for p in stream.problems],
+        )
+    else:
+        from promptkit.analysis import analyze
+
+        result = analyze(path, jobs=2, provider="deepseek")
+        records, lines, reasons = (
+            result.requests.height,
+            result.problems["line"].to_list(),
+            result.problems["reason"].to_list(),
+        )
+    assert records == 1
+    assert lines == [*range(1, 1001), 1001]
+    assert reasons[-1].startswith(
+        "130 more problems like these, lines 1001 to 1131 (not kept one by one past the first 1,000 of this file)"
+    )
+    assert reasons[-1].endswith("the first of them: invalid JSON: Expecting value (column 1)")
