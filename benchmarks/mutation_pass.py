@@ -457,6 +457,10 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "        if not isinstance(item, LoadProblem) or kept < MAX_PROBLEMS_PER_FILE:", "        if True:", "tests/formats/test_bad_inputs.py"),
     ("problems: the rest not counted", "promptkit/formats/base.py",
      "    if more:\n        where", "    if False:\n        where", "tests/formats/test_bad_inputs.py"),
+    ("walk: hidden entries not named", "promptkit/formats/discovery.py",
+     "            passed[HIDDEN_PREFIX + name] += 1", "            pass", "tests/formats/test_bad_inputs.py"),
+    ("walk: the same file read twice", "promptkit/formats/discovery.py",
+     "        if first is not None and key != (0, 0):", "        if False:", "tests/formats/test_bad_inputs.py"),
 ]  # fmt: skip
 
 
