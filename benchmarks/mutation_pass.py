@@ -70,7 +70,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "                            lineno += _skip_newlines(f)", "                            _skip_newlines(f)",
      "tests/formats/test_bad_inputs.py::test_a_long_run_of_blank_lines_keeps_the_line_numbers"),
     ("directory walk: the old rglob", "promptkit/formats/discovery.py",
-     "            for f in sorted(_walk(p, walk_errors)):",
+     "            for f in sorted(_walk(p, walk_errors, hidden)):",
      "            for f in sorted(x for x in p.rglob('*') if not x.is_dir()):",
      "tests/formats/test_bad_inputs.py::test_every_skipped_path_in_a_folder_is_a_counted_problem"),
     ("usage not checked", "promptkit/providers/usage.py",
