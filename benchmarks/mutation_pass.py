@@ -70,7 +70,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "                            lineno += _skip_newlines(f)", "                            _skip_newlines(f)",
      "tests/formats/test_bad_inputs.py::test_a_long_run_of_blank_lines_keeps_the_line_numbers"),
     ("directory walk: the old rglob", "promptkit/formats/discovery.py",
-     "            for f in sorted(_walk(p, walk_errors)):",
+     "            for f in sorted(_walk(p, walk_errors, hidden)):",
      "            for f in sorted(x for x in p.rglob('*') if not x.is_dir()):",
      "tests/formats/test_bad_inputs.py::test_every_skipped_path_in_a_folder_is_a_counted_problem"),
     ("usage not checked", "promptkit/providers/usage.py",
@@ -544,6 +544,14 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ('fleet: no deprecation warning', 'promptkit/report/fleet.py',
      '        DeprecationWarning,\n        stacklevel=2,',
      '        PendingDeprecationWarning,\n        stacklevel=2,', 'tests/test_cli_fleet.py'),
+    ("problems: every bad line kept", "promptkit/formats/base.py",
+     "        if not isinstance(item, LoadProblem) or kept < MAX_PROBLEMS_PER_FILE:", "        if True:", "tests/formats/test_bad_inputs.py"),
+    ("problems: the rest not counted", "promptkit/formats/base.py",
+     "    if more:\n        where", "    if False:\n        where", "tests/formats/test_bad_inputs.py"),
+    ("walk: hidden entries not named", "promptkit/formats/discovery.py",
+     "            passed[HIDDEN_PREFIX + name] += 1", "            pass", "tests/formats/test_bad_inputs.py"),
+    ("walk: the same file read twice", "promptkit/formats/discovery.py",
+     "        if first is not None and key != (0, 0):", "        if False:", "tests/formats/test_bad_inputs.py"),
 ]  # fmt: skip
 
 

@@ -247,13 +247,13 @@ def _read_file(path: Path, fmt: LogFormat) -> tuple[list[RequestRecord], list[Lo
     """One file's records as :func:`~promptkit.formats.read_logs` loads them (interned, provider
     recognised, each session's calls in time order in its slots), its problems and the sessions whose
     calls were reordered."""
-    from promptkit.formats.base import Source
+    from promptkit.formats.base import Source, read_items
     from promptkit.formats.discovery import _infer, _order_session, intern_messages
 
     records: list[RequestRecord] = []
     problems: list[LoadProblem] = []
     last: dict[str, RequestRecord] = {}
-    for item in fmt.read(Source.open(path)):
+    for item in read_items(fmt, Source.open(path)):
         if isinstance(item, RequestRecord):
             item = intern_messages(last.get(item.session), _infer(item))
             last[item.session] = item

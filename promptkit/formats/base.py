@@ -456,6 +456,46 @@ class LogFormat:
     priority: int = 0
 
 
+#: How many problems of one file are kept one by one; past it they are counted in one closing problem
+#: (a log of millions of bad lines, a few KB gzipped, would otherwise hold gigabytes of problems).
+MAX_PROBLEMS_PER_FILE: Final[int] = 1000
+
+
+def read_items(fmt: LogFormat, source: Source) -> Iterator[Item]:
+    """``fmt.read(source)`` with its problems bounded: the first :data:`MAX_PROBLEMS_PER_FILE` pass as they
+    come, the rest are counted and closed by one problem that says how many there were, which lines, and
+    the first reason, so nothing is lost silently and memory stays bounded.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "bad.jsonl"
+    >>> _ = path.write_text("x\\n" * 1003)
+    >>> items = list(read_items(get_format("promptkit"), Source.open(path)))
+    >>> len(items), items[-1].line, items[-1].reason[:60]
+    (1001, 1001, '3 more problems like these, lines 1001 to 1003 (not kept one')
+    """
+    kept = 0
+    more = 0
+    first_line: int | None = None
+    last_line: int | None = None
+    first_reason = ""
+    for item in fmt.read(source):
+        if not isinstance(item, LoadProblem) or kept < MAX_PROBLEMS_PER_FILE:
+            kept += isinstance(item, LoadProblem)
+            yield item
+            continue
+        if more == 0:
+            first_line, first_reason = item.line, item.reason
+        more += 1
+        last_line = item.line if item.line is not None else last_line
+    if more:
+        where = f", lines {first_line} to {last_line}" if first_line is not None and last_line is not None else ""
+        yield LoadProblem(
+            str(source.path), first_line,
+            f"{more:,} more problems like these{where} (not kept one by one past the first "
+            f"{MAX_PROBLEMS_PER_FILE:,} of this file); the first of them: {first_reason}",
+        )  # fmt: skip
+
+
 _REGISTRY: dict[str, LogFormat] = {}
 _LOADED_ENTRY_POINTS = False
 _LOADED_BUILTINS = False

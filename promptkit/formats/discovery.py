@@ -17,7 +17,15 @@ from typing import Any, Final
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError, UsageError
-from promptkit.formats.base import STDIN_PATHS, LogFormat, Source, check_regular, get_format, sniff_format
+from promptkit.formats.base import (
+    STDIN_PATHS,
+    LogFormat,
+    Source,
+    check_regular,
+    get_format,
+    read_items,
+    sniff_format,
+)
 from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
@@ -29,6 +37,7 @@ __all__ = [
     "intern_messages",
     "iter_sessions",
     "order_session",
+    "passed_notes",
     "read_logs",
     "records_from_requests",
     "session_order_notes",
@@ -45,9 +54,10 @@ def _is_log_name(name: str) -> bool:
     return any(name.endswith(s + c) for s in LOG_SUFFIXES for c in _COMPRESSED)
 
 
-def _walk(root: Path, errors: list[LoadProblem]) -> Iterator[Path]:
-    """Every entry under ``root`` but hidden ones; an unreadable directory is a problem naming it
-    (appended to ``errors``), never passed over in silence."""
+def _walk(root: Path, errors: list[LoadProblem], hidden: list[str] | None = None) -> Iterator[Path]:
+    """Every entry under ``root`` but hidden ones (named in ``hidden``, a folder with a trailing ``/``);
+    an unreadable directory is a problem naming it (appended to ``errors``), never passed over in
+    silence."""
 
     def unreadable(exc: OSError) -> None:
         where = exc.filename if exc.filename is not None else str(root)
@@ -55,8 +65,11 @@ def _walk(root: Path, errors: list[LoadProblem]) -> Iterator[Path]:
         errors.append(LoadProblem(str(where), None, reason))
 
     for folder, dirs, names in os.walk(root, onerror=unreadable):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         base = Path(folder)
+        if hidden is not None:
+            hidden.extend(str(base / d) + "/" for d in sorted(dirs) if d.startswith("."))
+            hidden.extend(str(base / n) for n in sorted(names) if n.startswith(".") and _is_log_name(n))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             if not name.startswith("."):
                 yield base / name
@@ -112,7 +125,10 @@ def find_log_files(
             found = []
             skipped = 0
             walk_errors: list[LoadProblem] = []
-            for f in sorted(_walk(p, walk_errors)):  # the order of the paths (Path order, as rglob was)
+            hidden: list[str] = []
+            for f in sorted(
+                _walk(p, walk_errors, hidden)
+            ):  # the order of the paths (Path order, as rglob was)
                 why = _skipped(f)
                 if why is not None:
                     if _is_log_name(f.name) or f.is_symlink():
@@ -131,10 +147,13 @@ def find_log_files(
                     raise LogFileError(p, error.reason.removesuffix("; its logs were not read"))
             if problems is not None:
                 problems.extend(walk_errors)
+            for name in hidden:  # a hidden log or folder is not read, and the notes say so
+                passed[HIDDEN_PREFIX + name] += 1
             if not found and not skipped and not walk_errors:
                 raise LogFileError(
                     p,
-                    f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)",
+                    f"directory holds no log files ({', '.join('*' + s for s in LOG_SUFFIXES)}, optionally .gz/.zst)"
+                    + (f"; hidden entries are not read: {', '.join(hidden[:4])}" if hidden else ""),
                 )
             files.extend(found)
         elif p.exists() or p.is_symlink():
@@ -144,7 +163,61 @@ def find_log_files(
             if str(p) in STDIN_PATHS:
                 check_regular(p)  # standard input gets its own message
             raise LogFileError(p, "no such file or directory")
-    return files, passed
+    return _once(files, problems), passed
+
+
+#: A key of ``find_log_files``' passed-over counter that names a hidden entry (see :func:`passed_notes`).
+HIDDEN_PREFIX: Final[str] = "hidden:"
+
+
+def passed_notes(passed: Counter[str]) -> list[str]:
+    """The notes that say which files a directory search passed over: files not named like logs, by
+    suffix, and hidden logs and folders (``.a.jsonl``, ``.cache/``), which are never read, by name.
+
+    >>> passed_notes(Counter({".txt": 2, "hidden:logs/.a.jsonl": 1}))
+    ['2 file(s) not named like logs were passed over (2 .txt)', '1 hidden log file(s) or folder(s) were not read (logs/.a.jsonl); name a file to read it']
+    """
+    notes: list[str] = []
+    plain = Counter({k: n for k, n in passed.items() if not k.startswith(HIDDEN_PREFIX)})
+    hidden = [k.removeprefix(HIDDEN_PREFIX) for k in passed if k.startswith(HIDDEN_PREFIX)]
+    if plain:
+        listed = ", ".join(f"{n} {s}" for s, n in plain.most_common(4))
+        notes.append(f"{sum(plain.values())} file(s) not named like logs were passed over ({listed})")
+    if hidden:
+        more = f", and {len(hidden) - 4} more" if len(hidden) > 4 else ""
+        notes.append(
+            f"{len(hidden)} hidden log file(s) or folder(s) were not read ({', '.join(hidden[:4])}{more}); "
+            "name a file to read it"
+        )
+    return notes
+
+
+def _once(files: list[tuple[Path, bool]], problems: list[LoadProblem] | None) -> list[tuple[Path, bool]]:
+    """``files`` with each file once: the same file given twice, or through a link or another path, is read
+    the first time only, and a problem names the other path (it would count every call twice)."""
+    seen: dict[tuple[int, int], Path] = {}
+    out: list[tuple[Path, bool]] = []
+    for path, named in files:
+        try:
+            st = os.stat(path)
+        except OSError:  # reported when it is read
+            out.append((path, named))
+            continue
+        key = (st.st_dev, st.st_ino)
+        first = seen.get(key)
+        if first is not None and key != (0, 0):
+            if problems is not None:
+                problems.append(
+                    LoadProblem(
+                        str(path),
+                        None,
+                        f"the same file as {first} (given twice, or through a link); read once",
+                    )
+                )
+            continue
+        seen[key] = path
+        out.append((path, named))
+    return out
 
 
 def with_inferred_provider(record: RequestRecord) -> RequestRecord:
@@ -326,7 +399,7 @@ def read_logs(
             continue
         formats[chosen.name] += 1
         before = len(records)
-        for item in chosen.read(source):
+        for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
                 item = intern_messages(last.get(item.session), with_inferred_provider(item))
                 last[item.session] = item
@@ -335,9 +408,7 @@ def read_logs(
                 problems.append(item)
         if len(records) == before and not any(p.file == str(path) for p in problems):
             problems.append(LoadProblem(str(path), None, f"no requests in this {chosen.name} log"))
-    if passed:
-        listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
-        notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
+    notes.extend(passed_notes(passed))
     return LoadResult(_order_sessions(records, notes), tuple(problems), dict(formats), tuple(notes))
 
 
@@ -447,7 +518,7 @@ def stream_logs(
         formats[chosen.name] += 1
         chosen_files.append((path, chosen))
         before = pos
-        for item in chosen.read(source):
+        for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
                 ends[item.session] = pos
                 name = infer_record_provider(item)
@@ -459,9 +530,7 @@ def stream_logs(
         if pos == before and not any(p.file == str(path) for p in problems):
             problems.append(LoadProblem(str(path), None, f"no requests in this {chosen.name} log"))
     notes: list[str] = []
-    if passed:
-        listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
-        notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
+    notes.extend(passed_notes(passed))
     return LogStream(chosen_files, tuple(problems), dict(formats), notes, pos, timed, first, ends)
 
 

@@ -266,3 +266,109 @@ def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path: Path) -> Non
     assert result.requests.height == 2  # analyzed, with the surrogate replaced, and said so
     [note] = [n for n in result.notes if "surrogate" in n]
     assert f"{path}:2, request.messages[1].content" in note
+
+
+@pytest.mark.parametrize("how", ["read_logs", "stream_logs", "file plan"])
+def test_a_file_of_endless_bad_lines_keeps_a_bounded_number_of_problems_and_counts_the_rest(
+    tmp_path: Path, how: str
+) -> None:
+    """A 9.8 KB .gz of 5M one-character lines once held 1.68 GB of problems; now the first
+    MAX_PROBLEMS_PER_FILE are kept and one closing problem counts the rest, in every plan."""
+    assert base.MAX_PROBLEMS_PER_FILE == 1000
+    good = json.dumps({"request": {"messages": [{"role": "user", "content": "hi"}]}, "session": "s"})
+    path = tmp_path / "bad.jsonl.gz"
+    with gzip.open(path, "wb") as out:
+        out.write(b"x\n" * 1100 + good.encode() + b"\n" + b"y\n" * 30)
+    if how == "read_logs":
+        loaded = read_logs(path)
+        records, lines, reasons = (
+            len(loaded.records),
+            [p.line for p in loaded.problems],
+            [p.reason for p in loaded.problems],
+        )
+    elif how == "stream_logs":
+        stream = stream_logs(path)
+        records, lines, reasons = (
+            stream.records,
+            [p.line for p in stream.problems],
+            [p.reason for p in stream.problems],
+        )
+    else:
+        from promptkit.analysis import analyze
+
+        result = analyze(path, jobs=2, provider="deepseek")
+        records, lines, reasons = (
+            result.requests.height,
+            result.problems["line"].to_list(),
+            result.problems["reason"].to_list(),
+        )
+    assert records == 1
+    assert lines == [*range(1, 1001), 1001]
+    assert reasons[-1].startswith(
+        "130 more problems like these, lines 1001 to 1131 (not kept one by one past the first 1,000 of this file)"
+    )
+    assert reasons[-1].endswith("the first of them: invalid JSON: Expecting value (column 1)")
+
+
+def _chat_line(content: str) -> str:
+    return json.dumps({"request": {"messages": [{"role": "user", "content": content}]}, "session": content})
+
+
+def test_hidden_logs_and_folders_are_not_read_and_a_note_says_so(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(_chat_line("a") + "\n")
+    (tmp_path / ".b.jsonl").write_text(_chat_line("b") + "\n")
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "c.jsonl").write_text(_chat_line("c") + "\n")
+    (tmp_path / ".notes.txt").write_text("not a log")
+    loaded = read_logs(tmp_path)
+    assert [r.session for r in loaded.records] == ["a"]
+    (note,) = [n for n in loaded.notes if "hidden" in n]
+    assert note == (
+        f"2 hidden log file(s) or folder(s) were not read ({tmp_path / '.cache'}/, {tmp_path / '.b.jsonl'}); "
+        "name a file to read it"
+    )
+    assert stream_logs(tmp_path).notes == list(loaded.notes)
+    # named, a hidden log is read
+    assert [r.session for r in read_logs(tmp_path / ".b.jsonl").records] == ["b"]
+
+
+def test_a_directory_of_hidden_logs_only_says_why_it_holds_none(tmp_path: Path) -> None:
+    (tmp_path / ".b.jsonl").write_text(_chat_line("b") + "\n")
+    with pytest.raises(
+        LogFileError, match=r"directory holds no log files .*; hidden entries are not read: .*\.b\.jsonl"
+    ):
+        read_logs(tmp_path)
+
+
+@pytest.mark.parametrize("alias", ["same path twice", "symlink", "hard link", "relative path"])
+def test_the_same_log_given_twice_is_read_once(
+    tmp_path: Path, alias: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given twice it was counted twice: 56 -> 112 requests, the hit ratio 46.5% -> 72.8%."""
+    log = tmp_path / "a.jsonl"
+    log.write_text(_chat_line("a") + "\n" + _chat_line("b") + "\n")
+    other: Path | str = log
+    if alias == "symlink":
+        other = tmp_path / "link.jsonl"
+        other.symlink_to(log)
+    elif alias == "hard link":
+        other = tmp_path / "hard.jsonl"
+        os.link(log, other)
+    elif alias == "relative path":
+        monkeypatch.chdir(tmp_path)
+        other = "./a.jsonl"
+    loaded = read_logs([log, other])
+    assert len(loaded.records) == 2
+    (problem,) = loaded.problems
+    assert (
+        problem.file == str(Path(other))
+        and problem.reason == f"the same file as {log} (given twice, or through a link); read once"
+    )
+    assert stream_logs([log, other]).records == 2
+
+
+def test_a_directory_and_a_file_in_it_are_read_once(tmp_path: Path) -> None:
+    log = tmp_path / "a.jsonl"
+    log.write_text(_chat_line("a") + "\n")
+    loaded = read_logs([tmp_path, log])
+    assert len(loaded.records) == 1 and len(loaded.problems) == 1
