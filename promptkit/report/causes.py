@@ -43,6 +43,7 @@ __all__ = [
     "GateResult",
     "causes_by_cause",
     "causes_by_change",
+    "causes_basis",
     "causes_by_slot",
     "causes_headline",
     "check_gate",
@@ -182,6 +183,29 @@ def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
     )
     # shown whenever it is not zero: what the log cannot attribute (our rendering against the provider's)
     return line + (f"; unexplained: {unx:,} ({unx_p})" if unx else "")
+
+
+def causes_basis(result: AnalysisResult | pl.DataFrame) -> str:
+    """The basis of :func:`causes_headline` and :func:`causes_by_cause` in words: ``reported`` (the
+    provider's usage, every request has it), ``predicted`` (promptkit's cache rules, no request has it),
+    or both and on how many requests each.
+
+    Example::
+
+        >>> import polars as pl
+        >>> causes_basis(pl.DataFrame({"basis": ["reported", "predicted", "reported"]}))
+        'reported where the log has usage (2 of 3 requests), else predicted'
+        >>> causes_basis(pl.DataFrame({"basis": ["predicted"]}))
+        "predicted, promptkit's cache rules (the log reports no usage)"
+    """
+    causes = _causes(result)
+    n = causes.height
+    reported = int((causes["basis"] == "reported").sum()) if n else 0
+    if n and reported == n:
+        return f"reported, the provider's usage on {n:,} of {n:,} requests"
+    if reported == 0:
+        return "predicted, promptkit's cache rules (the log reports no usage)"
+    return f"reported where the log has usage ({reported:,} of {n:,} requests), else predicted"
 
 
 # ---------------------------------------------------------------------------------- cache writes
