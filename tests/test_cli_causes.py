@@ -104,7 +104,7 @@ def test_calibrate_without_usage_is_one_line_error(tmp_path: Path) -> None:
             str(tmp_path / "c.json"),
         ]
     )
-    assert code == 1
+    assert code == 2
     assert err.startswith("promptkit: error: calibration: no request can be told")
 
 

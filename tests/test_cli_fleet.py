@@ -50,7 +50,7 @@ def test_capacities_in_bytes_need_and_use_the_models(tmp_path: Path) -> None:
     assert written["model"].to_list() == ["deepseek-v3", "llama-3.1-8b"]
     assert written["capacity_tokens"].to_list() == [int(10e9 // 70272), int(10e9 // 131072)]
     code, _, err = _run(str(HEAD), "--capacity", "10GB", "--out", str(tmp_path))
-    assert code == 1 and "need a model" in err
+    assert code == 2 and "need a model" in err
 
 
 @pytest.mark.parametrize(

@@ -313,7 +313,7 @@ def headline_line(figures: Mapping[str, Any]) -> str:
             f"${figures['cost_with_cache']:,.4f} with cache, ${figures['cost_without_cache']:,.4f} without"
         )
     elif figures.get("cost_note"):
-        parts.append("cost: n/a (no price: see the notes)")
+        parts.append(f"cost: n/a ({figures['cost_note']})")
     parts.append(f"{figures.get('problems', 0):,} problem(s)")
     return "; ".join(parts)
 
