@@ -292,6 +292,9 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                 formats=report_formats(html=not args.no_html, plots=not args.no_plots), html_path=args.html,
                 sources=_sources(args, paths), progress=progress, progress_file=stderr,
             )  # fmt: skip
+    warning = (run.expectation or {}).get("warning")
+    if warning:  # a calibration fitted elsewhere: said even with --quiet / --json
+        print(f"promptkit: warning: {warning}", file=stderr)
     if not (args.quiet or args.json):
         for note in run.written.notes:
             print(f"promptkit: {note}", file=stderr)
