@@ -439,8 +439,10 @@ def _add_catalog_commands(commands: Any) -> None:
     formats.set_defaults(handler=_run_formats)
     providers = commands.add_parser(
         "providers",
-        help="list the provider profiles (what --provider takes): tokenizer, render, cache model, prices",
+        help="list the provider profiles (what --provider takes): tokenizer, cache rules, minimum, TTLs, "
+        "priced models and the date of their prices",
     )
+    providers.add_argument("--json", action="store_true", help="print every profile's fields as JSON")
     providers.set_defaults(handler=_run_providers)
 
 
@@ -454,7 +456,7 @@ def _run_formats(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _run_providers(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from promptkit.commands.catalog import providers_text
 
-    _emit(stdout, providers_text())
+    _emit(stdout, providers_text(as_json=args.json))
     return EXIT_OK
 
 

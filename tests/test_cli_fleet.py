@@ -56,11 +56,11 @@ def test_capacities_in_bytes_need_and_use_the_models(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "code", "named"),
     [
-        (["--replicas", "0"], 1, "replicas must be a whole number >= 1, got 0"),
-        (["--policy", "fastest"], 1, "'fastest'"),
-        (["--capacity", "0"], 1, "got 0"),
+        (["--replicas", "0"], 2, "replicas must be a whole number >= 1, got 0"),
+        (["--policy", "fastest"], 2, "'fastest'"),
+        (["--capacity", "0"], 2, "got 0"),
         (["--capacity", "3zz"], 2, "'3zz'"),
-        (["--model", "gpt-9", "--capacity", "1GB"], 1, "'gpt-9'"),
+        (["--model", "gpt-9", "--capacity", "1GB"], 2, "'gpt-9'"),
     ],
 )
 def test_bad_values_are_one_line_naming_them(
