@@ -495,6 +495,14 @@ def _relabelled(row: dict[str, Any], first: bool, model_before: str | None) -> d
     """``row`` with the change class the session's log shows: a compaction it records, or a switch from
     ``model_before`` (the session's previous call's model) to another model."""
     events = (row.get("log_events") or "").split(",")
+    if "trace" in events and row.get("change_class") in CHANGE_CLASSES:
+        # a block trace has no text: where its block ids diverge, the tokens are new to the cache and
+        # nothing says the user's layout changed (an edit and another user's prompt look the same)
+        return {
+            **row,
+            "change_class": None,
+            "change_detail": "block trace: the block ids differ from here on (no text, so no layout cause)",
+        }
     # a compaction the log shows (the new context shares only the head) names the rebuild, and wins
     # over a model switch at the same call
     compacted = "compaction" in events and not first and row.get("change_class") in (None, "compaction")

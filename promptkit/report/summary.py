@@ -135,6 +135,12 @@ def causes_lines(result: Any) -> list[str]:
     from promptkit.report.causes import causes_basis, causes_headline, write_accounting
 
     lines = [f"{causes_headline(result)}; basis: {causes_basis(result)}", *_bases_differ(result)]
+    events = requests_of(result)["log_events"] if "log_events" in requests_of(result).columns else None
+    if events is not None and bool(events.str.contains("trace").any()):
+        lines.append(
+            "A block trace (Mooncake): no text, so no layout cause; the tokens past the shared blocks are "
+            "new to the cache. To replay it over replicas and routing policies: promptkit fleet"
+        )
     requests = result.requests
     if any(
         c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
