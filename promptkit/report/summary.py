@@ -327,7 +327,8 @@ def headline_line(figures: Mapping[str, Any]) -> str:
             f"${figures['cost_with_cache']:,.4f} with cache, ${figures['cost_without_cache']:,.4f} without"
         )
     elif figures.get("cost_note"):
-        parts.append(f"cost: n/a ({figures['cost_note']})")
+        # the note's first clause (what has no price); the notes hold the rest
+        parts.append(f"cost: n/a ({str(figures['cost_note']).split(': ')[0]}; see the notes)")
     parts.append(f"{figures.get('problems', 0):,} problem(s)")
     return "; ".join(parts)
 
