@@ -153,14 +153,30 @@ def _add_analyze_command(commands: Any) -> None:
     analyze.set_defaults(handler=_run_analyze)
 
 
+class _ProviderOption(argparse.Action):
+    """``--provider NAME``, whose help lists every registered provider: read from the registry when the
+    help is shown (plugins included), so a parse costs no import of the providers."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+
+    @property
+    def help(self) -> str:
+        from promptkit.providers.registry import available_providers
+
+        return (
+            f"provider whose tokenizer and cache rules apply ({', '.join(available_providers())}; see "
+            "promptkit providers); default: each session's, recognised from the log's URL, model name or usage"
+        )
+
+    @help.setter
+    def help(self, value: str | None) -> None:  # argparse sets it: the property computes it instead
+        pass
+
+
 def _add_analysis_options(analyze: argparse.ArgumentParser) -> None:
     """--provider, --format, --tokenizer, --render and --view of ``promptkit analyze``."""
-    analyze.add_argument(
-        "--provider",
-        metavar="NAME",
-        help="provider whose tokenizer and cache rules apply (deepseek, openai, anthropic, ollama, vllm, "
-        "exact); default: each session's, recognised from the log's URL, model name or usage",
-    )
+    analyze.add_argument("--provider", metavar="NAME", action=_ProviderOption)
     analyze.add_argument(
         "--format",
         metavar="NAME",
