@@ -226,8 +226,9 @@ _HIDE_WHEN_ZERO: Final[tuple[str, ...]] = ("cache_write_tokens", "output_unknown
 _MAX_CELL: Final[int] = 24
 
 
-#: Excerpt columns, already cut at their end by :func:`largest_breaks` (not shortened in the middle).
-_TEXT_COLUMNS: Final[frozenset[str]] = frozenset({"cached_text", "prompt_text"})
+#: Excerpt columns, already cut by :func:`largest_breaks` (``before_text`` at its start, at a word; the
+#: others at their end): not shortened in the middle.
+_TEXT_COLUMNS: Final[frozenset[str]] = frozenset({"before_text", "cached_text", "prompt_text"})
 
 
 def _shorten(column: str) -> pl.Expr:
