@@ -388,7 +388,10 @@ def _add_check_command(commands: Any) -> None:
     )
     _add_log_options(check)
     check.add_argument(
-        "--min-hit", metavar="X", type=_ratio, help="minimum hit ratio per session: a ratio (0-1, e.g. 0.80) or a percentage (80%%)"
+        "--min-hit",
+        metavar="X",
+        type=_ratio,
+        help="minimum hit ratio per session: a ratio (0-1, e.g. 0.80) or a percentage (80%%)",
     )
     check.add_argument(
         "--max-layout-loss",

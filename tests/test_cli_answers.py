@@ -209,7 +209,9 @@ def test_a_calibration_records_where_it_was_fitted_and_warns_elsewhere(tmp_path:
     code, out, err = run("analyze", OPENCODE, "--calibration", str(cal), "-q", "--out", str(tmp_path / "o"))
     assert code == 0 and out.count("\n") == 1
     assert "warning: the calibration was fitted on deepseek logs" in err and "anthropic logs" in err
-    code, _, err = run("analyze", DEEPSEEK, "--calibration", str(cal), "-q", "--no-plots", "--out", str(tmp_path / "d"))
+    code, _, err = run(
+        "analyze", DEEPSEEK, "--calibration", str(cal), "-q", "--no-plots", "--out", str(tmp_path / "d")
+    )
     assert code == 0 and "warning" not in err
     for name in ("deepseek", "gemini"):  # the bundled ones say it too
         bundled = json.loads((ROOT / f"promptkit/data/calibration-{name}.json").read_text(encoding="utf-8"))
@@ -396,12 +398,16 @@ def _words_log(path: Path) -> Path:
 
 def test_before_text_in_the_terminal_starts_at_a_word(tmp_path: Path) -> None:
     log = _words_log(tmp_path / "words.jsonl")
-    code, out, _ = run("analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "o"), "--no-plots", "--no-html")
+    code, out, _ = run(
+        "analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "o"), "--no-plots", "--no-html"
+    )
     assert code == 0
     table = out.split("Largest breaks")[1].split("\n\n")[0].splitlines()
     header = [c.strip() for c in table[2].strip("│").split("┆")]
     column = header.index("before_text")
-    cells = [[c.strip() for c in line.strip("│").split("┆")][column] for line in table if line.startswith("│ s ")]
+    cells = [
+        [c.strip() for c in line.strip("│").split("┆")][column] for line in table if line.startswith("│ s ")
+    ]
     assert cells
     for cell in cells:
         assert cell.startswith("…")

@@ -125,6 +125,11 @@ def _probability(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
+def _routes(value: Iterable[object]) -> tuple[str, ...]:
+    """The ``routes`` field as a tuple of strings."""
+    return tuple(str(r) for r in value)
+
+
 @attrs.frozen(slots=True)
 class Calibration:
     """A fitted stale-state model (see the module docstring).
@@ -145,7 +150,7 @@ class Calibration:
     stale_probability_above: float | None = attrs.field(default=None, validator=_probability)
     fitted_on: Mapping[str, Any] = attrs.field(factory=dict)
     run_counts: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_counts, kw_only=True)
-    routes: tuple[str, ...] = attrs.field(default=(), converter=tuple, kw_only=True)
+    routes: tuple[str, ...] = attrs.field(default=(), converter=_routes, kw_only=True)
 
     @split_on.validator
     def _check_split(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -200,7 +205,7 @@ class Calibration:
                 stale_probability_above=data.get("stale_probability_above"),
                 fitted_on=dict(data.get("fitted_on") or {}),
                 run_counts=data.get("run_counts") or (),
-                routes=[str(r) for r in data.get("routes") or ()],
+                routes=data.get("routes") or (),
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc}") from None

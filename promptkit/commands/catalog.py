@@ -91,17 +91,25 @@ def provider_rows() -> list[dict[str, Any]]:
                 "ttl_options": {k: v for k, v in (*p.extended_ttl_options, *p.retention_options)},
                 "best_effort": bool(p.best_effort),
                 "default_model": p.default_model,
-                "priced_models": [
-                    {
-                        "model": m.model, "cache_hit": m.cache_hit, "cache_miss": m.cache_miss,
-                        "output": m.output, "cache_write": m.cache_write, "cache_write_1h": m.cache_write_1h,
-                        "as_of": m.as_of, "source": m.source,
-                    }
-                    for m in priced
-                ],  # fmt: skip
+                "priced_models": [_price_row(m) for m in priced],
             }
         )
     return rows
+
+
+def _price_row(price: Any) -> dict[str, Any]:
+    """A :class:`~promptkit.providers.prices.ModelPrice` as JSON values (USD per million tokens)."""
+    fields = (
+        "model",
+        "cache_hit",
+        "cache_miss",
+        "output",
+        "cache_write",
+        "cache_write_1h",
+        "as_of",
+        "source",
+    )
+    return {name: getattr(price, name) for name in fields}
 
 
 def _ttl_text(row: dict[str, Any]) -> str:
@@ -143,11 +151,15 @@ def providers_text(as_json: bool = False, width: int = 160) -> str:
     last = max(30, width - sum(widths) - 2 * 5)
 
     def line(values: Sequence[str]) -> list[str]:
-        columns = [textwrap.wrap(v, w, break_on_hyphens=False) or [""] for v, w in zip(values, [*widths, last], strict=True)]
+        columns = [
+            textwrap.wrap(v, w, break_on_hyphens=False) or [""]
+            for v, w in zip(values, [*widths, last], strict=True)
+        ]
         depth = max(len(c) for c in columns)
         return [
-            "  ".join((c[i] if i < len(c) else "").ljust(w) for c, w in zip(columns, [*widths, last], strict=True))
-            .rstrip()
+            "  ".join(
+                (c[i] if i < len(c) else "").ljust(w) for c, w in zip(columns, [*widths, last], strict=True)
+            ).rstrip()
             for i in range(depth)
         ]
 
@@ -156,5 +168,8 @@ def providers_text(as_json: bool = False, width: int = 160) -> str:
     out.append("  ".join("-" * w for w in [*widths, last]))
     for c in cells:
         out += line(c)
-    out += ["", "(estimate): promptkit counts with a stand-in tokenizer; the provider's reported counts are the ruler"]
+    out += [
+        "",
+        "(estimate): promptkit counts with a stand-in tokenizer; the provider's reported counts are the ruler",
+    ]
     return "\n".join(out) + "\n"

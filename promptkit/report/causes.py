@@ -42,9 +42,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LINT_COLUMNS",
     "GateResult",
+    "causes_basis",
     "causes_by_cause",
     "causes_by_change",
-    "causes_basis",
     "causes_by_slot",
     "causes_headline",
     "check_gate",
@@ -511,7 +511,8 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
         .with_columns(
             (pl.col("changes") >= pl.col("transitions")).alias("every_time"),
             pl.when(
-                pl.col("slot").is_not_null() & pl.col("change_class").is_in(["volatile_value", "system_changed"])
+                pl.col("slot").is_not_null()
+                & pl.col("change_class").is_in(["volatile_value", "system_changed"])
             )
             .then(pl.format("move contributor {} to anchor '" + anchor + "'", pl.coalesce("key", "slot")))
             .otherwise(pl.col("change_class").replace_strict(_FIX, default=None))

@@ -343,14 +343,11 @@ def _break_fixes_text(frame: pl.DataFrame, width: int) -> str:
     >>> print(_break_fixes_text(frame, 120).splitlines()[-2])
     fix 1: move key=a to turn-context
     """
-    grouped = (
-        frame.group_by("fix", "command", maintain_order=True)
-        .agg(
-            pl.struct("session", "index").alias("break"),
-            pl.col("before_hit_ratio").first(),
-            pl.col("after_hit_ratio").first(),
-            pl.col("saving_usd").first(),
-        )
+    grouped = frame.group_by("fix", "command", maintain_order=True).agg(
+        pl.struct("session", "index").alias("break"),
+        pl.col("before_hit_ratio").first(),
+        pl.col("after_hit_ratio").first(),
+        pl.col("saving_usd").first(),
     )
     table = grouped.select(
         pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("fix"),
