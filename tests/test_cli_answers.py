@@ -89,6 +89,8 @@ def test_lint_names_the_system_prompt_change_and_its_measured_fix_with_every_mov
     assert "no head region changes" not in out
     assert "system_changed (the system prompt changed)" in out
     assert "measured by replay: hit ratio 20.7% → 92.6%" in out
+    # the fix every finding shares is printed whole once; the others point at it
+    assert out.count("measured by replay") == 1 and "the same set of 6 changes as finding 1" in out
     code, out, _ = run("lint", BEFORE, "--json")
     first = json.loads(out)[0]
     assert first["finding"]["change_class"] == "system_changed" and first["saves"]
