@@ -178,15 +178,16 @@ def _bases_differ(result: Any) -> list[str]:
     reported = int(rows["reported_cached_tokens"].sum()) / reported_prompt
     if abs(predicted - reported) <= BASES_DIFFER:
         return []
-    notes = [n for n in getattr(result, "notes", ()) if "cache" in n]
-    if notes:
-        why = notes[0]
-    elif reported > predicted:
-        why = "the provider served more cached tokens than its documented cache rules predict"
+    if reported > predicted:
+        # the analysis' notes say why it predicts less (no breakpoint, a head shared across sessions)
+        notes = [n for n in getattr(result, "notes", ()) if "cache" in n]
+        why = notes[0] if notes else "the provider served more cached tokens than its cache rules predict"
+    elif "best_effort_cache" in rows.columns and bool(rows["best_effort_cache"].fill_null(False).any()):
+        why = "the provider served fewer cached tokens than its rules allow: its cache is best effort (provider_miss)"
     else:
         why = (
-            "the provider served fewer cached tokens than its documented cache rules predict "
-            "(provider_miss / head_changed in the causes)"
+            "the provider served fewer cached tokens than its rules allow: a change the log does not show "
+            "(head_changed / history_rewritten)"
         )
     return [
         f"Predicted hit ratio {predicted:.2%} vs reported {reported:.2%} on the requests with usage: the "
