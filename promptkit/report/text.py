@@ -36,12 +36,10 @@ __all__ = [
 
 _TITLES: Final[dict[str, str]] = {
     "hit_ratio": "Hit ratio per session (token-weighted)",
-    "lost_by_cause": "Tokens lost by cause (the headline's basis; groups as in the headline: layout, provider, "
-    "inherent, unexplained)",
+    "lost_by_cause": "Tokens lost by cause (the headline's basis; groups: layout, provider, inherent, unexplained)",
     "lost_by_slot": "Tokens lost per slot (anchor / frame role; predicted: promptkit's cache rules)",
     "lost_by_key": "Tokens lost per contributor key (predicted)",
-    "largest_breaks": "Largest breaks (predicted): what the cache held at the first divergent token, and what the "
-    "prompt sent",
+    "largest_breaks": "Largest breaks (predicted): what the cache held at the first divergent token, and what was sent",
     "break_fixes": "Fixes for the largest breaks (promptkit whatif, measured by replay)",
     "predicted_vs_reported": "Predicted vs reported cached tokens (requests with usage)",
     "cost": "Cost in USD (per million-token prices)",
