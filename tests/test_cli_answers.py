@@ -298,7 +298,10 @@ def test_whatif_suggest_never_shows_a_why_whose_two_sides_read_the_same(tmp_path
     assert any("10:00" in a and "10:01" in b for a, b in pairs)
 
 
-def test_the_advice_fix_table_lists_each_fix_once_with_its_whole_command(tmp_path: Path) -> None:
+def test_the_advice_fix_table_lists_each_fix_once_with_its_whole_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal 200 wide: each table in one piece
     code, out, _ = run("analyze", BEFORE, "--advice", "--out", str(tmp_path), "--no-plots", "--no-html")
     assert code == 0
     block = out.split("Fixes for the largest breaks")[1].split("\n\n")[0]
@@ -398,7 +401,10 @@ def _words_log(path: Path) -> Path:
     return _write(path, records)
 
 
-def test_before_text_in_the_terminal_starts_at_a_word(tmp_path: Path) -> None:
+def test_before_text_in_the_terminal_starts_at_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     log = _words_log(tmp_path / "words.jsonl")
     code, out, _ = run(
         "analyze", str(log), "--provider", "exact", "--out", str(tmp_path / "o"), "--no-plots", "--no-html"

@@ -242,8 +242,8 @@ def applies_to(calibration: Calibration, provider: str | None) -> str | None:
 
     Example::
 
-        >>> applies_to(Calibration("deepseek", 0.25, routes=("api.deepseek.com",)), "anthropic")
-        "the calibration was fitted on deepseek logs (routes: api.deepseek.com) and is applied to anthropic logs: its stale rate may not hold there"
+        >>> print(applies_to(Calibration("deepseek", 0.25, routes=("api.deepseek.com",)), "anthropic"))
+        the calibration was fitted on deepseek logs (routes: api.deepseek.com) and is applied to anthropic logs: its stale rate may not hold there
         >>> applies_to(Calibration("deepseek", 0.25), "deepseek") is None
         True
     """

@@ -350,9 +350,9 @@ def _break_fixes_text(frame: pl.DataFrame, width: int) -> str:
     table = grouped.select(
         pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("fix"),
         pl.col("break").map_elements(_breaks_label, pl.String).alias("breaks"),
-        pl.col("before_hit_ratio").round(4),
-        pl.col("after_hit_ratio").round(4),
-        pl.col("saving_usd").round(6),
+        pl.col("before_hit_ratio").cast(pl.Float64).round(4),
+        pl.col("after_hit_ratio").cast(pl.Float64).round(4),
+        pl.col("saving_usd").cast(pl.Float64).round(6),
     )
     lines = [_fit(table.rename({c: SHORT_NAMES.get(c, c) for c in table.columns}), width)]
     for k, (fix, command) in enumerate(grouped.select("fix", "command").iter_rows(), 1):
