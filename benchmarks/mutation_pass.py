@@ -306,7 +306,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '    if not applied or applied <= fitted:',
      '    if True:',
      'tests/test_cli_answers.py::test_a_calibration_records_where_it_was_fitted_and_warns_elsewhere'),
-    ('answers: no routes recorded', 'promptkit/analysis/calibration.py',
+    ('answers: no routes recorded', 'promptkit/commands/calibrate.py',
      '    cal = fit_calibration(result, routes=record_routes(records.records))',
      '    cal = fit_calibration(result)',
      'tests/test_cli_answers.py::test_a_calibration_records_where_it_was_fitted_and_warns_elsewhere'),
