@@ -6,7 +6,9 @@ line only), and writes the per-request table (parquet and CSV), the HTML report 
 the plots (PNG; a plot with nothing to show is skipped, and stderr says so) into ``--out``.
 With no PATH it analyzes the log bundled with the package (``promptkit/data/default-session.jsonl``).
 
-Exit codes: 0 success, 1 bad input (the message names the file), 2 usage error.
+Exit codes, the same for every command (:data:`EXIT_CODES`): 0 pass, 1 a threshold failed (``check``),
+2 bad input or usage (a missing path, an unreadable log, a bad option; the message names what and where),
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _version() -> str:
         return version("promptkit")
 
 
-__all__ = ["DEFAULT_LOG", "DEFAULT_OUT", "CLIError", "build_parser", "main"]
+__all__ = ["DEFAULT_LOG", "DEFAULT_OUT", "EXIT_CODES", "CLIError", "build_parser", "main"]
 
 #: The bundled log analyzed when ``promptkit analyze`` gets no PATH (relative to the package).
 DEFAULT_LOG: Final[str] = "data/default-session.jsonl"
@@ -45,8 +47,21 @@ DEFAULT_OUT: Final[str] = "promptkit-report"
 DEBUG_ENV: Final[str] = "PROMPTKIT_DEBUG"
 
 EXIT_OK: Final[int] = 0
-EXIT_INPUT: Final[int] = 1
+#: A threshold failed: ``promptkit check`` found a session under --min-hit or over --max-layout-loss.
+EXIT_FAILED: Final[int] = 1
+#: Bad input: a missing path, an unreadable or empty log, a file that cannot be written.
+EXIT_INPUT: Final[int] = 2
+#: A usage error: a bad option or argument (argparse's own code).
 EXIT_USAGE: Final[int] = 2
+#: Interrupted (Ctrl-C), as a shell reports SIGINT.
+EXIT_INTERRUPTED: Final[int] = 130
+#: Every exit code of every command and what it means (the CLI reference lists them).
+EXIT_CODES: Final[dict[int, str]] = {
+    EXIT_OK: "pass: the command did what it was asked",
+    EXIT_FAILED: "a threshold failed (promptkit check)",
+    EXIT_INPUT: "bad input or usage: a missing path, an unreadable log, a bad option",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
 
 
 class CLIError(PromptkitError):
@@ -57,9 +72,26 @@ class CLIError(PromptkitError):
         self.code = code
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose "invalid choice" errors (a mistyped command, ``--view``, ``--engine``)
+    end with the closest choice: ``did you mean 'analyze'?``."""
+
+    def error(self, message: str) -> Any:  # argparse's signature (NoReturn)
+        import difflib
+        import re
+
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2))
+            close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with one subparser per command, each built by its own ``_add_*`` function."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="promptkit",
         description="Build LLM requests that keep the provider's prefix cache hitting, and measure it.",
     )
@@ -122,14 +154,30 @@ def _add_analyze_command(commands: Any) -> None:
     analyze.set_defaults(handler=_run_analyze)
 
 
+class _ProviderOption(argparse.Action):
+    """``--provider NAME``, whose help lists every registered provider: read from the registry when the
+    help is shown (plugins included), so a parse costs no import of the providers."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+
+    @property
+    def help(self) -> str:
+        from promptkit.providers.registry import available_providers
+
+        return (
+            f"provider whose tokenizer and cache rules apply ({', '.join(available_providers())}; see "
+            "promptkit providers); default: each session's, recognised from the log's URL, model name or usage"
+        )
+
+    @help.setter
+    def help(self, value: str | None) -> None:  # argparse sets it: the property computes it instead
+        pass
+
+
 def _add_analysis_options(analyze: argparse.ArgumentParser) -> None:
     """--provider, --format, --tokenizer, --render and --view of ``promptkit analyze``."""
-    analyze.add_argument(
-        "--provider",
-        metavar="NAME",
-        help="provider whose tokenizer and cache rules apply (deepseek, openai, anthropic, ollama, vllm, "
-        "exact); default: each session's, recognised from the log's URL, model name or usage",
-    )
+    analyze.add_argument("--provider", metavar="NAME", action=_ProviderOption)
     analyze.add_argument(
         "--format",
         metavar="NAME",
@@ -203,7 +251,7 @@ def _add_output_options(analyze: argparse.ArgumentParser) -> None:
         "--quiet",
         "-q",
         action="store_true",
-        help="print only the one-line headline (errors still go to stderr)",
+        help="print exactly one line: the headline (errors still go to stderr)",
     )
 
 
@@ -261,6 +309,9 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                 formats=report_formats(html=not args.no_html, plots=not args.no_plots), html_path=args.html,
                 sources=_sources(args, paths), progress=progress, progress_file=stderr,
             )  # fmt: skip
+    warning = (run.expectation or {}).get("warning")
+    if warning:  # a calibration fitted elsewhere: said even with --quiet / --json
+        print(f"promptkit: warning: {warning}", file=stderr)
     if not (args.quiet or args.json):
         for note in run.written.notes:
             print(f"promptkit: {note}", file=stderr)
@@ -338,13 +389,16 @@ def _add_check_command(commands: Any) -> None:
     )
     _add_log_options(check)
     check.add_argument(
-        "--min-hit", metavar="X", type=_ratio, help="minimum hit ratio per session, a ratio (0-1, e.g. 0.80)"
+        "--min-hit",
+        metavar="X",
+        type=_ratio,
+        help="minimum hit ratio per session: a ratio (0-1, e.g. 0.80) or a percentage (80%%)",
     )
     check.add_argument(
         "--max-layout-loss",
         metavar="Y",
         type=_ratio,
-        help="maximum share of the prompt lost to the layout, a ratio (0-1, e.g. 0.10)",
+        help="maximum share of the prompt lost to the layout: a ratio (0-1, e.g. 0.10) or a percentage (10%%)",
     )
     check.set_defaults(handler=_run_check)
 
@@ -362,7 +416,7 @@ def _run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
                 format=args.format, view=args.view,
             )  # fmt: skip
     _emit(stdout, run.text)
-    return EXIT_OK if run.passed else EXIT_INPUT
+    return EXIT_OK if run.passed else EXIT_FAILED
 
 
 def _add_lint_command(commands: Any) -> None:
@@ -405,8 +459,10 @@ def _add_catalog_commands(commands: Any) -> None:
     formats.set_defaults(handler=_run_formats)
     providers = commands.add_parser(
         "providers",
-        help="list the provider profiles (what --provider takes): tokenizer, render, cache model, prices",
+        help="list the provider profiles (what --provider takes): tokenizer, cache rules, minimum, TTLs, "
+        "priced models and the date of their prices",
     )
+    providers.add_argument("--json", action="store_true", help="print every profile's fields as JSON")
     providers.set_defaults(handler=_run_providers)
 
 
@@ -420,7 +476,7 @@ def _run_formats(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
 def _run_providers(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     from promptkit.commands.catalog import providers_text
 
-    _emit(stdout, providers_text())
+    _emit(stdout, providers_text(as_json=args.json))
     return EXIT_OK
 
 
@@ -782,11 +838,18 @@ def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _ratio(text: str) -> float:
-    """An argparse type: a ratio in [0, 1]; ``80`` is refused with a hint at ``0.80``."""
+    """An argparse type: a ratio in [0, 1], or a percentage with its sign (``80%`` is 0.80: the sign
+    says what the number means); ``80`` is refused with a hint at ``0.80``."""
+    raw = text.strip()
+    percent = raw.endswith("%")
     try:
-        value = float(text)
+        value = float(raw.removesuffix("%")) / (100.0 if percent else 1.0)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a ratio between 0 and 1 (e.g. 0.80) or a percentage (80%), got {text!r}"
+        ) from None
+    if percent and not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a percentage between 0% and 100%, got {text!r}")
     if not 0.0 <= value <= 1.0:
         hint = f"; did you mean {value / 100:.2f}?" if 1.0 < value <= 100.0 else ""
         raise argparse.ArgumentTypeError(f"expected a ratio between 0 and 1, got {text}{hint}")
@@ -935,14 +998,14 @@ def main(
     except CLIError as exc:
         print(f"promptkit: error: {exc}", file=err)
         return exc.code
-    except PromptkitError as exc:  # any library error is bad input: one line, exit 1
+    except PromptkitError as exc:  # any library error is bad input: one line, exit 2
         if os.environ.get(DEBUG_ENV):
             raise
         print(f"promptkit: error: {exc}", file=err)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("promptkit: interrupted", file=err)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -197,28 +197,28 @@ def test_progress_follows_the_tty_unless_forced(tmp_path: Path, calls: list[dict
     assert [c["progress"] for c in calls] == [False, True, False, True]
 
 
-def test_missing_file_exits_1_naming_it(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
+def test_missing_file_exits_2_naming_it(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
     code, out, err = run(["analyze", str(tmp_path / "absent.jsonl")])
-    assert code == 1
+    assert code == 2
     assert err.strip() == f"promptkit: error: {tmp_path / 'absent.jsonl'}: no such file or directory"
     assert calls == [] and out == ""
 
 
-def test_bad_input_from_the_engine_exits_1_with_its_message(
+def test_bad_input_from_the_engine_exits_2_with_its_message(
     tmp_path: Path, calls: list[dict[str, Any]]
 ) -> None:
     broken = _log(tmp_path, "broken.jsonl")
     code, _, err = run(["analyze", str(broken), "--out", str(tmp_path / "o")])
-    assert code == 1
+    assert code == 2
     assert err.startswith("promptkit: error: ") and str(broken) in err
     assert "Traceback" not in err
 
 
-def test_bad_price_file_exits_1_naming_it(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
+def test_bad_price_file_exits_2_naming_it(tmp_path: Path, calls: list[dict[str, Any]]) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text("{oops")
     code, _, err = run(["analyze", str(_log(tmp_path)), "--prices", str(prices)])
-    assert code == 1 and str(prices) in err
+    assert code == 2 and str(prices) in err
     assert calls == []
 
 
@@ -273,7 +273,7 @@ def test_no_path_and_no_bundled_log_is_a_clear_error(
 ) -> None:
     monkeypatch.setattr(cli, "DEFAULT_LOG", "data/not-there.jsonl")
     code, _, err = run(["analyze"])
-    assert code == 1
+    assert code == 2
     assert "promptkit/data/not-there.jsonl is missing" in err
     assert calls == []
 
@@ -295,7 +295,7 @@ def test_module_entry_point_runs_without_traceback(tmp_path: Path) -> None:
         text=True,
         cwd=ROOT,
     )
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "nope.jsonl" in done.stderr and "Traceback" not in done.stderr
     version = subprocess.run(
         [sys.executable, "-m", "promptkit.cli", "--version"], capture_output=True, text=True, cwd=ROOT
@@ -402,11 +402,11 @@ def test_end_to_end_bad_inputs_name_the_path(tmp_path: Path) -> None:
     empty = tmp_path / "empty-dir"
     empty.mkdir()
     code, _, err = run(["analyze", str(empty), "--out", str(tmp_path / "o")])
-    assert code == 1 and str(empty) in err and "Traceback" not in err
+    assert code == 2 and str(empty) in err and "Traceback" not in err
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     code, _, err = run(["analyze", str(binary), "--out", str(tmp_path / "o")])
-    assert code == 1 and str(binary) in err
+    assert code == 2 and str(binary) in err
 
 
 def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
@@ -423,14 +423,14 @@ def test_no_path_analyzes_the_bundled_log_or_says_it_is_missing(tmp_path: Path) 
         assert code == 0, err
         assert "Hit ratio per session" in out and "bundled log" in err
     else:
-        assert code == 1 and f"promptkit/{cli.DEFAULT_LOG} is missing" in err
+        assert code == 2 and f"promptkit/{cli.DEFAULT_LOG} is missing" in err
 
 
-def test_input_without_any_usable_request_exits_1(tmp_path: Path) -> None:
+def test_input_without_any_usable_request_exits_2(tmp_path: Path) -> None:
     log = tmp_path / "all-bad.jsonl"
     log.write_text('{bad\n{"x": 1}\n')
     code, out, err = run(["analyze", str(log), "--out", str(tmp_path / "o")])
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""
     assert str(log) in err and "no request could be analyzed (2 problem(s)" in err
 
 
@@ -448,7 +448,7 @@ def test_progress_shows_the_tables_phase_and_names_skipped_plots(
     assert not any(f"{name}: " in quiet for name in ("tables", "html", "plots"))
 
 
-def test_every_library_error_is_one_line_and_exit_1(
+def test_every_library_error_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from promptkit.cli import main
@@ -458,7 +458,7 @@ def test_every_library_error_is_one_line_and_exit_1(
     for argv in (["check", str(bad), "--min-hit", "0.5"], ["lint", str(bad)]):
         code = main(argv)
         err = capsys.readouterr().err
-        assert code == 1, (argv, err)
+        assert code == 2, (argv, err)
         assert (
             err.count("\n") == 1
             and err.startswith("promptkit: error: ")

@@ -104,8 +104,8 @@ def test_calibrate_without_usage_is_one_line_error(tmp_path: Path) -> None:
             str(tmp_path / "c.json"),
         ]
     )
-    assert code == 1
-    assert err.startswith("promptkit: error: calibration: no request can be told")
+    assert code == 2
+    assert "no request reports usage with cached tokens" in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("spec", ["default"])
@@ -123,7 +123,7 @@ def test_analyze_default_calibration_needs_a_bundled_one(tmp_path: Path, spec: s
             spec,
         ]
     )
-    assert code == 1 and "no calibration is bundled for provider 'exact'" in err
+    assert code == 2 and "no calibration is bundled for provider 'exact'" in err
 
 
 def test_anthropic_cache_diagnostics_from_a_captured_log_are_compared(tmp_path: Path) -> None:

@@ -52,24 +52,24 @@ def test_capacities_in_bytes_need_and_use_the_models(tmp_path: Path) -> None:
     assert written["model"].to_list() == ["deepseek-v3", "llama-3.1-8b"]
     assert written["capacity_tokens"].to_list() == [10 * 2**30 // 70272, 10 * 2**30 // 131072]  # binary GB
     code, _, err = _run(str(HEAD), "--capacity", "10GB", "--out", str(tmp_path))
-    assert code == 1 and "need a model" in err and "--model" in err
+    assert code == 2 and "need a model" in err and "--model" in err
 
 
 @pytest.mark.parametrize(
     ("argv", "code", "named"),
     [
-        (["--replicas", "0"], 1, "replicas must be a whole number >= 1, got 0"),
-        (["--policy", "fastest"], 1, "'fastest'"),
-        (["--capacity", "0"], 1, "got 0"),
+        (["--replicas", "0"], 2, "replicas must be a whole number >= 1, got 0"),
+        (["--policy", "fastest"], 2, "'fastest'"),
+        (["--capacity", "0"], 2, "got 0"),
         (["--capacity", "3zz"], 2, "'3zz'"),
-        (["--block-size", "256"], 1, "block size 256 (--block-size) contradicts the trace"),
+        (["--block-size", "256"], 2, "block size 256 (--block-size) contradicts the trace"),
         (["--router-view", "fuzzy"], 2, "fuzzy"),
-        (["--router-instances", "0"], 1, "RouterSettings.instances"),
-        (["--gpu", "h100"], 1, "needs a model"),
+        (["--router-instances", "0"], 2, "RouterSettings.instances"),
+        (["--gpu", "h100"], 2, "needs a model"),
         (["--gpu", "h100", "--prefill-rate", "5"], 2, "not both"),
         (["--decode-rate", "5"], 2, "--decode-rate needs --prefill-rate"),
         (["--shared-capacity", "1GB"], 2, "--shared-capacity: give a number of tokens"),
-        (["--model", "gpt-9", "--capacity", "1GB"], 1, "'gpt-9'"),
+        (["--model", "gpt-9", "--capacity", "1GB"], 2, "'gpt-9'"),
     ],
 )
 def test_bad_values_are_one_line_naming_them(

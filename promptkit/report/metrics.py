@@ -280,6 +280,16 @@ def changed_values(frame: pl.DataFrame) -> pl.Expr:
     )
 
 
+def _word_start(text: pl.Expr, width: int) -> pl.Expr:
+    """The last ``width`` characters of ``text``, starting at a word: when the cut falls inside a word
+    (the character before it and the first one kept are both not spaces) the partial word is dropped,
+    unless nothing but it would be left (a text without spaces, such as Chinese, is cut as it is)."""
+    cut = text.str.slice(-width)
+    before = text.str.slice(-(width + 1), 1)
+    inside = ~before.str.contains(r"^\s$") & cut.str.contains(r"^\S") & cut.str.contains(r"\S\s+\S")
+    return pl.when(inside).then(cut.str.replace(r"^\S+\s+", "")).otherwise(cut)
+
+
 def largest_breaks(result: AnalysisResult | pl.DataFrame, *, n: int = 10, width: int = 32) -> pl.DataFrame:
     """The ``n`` requests that lost the most tokens at a divergence, with what broke the prefix.
 
@@ -320,7 +330,7 @@ def largest_breaks(result: AnalysisResult | pl.DataFrame, *, n: int = 10, width:
             "slot",
             "key",
             pl.when(one_line.str.len_chars() > width)
-            .then("…" + one_line.str.slice(-(width - 1)))
+            .then("…" + _word_start(one_line, width - 1))
             .otherwise(one_line)
             .alias("before_text"),
             visible_text(pl.col("cached_text"), width).alias("cached_text"),

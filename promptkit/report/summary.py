@@ -76,9 +76,15 @@ def causes_lines(result: Any) -> list[str]:
     cache writes, a line on them and their waste."""
     if not hasattr(result, "cache_model"):
         return []
-    from promptkit.report.causes import causes_headline, write_accounting
+    from promptkit.report.causes import causes_basis, causes_headline, write_accounting
 
-    lines = [causes_headline(result)]
+    lines = [f"{causes_headline(result)}; basis: {causes_basis(result)}", *_bases_differ(result)]
+    events = requests_of(result)["log_events"] if "log_events" in requests_of(result).columns else None
+    if events is not None and bool(events.str.contains("trace").any()):
+        lines.append(
+            "A block trace (Mooncake): no text, so no layout cause; the tokens past the shared blocks are "
+            "new to the cache. To replay it over replicas and routing policies: promptkit fleet"
+        )
     requests = result.requests
     if any(
         c in requests.columns and bool((requests[c].fill_null(0) > 0).any())
@@ -92,6 +98,46 @@ def causes_lines(result: Any) -> list[str]:
             f"never read before they expired: {wasted:,}"
         )
     return lines
+
+
+#: How far apart (hit ratio) the predicted and the reported figures may be before a line says why.
+BASES_DIFFER: Final[float] = 0.005
+
+
+def _bases_differ(result: Any) -> list[str]:
+    """One line when the reported hit ratio differs from the predicted one on the requests with usage:
+    which tables use which figures, and why they differ (the analysis notes that say so, else the
+    provider serving more or fewer cached tokens than its documented rules)."""
+    requests = result.requests
+    if "reported_cached_tokens" not in requests.columns:
+        return []
+    rows = requests.filter(
+        pl.col("reported_cached_tokens").is_not_null() & pl.col("reported_prompt_tokens").is_not_null()
+    )
+    reported_prompt = int(rows["reported_prompt_tokens"].sum()) if rows.height else 0
+    prompt = int(rows["prompt_tokens"].sum()) if rows.height else 0
+    if not (reported_prompt and prompt):
+        return []
+    predicted = int(rows["predicted_cached_tokens"].sum()) / prompt
+    reported = int(rows["reported_cached_tokens"].sum()) / reported_prompt
+    if abs(predicted - reported) <= BASES_DIFFER:
+        return []
+    if reported > predicted:
+        # the analysis' notes say why it predicts less (no breakpoint, a head shared across sessions)
+        notes = [n for n in getattr(result, "notes", ()) if "cache" in n]
+        why = notes[0] if notes else "the provider served more cached tokens than its cache rules predict"
+    elif "best_effort_cache" in rows.columns and bool(rows["best_effort_cache"].fill_null(False).any()):
+        why = "the provider served fewer cached tokens than its rules allow: its cache is best effort (provider_miss)"
+    else:
+        why = (
+            "the provider served fewer cached tokens than its rules allow: a change the log does not show "
+            "(head_changed / history_rewritten)"
+        )
+    return [
+        f"Predicted hit ratio {predicted:.2%} vs reported {reported:.2%} on the requests with usage: the "
+        f"causes use the reported figures, the slot, key and largest-break tables the predicted ones; "
+        f"they differ because {why}"
+    ]
 
 
 def header_line(result: Any, paths: Sequence[object] = ()) -> str:
@@ -132,7 +178,7 @@ def analysis_head(
     >>> from promptkit.analysis import analyze_requests
     >>> result = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact")
     >>> analysis_head(result, provider_given=True).splitlines()[1]
-    'Lost to your layout: 0 tokens (0.0% of the prompt); to the provider: 0 (0.0%); inherent (cold start, new tokens): 9 (100.0%)'
+    "Lost to your layout: 0 tokens (0.0% of the prompt); to the provider: 0 (0.0%); inherent (cold start, new tokens): 9 (100.0%); basis: predicted, promptkit's cache rules (the log reports no usage)"
     """
     lines = [header_line(result, paths)]
     if not provider_given:
@@ -226,7 +272,8 @@ def headline_line(figures: Mapping[str, Any]) -> str:
             f"${figures['cost_with_cache']:,.4f} with cache, ${figures['cost_without_cache']:,.4f} without"
         )
     elif figures.get("cost_note"):
-        parts.append("cost: n/a (no price: see the notes)")
+        # the note's first clause (what has no price); the notes hold the rest
+        parts.append(f"cost: n/a ({str(figures['cost_note']).split(': ')[0]}; see the notes)")
     parts.append(f"{figures.get('problems', 0):,} problem(s)")
     return "; ".join(parts)
 
@@ -236,16 +283,18 @@ def quiet_text(
     tables: Mapping[str, pl.DataFrame] | None = None,
     expectation: Mapping[str, Any] | None = None,
 ) -> str:
-    """What ``promptkit analyze --quiet`` prints: the headline line, then the causes, the expectation
-    and its basis (with ``--calibration``) and one ``note:`` line per note."""
+    """What ``promptkit analyze --quiet`` prints: exactly one line, the headline (:func:`headline_line`),
+    with the expected hit ratio when a calibration applies and the count of notes (the tables, ``--json``
+    and ``summary.txt`` hold the rest)."""
     if tables is None:
         tables = summarize(result)
-    lines = [headline_line(headline(result, tables)), *causes_lines(result)]
-    if expectation is not None:
-        lines.append(expectation_line(expectation))
-    if "notes" in tables:
-        lines += [f"note: {n}" for n in tables["notes"]["note"].to_list()]
-    return "\n".join(lines) + "\n"
+    line = headline_line(headline(result, tables))
+    if expectation is not None and expectation.get("expected_hit_ratio") is not None:
+        line += f"; expected hit ratio {expectation['expected_hit_ratio']:.2%} (calibrated)"
+    notes = tables["notes"].height if "notes" in tables else 0
+    if notes:
+        line += f"; {notes} note(s)"
+    return line + "\n"
 
 
 def _rows(frame: pl.DataFrame) -> list[dict[str, Any]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
@@ -36,10 +36,10 @@ __all__ = [
 
 _TITLES: Final[dict[str, str]] = {
     "hit_ratio": "Hit ratio per session (token-weighted)",
-    "lost_by_cause": "Tokens lost by cause (groups as in the headline: layout, provider, inherent, unexplained)",
-    "lost_by_slot": "Tokens lost per slot (anchor / frame role)",
-    "lost_by_key": "Tokens lost per contributor key",
-    "largest_breaks": "Largest breaks: what the cache held at the first divergent token, and what the prompt sent",
+    "lost_by_cause": "Tokens lost by cause (the headline's basis; groups: layout, provider, inherent, unexplained)",
+    "lost_by_slot": "Tokens lost per slot (anchor / frame role; predicted: promptkit's cache rules)",
+    "lost_by_key": "Tokens lost per contributor key (predicted)",
+    "largest_breaks": "Largest breaks (predicted): what the cache held at the first divergent token, and what was sent",
     "break_fixes": "Fixes for the largest breaks (promptkit whatif, measured by replay)",
     "predicted_vs_reported": "Predicted vs reported cached tokens (requests with usage)",
     "cost": "Cost in USD (per million-token prices)",
@@ -172,7 +172,7 @@ COLUMN_LEGEND: Final[dict[str, str]] = {
     "$ with cache": "cost in USD with the cached tokens at the cache-hit price",
     "$ saved": "$ no cache - $ with cache",
     "saved": "$ saved / $ no cache",
-    "cause": "why the tokens were not cached (see docs/concepts/causes.md); unexplained: what no cause accounts for",
+    "cause": "why the tokens were not cached (see docs/how-to/why-did-my-cache-miss.md#the-causes); unexplained: what no cause accounts for",
     "group": "layout (yours to fix), provider (its cache rules), inherent (cold start, new tokens), unexplained",
     "fix": "the replayed change that acts where the request broke (the complete set that gives the saving)",
     "command": "the promptkit whatif command that replays the fix",
@@ -224,8 +224,9 @@ _HIDE_WHEN_ZERO: Final[tuple[str, ...]] = ("cache_write_tokens", "output_unknown
 _MAX_CELL: Final[int] = 24
 
 
-#: Excerpt columns, already cut at their end by :func:`largest_breaks` (not shortened in the middle).
-_TEXT_COLUMNS: Final[frozenset[str]] = frozenset({"cached_text", "prompt_text"})
+#: Excerpt columns, already cut by :func:`largest_breaks` (``before_text`` at its start, at a word; the
+#: others at their end): not shortened in the middle.
+_TEXT_COLUMNS: Final[frozenset[str]] = frozenset({"before_text", "cached_text", "prompt_text"})
 
 
 def _shorten(column: str) -> pl.Expr:
@@ -309,11 +310,56 @@ def format_summary(
             if frame.height == 0:
                 blocks.append(f"{title}: (nothing to show)")
                 continue
+            if name == "break_fixes":
+                blocks.append(f"{title}\n{_break_fixes_text(frame, width)}")
+                continue
             blocks.append(f"{title}\n{_fit(_for_display(frame), width)}")
     return "\n\n".join(blocks) + "\n"
 
 
 _UNBOUNDED: Final[int] = 10_000
+
+
+def _breaks_label(breaks: Sequence[Mapping[str, Any]]) -> str:
+    """``s: #3, #2`` for the breaks of one session (the first 4, then a count), ``s#3, t#1`` across
+    sessions."""
+    sessions = {b["session"] for b in breaks}
+    one = len(sessions) == 1
+    names = [f"#{b['index']}" if one else f"{b['session']}#{b['index']}" for b in breaks[:4]]
+    more = f" (+{len(breaks) - 4} more)" if len(breaks) > 4 else ""
+    return (f"{next(iter(sessions))}: " if one else "") + ", ".join(names) + more
+
+
+def _break_fixes_text(frame: pl.DataFrame, width: int) -> str:
+    """The ``break_fixes`` table for a terminal: one row per distinct fix with the breaks it acts on
+    (never one row per break repeating the same fix), then each fix and its command whole.
+
+    >>> frame = pl.DataFrame({"session": ["s", "s"], "index": [3, 2], "fix": ["move key=a to turn-context"] * 2,
+    ...     "command": ["promptkit whatif log.jsonl --transform move:key=a"] * 2, "before_hit_ratio": [0.2, 0.2],
+    ...     "after_hit_ratio": [0.9, 0.9], "before_cost_usd": [None, None], "after_cost_usd": [None, None],
+    ...     "saving_usd": [None, None]})
+    >>> print(_break_fixes_text(frame, 120).splitlines()[-2])
+    fix 1: move key=a to turn-context
+    """
+    grouped = frame.group_by("fix", "command", maintain_order=True).agg(
+        pl.struct("session", "index").alias("break"),
+        pl.col("before_hit_ratio").first(),
+        pl.col("after_hit_ratio").first(),
+        pl.col("saving_usd").first(),
+    )
+    table = grouped.select(
+        pl.int_range(1, pl.len() + 1).cast(pl.Int64).alias("fix"),
+        pl.col("break").map_elements(_breaks_label, pl.String).alias("breaks"),
+        pl.col("before_hit_ratio").cast(pl.Float64).round(4),
+        pl.col("after_hit_ratio").cast(pl.Float64).round(4),
+        pl.col("saving_usd").cast(pl.Float64).round(6),
+    )
+    lines = [_fit(table.rename({c: SHORT_NAMES.get(c, c) for c in table.columns}), width)]
+    for k, (fix, command) in enumerate(grouped.select("fix", "command").iter_rows(), 1):
+        lines.append(f"fix {k}: {fix}")
+        if command:
+            lines.append(f"  {command}")
+    return "\n".join(lines)
 
 
 def _width(frame: pl.DataFrame) -> int:

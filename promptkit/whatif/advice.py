@@ -72,9 +72,16 @@ class Advice:
         return (self.fix.priced and self.fix.saving_usd > 1e-9) or self.fix.hit_gain > 1e-6
 
     def to_json(self) -> dict[str, Any]:
-        """The finding and its fix as plain JSON values."""
+        """The finding and its fix as plain JSON values. When a replayed fix saves something, the
+        finding's ``fix`` is that measured fix, every change of it (``advice``: the lint's own words);
+        else the lint's advice."""
+        finding = dict(self.finding)
+        if self.fix is not None and self.saves:
+            finding["advice"] = finding.get("fix")
+            finding["fix"] = self.fix.transform.describe()
+            finding["fix_specs"] = self.fix.specs()
         return {
-            "finding": {k: v for k, v in self.finding.items()},
+            "finding": finding,
             "fix": self.fix.to_json() if self.fix is not None else None,
             "saves": self.saves,
         }
@@ -102,7 +109,7 @@ def _addresses(t: Transform, finding: Mapping[str, Any]) -> bool:
     for p in _parts(t):
         if isinstance(p, Move) and key is not None and p.selector.key == key:
             return True
-        if change == "volatile_value" and key is None and isinstance(p, Move | Normalize):
+        if change in ("volatile_value", "system_changed") and key is None and isinstance(p, Move | Normalize):
             return True
         if change == "reordered" and isinstance(p, SortTools):
             return True
@@ -161,12 +168,22 @@ def _where(finding: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+#: What changed, in words, for a finding without a volatile-value kind.
+_WHAT: dict[str, str] = {
+    "system_changed": "the system prompt changed",
+    "tools_changed": "the tool definitions changed",
+    "reordered": "the same items in another order",
+    "whitespace": "whitespace only",
+}
+
+
 def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
     """The findings and their measured fixes as text (what ``promptkit lint`` prints). ``paths``: the
     log paths as the user gave them, for the printed ``promptkit whatif`` commands."""
     if not advice.items:
         return "promptkit lint: no head region changes between requests\n"
     lines = [f"promptkit lint: {len(advice.items)} changing head region(s), most tokens lost first", ""]
+    shown: dict[str, int] = {}  # a measured fix already printed in full: its finding's number
     for k, item in enumerate(advice.items, 1):
         f = item.finding
         every = (
@@ -175,7 +192,8 @@ def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
             else f"{f.get('changes')} of {f.get('transitions')} requests"
         )
         lines.append(
-            f"{k}. {_where(f)}: {f.get('change_class')} ({f.get('kind') or 'change'}) breaks the cache at "
+            f"{k}. {_where(f)}: {f.get('change_class')} ({f.get('kind') or _WHAT.get(str(f.get('change_class')), 'change')}) "
+            "breaks the cache at "
             f"{every}; {int(f.get('tokens_lost') or 0):,} tokens lost"
         )
         if f.get("snippet"):
@@ -193,6 +211,14 @@ def format_lint_advice(advice: LintAdvice, *, paths: str = "") -> str:
                 else "; cost n/a (no price)"
             )
             count = len(fix.specs())
+            if fix.spec in shown:
+                lines.append(
+                    f"   fix: the same {'set of ' + str(count) + ' changes' if count > 1 else 'change'} as "
+                    f"finding {shown[fix.spec]} (hit ratio {_pct(fix.before_hit_ratio)} → {_pct(fix.after_hit_ratio)})"
+                )
+                lines.append("")
+                continue
+            shown[fix.spec] = k
             lines.append(
                 f"   fix ({'the complete set of ' + str(count) + ' changes' if count > 1 else 'one change'}): "
                 f"{fix.transform.describe()}"

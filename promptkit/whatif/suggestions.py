@@ -288,9 +288,7 @@ def _volatile_candidates(findings: Sequence[VolatileFinding], add: _Add, max_mov
     named = sorted({f.pattern for f in findings if f.pattern is not None})
     if named:
         examples = "; ".join(
-            f"{f.where}: {f.before.strip()[:60]!r} -> {f.after.strip()[:60]!r}"
-            for f in findings[:2]
-            if f.pattern is not None
+            f"{f.where}: {changed_pair(f.before, f.after)}" for f in findings[:2] if f.pattern is not None
         )
         add(
             Normalize(tuple(named)),
@@ -303,6 +301,26 @@ def _volatile_candidates(findings: Sequence[VolatileFinding], add: _Add, max_mov
                 f"a line of the stable head ({f.where}) changes {f.changes} time(s), first at {f.session}#{f.index}: "
                 f"{f.after.strip()[:60]!r}",
             )
+
+
+def changed_pair(before: str, after: str, width: int = 60) -> str:
+    """``'before' -> 'after'`` cut to ``width`` characters each around where they first differ (with a
+    few characters of context, ``…`` where cut), so the two sides never read the same.
+
+    >>> changed_pair("Build log of a long run, started at 2026-12-03T09:45:00Z", "Build log of a long run, started at 2026-12-03T09:46:10Z", 20)
+    "'…6-12-03T09:45:00Z' -> '…6-12-03T09:46:10Z'"
+    """
+    a, b = before.strip(), after.strip()
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    begin = max(0, start - 12)
+
+    def cut(text: str) -> str:
+        part = text[begin : begin + width]
+        return ("…" if begin else "") + part + ("…" if begin + width < len(text) else "")
+
+    return f"{cut(a)!r} -> {cut(b)!r}"
 
 
 def _head_break_candidates(records: Sequence[RequestRecord], before: AnalysisResult, add: _Add) -> None:

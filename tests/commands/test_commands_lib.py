@@ -104,7 +104,16 @@ def test_run_lint_json_and_text() -> None:
     bundled = ROOT / "promptkit" / "data" / "default-session.jsonl"
     items = json.loads(run_lint([bundled], as_json=True))
     assert isinstance(items, list) and items
-    assert run_lint([BEFORE, AFTER]) == "promptkit lint: no head region changes between requests\n"
+    assert (
+        run_lint([ROOT / "fixtures" / "opencode"])
+        == "promptkit lint: no head region changes between requests\n"
+    )
+    # the two logs share a session id: interleaved, their system prompts differ at every request, and lint
+    # names what analyze names
+    classes = {
+        item["finding"]["change_class"] for item in json.loads(run_lint([BEFORE, AFTER], as_json=True))
+    }
+    assert classes == {"system_changed"}
     text = run_lint([bundled], replay_args="mine.jsonl")
     assert "promptkit whatif mine.jsonl" in text and text.rstrip().splitlines()[-1].startswith("note: ")
 
@@ -113,7 +122,9 @@ def test_run_calibrate_writes_the_calibration(tmp_path: Path) -> None:
     source = ROOT / "fixtures" / "real-logs" / "deepseek"
     out = tmp_path / "cal.json"
     text = run_calibrate([source], out=out)
-    assert out.exists() and text.startswith("calibration for deepseek: p(stale) = ")
+    assert out.exists() and text.startswith(
+        "calibration for deepseek (routes: model deepseek-chat): p(stale) = "
+    )
     assert text.endswith(f"wrote {out}\n")
     with pytest.raises(OutputFileError, match="cannot write the calibration"):
         run_calibrate([source], out=tmp_path / "missing" / "cal.json")
@@ -126,7 +137,8 @@ def test_catalogs_list_every_format_and_provider() -> None:
         text.splitlines()[0]
         == f"{len(available_formats())} log formats (detected per file; --format NAME reads every file as one):"
     )
-    assert "  deepseek: " in providers_text() and "priced models:" in providers_text()
+    text = providers_text()
+    assert "\ndeepseek   deepseek" in text and "priced models" in text and "<function" not in text
 
 
 def test_the_names_that_moved_into_commands_warn_at_their_old_homes() -> None:

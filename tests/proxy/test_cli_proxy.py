@@ -49,7 +49,7 @@ def test_proxy_command_forwards_records_and_stops_on_sigterm(tmp_path: Path) -> 
 
 
 def test_proxy_command_refuses_a_remote_address_without_allow_remote(capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["proxy", "--upstream", "https://api.openai.com", "--listen", "0.0.0.0:8787"]) == 1
+    assert main(["proxy", "--upstream", "https://api.openai.com", "--listen", "0.0.0.0:8787"]) == 2
     assert "--allow-remote" in capsys.readouterr().err
     assert main(["proxy", "--upstream", "https://api.openai.com", "--listen", "nonsense"]) == 2
 

@@ -104,11 +104,11 @@ def test_usage_errors_exit_2(planted: Path, argv: list[str], code: int, message:
     assert message in err
 
 
-def test_bad_input_exits_1(tmp_path: Path) -> None:
+def test_bad_input_exits_2(tmp_path: Path) -> None:
     code, _, err = _run(str(tmp_path / "missing.jsonl"), "--suggest")
-    assert code == 1 and "no such file" in err
+    assert code == 2 and "no such file" in err
     junk = tmp_path / "junk.jsonl"
     junk.write_text('{"request": {"messages": "nope"}, "session": "s"}\n', encoding="utf-8")
     code, _, err = _run(str(junk), "--transform", "sort-tools")
-    assert code == 1
+    assert code == 2
     assert "junk.jsonl" in err
