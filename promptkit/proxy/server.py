@@ -218,30 +218,29 @@ class ProxyState:
         # order, so a 200 MB body does not stop the event loop serving every other client
         self.recorder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="promptkit-recorder")
 
-        self._pending = 0
-        self._settled: asyncio.Event | None = None
+        self._recording: set[asyncio.Future[Any]] = set()
 
     async def off_loop(self, fn: Callable[..., _T], *args: Any) -> _T:
         """``fn(*args)`` on the recording thread (in submission order), awaited."""
         return await asyncio.get_running_loop().run_in_executor(self.recorder, fn, *args)
 
-    def _begin(self) -> None:
-        self._pending += 1
-        if self._settled is None:
-            self._settled = asyncio.Event()
-        self._settled.clear()
+    async def record(self, fn: Callable[[], None]) -> None:
+        """Run a call's recording ``fn`` on the recording thread; :meth:`drained` waits for it."""
+        job = asyncio.ensure_future(self.off_loop(fn))
+        self._recording.add(job)
+        try:
+            await job
+        finally:
+            self._recording.discard(job)
 
-    def _end(self) -> None:
-        self._pending -= 1
-        if self._pending == 0 and self._settled is not None:
-            self._settled.set()
-
-    async def drained(self) -> None:
-        """Wait until every call that has reached the proxy is recorded (or counted as unrecorded):
-        recording runs off the event loop, so a client may have its answer a moment before its record
-        is written."""
-        if self._pending and self._settled is not None:
-            await self._settled.wait()
+    async def drained(self, timeout: float | None = None) -> None:
+        """Wait until every call whose answer has been relayed is recorded (or counted as unrecorded):
+        recording runs off the event loop, so a client that stops reading early may be done a moment
+        before its record is written. Calls still streaming are not waited for; ``timeout`` bounds the
+        wait (the live page waits at most 2 s)."""
+        pending = list(self._recording)
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     def recording(self) -> dict[str, Any]:
         log = self.log
@@ -354,18 +353,14 @@ async def _forward(request: web.Request) -> web.StreamResponse:
     state.forwarded += 1
     if api is None:
         return await _exchange(state, request, _Outbound(url, headers, skip, body, t0), None)
-    state._begin()
-    try:
-        session = await state.off_loop(_session_of, state, api, request.headers, body)
+    session = await state.off_loop(_session_of, state, api, request.headers, body)
 
-        async def record(**kw: Any) -> None:
-            kw.update(url=url, method=request.method, body=body, headers=request.headers, session=session,
-                      started=started, duration=time.perf_counter() - t0)  # fmt: skip
-            await state.off_loop(functools.partial(_record_safely, state, **kw))
+    async def record(**kw: Any) -> None:
+        kw.update(url=url, method=request.method, body=body, headers=request.headers, session=session,
+                  started=started, duration=time.perf_counter() - t0)  # fmt: skip
+        await state.record(functools.partial(_record_safely, state, **kw))
 
-        return await _exchange(state, request, _Outbound(url, headers, skip, body, t0), record)
-    finally:
-        state._end()
+    return await _exchange(state, request, _Outbound(url, headers, skip, body, t0), record)
 
 
 @attrs.frozen
@@ -532,6 +527,7 @@ async def _relay(
 
 async def _live_page(request: web.Request) -> web.Response:
     state: ProxyState = request.app[_STATE]
+    await state.drained(timeout=2.0)  # a call already answered shows on the page
     recording = state.recording()
     page = render_page(
         state.figures.snapshot(),
@@ -544,6 +540,7 @@ async def _live_page(request: web.Request) -> web.Response:
 
 async def _live_json(request: web.Request) -> web.Response:
     state: ProxyState = request.app[_STATE]
+    await state.drained(timeout=2.0)  # a call already answered is counted
     data = {
         "upstream": state.config.upstream_display,
         "recording": state.recording(),
