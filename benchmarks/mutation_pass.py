@@ -652,6 +652,11 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      'word-break:normal; overflow-wrap:anywhere;',
      'word-break:break-all;',
      'tests/test_cli_answers.py::test_the_html_wraps_cached_and_sent_text_between_words'),
+    ("times: no range", "promptkit/formats/fields.py",
+     "    if not EARLIEST_TIME <= ts < LATEST_TIME:", "    if False:", "tests/formats/test_bad_inputs.py"),
+    ("times: a HAR time dropped in silence", "promptkit/formats/http_capture.py",
+     "            if exchange.time_problem is not None and isinstance(result, RequestRecord):\n                yield LoadProblem(file, line,",
+     "            if False:\n                yield LoadProblem(file, line,", "tests/formats/test_bad_inputs.py"),
 ]  # fmt: skip
 
 

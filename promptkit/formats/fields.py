@@ -88,8 +88,23 @@ def check_request(body: object, where: str = "request") -> Mapping[str, Any]:
     return body
 
 
+#: The times a log may carry, in seconds since the epoch: from 1970-01-01 to 2200-01-01 (UTC). A time
+#: outside (``-5``, ``1e20``, a year 10000, milliseconds read as seconds) is a problem, not a time.
+EARLIEST_TIME: Final[float] = 0.0
+LATEST_TIME: Final[float] = 7_258_118_400.0
+
+
 def parse_timestamp(value: object, where: str = "timestamp") -> float | None:
-    """Seconds since the epoch from a number or an ISO 8601 string (naive = UTC); None stays None."""
+    """Seconds since the epoch from a number or an ISO 8601 string (naive = UTC); None stays None. A time
+    before 1970 or from 2200 on raises :class:`~promptkit.errors.RecordFormatError` naming ``where``.
+
+    >>> parse_timestamp("2026-04-10T01:59:35Z")
+    1775786375.0
+    >>> parse_timestamp(1e20)
+    Traceback (most recent call last):
+    ...
+    promptkit.errors.RecordFormatError: timestamp: 1e+20 is not a time between 1970 and 2200
+    """
     if value is None:
         return None
     if isinstance(value, bool):
@@ -114,6 +129,9 @@ def parse_timestamp(value: object, where: str = "timestamp") -> float | None:
         raise RecordFormatError(f"{where}: expected seconds or an ISO 8601 string, got {type_name(value)}")
     if not math.isfinite(ts):
         raise RecordFormatError(f"{where}: {value!r} is not a finite time")
+    if not EARLIEST_TIME <= ts < LATEST_TIME:
+        hint = " (milliseconds? a time in seconds is expected)" if LATEST_TIME <= ts < LATEST_TIME * 1000 else ""
+        raise RecordFormatError(f"{where}: {value!r} is not a time between 1970 and 2200{hint}")
     return ts
 
 

@@ -33,7 +33,6 @@ import base64
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +40,7 @@ import attrs
 
 from promptkit.errors import HttpCaptureError, RecordFormatError
 from promptkit.formats.base import LogFormat, Source
-from promptkit.formats.fields import loads_json
+from promptkit.formats.fields import loads_json, parse_timestamp
 from promptkit.formats.wire import (
     API_KINDS,
     REDACTED,
@@ -140,16 +139,17 @@ def _headers_of(value: object) -> list[tuple[str, str]]:
     return []
 
 
-def _timestamp(value: object) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-        return seconds / 1000.0 if seconds > 1e11 else seconds  # milliseconds (JavaScript's Date.now())
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
+def _timestamp(value: object, where: str) -> tuple[float | None, str | None]:
+    """The time of an exchange, and why it has none when its field cannot be read (the record is kept
+    without it, and the reader says so: never a time dropped in silence)."""
+    if value is None:
+        return None, None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 1e11 < value < 1e14:
+        value = float(value) / 1000.0  # milliseconds (JavaScript's Date.now())
+    try:
+        return parse_timestamp(value, where), None
+    except RecordFormatError as exc:
+        return None, f"{exc}; the record is kept without its time"
 
 
 @attrs.frozen(slots=True)
@@ -162,6 +162,7 @@ class _Exchange:
     content_type: str | None
     response_body: Any
     started: float | None
+    time_problem: str | None = None
 
 
 def _record_of(
@@ -226,6 +227,8 @@ def _pair_exchange(obj: object) -> _Exchange:
     response = obj.get("response")
     if response is not None and not isinstance(response, Mapping):
         raise HttpCaptureError(f"response: expected an object or null, got {_type_name(response)}")
+    field = "request.timestamp" if "timestamp" in request else "logged_at"
+    started, time_problem = _timestamp(request.get("timestamp", obj.get("logged_at")), field)
     status = content_type = body = None
     if response is not None:
         raw_status = response.get("status_code", response.get("status"))
@@ -256,7 +259,8 @@ def _pair_exchange(obj: object) -> _Exchange:
         status=status,
         content_type=content_type,
         response_body=body,
-        started=_timestamp(request.get("timestamp", obj.get("logged_at"))),
+        started=started,
+        time_problem=time_problem,
     )
 
 
@@ -271,6 +275,7 @@ def _har_exchange(entry: object) -> _Exchange:
             raise HttpCaptureError(f"request.{key}: expected a string, got {_type_name(request.get(key))}")
     post = request.get("postData")
     body = post.get("text") if isinstance(post, Mapping) else None
+    started, time_problem = _timestamp(entry.get("startedDateTime"), "startedDateTime")
     status = content_type = text = None
     if isinstance(response, Mapping):
         status = response.get("status") if isinstance(response.get("status"), int) else None
@@ -295,7 +300,8 @@ def _har_exchange(entry: object) -> _Exchange:
         status=status,
         content_type=content_type if isinstance(content_type, str) else None,
         response_body=text,
-        started=_timestamp(entry.get("startedDateTime")),
+        started=started,
+        time_problem=time_problem,
     )
 
 
@@ -376,6 +382,8 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
             if isinstance(result, LoadProblem):
                 result = attrs.evolve(result, reason=f"log.entries[{k}]: {result.reason}")
             yield result
+            if exchange.time_problem is not None and isinstance(result, RequestRecord):
+                yield LoadProblem(file, line, f"log.entries[{k}].{exchange.time_problem}")
         return
     last = max((n for n, t in buffered if t.strip()), default=0)
     for lineno, raw in buffered:
@@ -392,7 +400,10 @@ def read(path: Path, lines: Iterable[tuple[int, str]]) -> Iterator[RequestRecord
         except HttpCaptureError as exc:
             yield LoadProblem(file, lineno, str(exc))
             continue
-        yield _record_of(exchange, file, lineno, session)
+        result = _record_of(exchange, file, lineno, session)
+        yield result
+        if exchange.time_problem is not None and isinstance(result, RequestRecord):
+            yield LoadProblem(file, lineno, exchange.time_problem)
 
 
 def _sniff_source(source: Source) -> bool:

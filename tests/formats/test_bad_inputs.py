@@ -372,3 +372,48 @@ def test_a_directory_and_a_file_in_it_are_read_once(tmp_path: Path) -> None:
     log.write_text(_chat_line("a") + "\n")
     loaded = read_logs([tmp_path, log])
     assert len(loaded.records) == 1 and len(loaded.problems) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("not a date", "'not a date' is neither seconds nor an ISO 8601 time"),
+        (-5, "-5 is not a time between 1970 and 2200"),
+        (1e20, "1e+20 is not a time between 1970 and 2200"),
+        ("10000-01-01T00:00:00Z", "'10000-01-01T00:00:00Z' is neither seconds nor an ISO 8601 time"),
+    ],
+)
+def test_a_har_time_that_cannot_be_read_is_a_problem_and_the_record_is_kept(
+    tmp_path: Path, value: object, reason: str
+) -> None:
+    har = json.loads((Path(__file__).parents[2] / "fixtures/http-capture/openai.har").read_text())
+    har["log"]["entries"][1]["startedDateTime"] = value
+    path = tmp_path / "bad.har"
+    path.write_text(json.dumps(har, indent=1))
+    loaded = read_logs(path)
+    assert len(loaded.records) == 3  # kept
+    assert sorted(r.timestamp is None for r in loaded.records) == [False, False, True]
+    (problem,) = [p for p in loaded.problems if "startedDateTime" in p.reason]
+    assert problem.reason == f"log.entries[1].startedDateTime: {reason}; the record is kept without its time"
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (-5, "-5 is not a time between 1970 and 2200"),
+        (1e20, "1e+20 is not a time between 1970 and 2200"),
+        (
+            1775786375000,
+            "1775786375000 is not a time between 1970 and 2200 (milliseconds? a time in seconds is expected)",
+        ),
+        (253402300800, "253402300800 is not a time between 1970 and 2200"),  # the year 10000
+    ],
+)
+def test_a_time_outside_1970_to_2200_is_a_problem(tmp_path: Path, value: object, reason: str) -> None:
+    line = {"request": {"messages": [{"role": "user", "content": "hi"}]}, "session": "s", "timestamp": value}
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    loaded = read_logs(path)
+    assert [r.timestamp for r in loaded.records] == [None]
+    (problem,) = loaded.problems
+    assert problem.line == 1 and reason in problem.reason
