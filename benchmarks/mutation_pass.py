@@ -657,6 +657,11 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("times: a HAR time dropped in silence", "promptkit/formats/http_capture.py",
      "            if exchange.time_problem is not None and isinstance(result, RequestRecord):\n                yield LoadProblem(file, line,",
      "            if False:\n                yield LoadProblem(file, line,", "tests/formats/test_bad_inputs.py"),
+    ("outputs: --redact-outputs ignored", "promptkit/commands/analyze.py",
+     "    if redact_outputs:\n", "    if False:\n", "tests/report/test_redaction.py"),
+    ("outputs: a key cut short kept", "promptkit/report/redaction.py",
+     "    return [*default_patterns(), *(re.compile(p) for p in CUT_KEY_PATTERNS)]",
+     "    return [*default_patterns()]", "tests/report/test_redaction.py"),
 ]  # fmt: skip
 
 

@@ -276,6 +276,12 @@ def _add_progress_options(analyze: argparse.ArgumentParser) -> None:
         help="give each of the largest breaks its fix, measured by replay (promptkit whatif --suggest's "
         "candidates; as many more analyses as there are candidates)",
     )
+    analyze.add_argument(
+        "--redact-outputs",
+        action="store_true",
+        help="redact keys and URL credentials in every text the report copies from the prompts (the "
+        "cached and sent text of each break, requests.csv, the HTML page): for a report to share",
+    )
 
 
 def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -308,6 +314,7 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                 advice=args.advice, replay_args=replay_arguments(args) if args.advice else "",
                 formats=report_formats(html=not args.no_html, plots=not args.no_plots), html_path=args.html,
                 sources=_sources(args, paths), progress=progress, progress_file=stderr,
+                redact_outputs=args.redact_outputs,
             )  # fmt: skip
     warning = (run.expectation or {}).get("warning")
     if warning:  # a calibration fitted elsewhere: said even with --quiet / --json

@@ -143,6 +143,7 @@ def run_analyze(
     sources: Sequence[str] | None = None,
     progress: bool = False,
     progress_file: TextIO | None = None,
+    redact_outputs: bool = False,
 ) -> AnalyzeRun:
     """``promptkit analyze``: analyze ``paths`` (:func:`~promptkit.analysis.analyze` with ``provider``,
     ``format``, ``tokenizer``, ``render``, ``view``, ``jobs``, ``engine``, ``scheduler`` and
@@ -150,7 +151,9 @@ def run_analyze(
     at ``prices`` / ``model``, add each large break's measured fix when ``advice`` (its printed
     commands replay ``replay_args``), and write the files of ``formats`` (default: all of
     :data:`~promptkit.report.files.REPORT_FORMATS`) into ``out``; ``sources``: the paths as the report
-    names them (default: ``paths``); ``progress``: time each step on ``progress_file``.
+    names them (default: ``paths``); ``progress``: time each step on ``progress_file``; ``redact_outputs``:
+    every text the report copies from the prompts is redacted (:func:`~promptkit.report.redaction.redact_result`),
+    for a report to share.
 
     Raises :class:`~promptkit.errors.NoRequestError` when not one request could be analyzed,
     :class:`~promptkit.errors.OutputFileError` when a file cannot be written, and the errors of the
@@ -170,6 +173,10 @@ def run_analyze(
         {**options, "tokenizer": tokenizer, "render": render, "stream": stream, "progress": progress,
          "jobs": jobs, "engine": engine, "client": scheduler},
     )  # fmt: skip
+    if redact_outputs:
+        from promptkit.report.redaction import redact_result
+
+        result = redact_result(result)
     result, expectation = apply_expectation(result, calibration)
     with phase("tables", enabled=progress, file=progress_file):
         tables = summarize(result, prices=prices, model=model)
