@@ -662,6 +662,10 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("outputs: a key cut short kept", "promptkit/report/redaction.py",
      "    return [*default_patterns(), *(re.compile(p) for p in CUT_KEY_PATTERNS)]",
      "    return [*default_patterns()]", "tests/report/test_redaction.py"),
+    ("live: no byte budget", "promptkit/proxy/live.py",
+     "len(self._held) > self.max_held or self._held_bytes > self.max_held_bytes", "len(self._held) > self.max_held", "tests/proxy/test_faults.py"),
+    ("live: a released request's bytes still counted", "promptkit/proxy/live.py",
+     "            self._held_bytes -= freed\n", "", "tests/proxy/test_faults.py"),
 ]  # fmt: skip
 
 

@@ -15,8 +15,10 @@ cause of the last miss. The page counts the time left down every second in the b
 server's expiry time (``cache_expires_at`` in ``stats.json``, seconds since the epoch).
 
 The live state is bounded, whatever the traffic: only the ``max_held`` most recently active sessions
-keep their last request (the others keep their counters only, and their next request is predicted as a
-fresh start); at most ``max_sessions`` sessions are listed (the oldest are retired, their counts kept in
+keep their last request, and only while those requests add up to at most ``max_held_bytes`` (256 MiB;
+the size of a request is the length of its text and its structure: 200 calls of 20,000 messages once
+held 1.3 GB idle) — the others keep their counters only, and their next request is predicted as a fresh
+start; at most ``max_sessions`` sessions are listed (the oldest are retired, their counts kept in
 the totals); at most ``max_pending`` predictions wait (a request past that is counted in
 ``skipped_predictions``, not predicted).
 
@@ -120,6 +122,29 @@ def _clock_call(provider: str, request: Mapping[str, Any], usage: Usage, at: flo
     return usage_call(usage, sent_at=at, model=model if isinstance(model, str) else None, lifetimes=life)
 
 
+def _size(value: Any) -> int:
+    """The size of a JSON value held in memory, roughly: the length of its strings and 16 bytes a number
+    or container entry (a walk with a stack: any depth)."""
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, Mapping):
+            total += 16 * len(item)
+            for key, inner in item.items():
+                stack.append(inner)
+                if isinstance(key, str):
+                    total += len(key)
+        elif isinstance(item, list | tuple):
+            total += 16 * len(item)
+            stack.extend(item)
+        else:
+            total += 16
+    return total
+
+
 def _provider(record: Mapping[str, Any], override: str | None) -> str:
     """The provider whose rules predict this call: ``override``, else the one the provider registry
     recognises from the recorded URL or model name, else the generic profile (exact prefix, no unit), never
@@ -170,11 +195,14 @@ class LiveFigures:
         max_held: int = 64,
         max_sessions: int = 2000,
         max_pending: int = 64,
+        max_held_bytes: int = 256 * 1024 * 1024,
     ) -> None:
         self.provider = provider
         self.predict = predict
         self.max_breaks = max_breaks
         self.max_held = max_held
+        self.max_held_bytes = max_held_bytes
+        self._held_bytes = 0
         self.max_sessions = max_sessions
         self.max_pending = max_pending
         self.prediction_errors = 0
@@ -184,7 +212,7 @@ class LiveFigures:
         self._retired = {"sessions": 0, "requests": 0, "errors": 0, "reported_prompt_tokens": 0,
                          "reported_cached_tokens": 0, "predicted_prompt_tokens": 0,
                          "predicted_cached_tokens": 0}  # fmt: skip
-        self._held: OrderedDict[str, None] = OrderedDict()  # sessions whose last request is held, LRU
+        self._held: OrderedDict[str, int] = OrderedDict()  # sessions whose last request is held (bytes), LRU
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
         self._pending: set[Future[None]] = set()
@@ -239,7 +267,7 @@ class LiveFigures:
                 layout=_layout(record.get("layout")),
             )
             previous, state.last = state.last, current
-            self._hold(session)
+            self._hold(session, _size(request))
             if len(self._pending) >= self.max_pending:
                 self.skipped_predictions += 1
                 return
@@ -249,24 +277,30 @@ class LiveFigures:
             self._pending.add(future)
             future.add_done_callback(self._pending.discard)
 
-    def _hold(self, session: str) -> None:
-        """Mark ``session``'s last request as held; release the least recently active beyond ``max_held``
-        (called with the lock held)."""
-        self._held[session] = None
-        self._held.move_to_end(session)
-        while len(self._held) > self.max_held:
-            name, _ = self._held.popitem(last=False)
+    def _hold(self, session: str, size: int) -> None:
+        """Mark ``session``'s last request (of ``size`` bytes) as held; release the least recently active
+        beyond ``max_held`` requests or ``max_held_bytes`` (called with the lock held)."""
+        self._held_bytes += size - self._held.pop(session, 0)
+        self._held[session] = size
+        while self._held and (len(self._held) > self.max_held or self._held_bytes > self.max_held_bytes):
+            name, freed = self._held.popitem(last=False)
+            self._held_bytes -= freed
             state = self._sessions.get(name)
             if state is not None and state.last is not None:
                 state.last = None
                 self.released += 1
+
+    def held_bytes(self) -> int:
+        """The size of the requests held now (at most ``max_held_bytes``)."""
+        with self._lock:
+            return self._held_bytes
 
     def _retire(self) -> None:
         """Retire the oldest sessions beyond ``max_sessions``, their counts kept in the
         totals (called with the lock held)."""
         while len(self._sessions) > self.max_sessions:
             name, state = self._sessions.popitem(last=False)
-            self._held.pop(name, None)
+            self._held_bytes -= self._held.pop(name, 0)
             old = state.as_dict()
             self._retired["sessions"] += 1
             for key in self._retired:

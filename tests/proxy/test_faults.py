@@ -14,7 +14,7 @@ import pytest
 
 from promptkit.formats import read_logs
 from promptkit.proxy import ProxyConfig, ProxyConfigError, serve
-from promptkit.proxy.live import LiveFigures
+from promptkit.proxy.live import LiveFigures, _size
 from promptkit.proxy.server import LIVE_PATH
 from tests.proxy.fake_upstream import fake_upstream
 from tests.proxy.test_server import records, run
@@ -225,3 +225,24 @@ def test_a_call_that_cannot_be_recorded_is_named_on_stderr_without_its_query_key
     said = "\n".join(r.getMessage() for r in caplog.records)
     assert "not recorded" in said and "alt=json" in said
     assert "QKEY" not in said
+
+
+def test_live_figures_hold_requests_within_a_byte_budget() -> None:
+    """200 calls of 20,000 messages once held 1.3 GB idle: the held requests now fit max_held_bytes."""
+    figures = LiveFigures(predict=True, max_held=64, max_held_bytes=100_000, max_pending=0)
+    try:
+        messages = [{"role": "user", "content": "y" * 100} for _ in range(200)]
+        request = {"model": "gpt-4o", "messages": messages}
+        size = _size(request)
+        fit = 100_000 // size
+        assert 25_000 < size < 40_000 and fit == 3
+        for k in range(10):
+            figures.observe({"request": request, "http": {"api": "openai-chat"}}, f"s{k}")
+        assert figures.held_bytes() == fit * size
+        assert figures.held_requests() == fit  # the 7 least recently active were released
+        assert figures.snapshot()["released_requests"] == 10 - fit
+        huge = {"model": "gpt-4o", "messages": [{"role": "user", "content": "z" * 200_000}]}
+        figures.observe({"request": huge, "http": {"api": "openai-chat"}}, "big")  # over the whole budget
+        assert figures.held_bytes() <= 100_000
+    finally:
+        figures.close()
