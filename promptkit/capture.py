@@ -19,6 +19,7 @@ Example (no network here: the client would call the API)::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import errno
@@ -29,6 +30,7 @@ import re
 import sys
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -313,6 +315,20 @@ class Recorder:
         self._tracker_lock = threading.Lock()
         #: calls that were made but could not be recorded (each one logged)
         self.unrecorded = 0
+        # calls whose answer is still being read: at exit, one never read to its end is recorded as such
+        self._open: set[_Call] = set()
+        _OPEN_RECORDERS.add(self)
+
+    def _finish_open(self) -> None:
+        """Record every call whose stream was never read to its end nor closed (at interpreter exit, while
+        the modules a record needs are still there), as ``stream-not-closed``."""
+        with self._tracker_lock:
+            calls = list(self._open)
+        for call in calls:
+            call.finish(
+                {"kind": "stream-not-closed",
+                 "message": "the process ended before the client read the answer to its end or closed it"}
+            )  # fmt: skip
 
     @contextlib.contextmanager
     def layout(self, prompt_or_layout: Any) -> Iterator[list[dict[str, Any]]]:
@@ -379,7 +395,10 @@ class Recorder:
                         LayoutMismatchWarning,
                         stacklevel=2,
                     )
-        return _Call(self, str(request.url), body, session, layout)
+        call = _Call(self, str(request.url), body, session, layout)
+        with self._tracker_lock:
+            self._open.add(call)
+        return call
 
 
 class _Call:
@@ -420,6 +439,8 @@ class _Call:
         if self.done:
             return
         self.done = True
+        with self.recorder._tracker_lock:
+            self.recorder._open.discard(self)
         try:
             self._write(error)
         except Exception as exc:  # deliberately broad: recording must never break the user's call
@@ -446,6 +467,20 @@ class _Call:
         if self.first_byte is not None:
             record["first_byte"] = round(self.first_byte, 6)
         self.recorder.log.append(record)
+
+
+#: Every recorder still alive, for the exit hook (:func:`_finish_open_calls`).
+_OPEN_RECORDERS: weakref.WeakSet[Recorder] = weakref.WeakSet()
+
+
+@atexit.register
+def _finish_open_calls() -> None:
+    """At interpreter exit, record the calls whose streams were never read to their end nor closed: after
+    exit the modules a record needs are gone (a record written from a finalizer then failed with an
+    ImportError and nothing was written)."""
+    for recorder in list(_OPEN_RECORDERS):
+        recorder._finish_open()
+        recorder.log.close()
 
 
 def _error_of(exc: BaseException) -> dict[str, Any]:

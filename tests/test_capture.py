@@ -216,3 +216,27 @@ def test_a_log_removed_or_replaced_while_recording_is_started_again(tmp_path: Pa
     kept = [json.loads(line)["n"] for line in path.read_text().splitlines()]
     assert kept == ([0, 2, 3] if how == "replaced" else [2, 3])  # nothing written into the lost file
     assert log.reopened == 1 and log.written == 3
+
+
+def test_a_stream_never_read_to_its_end_is_recorded_at_exit(up: Upstream, tmp_path: Path) -> None:
+    """A streamed answer the program neither reads to its end nor closes: at exit it used to end in an
+    ImportError and nothing was written; the exit hook records it as stream-not-closed."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "calls.jsonl"
+    script = f"""
+import openai
+from promptkit.capture import capture
+client = openai.OpenAI(api_key="k", base_url={up.url + "/v1"!r}, max_retries=0)
+recorder = capture(client, {str(log)!r}, session="app")
+stream = client.chat.completions.create(model="gpt-4o", messages=[{{"role": "user", "content": "hi"}}], stream=True)
+next(iter(stream))  # one chunk read, the stream left open: the program ends
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "ImportError" not in run.stderr and "not recorded" not in run.stderr
+    (record,) = lines(log)
+    assert record["error"]["kind"] == "stream-not-closed"
+    assert record["session"] == "app" and record["request"]["messages"][0]["content"] == "hi"
