@@ -434,6 +434,18 @@ class LogStream:
     timed: dict[str | None, bool]
     first: dict[str | None, int]
     _ends: dict[str, int]
+    # each file's size, modification time and inode when it was indexed: the second pass checks them
+    _stamps: dict[Path, tuple[int, int, int]] = attrs.field(factory=dict)
+
+    def _unchanged(self, path: Path) -> None:
+        """Raise :class:`~promptkit.errors.LogFileError` when ``path`` is not the file that was indexed (a
+        log rewritten between the passes, even to the same number of records, would be read wrong)."""
+        if path in self._stamps and _stamp(path) != self._stamps[path]:
+            raise LogFileError(
+                path,
+                "changed while it was analyzed (its size, time or inode differ from the first pass of "
+                "--stream); analyze it again once it is written",
+            )
 
     def positioned(self) -> Iterator[list[tuple[int, RequestRecord]]]:
         """Each session as ``(position, record)`` pairs: ``position`` is where :func:`read_logs` would
@@ -455,6 +467,7 @@ class LogStream:
 
         pos = 0
         for path, fmt in self.files:
+            self._unchanged(path)
             for item in fmt.read(Source.open(path)):
                 if not isinstance(item, RequestRecord):
                     continue
@@ -466,6 +479,7 @@ class LogStream:
                 if self._ends.get(session) == pos:
                     yield close(session)
                 pos += 1
+            self._unchanged(path)
         if pos != self.records:
             raise LogFileError(
                 self.files[-1][0] if self.files else Path("."),
@@ -483,6 +497,11 @@ class LogStream:
         """Each session's records (time order, numbered), one session at a time."""
         for items in self.positioned():
             yield tuple(r for _, r in sorted(items, key=lambda t: t[0]))
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns, st.st_ino
 
 
 def stream_logs(
@@ -503,6 +522,7 @@ def stream_logs(
     problems: list[LoadProblem] = []
     files, passed = find_log_files(paths, problems=problems)
     chosen_files: list[tuple[Path, LogFormat]] = []
+    stamps: dict[Path, tuple[int, int, int]] = {}
     formats: Counter[str] = Counter()
     ends: dict[str, int] = {}
     timed: dict[str | None, bool] = {}
@@ -517,6 +537,7 @@ def stream_logs(
             continue
         formats[chosen.name] += 1
         chosen_files.append((path, chosen))
+        stamps[path] = _stamp(path)
         before = pos
         for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
@@ -531,7 +552,7 @@ def stream_logs(
             problems.append(LoadProblem(str(path), None, f"no requests in this {chosen.name} log"))
     notes: list[str] = []
     notes.extend(passed_notes(passed))
-    return LogStream(chosen_files, tuple(problems), dict(formats), notes, pos, timed, first, ends)
+    return LogStream(chosen_files, tuple(problems), dict(formats), notes, pos, timed, first, ends, stamps)
 
 
 def iter_sessions(

@@ -417,3 +417,18 @@ def test_a_time_outside_1970_to_2200_is_a_problem(tmp_path: Path, value: object,
     assert [r.timestamp for r in loaded.records] == [None]
     (problem,) = loaded.problems
     assert problem.line == 1 and reason in problem.reason
+
+
+def test_a_log_rewritten_between_the_passes_of_stream_is_an_error_even_with_as_many_records(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text(_chat_line("a") + "\n" + _chat_line("b") + "\n")
+    stream = stream_logs(path)
+    assert stream.records == 2
+    path.write_text(_chat_line("c") + "\n" + _chat_line("d") + "\n" + " " * 3)  # as many records, rewritten
+    with pytest.raises(LogFileError, match=r"a\.jsonl: changed while it was analyzed .* --stream"):
+        list(stream.sessions())
+    untouched = tmp_path / "b.jsonl"
+    untouched.write_text(_chat_line("e") + "\n")
+    assert [len(s) for s in stream_logs(untouched).sessions()] == [1]
