@@ -670,6 +670,13 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "        recorder._finish_open()\n", "", "tests/test_capture.py"),
     ("stream: a rewritten log read on", "promptkit/formats/discovery.py",
      "        if path in self._stamps and _stamp(path) != self._stamps[path]:", "        if False:", "tests/formats/test_bad_inputs.py"),
+    ("proxy: no connection limit", "promptkit/proxy/server.py",
+     "        if self.gate.open >= self.gate.limit:", "        if False:", "tests/proxy/test_guard.py"),
+    ("proxy: no head timeout", "promptkit/proxy/server.py",
+     "        self.timer = asyncio.get_running_loop().call_later(self.gate.head_timeout, self._too_slow)",
+     "        self.timer = None", "tests/proxy/test_guard.py"),
+    ("proxy: a closed slow socket keeps its place", "promptkit/proxy/server.py",
+     "            self.gate.open -= 1\n", "", "tests/proxy/test_guard.py"),
 ]  # fmt: skip
 
 

@@ -149,7 +149,10 @@ class ProxyConfig:
     ``allow_remote`` must be True to listen on a non-loopback address; ``connect_timeout`` and
     ``read_timeout`` (seconds without a byte from the upstream; finite and greater than 0) bound each
     call; ``client_timeout`` bounds how long a client may take to send its request body (a slow client
-    gets ``408``, and holds no worker meanwhile); ``predict`` runs the analyzer for the live figures with
+    gets ``408``, and holds no worker meanwhile), ``header_timeout`` how long a new connection may take to
+    send its first request head (then it is closed), and ``max_connections`` how many connections are
+    open at once (one more is closed at once): a client that opens sockets and sends a byte now and then
+    (slowloris) cannot take every file descriptor from the callers; ``predict`` runs the analyzer for the live figures with
     the cache rules of ``provider`` (default: inferred).
 
     Browsers are kept out (:func:`_guard`): a request whose ``Origin`` is not a loopback address (a web
@@ -175,6 +178,11 @@ class ProxyConfig:
     predict: bool = True
     provider: str | None = None
     client_timeout: float = attrs.field(default=60.0, validator=_check_seconds)
+    header_timeout: float = attrs.field(default=30.0, validator=_check_seconds)
+    max_connections: int = attrs.field(
+        default=512,
+        validator=attrs.validators.and_(attrs.validators.instance_of(int), attrs.validators.ge(1)),
+    )
 
     def __attrs_post_init__(self) -> None:
         if not self.allow_remote and not _is_loopback(self.host):
@@ -656,14 +664,91 @@ async def serve(config: ProxyConfig) -> AsyncIterator[RunningProxy]:
     app = build_app(config)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
+    server: asyncio.Server | None = None
     try:
-        site = web.TCPSite(runner, config.host, config.port)
-        await site.start()
-        host, port = runner.addresses[0][:2]
+        gate = _Gate(config.max_connections, config.header_timeout, app[_STATE])
+        handler = runner.server
+        assert handler is not None
+        server = await asyncio.get_running_loop().create_server(
+            lambda: _HeadGuard(handler(), gate), config.host, config.port, reuse_address=True
+        )
+        host, port = server.sockets[0].getsockname()[:2]
         host = f"[{host}]" if ":" in host else host
         yield RunningProxy(f"http://{host}:{port}", app[_STATE])
     finally:
+        if server is not None:
+            server.close()
         await runner.cleanup()
+        if server is not None:
+            await server.wait_closed()
+
+
+@attrs.define
+class _Gate:
+    """The connections open now, against ``limit``; how long a new one may take to send its first head."""
+
+    limit: int
+    head_timeout: float
+    state: ProxyState
+    open: int = 0
+
+
+class _HeadGuard(asyncio.Protocol):
+    """aiohttp's request handler behind a gate: at most ``gate.limit`` connections at once (one more is
+    closed at once, counted in ``refused``), and a connection whose first request head (up to its blank
+    line) has not come within ``gate.head_timeout`` seconds is closed (counted too). aiohttp bounds none
+    of these itself: without them slow sockets take every file descriptor (slowloris)."""
+
+    def __init__(self, inner: asyncio.Protocol, gate: _Gate) -> None:
+        self.inner, self.gate = inner, gate
+        self.transport: asyncio.BaseTransport | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.tail = b""
+        self.admitted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        if self.gate.open >= self.gate.limit:
+            self.gate.state.refused += 1
+            transport.close()
+            return
+        self.admitted = True
+        self.gate.open += 1
+        self.inner.connection_made(transport)
+        self.timer = asyncio.get_running_loop().call_later(self.gate.head_timeout, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self.timer = None
+        self.gate.state.refused += 1
+        if self.transport is not None:
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self.timer is not None:
+            seen = self.tail + data
+            if b"\r\n\r\n" in seen:  # the first head is complete: aiohttp takes it from here
+                self.timer.cancel()
+                self.timer = None
+            self.tail = seen[-3:]
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received() if self.admitted else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.admitted:
+            self.admitted = False
+            self.gate.open -= 1
+            self.inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
 
 
 def run_proxy(config: ProxyConfig, *, out: Callable[[str], None] | None = None) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import attrs
 import pytest
 
 import promptkit.proxy.server as server
@@ -157,3 +158,42 @@ def test_an_answer_too_large_to_keep_is_relayed_whole_and_recorded_without_its_b
     (rec,) = records(log)
     assert rec["error"]["kind"] == "too-large" and "64" in rec["error"]["message"]
     assert "response" not in rec or not rec["response"]
+
+
+def test_slow_sockets_are_closed_and_bounded_while_a_caller_is_served(tmp_path: Path) -> None:
+    """Slowloris: sockets that send a byte of a head now and then. A socket without its first head after
+    header_timeout is closed; past max_connections a new one is closed at once; a real caller gets through.
+    Bounded: 12 sockets, on 127.0.0.1, a few seconds."""
+
+    async def main() -> None:
+        config = ProxyConfig(
+            upstream="http://127.0.0.1:9", port=0, log=None, header_timeout=1.5, max_connections=8
+        )
+        async with fake_upstream() as up:
+            config = attrs.evolve(config, upstream=up.url)
+            async with serve(config) as proxy:
+                host, port = proxy.url.removeprefix("http://").split(":")
+                slow = [await asyncio.open_connection(host, int(port)) for _ in range(12)]
+                for _, writer in slow:
+                    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never ends
+                await asyncio.sleep(0.2)
+                closed_at_once = sum(await asyncio.gather(*(_closed(reader, 0.3) for reader, _ in slow)))
+                assert closed_at_once == 4  # 12 sockets for 8 places
+                assert proxy.state.refused == 4
+                await asyncio.sleep(1.5)  # past header_timeout: every slow socket is closed
+                assert all(await asyncio.gather(*(_closed(reader, 1.0) for reader, _ in slow)))
+                assert proxy.state.refused == 12
+                async with aiohttp.ClientSession() as s:  # the places are free again: a caller is served
+                    async with s.post(proxy.url + "/v1/chat/completions", json=CHAT) as r:
+                        assert r.status == 200
+                for _, writer in slow:
+                    writer.close()
+
+    run(main)
+
+
+async def _closed(reader: asyncio.StreamReader, within: float) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1), timeout=within) == b""
+    except TimeoutError:
+        return False
