@@ -677,6 +677,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "        self.timer = None", "tests/proxy/test_guard.py"),
     ("proxy: a closed slow socket keeps its place", "promptkit/proxy/server.py",
      "            self.gate.open -= 1\n", "", "tests/proxy/test_guard.py"),
+    ("claude code: a parentUuid cycle in silence", "promptkit/formats/claude_code.py",
+     "                self.loops.append((first.line, cur))\n", "", "tests/formats/test_claude_code.py"),
 ]  # fmt: skip
 
 

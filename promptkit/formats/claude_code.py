@@ -275,6 +275,7 @@ class _Transcript:
                     if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                         self.answers.setdefault(b["tool_use_id"], []).append(e)
         self.missing_parents: list[tuple[int, str]] = []
+        self.loops: list[tuple[int, str]] = []  # a call's line, and the uuid its parentUuid chain loops back to
         self.session: str = next((e.session_id for e in events if e.session_id), stem)
         self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
         self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
@@ -287,7 +288,10 @@ class _Transcript:
         out: list[_Event] = []
         seen: set[str] = set()
         cur = first.parent
-        while cur is not None and cur not in seen:
+        while cur is not None:
+            if cur in seen or cur == first.uuid:  # a parentUuid cycle: the chain has no root
+                self.loops.append((first.line, cur))
+                break
             seen.add(cur)
             ev = self.by_uuid.get(cur)
             if ev is None:
@@ -503,6 +507,17 @@ def _missing_parents(t: _Transcript, file: str) -> LoadProblem:
     )
 
 
+def _loops(t: _Transcript, file: str) -> LoadProblem:
+    line, uuid = t.loops[0]
+    more = f" (and {len(t.loops) - 1} more)" if len(t.loops) > 1 else ""
+    return LoadProblem(
+        file,
+        line,
+        f"the parentUuid chain loops back to {uuid!r}{more}: the events form a cycle, not a conversation; "
+        "the call's context is cut where the loop closes",
+    )
+
+
 #: The agent id of Claude Code's compaction sub-agent starts so (``subagents/agent-acompact-<id>.jsonl``).
 _COMPACTION_AGENT: Final[str] = "acompact"
 
@@ -629,6 +644,8 @@ def _records(
         )
     if t.missing_parents:
         problems.append(_missing_parents(t, file))
+    if t.loops:
+        problems.append(_loops(t, file))
     hour = _one_hour_sessions(records)
     records = [_with_breakpoint(r, "1h" if r.session in hour else None) for r in records]
     if main is None:

@@ -411,3 +411,26 @@ def test_a_compact_boundary_with_a_parent_still_starts_a_new_context(tmp_path: P
         ["first question"],
         ["Summary: ..."],
     ]
+
+
+@pytest.mark.parametrize("shape", ["two events", "self"])
+def test_a_parent_uuid_cycle_is_a_problem_and_the_calls_are_kept(tmp_path: Path, shape: str) -> None:
+    """A chain that loops (u1 -> a0 -> u1) has no root: accepted in silence before, now named."""
+    if shape == "two events":
+        events = [
+            _event("user", "u1", "a0", "question"),
+            _event("assistant", "a0", "u1", [{"type": "text", "text": "loop"}]),
+            _event("assistant", "a1", "u1", [{"type": "text", "text": "answer"}]),
+        ]
+    else:
+        events = [
+            _event("user", "u1", "u1", "question"),
+            _event("assistant", "a1", "u1", [{"type": "text", "text": "answer"}]),
+        ]
+    result = read_logs(write_events(tmp_path / "s1.jsonl", events))
+    assert len(result.records) >= 1
+    [problem] = [p for p in result.problems if "loops back" in p.reason]
+    assert (
+        "the parentUuid chain loops back to" in problem.reason
+        and "a cycle, not a conversation" in problem.reason
+    )
