@@ -78,9 +78,6 @@ _OUTPUT_ITEMS: Final[frozenset[str]] = frozenset(
         "tool_search_call",
     }
 )
-#: Codex's ``model_provider`` names that are another tool's name for a provider profile (``--oss`` runs
-#: the model on a local Ollama: https://github.com/openai/codex/blob/main/docs/config.md#oss).
-_ROUTES: Final[dict[str, str]] = {"oss": "ollama"}
 _COUNTS: Final[tuple[str, ...]] = (
     "input_tokens", "cached_input_tokens", "output_tokens", "cache_write_input_tokens",
 )  # fmt: skip
@@ -151,7 +148,7 @@ def route_provider(model_provider: str | None, model: str | None) -> str | None:
     by_model = infer_provider(model=model) if model else None
     if model_provider is None:
         return by_model or native_provider(NAME)
-    route = _ROUTES.get(model_provider.lower()) or provider_named(model_provider)
+    route = provider_named(model_provider)  # "oss" (``codex --oss``) is an alias of the Ollama profile
     if route is None:
         return by_model
     if route == native_provider(NAME):

@@ -58,20 +58,21 @@ _NOT_SENT: Final[frozenset[str]] = frozenset({"info", "error", "warning"})
 @attrs.frozen(slots=True)
 class RecordingDialect:
     """What tells one agent's chat recordings from another's when the agent is a Gemini CLI fork (Qwen
-    Code keeps the recording layout and types its model turns ``qwen``): the format ``name`` (also the
-    prefix of the opaque-head key) and the ``type`` of a model turn (``None``: Gemini CLI's own, the
-    name of the provider that declares the format as native).
+    Code keeps the recording layout and types its model turns ``qwen``): the format ``name``, which is
+    also the prefix of the opaque-head key and finds the type of a model turn (:meth:`turn`).
 
-    >>> RecordingDialect("qwen-code", "qwen").turn()
-    'qwen'
+    >>> RecordingDialect("gemini-cli").turn()
+    'gemini'
     """
 
     name: str
-    model_turn: str | None = None
 
     def turn(self) -> str | None:
-        """The ``type`` of this agent's model turns."""
-        return self.model_turn if self.model_turn is not None else _model_turn()
+        """The ``type`` of this agent's model turns: the name of the provider whose API it was written
+        for (``MessageRecord.type`` is ``'user' | 'gemini' | 'info' | 'error' | 'warning'`` in Gemini
+        CLI's chatRecordingTypes.ts, ``'qwen'`` in Qwen Code's), read from the profile that declares the
+        format as its own (``native_formats``) instead of being spelled here."""
+        return _model_turn(self.name)
 
 
 #: Gemini CLI itself.
@@ -79,12 +80,8 @@ GEMINI_CLI: Final[RecordingDialect] = RecordingDialect(NAME)
 
 
 @functools.cache
-def _model_turn() -> str | None:
-    """The ``type`` of a model turn. Gemini CLI types the model's messages with the name of the
-    provider whose API it speaks (``MessageRecord.type`` is ``'user' | 'gemini' | 'info' | 'error' |
-    'warning'`` in chatRecordingTypes.ts): so the type is that provider's name, read from the profile
-    that declares this format as its own (``native_formats``) instead of being spelled here."""
-    return native_provider(NAME)
+def _model_turn(log_format: str) -> str | None:
+    return native_provider(log_format)
 
 
 def _text(content: object, where: str) -> str:

@@ -20,6 +20,7 @@ model's provider.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import Final
@@ -32,9 +33,13 @@ __all__ = ["DIALECT", "FORMAT", "NAME"]
 
 #: The format name (``--format qwen-code``).
 NAME: Final[str] = "qwen-code"
-#: Qwen Code's model turns are typed ``qwen``.
-DIALECT: Final[RecordingDialect] = RecordingDialect(NAME, model_turn="qwen")
-_QWEN_TURN: Final[re.Pattern[str]] = re.compile(r'"type"\s*:\s*"qwen"')
+#: Qwen Code's recordings: its model turns are typed with the Qwen profile's name (``qwen``).
+DIALECT: Final[RecordingDialect] = RecordingDialect(NAME)
+
+
+@functools.cache
+def _turn_pattern() -> re.Pattern[str]:
+    return re.compile(rf'"type"\s*:\s*"{re.escape(DIALECT.turn() or "")}"')
 
 
 def sniff(source: Source) -> bool:
@@ -42,7 +47,7 @@ def sniff(source: Source) -> bool:
     in its head or lies under a ``.qwen`` folder."""
     if not gemini_cli.sniff(source):
         return False
-    return bool(_QWEN_TURN.search(source.head)) or ".qwen" in source.path.parts
+    return bool(_turn_pattern().search(source.head)) or ".qwen" in source.path.parts
 
 
 def read(source: Source) -> Iterator[Item]:
