@@ -123,11 +123,11 @@ def reasoning_stub(item: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
 
 
 def _all_zero(info: Mapping[str, Any]) -> bool:
-    """Whether a ``token_count``'s call usage is all zeros (Codex writes one at a compaction: no call)."""
+    """Whether a ``token_count`` reports no call: 0 input and 0 output tokens in ``last_token_usage``.
+    Codex writes one at a compaction (its ``total_tokens`` may still hold a running figure, 940,499 in a
+    real rollout); a prompt is never 0 tokens, so no model call was made."""
     last = info.get("last_token_usage")
-    return isinstance(last, Mapping) and not any(
-        isinstance(v, int) and not isinstance(v, bool) and v for v in last.values()
-    )
+    return isinstance(last, Mapping) and last.get("input_tokens") == 0 and not last.get("output_tokens")
 
 
 def route_provider(model_provider: str | None, model: str | None) -> str | None:

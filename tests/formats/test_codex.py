@@ -276,7 +276,9 @@ def test_encrypted_reasoning_is_not_text_and_its_size_is_recorded(tmp_path: Path
 
 
 def test_an_all_zero_token_count_at_a_compaction_is_not_a_call(tmp_path: Path) -> None:
-    zero = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0}
+    # as a real rollout writes it at a compaction: every count 0 but a running total_tokens
+    zero = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0,
+            "total_tokens": 940499}  # fmt: skip
     path = write_rollout(tmp_path / "rollout-z.jsonl", [
         {"type": "session_meta", "payload": {"id": "s"}},
         _user("one"),
