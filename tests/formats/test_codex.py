@@ -340,3 +340,20 @@ def test_the_provider_follows_model_provider_and_the_model(tmp_path: Path) -> No
     got = [(route, model, _routed(tmp_path, route, model).provider) for route, model, _ in cases]
     assert got == cases
     assert _routed(tmp_path, "ollama", "kimi-k2:1t-cloud").meta["codex_model_provider"] == "ollama"
+
+
+def test_a_compactions_replacement_history_loses_its_blobs_too(tmp_path: Path) -> None:
+    blob = "gAAAAABq" + "YmF6" * 3000
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": blob}
+    path = write_rollout(tmp_path / "rollout-c.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        _user("one"),
+        _count({"input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 5}),
+        {"type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}]}, reasoning]}},
+        _user("two"),
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 5}),
+    ])  # fmt: skip
+    _, after = read_logs(path).records
+    assert "YmF6" not in json.dumps(after.request)
+    assert after.meta["codex_encrypted_reasoning"] == {"items": 1, "chars": len(blob)}
