@@ -488,7 +488,9 @@ def read_items(fmt: LogFormat, source: Source) -> Iterator[Item]:
         more += 1
         last_line = item.line if item.line is not None else last_line
     if more:
-        where = f", lines {first_line} to {last_line}" if first_line is not None and last_line is not None else ""
+        where = (
+            f", lines {first_line} to {last_line}" if first_line is not None and last_line is not None else ""
+        )
         yield LoadProblem(
             str(source.path), first_line,
             f"{more:,} more problems like these{where} (not kept one by one past the first "

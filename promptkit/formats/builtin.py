@@ -18,6 +18,7 @@ BUILTIN_FORMAT_MODULES: Final[tuple[str, ...]] = (
     "promptkit.formats.claude_code",
     "promptkit.formats.codex",
     "promptkit.formats.gemini_cli",
+    "promptkit.formats.qwen_code",
     "promptkit.formats.http_capture",
     "promptkit.formats.mini_swe_agent",
     "promptkit.formats.promptkit_jsonl",

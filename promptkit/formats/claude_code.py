@@ -18,7 +18,9 @@ How the file becomes request records:
   file, line and timestamp from the first. Synthetic assistant messages (model ``<synthetic>``, written
   for interruptions and API errors) are not model calls and are left out, also from the context.
 - **The request** is the conversation before that message on its thread: the ``parentUuid`` chain back
-  to the root or to a ``compact_boundary`` event (compaction starts a new context), plus the tool results
+  to the root or to a ``compact_boundary`` event (compaction starts a new context; Claude Code 1.0.x
+  writes no boundary, and its compaction's context starts at a root user event marked
+  ``isCompactSummary``, the summary: read as a compaction too), plus the tool results
   of parallel tool calls, which Claude Code hangs off their own ``tool_use`` line rather than the chain.
   Consecutive user events are one user turn, as Claude Code sends them. Converted to the chat-completions
   shape: ``tool_use`` blocks become the assistant's ``tool_calls``, ``tool_result`` blocks ``tool``
@@ -50,6 +52,10 @@ How the file becomes request records:
   ``compaction`` (the context starts at a ``compact_boundary``) or ``rewind`` (the call's chain leaves
   the previous call out); the causes name a rebuild from them.
 
+- **Resumed sessions.** A transcript that starts with copies of an earlier session's calls (a resume: the
+  same ``requestId``, timestamps rewritten) keeps only the calls after them; the earlier file counts the
+  copied ones, and a note says so (:mod:`promptkit.formats.claude_code_resume`).
+
 Other events (``progress``, ``system``, ``attachment``...) are not part of the requests; what Claude Code
 derives from some of them and sends (hook output, attachments as ``<system-reminder>`` text) is not
 reconstructed.
@@ -68,12 +74,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats.base import COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
+from promptkit.formats.claude_code_resume import earlier_copies
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
@@ -109,6 +117,7 @@ class _Event:
     agent_id: str | None = None
     sidechain: bool = False
     compact_boundary: bool = False
+    compact_summary: bool = False  # Claude Code 1.0.x: the summary a compaction starts a new root with
     prelude: bool = False  # an event of the main thread's file, read for a compaction sub-agent's context
 
     @property
@@ -189,6 +198,7 @@ def _parse_event(obj: object, line: int) -> _Event:
         agent_id=_str_or_none(obj.get("agentId")),
         sidechain=obj.get("isSidechain") is True,
         compact_boundary=kind == "system" and obj.get("subtype") == "compact_boundary",
+        compact_summary=kind == "user" and obj.get("isCompactSummary") is True,
     )
 
 
@@ -304,6 +314,10 @@ class _Transcript:
             out.append(ev)
             if cur in self._contexts:
                 return out, ev
+            if ev.compact_summary and ev.parent is None and not ev.prelude:
+                # Claude Code 1.0.x writes no compact_boundary: a compaction's context starts at a root
+                # user event marked isCompactSummary (the summary), so the call is after a compaction
+                self.compacted.add(first.line)
             cur = ev.parent
         return out, None
 
@@ -704,13 +718,41 @@ def sniff(source: Source) -> bool:
     return False
 
 
+def without_resumed_copies(records: list[RequestRecord], path: Path) -> list[RequestRecord]:
+    """The records of the main-thread transcript at ``path`` without the calls a resume copied from an
+    earlier session of the same project folder (:mod:`promptkit.formats.claude_code_resume`); the first
+    record left says so in ``meta["load_notes"]``, which the loader turns into a note."""
+    if path.parent.name == "subagents" or not records:
+        return records
+    main = records[0].session.split("/")[0]
+    leading = [
+        (r.meta.get("request_id"), r.timestamp)
+        for r in sorted(records, key=lambda r: r.line or 0)
+        if r.session == main
+    ]
+    copies = earlier_copies(path, leading)
+    if not copies:
+        return records
+    kept = [r for r in records if r.session != main or r.meta.get("request_id") not in copies]
+    owners = sorted(set(copies.values()))
+    note = (
+        f"{len(copies)} call(s) at the start of {path.name} are copies of an earlier session's calls in "
+        f"{', '.join(owners)} (a resumed session: same request ids, timestamps rewritten): each is "
+        f"counted once, in {owners[0] if len(owners) == 1 else 'the earlier file'}"
+    )
+    if kept:
+        kept[0] = attrs.evolve(kept[0], meta={**kept[0].meta, "load_notes": (note,)})
+    return kept
+
+
 def read(source: Source) -> Iterator[Item]:
-    """The model calls of one transcript file, problems first."""
+    """The model calls of one transcript file, problems first (calls a resume copied from an earlier
+    session left out: :func:`without_resumed_copies`)."""
     records, problems = transcript_records(
         source.lines(), file=source.file, stem=source.stem, main_thread=_main_thread_source(source)
     )
     yield from problems
-    yield from records
+    yield from without_resumed_copies(records, source.path)
 
 
 FORMAT = LogFormat(

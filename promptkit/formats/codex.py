@@ -44,6 +44,7 @@ file, line and field; the item is left out and reading goes on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
@@ -56,7 +57,7 @@ from promptkit.formats.fields import loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
-from promptkit.providers.registry import native_provider, normalize_usage
+from promptkit.providers.registry import infer_provider, native_provider, normalize_usage, provider_named
 
 __all__ = ["FORMAT", "NAME", "rollout_records"]
 
@@ -102,6 +103,59 @@ def _counts(value: object, where: str) -> dict[str, int]:
     return out
 
 
+def reasoning_stub(item: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """A ``reasoning`` item as the reader keeps it, and the number of characters of encrypted reasoning
+    it held: ``encrypted_content`` (base64 that the model decrypts server-side) is replaced by a short
+    marker with its length and a digest, so a changed blob still shows in the diff while its bytes are
+    not tokenized as text; the provider's counts (the ruler's anchors) measure what it really costs.
+    Any other item is returned as it is, with 0.
+
+    >>> stub, n = reasoning_stub({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB" * 100})
+    >>> n, stub["encrypted_content"]
+    (600, '[encrypted reasoning: 600 chars, sha256 1c184c215db1e9d9]')
+    """
+    blob = item.get("encrypted_content")
+    if item.get("type") != "reasoning" or not isinstance(blob, str) or not blob:
+        return dict(item), 0
+    digest = hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    marker = f"[encrypted reasoning: {len(blob)} chars, sha256 {digest}]"
+    return {**item, "encrypted_content": marker}, len(blob)
+
+
+def _all_zero(info: Mapping[str, Any]) -> bool:
+    """Whether a ``token_count`` reports no call: 0 input and 0 output tokens in ``last_token_usage``.
+    Codex writes one at a compaction (its ``total_tokens`` may still hold a running figure, 940,499 in a
+    real rollout); a prompt is never 0 tokens, so no model call was made."""
+    last = info.get("last_token_usage")
+    return isinstance(last, Mapping) and last.get("input_tokens") == 0 and not last.get("output_tokens")
+
+
+def route_provider(model_provider: str | None, model: str | None) -> str | None:
+    """The provider whose rules analyze a call of ``model`` that Codex sent through its configured
+    ``model_provider`` (the session meta's field; ``None`` in rollouts that predate it: OpenAI).
+
+    Through OpenAI (or an alias of it, such as Azure) the model name decides, else OpenAI. Through
+    another known provider (a local or cloud Ollama) a model recognised as another vendor's (Kimi, Qwen,
+    GLM, DeepSeek...) is analyzed with that vendor's rules, and any other model (``gpt-oss``, ``llama``)
+    with the route's. Through a route promptkit does not know, the model name decides, else None (the
+    analysis then assumes the generic provider and says so).
+
+    >>> route_provider(None, "gpt-5-codex"), route_provider("ollama", "kimi-k2:1t-cloud")
+    ('openai', 'kimi')
+    >>> route_provider("oss", "gpt-oss:20b"), route_provider("my-proxy", "llama3.1")
+    ('ollama', None)
+    """
+    by_model = infer_provider(model=model) if model else None
+    if model_provider is None:
+        return by_model or native_provider(NAME)
+    route = provider_named(model_provider)  # "oss" (``codex --oss``) is an alias of the Ollama profile
+    if route is None:
+        return by_model
+    if route == native_provider(NAME):
+        return by_model or route
+    return by_model if by_model is not None and by_model != native_provider(NAME) else route
+
+
 def _usage_of(info: Mapping[str, Any], previous_total: dict[str, int] | None) -> dict[str, int]:
     """The call's counts: ``last_token_usage``, else this total minus the previous one."""
     last = info.get("last_token_usage")
@@ -124,16 +178,21 @@ class _History:
     def __init__(self) -> None:
         self.items: list[dict[str, Any]] = []
         self.ts: list[float | None] = []
+        self.hidden: list[int] = []  # characters of encrypted reasoning each item held (left out)
         self._done = 0  # items[:_done] are converted into _messages; items[_done] starts a message
         self._messages: list[dict[str, Any]] = []
 
     def reset(self, items: list[dict[str, Any]], ts: float | None) -> None:
-        self.items, self.ts = items, [ts] * len(items)
+        stubs = [reasoning_stub(i) for i in items]
+        self.items, self.ts = [i for i, _ in stubs], [ts] * len(items)
+        self.hidden = [n for _, n in stubs]
         self._done, self._messages = 0, []
 
-    def append(self, item: dict[str, Any], ts: float | None) -> None:
-        self.items.append(item)
+    def append(self, item: Mapping[str, Any], ts: float | None) -> None:
+        stub, hidden = reasoning_stub(item)
+        self.items.append(stub)
         self.ts.append(ts)
+        self.hidden.append(hidden)
 
     def messages(self, cut: int) -> list[dict[str, Any]]:
         """The chat messages of ``items[:cut]``."""
@@ -179,10 +238,12 @@ class _Rollout:
     instructions: str | None = None
     tools: list[Any] | None = None
     model: str | None = None
+    model_provider: str | None = None
     history: _History = attrs.field(factory=_History)
     call_start: int | None = None  # index in items where the current call's output starts
     last_info: Any = None
     last_total: dict[str, int] | None = None
+    zero_usage: int = 0  # all-zero token_count events (compactions), not calls
 
     def problem(self, line: int, reason: str) -> None:
         self.problems.append(LoadProblem(self.file, line, reason))
@@ -245,6 +306,9 @@ class _Rollout:
             self.tools = list(payload["tools"])
         if isinstance(payload.get("model"), str) and self.model is None:
             self.model = payload["model"]
+        route = payload.get("model_provider")
+        if isinstance(route, str) and route:
+            self.model_provider = route
 
     def _compacted(self, payload: Mapping[str, Any], ts: float | None) -> None:
         replacement = payload.get("replacement_history")
@@ -278,23 +342,26 @@ class _Rollout:
                 self.call_start = len(self.history.items)
         else:
             self.call_start = None
-        self.history.append(dict(payload), ts)
+        self.history.append(payload, ts)
 
     def _token_count(self, lineno: int, payload: Mapping[str, Any], ts: float | None) -> None:
-        """A ``token_count`` event: the end of a call, unless it repeats the previous one's usage."""
+        """A ``token_count`` event: the end of a call, unless it repeats the previous one's usage or
+        reports all zeros (Codex writes one at a compaction; no model call was made)."""
         info = payload.get("info")
         if info is None or info == self.last_info:
             return
         if not isinstance(info, Mapping):
             self.problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
             return
+        self.last_info = info
+        if _all_zero(info):
+            self.zero_usage += 1
+            return
         try:
             counts = _usage_of(info, self.last_total)
         except RecordFormatError as exc:
             self.problem(lineno, f"{exc}; no call recorded for this token_count")
-            self.last_info = info
             return
-        self.last_info = info
         try:
             self.last_total = _counts(info.get("total_token_usage"), "payload.info.total_token_usage")
         except RecordFormatError:
@@ -305,22 +372,44 @@ class _Rollout:
         except RecordFormatError as exc:
             self.problem(lineno, f"{exc}; no call recorded for this token_count")
             return
+        self.records.append(self._record(lineno, cut, request, completion, counts, ts))
+        self.call_start = None
+
+    def _record(
+        self,
+        lineno: int,
+        cut: int,
+        request: dict[str, Any],
+        completion: dict[str, Any],
+        counts: Mapping[str, int],
+        ts: float | None,
+    ) -> RequestRecord:
+        """The record of a call ending on line ``lineno``; usage that cannot be true (more cached than
+        prompt tokens...) is a problem naming the line and the field, and the record is kept without it."""
+        try:
+            usage = normalize_usage(_raw_usage(counts), "payload.info.last_token_usage")
+        except RecordFormatError as exc:
+            self.problem(lineno, f"{exc}; the call is kept without usage")
+            usage = None
         history = self.history
         started = history.ts[cut] if cut < len(history.ts) and history.ts[cut] is not None else ts
-        self.records.append(
-            RequestRecord(
-                request,
-                self.session or self.stem,
-                timestamp=started,
-                completion=completion if completion.get("content") or completion.get("tool_calls") else None,
-                usage=normalize_usage(_raw_usage(counts), "payload.info.last_token_usage"),
-                file=self.file,
-                line=lineno,
-                provider=native_provider(NAME),  # Codex CLI speaks one provider's API
-                meta={"codex_items": cut},
-            )
+        meta: dict[str, Any] = {"codex_items": cut}
+        if self.model_provider is not None:
+            meta["codex_model_provider"] = self.model_provider
+        hidden = history.hidden[:cut]
+        if any(hidden):
+            meta["codex_encrypted_reasoning"] = {"items": sum(1 for n in hidden if n), "chars": sum(hidden)}
+        return RequestRecord(
+            request,
+            self.session or self.stem,
+            timestamp=started,
+            completion=completion if completion.get("content") or completion.get("tool_calls") else None,
+            usage=usage,
+            file=self.file,
+            line=lineno,
+            provider=route_provider(self.model_provider, request.get("model")),
+            meta=meta,
         )
-        self.call_start = None
 
     def _exchange(self, cut: int) -> tuple[dict[str, Any], dict[str, Any]]:
         """The request (instructions, tools and the history before ``cut``) and the completion (the

@@ -404,6 +404,7 @@ def read_logs(
                 item = intern_messages(last.get(item.session), with_inferred_provider(item))
                 last[item.session] = item
                 records.append(item)
+                notes.extend(n for n in item.meta.get("load_notes", ()) if n not in notes)
             else:
                 problems.append(item)
         if len(records) == before and not any(p.file == str(path) for p in problems):

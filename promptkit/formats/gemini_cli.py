@@ -48,20 +48,40 @@ from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, token_count, type_name
 from promptkit.providers.registry import native_provider
 
-__all__ = ["FORMAT", "recording_records"]
+__all__ = ["FORMAT", "GEMINI_CLI", "RecordingDialect", "recording_records"]
 
 NAME: Final[str] = "gemini-cli"
 #: Message types the model never sees (shown to the user only).
 _NOT_SENT: Final[frozenset[str]] = frozenset({"info", "error", "warning"})
 
 
+@attrs.frozen(slots=True)
+class RecordingDialect:
+    """What tells one agent's chat recordings from another's when the agent is a Gemini CLI fork (Qwen
+    Code keeps the recording layout and types its model turns ``qwen``): the format ``name``, which is
+    also the prefix of the opaque-head key and finds the type of a model turn (:meth:`turn`).
+
+    >>> RecordingDialect("gemini-cli").turn()
+    'gemini'
+    """
+
+    name: str
+
+    def turn(self) -> str | None:
+        """The ``type`` of this agent's model turns: the name of the provider whose API it was written
+        for (``MessageRecord.type`` is ``'user' | 'gemini' | 'info' | 'error' | 'warning'`` in Gemini
+        CLI's chatRecordingTypes.ts, ``'qwen'`` in Qwen Code's), read from the profile that declares the
+        format as its own (``native_formats``) instead of being spelled here."""
+        return _model_turn(self.name)
+
+
+#: Gemini CLI itself.
+GEMINI_CLI: Final[RecordingDialect] = RecordingDialect(NAME)
+
+
 @functools.cache
-def _model_turn() -> str | None:
-    """The ``type`` of a model turn. Gemini CLI types the model's messages with the name of the
-    provider whose API it speaks (``MessageRecord.type`` is ``'user' | 'gemini' | 'info' | 'error' |
-    'warning'`` in chatRecordingTypes.ts): so the type is that provider's name, read from the profile
-    that declares this format as its own (``native_formats``) instead of being spelled here."""
-    return native_provider(NAME)
+def _model_turn(log_format: str) -> str | None:
+    return native_provider(log_format)
 
 
 def _text(content: object, where: str) -> str:
@@ -158,7 +178,8 @@ class _Folded:
     """The recording folded line by line: the history as it stands, and each model call with the ids of
     the messages before it when it was first written."""
 
-    def __init__(self) -> None:
+    def __init__(self, turn: str | None) -> None:
+        self.turn = turn  # the type of a model turn
         self.order: list[str] = []  # the history, by message id
         self.latest: dict[str, tuple[int | None, Mapping[str, Any]]] = {}  # id -> (line, last copy)
         self.calls: list[tuple[str, tuple[str, ...]]] = []
@@ -174,7 +195,7 @@ class _Folded:
         if mid not in self.order:
             self.order.append(mid)
         self.latest[mid] = (line, msg)
-        if kind == _model_turn() and mid not in self.called:
+        if kind == self.turn and mid not in self.called:
             self.called.add(mid)
             self.calls.append((mid, tuple(self.order[:-1])))
 
@@ -211,8 +232,8 @@ def _element_lines(text: str, key: str, count: int) -> list[int | None]:
     return found + [None] * (count - len(found))
 
 
-def _fold(source: Source, problems: list[LoadProblem]) -> _Folded:
-    folded = _Folded()
+def _fold(source: Source, problems: list[LoadProblem], turn: str | None) -> _Folded:
+    folded = _Folded(turn)
     text = source.text()
     try:
         whole = loads_json(text)
@@ -267,7 +288,7 @@ def _history(folded: _Folded, ids: tuple[str, ...], where: str) -> list[dict[str
         kind = msg.get("type")
         if kind == "user":
             chat.append({"role": "user", "content": _text(msg.get("content"), f"{where}.content")})
-        elif kind == _model_turn():
+        elif kind == folded.turn:
             assistant, results = _assistant(msg, where)
             chat.append(assistant)
             chat.extend(results)
@@ -276,10 +297,13 @@ def _history(folded: _Folded, ids: tuple[str, ...], where: str) -> list[dict[str
     return chat
 
 
-def recording_records(source: Source) -> tuple[list[RequestRecord], list[LoadProblem]]:
-    """The model calls of one Gemini CLI recording, and the problems met (naming line and field)."""
+def recording_records(
+    source: Source, dialect: RecordingDialect = GEMINI_CLI
+) -> tuple[list[RequestRecord], list[LoadProblem]]:
+    """The model calls of one recording written by Gemini CLI (or the fork ``dialect`` names), and the
+    problems met (naming line and field)."""
     problems: list[LoadProblem] = []
-    folded = _fold(source, problems)
+    folded = _fold(source, problems, dialect.turn())
     session = folded.meta.get("sessionId")
     if not isinstance(session, str) or not session:
         session = source.stem
@@ -324,11 +348,24 @@ def recording_records(source: Source) -> tuple[list[RequestRecord], list[LoadPro
             )
         )
     if not records and not problems:
-        problems.append(LoadProblem(source.file, None, "recording has no model call: zero requests loaded"))
+        problems.append(LoadProblem(source.file, None, _no_call_reason(folded)))
     records = estimate_opaque_heads(
-        records, key_of=lambda r: f"gemini-cli:{r.session}:{r.request.get('model', '?')}"
+        records, key_of=lambda r: f"{dialect.name}:{r.session}:{r.request.get('model', '?')}"
     )
     return records, problems
+
+
+def _no_call_reason(folded: _Folded) -> str:
+    """Why a recording gave no request: no message of the model-turn type, and the types it holds (a
+    fork's recording read as Gemini CLI's shows its own model-turn type there, Qwen Code's ``qwen``)."""
+    kinds: dict[str, int] = {}
+    for _, msg in folded.latest.values():
+        kind = msg.get("type")
+        if isinstance(kind, str):
+            kinds[kind] = kinds.get(kind, 0) + 1
+    held = ", ".join(f"{n} {k!r}" for k, n in sorted(kinds.items())) or "no messages"
+    reason = f"recording has no model call (no message typed {folded.turn!r}; it holds {held})"
+    return reason + "; zero requests loaded"
 
 
 def sniff(source: Source) -> bool:

@@ -65,7 +65,9 @@ def _model_name(data: Mapping[str, Any]) -> str | None:
     return name.rsplit("/", 1)[-1] if isinstance(name, str) and name else None
 
 
-def trajectory_records(data: object, file: str, session: str, problems: list[LoadProblem]) -> list[RequestRecord]:
+def trajectory_records(
+    data: object, file: str, session: str, problems: list[LoadProblem]
+) -> list[RequestRecord]:
     def report(reason: str) -> None:
         problems.append(LoadProblem(file, None, reason))
 
@@ -127,7 +129,17 @@ def trajectory_records(data: object, file: str, session: str, problems: list[Loa
                     report(f"{exc}; the call is kept without a timestamp")
             else:
                 report(f"{where}: assistant message without extra.response (no usage, no timestamp)")
-            records.append(RequestRecord(body, session, timestamp=timestamp, completion=cleaned, usage=usage, file=file, provider=_provider_of(model)))
+            records.append(
+                RequestRecord(
+                    body,
+                    session,
+                    timestamp=timestamp,
+                    completion=cleaned,
+                    usage=usage,
+                    file=file,
+                    provider=_provider_of(model),
+                )
+            )
         chat.append(cleaned)
     if not records:
         info = data.get("info")

@@ -505,11 +505,13 @@ def _breakpoint_targets(
 
 # Anthropic: https://platform.claude.com/docs/en/about-claude/pricing (the "Model pricing" and "Prompt
 # caching" tables): 5-minute cache writes 1.25 x input, 1-hour writes 2 x input, cache hits and
-# refreshes 0.1 x input. Opus 4.5 and 4.6 cost $5 / $25, Opus 4 and 4.1 $15 / $75.
+# refreshes 0.1 x input. Opus 4.5 and 4.6 cost $5 / $25, Opus 4 and 4.1 $15 / $75. Opus 4.7 and 4.8
+# (read 2026-12-07 from the page's "Model pricing" table: $5 base input, $6.25 5m writes, $10 1h writes,
+# $0.50 cache hits, $25 output). Sonnet 4.6 is not priced here: its row was not in the copy read.
 _PRICE_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing"
 
 
-def _price(model: str, base: float, output: float) -> ModelPrice:
+def _price(model: str, base: float, output: float, as_of: str = PRICES_AS_OF) -> ModelPrice:
     return ModelPrice(
         "anthropic",
         model,
@@ -519,12 +521,14 @@ def _price(model: str, base: float, output: float) -> ModelPrice:
         cache_write=round(1.25 * base, 6),
         cache_write_1h=2 * base,
         source=_PRICE_PAGE,
-        as_of=PRICES_AS_OF,
+        as_of=as_of,
     )
 
 
 #: Its models' list prices, one per model version (USD per million tokens), dated and sourced.
 PRICES = (
+    _price("claude-opus-4-8", 5.00, 25.00, "2026-12-07"),
+    _price("claude-opus-4-7", 5.00, 25.00, "2026-12-07"),
     _price("claude-opus-4-6", 5.00, 25.00),
     _price("claude-opus-4-5", 5.00, 25.00),
     _price("claude-opus-4-1", 15.00, 75.00),

@@ -202,6 +202,10 @@ def _thinking_render(request: Mapping[str, Any]) -> str | None:
 _PRICE_PAGE = "https://api-docs.deepseek.com/quick_start/pricing"
 #: Its models' list prices (cache hit, cache miss, output; USD per million tokens), dated and sourced.
 PRICES = (
+    # deepseek-v4-flash: the same page's V4 table, read as quoted on 2026-07-04 (cache hit $0.0028 since
+    # the 2026-04-26 cut to 1/10, cache miss $0.14, output $0.28). deepseek-chat / deepseek-reasoner now
+    # name v4-flash's two modes; their V3.2 rows stay for the logs written before the switch.
+    ModelPrice("deepseek", "deepseek-v4-flash", 0.0028, 0.14, 0.28, source=_PRICE_PAGE, as_of="2026-07-04"),
     ModelPrice("deepseek", "deepseek-chat", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
     ModelPrice("deepseek", "deepseek-reasoner", 0.028, 0.28, 0.42, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
 )

@@ -90,6 +90,8 @@ def gemini_usage(usage: Mapping[str, Any], where: str = "usage") -> Usage:
 # Paid-tier list prices, USD per million tokens, prompts up to 200k tokens:
 # https://ai.google.dev/gemini-api/docs/pricing. ``cache_hit`` is the implicit-cache read ("context
 # caching") price; storage per hour is not a per-request cost and is left out.
+# The 3.x preview rows as quoted from that page on 2026-07-04 (factquire.com/models/google/, "Input price
+# $0.50 ... Context caching price $0.05" for 3 Flash; 3.1 Pro at the 3 Pro row's $2 / $0.20 / $12).
 # gemini-3-pro-preview agrees to the cent with the cost OpenRouter reported on the shared real runs.
 _PRICES = [
     ModelPrice(
@@ -103,6 +105,8 @@ _PRICES = [
     )
     for m, miss, hit, out in (
         ("gemini-3-pro-preview", 2.00, 0.20, 12.00),
+        ("gemini-3.1-pro-preview", 2.00, 0.20, 12.00),  # the page's 3.1 Pro row (it replaced 3 Pro)
+        ("gemini-3-flash-preview", 0.50, 0.05, 3.00),  # text / image / video input
         ("gemini-2.5-pro", 1.25, 0.125, 10.00),
         ("gemini-2.5-flash", 0.30, 0.03, 2.50),
         ("gemini-2.5-flash-lite", 0.10, 0.01, 0.40),

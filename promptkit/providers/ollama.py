@@ -194,7 +194,8 @@ PROFILE = ProviderProfile(
     render="chatml",
     cache_model=PagedBlockCache(),
     build_request=ollama_request,
-    aliases=("ollama_chat",),
+    # "oss": Codex's model_provider for a local open-weights model (`codex --oss`, served by Ollama)
+    aliases=("ollama_chat", "oss"),
     url_hosts=("ollama.com",),
     url_ports=(11434,),  # Ollama's default port (docs.ollama.com/faq: "binds 127.0.0.1 port 11434")
 )

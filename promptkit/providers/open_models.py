@@ -169,6 +169,8 @@ QWEN = ProviderProfile(
     model_vendors=("qwen", "alibaba", "dashscope"),
     aliases=("dashscope",),
     url_hosts=("dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"),
+    # Qwen Code (a Gemini CLI fork) types its model turns with this profile's name, as Gemini CLI does
+    native_formats=("qwen-code",),
     exact_tokenizer=True,
     best_effort=True,
 )

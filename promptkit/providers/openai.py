@@ -225,6 +225,22 @@ def openai_request(
 
 # OpenAI: https://platform.openai.com/docs/pricing ("Standard" tier: input, cached input, output).
 _PRICE_PAGE = "https://platform.openai.com/docs/pricing"
+# The Codex-era models: OpenAI's pricing page (developers.openai.com/api/docs/pricing, "Standard"), read
+# through dated copies of it, because the page itself was not reachable from here: the gpt-5*-codex rows
+# as quoted on 2026-05-05 (fernando-nog.netlify.app/gpt-coding-model-costs-2026), gpt-5.4 and
+# gpt-5.4-mini as listed in June 2026 (morphllm.com/openai-api-pricing); both agree with GitHub's
+# Copilot table (github/docs data/tables/copilot/models-and-pricing.yml). Cache hit, miss, output.
+_CODEX_PRICE_PAGE = "https://developers.openai.com/api/docs/pricing"
+_CODEX_ERA_PRICES: tuple[tuple[str, float, float, float, str], ...] = (
+    ("gpt-5-codex", 0.125, 1.25, 10.0, "2026-05-05"),
+    ("gpt-5.1-codex", 0.125, 1.25, 10.0, "2026-05-05"),
+    ("gpt-5.1-codex-max", 0.125, 1.25, 10.0, "2026-05-05"),
+    ("gpt-5.2-codex", 0.175, 1.75, 14.0, "2026-05-05"),
+    ("gpt-5.3-codex", 0.175, 1.75, 14.0, "2026-05-05"),
+    ("gpt-5.4", 0.25, 2.50, 15.0, "2026-06"),
+    ("gpt-5.4-mini", 0.075, 0.75, 4.50, "2026-06"),
+    ("gpt-5.4-nano", 0.02, 0.20, 1.25, "2026-06"),
+)
 #: Its models' list prices (cache hit, cache miss, output; USD per million tokens), dated and sourced.
 PRICES = (
     ModelPrice("openai", "gpt-5", 0.125, 1.25, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
@@ -235,6 +251,10 @@ PRICES = (
     ModelPrice("openai", "gpt-4.1-nano", 0.025, 0.1, 0.4, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
     ModelPrice("openai", "gpt-4o", 1.25, 2.5, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
     ModelPrice("openai", "gpt-4o-mini", 0.075, 0.15, 0.6, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
+    *(
+        ModelPrice("openai", model, hit, miss, out, source=_CODEX_PRICE_PAGE, as_of=as_of)
+        for model, hit, miss, out, as_of in _CODEX_ERA_PRICES
+    ),
 )
 # OpenAI's prompt caching: https://platform.openai.com/docs/guides/prompt-caching ("Caching is enabled
 # automatically for prompts that are 1024 tokens or longer"; cached counts grow in 128-token steps;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -193,6 +194,15 @@ def test_sniffing(tmp_path: Path) -> None:
     assert not get_format("codex").sniff(Source.open(other))
 
 
+def _without_blob(item: dict[str, Any]) -> dict[str, Any]:
+    """Independently of the reader: a reasoning item's base64 blob replaced by its length and digest."""
+    blob = item.get("encrypted_content")
+    if item.get("type") != "reasoning" or not blob:
+        return item
+    digest = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return {**item, "encrypted_content": f"[encrypted reasoning: {len(blob)} chars, sha256 {digest}]"}
+
+
 _ITEMS = st.sampled_from(
     [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "u"}]},
@@ -226,9 +236,124 @@ def test_each_request_equals_the_whole_conversion_of_its_items(
         else:
             lines.append({"type": "response_item", "payload": step})
     path = write_rollout(tmp_path_factory.mktemp("r") / "rollout-p.jsonl", lines)
-    items = [line["payload"] for line in lines if line["type"] == "response_item"]
+    items = [_without_blob(line["payload"]) for line in lines if line["type"] == "response_item"]
     records = read_logs(path).records
     assert len(records) == steps.count("count")
     for r in records:
         whole = responses_request_to_chat({"instructions": "I", "input": items[: r.meta["codex_items"]]})
         assert r.request["messages"] == whole["messages"]
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}}  # fmt: skip
+
+
+def _count(last: dict[str, int]) -> dict[str, Any]:
+    return {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": last}}}
+
+
+def test_encrypted_reasoning_is_not_text_and_its_size_is_recorded(tmp_path: Path) -> None:
+    blob = "gAAAAABp" + "Zm9vYmFy" * 5000  # 40,008 base64 characters
+    path = write_rollout(tmp_path / "rollout-r.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        _user("go"),
+        {"type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": blob}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "f", "arguments": "{}", "call_id": "c"}},
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 900}),
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c", "output": "ok"}},
+        _count({"input_tokens": 2600, "cached_input_tokens": 1280, "output_tokens": 9}),
+    ])  # fmt: skip
+    result = read_logs(path)
+    assert result.problems == ()
+    first, second = result.records
+    text = json.dumps(second.request)
+    assert "Zm9vYmFy" not in text and "plan" in text  # the summary stays, the blob does not
+    assert "[encrypted reasoning: 40008 chars, sha256 " in text
+    assert "codex_encrypted_reasoning" not in first.meta
+    assert second.meta["codex_encrypted_reasoning"] == {"items": 1, "chars": 40008}
+    rows = analyze(path).requests.to_dicts()
+    assert rows[1]["prompt_tokens"] < 2 * 2600  # the blob alone would be over 10,000 local tokens
+
+
+def test_an_all_zero_token_count_at_a_compaction_is_not_a_call(tmp_path: Path) -> None:
+    # as a real rollout writes it at a compaction: every count 0 but a running total_tokens
+    zero = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0, "reasoning_output_tokens": 0,
+            "total_tokens": 940499}  # fmt: skip
+    path = write_rollout(tmp_path / "rollout-z.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        _user("one"),
+        _count({"input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 5}),
+        {"type": "compacted", "payload": {"message": "summary"}},
+        _count(zero),
+        _user("two"),
+        _count({"input_tokens": 1200, "cached_input_tokens": 0, "output_tokens": 5}),
+    ])  # fmt: skip
+    result = read_logs(path)
+    assert result.problems == ()
+    assert [(r.line, r.usage.prompt_tokens if r.usage else None) for r in result.records] == [
+        (3, 3000),
+        (7, 1200),
+    ]
+
+
+def test_one_impossible_token_count_is_a_problem_and_the_run_goes_on(tmp_path: Path) -> None:
+    path = write_rollout(tmp_path / "rollout-i.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        _user("one"),
+        _count({"input_tokens": 10, "cached_input_tokens": 5000, "output_tokens": 5}),
+        _user("two"),
+        _count({"input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 5}),
+    ])  # fmt: skip
+    result = read_logs(path)
+    [problem] = result.problems
+    assert (problem.file, problem.line) == (str(path), 3)
+    assert "5000 cached tokens of a 10-token prompt" in problem.reason
+    assert problem.reason.endswith("the call is kept without usage")
+    assert [r.usage is None for r in result.records] == [True, False]
+    assert analyze(path).requests.height == 2
+
+
+def _routed(tmp_path: Path, route: str | None, model: str) -> Any:
+    meta: dict[str, Any] = {"id": "s"} if route is None else {"id": "s", "model_provider": route}
+    path = write_rollout(tmp_path / f"rollout-{route}-{model.replace(':', '_').replace('/', '_')}.jsonl", [
+        {"type": "session_meta", "payload": meta},
+        {"type": "turn_context", "payload": {"model": model}},
+        _user("one"),
+        _count({"input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 5}),
+    ])  # fmt: skip
+    [record] = read_logs(path).records
+    return record
+
+
+def test_the_provider_follows_model_provider_and_the_model(tmp_path: Path) -> None:
+    cases = [
+        (None, "gpt-5-codex", "openai"),
+        ("openai", "gpt-5.4", "openai"),
+        ("azure", "gpt-5.1-codex", "openai"),
+        ("ollama", "kimi-k2:1t-cloud", "kimi"),
+        ("ollama", "qwen3-coder:30b", "qwen"),
+        ("ollama", "gpt-oss:20b", "ollama"),  # an open-weights model served by the route itself
+        ("oss", "gpt-oss:120b", "ollama"),
+        ("openrouter", "moonshotai/kimi-k2.5", "kimi"),
+        ("my-proxy", "llama3.1", None),  # nothing known: left to the analysis (generic, with a note)
+    ]
+    got = [(route, model, _routed(tmp_path, route, model).provider) for route, model, _ in cases]
+    assert got == cases
+    assert _routed(tmp_path, "ollama", "kimi-k2:1t-cloud").meta["codex_model_provider"] == "ollama"
+
+
+def test_a_compactions_replacement_history_loses_its_blobs_too(tmp_path: Path) -> None:
+    blob = "gAAAAABq" + "YmF6" * 3000
+    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": blob}
+    path = write_rollout(tmp_path / "rollout-c.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s"}},
+        _user("one"),
+        _count({"input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 5}),
+        {"type": "compacted", "payload": {"message": "", "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "one"}]}, reasoning]}},
+        _user("two"),
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 5}),
+    ])  # fmt: skip
+    _, after = read_logs(path).records
+    assert "YmF6" not in json.dumps(after.request)
+    assert after.meta["codex_encrypted_reasoning"] == {"items": 1, "chars": len(blob)}

@@ -75,7 +75,7 @@ def test_a_newer_version_is_never_priced_as_an_older_one() -> None:
     # Opus 4.6 has its own price ($5 / $25), not Opus 4's ($15 / $75)
     assert pricing.lookup_model("claude-opus-4-6", table) == "claude-opus-4-6"
     assert table["claude-opus-4-6"].cache_miss == 5.0 and table["claude-opus-4"].cache_miss == 15.0
-    for name in ("claude-opus-4-7", "gpt-5.3-codex", "gpt-4o-realtime-preview", "gemini-2.0-flash-lite"):
+    for name in ("claude-opus-4-9", "gpt-5.5", "gpt-4o-realtime-preview", "gemini-2.0-flash-lite"):
         assert pricing.lookup_model(name, table) is None, name
     # a dated snapshot of a version is that version
     assert pricing.lookup_model("claude-sonnet-4-5-20250929", table) == "claude-sonnet-4-5"

@@ -1,0 +1,90 @@
+"""The accuracy row of docs/reference/accuracy.md for Codex rollouts on OpenAI, measured on real rollouts
+this repository does not hold (they carry no licence): give their folder, and the script prints what the
+Codex reader made of the files (calls, problems, compaction events that are not calls, encrypted
+reasoning left out of the text) and the row (the columns of ``tests/analysis/test_accuracy.py``).
+Without a folder, or when it is absent, it says so and exits 0.
+
+    PYTHONPATH=$PWD python benchmarks/codex_accuracy.py /tmp/codex-rollouts
+
+The row of the docs was made on the six rollouts of madshn/localpush,
+``src-tauri/tests/fixtures/codex/2026-02-23/raw/sessions/`` (commit 219b539).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from promptkit.formats import read_logs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def reader_figures(folder: Path) -> dict[str, object]:
+    """What the Codex reader made of the rollouts: calls, problems, ``token_count`` events with 0 input
+    and 0 output tokens (written at a compaction: not calls), and the encrypted reasoning left out."""
+    result = read_logs(folder)
+    zero = 0
+    for path in sorted(folder.rglob("rollout-*.jsonl")):
+        for text in path.read_text(encoding="utf-8").splitlines():
+            payload = json.loads(text).get("payload") or {}
+            info = payload.get("info") if payload.get("type") == "token_count" else None
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            zero += isinstance(last, dict) and last.get("input_tokens") == 0 and not last.get("output_tokens")
+    hidden = [r.meta.get("codex_encrypted_reasoning", {}).get("chars", 0) for r in result.records]
+    return {
+        "files": result.formats.get("codex", 0),
+        "calls": len(result.records),
+        "problems": len(result.problems),
+        "compaction token_counts (not calls)": zero,
+        "providers": sorted({str(r.provider) for r in result.records}),
+        "most encrypted reasoning left out of one request (chars)": max(hidden, default=0),
+    }
+
+
+def _accuracy_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "accuracy", ROOT / "tests" / "analysis" / "test_accuracy.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    if not argv or not Path(argv[0]).is_dir():
+        print("no rollout folder given (or it is absent): nothing measured")
+        return 0
+    folder = Path(argv[0])
+    print(reader_figures(folder))
+    accuracy = _accuracy_module()
+    row = accuracy.accuracy_row("openai", accuracy.calls_with_usage(str(folder), "openai"), "Codex")
+    print(row)
+    print(" | ".join(_cells(row)))
+    return 0
+
+
+def _cells(row: dict[str, object]) -> list[str]:
+    """The row as docs/reference/accuracy.md shows it ("–" where a figure does not apply)."""
+
+    def pp(value: object) -> str:
+        return "–" if value is None else f"{float(str(value)):+.2f} pp".replace("-", "\u2212")
+
+    def share(value: object, fmt: str) -> str:
+        return format(float(str(value)), fmt)
+
+    return [
+        str(row["calls"]), share(row["exact_share"], ".0%"), share(row["placed_exact"], ".0%"),
+        share(row["reported_hit_ratio"], ".3f"), share(row["upper_below"], ".1%") + " of calls",
+        pp(row["upper_error_pp"]), pp(row["expected_error_pp"]), pp(row["bundled_error_pp"]),
+        share(row["mae_tokens"], ",.0f") + " tokens",
+        "–" if row["expected_mae_tokens"] is None else share(row["expected_mae_tokens"], ",.0f") + " tokens",
+    ]  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,93 @@
+"""promptkit.providers.prices and each provider's price list: every current model the real logs name is
+priced from its provider's page, each entry dated and sourced; dated snapshots find their version's
+price and never another version's."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from promptkit.providers.prices import ModelPrice, lookup_model
+from promptkit.providers.registry import available_providers
+
+
+def _priced(model: str) -> list[tuple[str, ModelPrice]]:
+    out = []
+    for profile in available_providers().values():
+        key = lookup_model(model, profile.prices)
+        if key is not None:
+            out.append((profile.name, profile.prices[key]))
+    return out
+
+
+#: (logged model, provider, cache hit, cache miss, output) as the providers' pages list them.
+CURRENT = [
+    ("claude-opus-4-7", "anthropic", 0.50, 5.00, 25.00),
+    ("claude-opus-4-8", "anthropic", 0.50, 5.00, 25.00),
+    ("gpt-5-codex", "openai", 0.125, 1.25, 10.00),
+    ("gpt-5.1-codex", "openai", 0.125, 1.25, 10.00),
+    ("gpt-5.3-codex", "openai", 0.175, 1.75, 14.00),
+    ("gpt-5.4", "openai", 0.25, 2.50, 15.00),
+    ("gpt-5.4-mini", "openai", 0.075, 0.75, 4.50),
+    ("gemini-3-flash-preview", "gemini", 0.05, 0.50, 3.00),
+    ("gemini-3.1-pro-preview", "gemini", 0.20, 2.00, 12.00),
+    ("deepseek-v4-flash", "deepseek", 0.0028, 0.14, 0.28),
+]
+
+
+@pytest.mark.parametrize(("model", "provider", "hit", "miss", "out"), CURRENT, ids=[c[0] for c in CURRENT])
+def test_current_models_are_priced_once_by_their_provider(
+    model: str, provider: str, hit: float, miss: float, out: float
+) -> None:
+    [(name, price)] = _priced(model)
+    assert name == provider
+    assert (price.cache_hit, price.cache_miss, price.output) == (hit, miss, out)
+
+
+def test_anthropic_write_prices_follow_the_pages_multipliers() -> None:
+    [(_, opus)] = _priced("claude-opus-4-7")
+    assert (opus.cache_write, opus.cache_write_1h) == (6.25, 10.0)
+
+
+def test_every_price_names_its_page_and_date() -> None:
+    for profile in available_providers().values():
+        for key, price in profile.prices.items():
+            assert key == price.model and price.provider == profile.name
+            assert price.source is not None and price.source.startswith("https://"), key
+            assert price.as_of is not None and re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", price.as_of), key
+            assert price.cache_hit <= price.cache_miss, key
+
+
+@pytest.mark.parametrize(
+    ("logged", "version"),
+    [
+        ("claude-opus-4-7-20260416", "claude-opus-4-7"),
+        ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+        ("gpt-5.4-2026-03-05", "gpt-5.4"),
+        ("openai/gpt-5.3-codex", "gpt-5.3-codex"),
+        ("deepseek-v4-flash@latest", "deepseek-v4-flash"),
+    ],
+)
+def test_dated_snapshots_resolve_to_their_version(logged: str, version: str) -> None:
+    [(_, price)] = _priced(logged)
+    assert price.model == version
+
+
+def test_the_four_digit_snapshot_of_an_older_model() -> None:
+    table = {"gpt-4": ModelPrice("openai", "gpt-4", 30, 30, 60)}
+    assert lookup_model("gpt-4-0613", table) == "gpt-4"
+    assert lookup_model("gpt-4-turbo", table) is None  # another model, not a snapshot
+
+
+@pytest.mark.parametrize(
+    "other", ["gpt-5.4-pro", "gpt-5.5", "claude-opus-4-9", "gemini-3-flash-lite-preview"]
+)
+def test_another_version_is_never_priced_as_a_neighbour(other: str) -> None:
+    assert _priced(other) == []
+
+
+@pytest.mark.parametrize("unpriced", ["kimi-k2.5", "kimi-k2.6", "claude-sonnet-4-6"])
+def test_models_whose_page_was_not_read_stay_unpriced(unpriced: str) -> None:
+    # no price was found on the provider's own page for these: cost stays empty rather than guessed
+    assert _priced(unpriced) == []
