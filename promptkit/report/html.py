@@ -49,7 +49,7 @@ from promptkit.report.metrics import requests_of
 from promptkit.report.summary import headline
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "CONTEXT_COLUMN",

@@ -25,7 +25,7 @@ from promptkit.report import ALL_SESSIONS, summarize
 from promptkit.report.metrics import requests_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "SUMMARY_VERSION",

@@ -128,7 +128,7 @@ class CachePlan:
 
 
 @attrs.define(slots=True, eq=False)
-class _PlanColumns:
+class PlanColumns:
     """Cache plans as flat columns of Python values (perf: a worker ships a chunk's plans in a few lists,
     not an object per plan and entry; the coordinator rebuilds plan ``i`` with :meth:`plan`). Plan
     ``i``'s entries are ``entry_*[entry_at[i]:entry_at[i + 1]]``, its lookup points (None where
@@ -147,7 +147,7 @@ class _PlanColumns:
     bps: list[int] = attrs.field(factory=list)
 
     @classmethod
-    def of(cls, plans: Iterable[CachePlan]) -> _PlanColumns:
+    def of(cls, plans: Iterable[CachePlan]) -> PlanColumns:
         columns = cls()
         for plan in plans:
             columns.prompt_len.append(plan.prompt_len)

@@ -132,7 +132,7 @@ class TokenizedRequest:
         return by_token
 
     @classmethod
-    def _trusted(
+    def trusted(
         cls,
         tokens: np.ndarray,
         message_starts: tuple[int, ...],
@@ -166,7 +166,7 @@ class TokenizedRequest:
         return order_index[k]
 
 
-#: perf: the slot setters of TokenizedRequest's fields, in _trusted's order (a frozen class refuses
+#: perf: the slot setters of TokenizedRequest's fields, in trusted's order (a frozen class refuses
 #: setattr; its slots' own descriptors write directly)
 _TRUSTED_SETTERS: Final = tuple(
     getattr(TokenizedRequest, name).__set__
@@ -192,7 +192,7 @@ def _same_tokens(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
-class _TokenBuffer:
+class TokenBuffer:
     """perf: memory: a growing int64 array whose read-only views are the tokens of a chain of requests
     (a session's requests, each extending the previous one): a request that resumes from an earlier
     one's first ``pos`` tokens is ``buffer[:pos]`` followed by its new tokens, written once after
@@ -212,8 +212,8 @@ class _TokenBuffer:
 
     @staticmethod
     def extend(
-        buffer: _TokenBuffer | None, pos: int, tail: np.ndarray, room: int = 0
-    ) -> tuple[np.ndarray, _TokenBuffer, bool]:
+        buffer: TokenBuffer | None, pos: int, tail: np.ndarray, room: int = 0
+    ) -> tuple[np.ndarray, TokenBuffer, bool]:
         """``buffer[:pos]`` followed by ``tail`` (no buffer: ``tail``) as a read-only view of a buffer:
         ``buffer`` itself when ``tail`` equals what it holds past ``pos`` and fits, else a new one, of
         ``room`` tokens when the caller knows that the chain grows to that many (perf: no copy of the
@@ -227,7 +227,7 @@ class _TokenBuffer:
                     buffer._write[buffer.used : n] = tail[buffer.used - pos :]
                     buffer.used = n
                 return buffer._data[:n], buffer, True
-        new = _TokenBuffer(room if room >= n else n + n // 2 + 1024)
+        new = TokenBuffer(room if room >= n else n + n // 2 + 1024)
         if pos:
             new._write[:pos] = buffer._data[:pos]  # type: ignore[union-attr]
         new._write[pos:n] = tail
@@ -252,7 +252,7 @@ class _Snapshot:
     first_message_piece: int
     first_message_pos: int | None
     tokens: np.ndarray
-    buffer: _TokenBuffer  # the buffer ``tokens`` is a view of
+    buffer: TokenBuffer  # the buffer ``tokens`` is a view of
 
     def message_piece(self, start: int) -> int:
         """Index of the first piece of message ``start`` (past the messages when ``start`` is their count)."""
@@ -563,7 +563,7 @@ class RequestTokenizer:
         tail = np.concatenate(chunks, dtype=np.int64) if chunks else np.zeros(0, np.int64)
         # perf: the tokens before ``pos`` are the snapshot's: the result is a view of its buffer, extended
         # by the new tokens (a new buffer when they differ from what the buffer holds past ``pos``)
-        tokens, buffer, same = _TokenBuffer.extend(
+        tokens, buffer, same = TokenBuffer.extend(
             resume[0].buffer if resume is not None else None, state.head_len, tail
         )
         if resume is not None:
@@ -862,7 +862,7 @@ def _finish(
     # every offset is a Python int (token counts and positions), the tokens an int64 array
     if tokens.dtype != np.int64 or tokens.flags.writeable:
         tokens = _readonly(np.asarray(tokens, dtype=np.int64))
-    return TokenizedRequest._trusted(
+    return TokenizedRequest.trusted(
         tokens,
         tuple(fixed),
         int(header_len),

@@ -10,8 +10,8 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from promptkit.analysis.api import analyze_requests
 from promptkit.analysis.causes import CAUSES, explain_causes, find_change, volatile_spans
-from promptkit.analysis.engine import analyze_requests
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.registry import get_provider, register_provider
 from promptkit.providers.resolve import resolve_cache_model

@@ -389,9 +389,9 @@ def test_plans_travel_as_columns_and_come_back_whole(plans: list[CachePlan]) -> 
 
     import attrs
 
-    from promptkit.tokens.cache_models import _PlanColumns
+    from promptkit.tokens.cache_models import PlanColumns
 
-    columns = pickle.loads(pickle.dumps(_PlanColumns.of(plans)))
+    columns = pickle.loads(pickle.dumps(PlanColumns.of(plans)))
     assert [columns.plan(i) for i in range(len(plans))] == plans
     # a field added to a plan or an entry needs its column (else it would be lost on the way)
     assert [f.name for f in attrs.fields(CachePlan)] == [
