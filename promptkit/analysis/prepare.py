@@ -8,7 +8,9 @@ columns of its row that need no cache outcome.
 - :func:`request_local` gives what its row needs of it alone (:class:`RequestLocal`: the cache plan,
   where its head ends, a marked head's breakpoint);
 - :func:`fixed_fields` gives its row's :data:`~promptkit.analysis.columns.FIXED_COLUMNS`, and
-  :func:`compose` its composition rows.
+  :func:`compose` its composition rows;
+- :class:`Preparer` runs these for a chunk's records, one at a time, and keeps the problems, the mended
+  records and the thinking renders they produce: every plan prepares its records through it.
 
 The local plan runs this stage and the next in one loop (:mod:`promptkit.analysis.plans.local`); the
 parallel simulated view runs it on the workers and ships what it made (:mod:`promptkit.analysis.wire`).
@@ -43,7 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
 
 __all__ = [
+    "PreparedRecord",
     "PreparedRequest",
+    "Preparer",
     "RequestLocal",
     "RulerFacts",
     "SurrogateMemo",
@@ -444,3 +448,68 @@ def composition_frame(rows: CompositionRows) -> pl.DataFrame:
     """The composition frame of ``rows`` with the records' positions in ``_pos``."""
     _, comp_schema, _ = frame_schemas()
     return rows.frame(comp_schema, position=True).rename({"_position": "_pos"})
+
+
+class PreparedRecord(NamedTuple):
+    """What stage 1 made of a record that could be tokenized: the prepared request, its tokens, its
+    thinking render (None: the profile's), its request-local facts, its row's
+    :data:`~promptkit.analysis.columns.FIXED_COLUMNS` (``fixed``, a fresh dict) and its log events."""
+
+    prepared: PreparedRequest
+    tok: TokenizedRequest
+    think: str | None
+    local: RequestLocal
+    fixed: dict[str, Any]
+    events: str | None
+
+
+class Preparer:
+    """Stage 1 over a chunk of records, a record at a time (:meth:`prepare`), for every plan: the local
+    plan replays each record as it is prepared, a worker of a parallel simulated view ships what it
+    prepared (:func:`~promptkit.analysis.wire.tokenize_chunk`). It keeps what the chunk's records
+    produce besides their rows: the problems (a record that cannot be tokenized, a usage that
+    contradicts itself or its session's previous one), the records whose lone surrogates were mended
+    and each thinking render's first position."""
+
+    __slots__ = (
+        "best_effort",
+        "ctx",
+        "exact",
+        "last_usage",
+        "memo",
+        "mended",
+        "problems",
+        "think",
+        "thinking",
+    )
+
+    def __init__(self, ctx: AnalysisContext) -> None:
+        self.ctx = ctx
+        # the local tokenizer is the provider's: positions are exact and need no ruler
+        self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
+        self.memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.problems: list[tuple[int, LoadProblem]] = []
+        self.mended: list[tuple[int, str]] = []
+        self.thinking: dict[str, int] = {}  # render name -> position of its first request
+        self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
+        self.think: str | None = None  # the last record's thinking render
+
+    def prepare(self, pos: int, record: RequestRecord) -> PreparedRecord | None:
+        """Stage 1 of the record at ``pos``: None (and a problem) when it cannot be tokenized."""
+        p, tokenized, think = tokenize_one(self.ctx, record, self.memo)
+        self.think = think
+        if think is not None:
+            self.thinking.setdefault(think, pos)
+        if tokenized.mended:
+            self.mended.append((pos, surrogate_where(record)))
+        tok = tokenized.value
+        if isinstance(tok, str):
+            self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
+            return None
+        local = request_local(self.ctx.model, self.exact, record, p, tok)
+        events = log_events(record)
+        ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
+        plan = local.plan
+        fixed = fixed_fields(record, plan, model_name(record), completion_tokens(record, tok, plan), ruler)
+        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
+        return PreparedRecord(p, tok, think, local, fixed, events)

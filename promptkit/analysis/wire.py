@@ -28,24 +28,9 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import attrs
 
 from promptkit.analysis.columns import FIXED_COLUMNS, frame_schemas
-from promptkit.analysis.prepare import (
-    RequestLocal,
-    RulerFacts,
-    SurrogateMemo,
-    Tokenized,
-    completion_tokens,
-    compose,
-    composition_frame,
-    fixed_fields,
-    log_events,
-    model_name,
-    request_local,
-    surrogate_where,
-    tokenize_one,
-    usage_problems,
-)
+from promptkit.analysis.prepare import PreparedRecord, Preparer, RequestLocal, compose, composition_frame
 from promptkit.analysis.runtime import gc_paused
-from promptkit.analysis.spec import AnalysisContext, AnalysisSpec, context_for
+from promptkit.analysis.spec import AnalysisSpec, context_for
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import PlanColumns
 
@@ -222,45 +207,27 @@ class TokenizedChunk:
 
 
 class FactRows:
-    """Phase 1's :class:`ChunkFacts` of a chunk, a record at a time."""
+    """Stage 1's :class:`ChunkFacts` of a chunk, a record at a time (what :class:`~promptkit.analysis.prepare.Preparer`
+    made of it: its problems and mended records are the preparer's)."""
 
-    def __init__(self, ctx: AnalysisContext) -> None:
-        self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
+    def __init__(self, exact: bool) -> None:
+        self.exact = exact
         self.rows: list[tuple[Any, ...]] = []
-        self.problems: list[tuple[int, LoadProblem]] = []
-        self.mended: list[tuple[int, str]] = []
         self.ruler_inputs: dict[int, tuple[Any, str | None]] = {}
-        self.last_usage: dict[str, Any] = {}
 
-    def add(
-        self,
-        pos: int,
-        record: RequestRecord,
-        think: str | None,
-        tokenized: Tokenized,
-        local: RequestLocal | None,
-    ) -> None:
-        """The record at ``pos``: tokenized (``local``: its request-local facts) or not (None)."""
-        if tokenized.mended:
-            self.mended.append((pos, surrogate_where(record)))
-        tok = tokenized.value
-        if isinstance(tok, str) or local is None:
-            self.problems.append((pos, LoadProblem(record.file, record.line, str(tok))))
+    def add(self, pos: int, record: RequestRecord, think: str | None, done: PreparedRecord | None) -> None:
+        """The record at ``pos``: prepared (``done``) or not (None: only its session, index and time)."""
+        if done is None:
             known = dict(session=record.session, index=record.index, timestamp=record.timestamp)
             self.rows.append((pos, False, think, *(known.get(c) for c in FIXED_COLUMNS)))
             return
-        ruler = RulerFacts(
-            "exact" if self.exact else None, local.head_end, self.best_effort, log_events(record)
-        )
-        fixed = fixed_fields(
-            record, local.plan, model_name(record), completion_tokens(record, tok, local.plan), ruler
-        )
+        fixed = done.fixed
         self.rows.append((pos, True, think, *(fixed[c] for c in FIXED_COLUMNS)))
-        if not self.exact and (record.usage is not None or ruler.log_events is not None):
-            self.ruler_inputs[pos] = (record.usage, ruler.log_events)
-        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
+        if not self.exact and (record.usage is not None or done.events is not None):
+            self.ruler_inputs[pos] = (record.usage, done.events)
 
-    def facts(self) -> ChunkFacts:
+    def facts(self, problems: list[tuple[int, LoadProblem]], mended: list[tuple[int, str]]) -> ChunkFacts:
+        """The chunk's facts, with the ``problems`` and ``mended`` records of its preparer."""
         import polars as pl
 
         requests = frame_schemas()[0]
@@ -272,30 +239,29 @@ class FactRows:
         }
         columns = [list(c) for c in zip(*self.rows, strict=True)] or [[] for _ in schema]
         frame = pl.DataFrame(dict(zip(schema, columns, strict=True)), schema=schema)
-        return ChunkFacts(frame, self.problems, self.mended, self.ruler_inputs)
+        return ChunkFacts(frame, problems, mended, self.ruler_inputs)
 
 
 @gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
 def tokenize_chunk(spec: AnalysisSpec, items: Sequence[tuple[int, RequestRecord]]) -> TokenizedChunk:
-    """Phase 1 of a parallel simulated view (runs in a worker): tokenize each record of whole sessions
-    into per-session delta streams (:class:`DeltaStream`), its composition rows and what each
-    request's row needs of its record (:class:`ChunkFacts`)."""
+    """Stage 1 of a parallel simulated view (runs in a worker): prepare each record of whole sessions
+    (:class:`~promptkit.analysis.prepare.Preparer`) into per-session delta streams (:class:`DeltaStream`),
+    its composition rows and what each request's row needs of its record (:class:`ChunkFacts`)."""
     import numpy as np
 
     from promptkit.analysis.composition import CompositionRows
 
     ctx = context_for(spec)
-    memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+    stage1 = Preparer(ctx)
     last: dict[str, tuple[int, np.ndarray]] = {}
     rows: list[ShippedRequest] = []
     composition = CompositionRows()
-    fact_rows = FactRows(ctx)
+    fact_rows = FactRows(ctx.profile.exact_tokenizer)
     for pos, record in sorted(items, key=lambda t: t[0]):
-        prepared, tokenized, think = tokenize_one(ctx, record, memo)
-        result = tokenized.value
-        local = None
-        if not isinstance(result, str):  # one that is not is a problem of the facts (FactRows)
-            compose(composition, pos, record, prepared, result)
+        done = stage1.prepare(pos, record)
+        if done is not None:  # one that is not is a problem of the facts
+            result = done.tok
+            compose(composition, pos, record, done.prepared, result)
             tokens = result.tokens
             base, shared = -1, 0
             prev = last.get(record.session)
@@ -303,14 +269,13 @@ def tokenize_chunk(spec: AnalysisSpec, items: Sequence[tuple[int, RequestRecord]
                 n = min(len(prev[1]), len(tokens))
                 diff = np.flatnonzero(prev[1][:n] != tokens[:n])
                 base, shared = prev[0], int(diff[0]) if diff.size else n
-            local = request_local(ctx.model, ctx.profile.exact_tokenizer, record, prepared, result)
-            rows.append(ShippedRequest(pos, base, shared, tokens[shared:], result, local))
+            rows.append(ShippedRequest(pos, base, shared, tokens[shared:], result, done.local))
             last[record.session] = (pos, tokens)
-        fact_rows.add(pos, record, think, tokenized, local)
+        fact_rows.add(pos, record, stage1.think, done)
     return TokenizedChunk(
         DeltaStream.of(rows),
         composition_frame(composition),
-        fact_rows.facts(),
+        fact_rows.facts(stage1.problems, stage1.mended),
         (ctx.tokenizer_name, ctx.render_name),
     )
 

@@ -260,7 +260,7 @@ def test_the_consecutive_view_keeps_a_ruler_per_session_not_per_request() -> Non
     state = LocalRun(context_for(AnalysisSpec("openai", None, None, None, "consecutive", False)))
     for pos, record in enumerate(records):
         state.add(pos, record)
-    assert not state.problems
+    assert not state.stage1.problems
     rulers = state.replay.rulers
     assert rulers is not None and set(rulers) == {"a#3", "b#3"}
     assert all(ruler.anchored for ruler in rulers.values())

@@ -17,26 +17,12 @@ from promptkit.analysis.assemble import ChunkResult
 from promptkit.analysis.attribute import ATTRIBUTED, attribute
 from promptkit.analysis.columns import ROW_VALUES, RowTable
 from promptkit.analysis.composition import CompositionRows
-from promptkit.analysis.prepare import (
-    PreparedRequest,
-    RulerFacts,
-    SurrogateMemo,
-    completion_tokens,
-    compose,
-    composition_frame,
-    fixed_fields,
-    log_events,
-    model_name,
-    request_local,
-    surrogate_where,
-    tokenize_one,
-    usage_problems,
-)
+from promptkit.analysis.prepare import PreparedRequest, Preparer, compose, composition_frame
 from promptkit.analysis.replay import Replayer
 from promptkit.analysis.runtime import gc_paused
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec, context_for
 from promptkit.formats.opaque_head import opaque_decoder
-from promptkit.layout import LoadProblem, RequestRecord
+from promptkit.layout import RequestRecord
 
 __all__ = ["LocalRun", "analyze_chunk", "run_local"]
 
@@ -50,18 +36,11 @@ class LocalRun:
     def __init__(self, ctx: AnalysisContext) -> None:
         self.ctx = ctx
         self.model, self.view, self.timed = ctx.model, ctx.spec.view, ctx.spec.timed
-        self.problems: list[tuple[int, LoadProblem]] = []
-        self.mended: list[tuple[int, str]] = []
-        self.thinking: dict[str, int] = {}
-        self.memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.stage1 = Preparer(ctx)
         self.rows = RowTable()
         self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
-        # the local tokenizer is the provider's: positions are exact and need no ruler
-        self.exact_units = ctx.profile.exact_tokenizer
-        self.best_effort = ctx.profile.best_effort
-        self.replay = Replayer(self.model, self.view, ruled=not self.exact_units)
+        self.replay = Replayer(self.model, self.view, ruled=not ctx.profile.exact_tokenizer)
         self.prepared: dict[int, PreparedRequest] = {}  # position -> request, to attribute divergences
-        self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
         self.decoders: dict[str | None, Callable[[Sequence[int]], str]] = {}  # thinking render -> decode
         # perf: where the attributed columns stand in the replay's columns, found once
         self.attributed_at = tuple(self.replay.columns.index(c) for c in ATTRIBUTED)
@@ -74,44 +53,34 @@ class LocalRun:
 
     def add(self, pos: int, record: RequestRecord) -> None:
         """Analyze one record and add its row (or its problem)."""
-        p, tokenized, think = tokenize_one(self.ctx, record, self.memo)
-        if think is not None:
-            self.thinking.setdefault(think, pos)
-        if tokenized.mended:
-            self.mended.append((pos, surrogate_where(record)))
-        tok = tokenized.value
-        if isinstance(tok, str):
-            self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
+        done = self.stage1.prepare(pos, record)  # stage 1
+        if done is None:
             return
+        p, tok, think, local, row = done.prepared, done.tok, done.think, done.local, done.fixed
         rt = self.ctx.request_tokenizer(think)
-        local = request_local(self.model, self.exact_units, record, p, tok)
-        plan, name, events = local.plan, model_name(record), log_events(record)
         replay = self.replay
         self.prepared[pos] = p
-        values = replay.step(
+        values = replay.step(  # stage 2
             pos,
             record.session,
             record.index,
             record.timestamp if self.timed else None,
-            name,
+            row["model"],
             tok.tokens,
-            plan,
+            local.plan,
             local,
             record.usage,
-            events,
+            done.events,
             think,
             tok=tok,
             known=rt.shared_prefix if rt is not None else None,
         )
-        if replay.divergent is not None:
+        if replay.divergent is not None:  # stage 3
             values = self.attributed(values, tok, think)
         if (
             replay.released >= 0 and replay.released != pos
         ):  # memory: the consecutive view looks back at a session's predecessor only
             self.prepared.pop(replay.released, None)
-        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
-        ruler = RulerFacts("exact" if self.exact_units else None, local.head_end, self.best_effort, events)
-        row = fixed_fields(record, plan, name, completion_tokens(record, tok, plan), ruler)
         row.update(zip(replay.columns, values, strict=True))
         self.rows.add(ROW_VALUES(row), pos)
         compose(self.composition, pos, record, p, tok)
@@ -136,13 +105,14 @@ class LocalRun:
 
     def partial(self) -> ChunkResult:
         """What the run produced."""
+        stage1 = self.stage1
         return ChunkResult(
             self.rows.frame(),
             composition_frame(self.composition),
-            self.problems,
+            stage1.problems,
             self.replay.writes_nothing,
-            self.thinking,
-            self.mended,
+            stage1.thinking,
+            stage1.mended,
         )
 
 
