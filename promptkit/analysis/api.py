@@ -296,7 +296,9 @@ def _analyze_by_file(
     executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
     try:
         if executor is not None:
-            result = file_plan.analyze_files(paths, executor=executor, format=fmt, progress=progress, **settings)
+            result = file_plan.analyze_files(
+                paths, executor=executor, format=fmt, progress=progress, **settings
+            )
             if result is not None:
                 return result
         loaded = read_logs(paths, format=fmt)

@@ -54,6 +54,7 @@ class Executor(Protocol):
 
     #: How many workers run the calls (the plans cut their work into about four chunks per worker).
     workers: int
+
     @property
     def shares_files(self) -> bool:
         """Its workers run on this machine, so they can leave what a later task reads in a file (the

@@ -354,9 +354,7 @@ def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analys
         unmapped = filetasks.analyze_files(logs, executor=pool, view="simulated")
         assert unmapped is not None
         assert_same(serial, unmapped)
-        assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [
-            ["bytes", "DeltaStream"]
-        ] * 3
+        assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [["bytes", "DeltaStream"]] * 3
         assert all(loaded.endswith(".records") for loaded, _, _ in seen)
         monkeypatch.undo()
         monkeypatch.setattr(tempfile, "tempdir", str(spill_root))
@@ -755,7 +753,9 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     with pytest.raises(KeyError):  # each request is taken once
         undelta.tokens(10, "s")
     wide_tok = TokenizedRequest(np.asarray([2**31]), (0,), 0, 1)
-    wide = DeltaStream.of([ShippedRequest(0, -1, 0, np.asarray([2**31]), wide_tok, RequestLocal(CachePlan(1), 0, None))])
+    wide = DeltaStream.of(
+        [ShippedRequest(0, -1, 0, np.asarray([2**31]), wide_tok, RequestLocal(CachePlan(1), 0, None))]
+    )
     assert wide.tails.dtype == np.int64 and DeltaReader([(0, wide)]).tokens(0, "w").tolist() == [2**31]
 
 

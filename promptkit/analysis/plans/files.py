@@ -91,7 +91,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.result import AnalysisResult
     from promptkit.formats.base import LogFormat
 
-__all__ = ["FileOptions", "FilePiece", "GroupPiece", "analyze_files", "attribute_files", "file_task", "file_task_held"]
+__all__ = [
+    "FileOptions",
+    "FilePiece",
+    "GroupPiece",
+    "analyze_files",
+    "attribute_files",
+    "file_task",
+    "file_task_held",
+]
 
 _Key = str | ProviderProfile  # a provider group: the name (or profile) its records are analyzed with
 
