@@ -33,6 +33,7 @@ from promptkit.analysis.causes import (
     LAYOUT_CAUSES,
     PROVIDER_CAUSES,
 )
+from promptkit.report.metrics import requests_of
 from promptkit.report.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,13 +42,16 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LINT_COLUMNS",
     "GateResult",
+    "cause_columns",
     "causes_by_cause",
     "causes_by_change",
     "causes_by_slot",
     "causes_headline",
+    "causes_table",
     "check_gate",
     "diagnostics_comparison",
     "lint",
+    "lost_by_cause",
     "reads_invariant",
     "write_accounting",
 ]
@@ -487,3 +491,61 @@ def lint(result: AnalysisResult) -> pl.DataFrame:
         )
     )
     return table.select(LINT_COLUMNS).sort(["tokens_lost", "session"], descending=[True, False])
+
+
+# ------------------------------------------------------------------------------ causes.csv, as shown
+
+#: The prefix of a requests frame's columns of tokens lost to a cause.
+_CAUSE_PREFIX: Final[str] = "lost_"
+
+
+def cause_columns(frame: pl.DataFrame) -> list[str]:
+    """The numeric ``lost_<cause>`` columns of a requests frame (tokens lost to each miss cause).
+
+    >>> cause_columns(pl.DataFrame({"lost_ttl": [1], "lost_edit": [2], "lost_note": ["x"], "hit": [0.5]}))
+    ['lost_ttl', 'lost_edit']
+    """
+    return [c for c, t in frame.schema.items() if c.startswith(_CAUSE_PREFIX) and t.is_numeric()]
+
+
+def lost_by_cause(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
+    """Tokens lost per cause, from the ``lost_<cause>`` columns, largest first (empty without them).
+
+    Columns: ``cause, requests`` (requests that lost any token to it), ``tokens_lost, share`` (of the
+    tokens lost to any cause).
+
+    >>> lost_by_cause(pl.DataFrame({"lost_ttl": [0, 30], "lost_edit": [10, 0]})).rows()
+    [('ttl', 1, 30, 0.75), ('edit', 1, 10, 0.25)]
+    """
+    frame = requests_of(result)
+    columns = cause_columns(frame)
+    schema = {"cause": pl.String, "requests": pl.Int64, "tokens_lost": pl.Int64, "share": pl.Float64}
+    if not columns:
+        return pl.DataFrame(schema=schema)
+    rows = [
+        (
+            c[len(_CAUSE_PREFIX) :],
+            int((frame[c].fill_null(0) > 0).sum()),
+            int(frame[c].fill_null(0).sum()),
+        )
+        for c in columns
+    ]
+    total = sum(r[2] for r in rows)
+    table = pl.DataFrame([(*r, r[2] / total if total else None) for r in rows], schema=schema, orient="row")
+    return table.sort(["tokens_lost", "cause"], descending=[True, False])
+
+
+def causes_table(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame | None:
+    """Tokens lost per cause, as the report shows them: from the requests frame's ``lost_<cause>``
+    columns when it has them (:func:`lost_by_cause`), else
+    :func:`causes_by_cause` of the analysis (the causes it holds); None when neither applies.
+
+    >>> causes_table(pl.DataFrame({"session": ["s"], "lost_ttl": [3]}))["cause"].to_list()
+    ['ttl']
+    """
+    frame = requests_of(result)
+    if cause_columns(frame):
+        return lost_by_cause(frame)
+    if isinstance(result, pl.DataFrame) or not hasattr(result, "cache_model") or frame.height == 0:
+        return None
+    return causes_by_cause(result)

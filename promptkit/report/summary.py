@@ -313,7 +313,7 @@ def summary_dict(
     Keys: ``version`` (:data:`SUMMARY_VERSION`), ``paths`` (analyzed), ``headline``
     (:func:`headline`), ``sessions`` (one object per session: the columns of
     :func:`~promptkit.report.hit_ratio_summary`), ``lost_by_slot``, ``lost_by_cause``
-    (:func:`~promptkit.report.html.causes_table`), ``predicted_vs_reported``
+    (:func:`~promptkit.report.causes.causes_table`), ``predicted_vs_reported``
     (per session, empty without usage), ``notes`` (``table, note``), ``problems`` (the count),
     ``files`` (written into ``--out``), ``expectation`` (:func:`apply_expectation`'s, None without a
     calibration), ``causes`` (the lines of :func:`causes_lines`) and ``break_fixes`` (with
@@ -329,7 +329,7 @@ def summary_dict(
     sessions = tables["hit_ratio"].filter(pl.col("session") != ALL_SESSIONS)
     pvr = tables["predicted_vs_reported"]
     figures = headline(result, tables)
-    from promptkit.report.html import causes_table
+    from promptkit.report.causes import causes_table
 
     causes = causes_table(result)
     return {
