@@ -252,7 +252,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "tests/formats/test_discovery.py tests/test_golden_frames.py"),
     ("stages: read_file names no reordered session", "promptkit/formats/discovery.py",
      "            if moved:\n                reordered.append(session)\n            for k, r in zip(places",
-     "            for k, r in zip(places", "tests/analysis/test_parallel.py"),
+     "            for k, r in zip(places", "tests/formats/test_discovery.py::test_read_file_reads_one_file_as_read_logs_does"),
     ("stages: explain_causes reads no minimum from a result", "promptkit/analysis/causes.py",
      "        model = getattr(requests, \"cache_model\", None) if model is None else model\n", "",
      "tests/analysis/test_causes.py"),
