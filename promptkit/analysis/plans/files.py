@@ -1,7 +1,7 @@
 """Scale-out by file: the workers read, parse and analyze their own log files; the coordinator ships
 paths and joins columnar pieces.
 
-:func:`~promptkit.analysis.engine.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
+:func:`~promptkit.analysis.api.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
 (:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
 
 - the coordinator lists the files and sends a worker the path, never records; it reads none of a
@@ -16,9 +16,9 @@ paths and joins columnar pieces.
   of its row that need no cache outcome as Arrow IPC, and the file's records, pickled once in the
   worker (a session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
-  files before it) and finishes each provider's frames. In the simulated view it runs the ordered
-  cache simulation over the delta streams and makes the columns that need its outcome
-  (:mod:`promptkit.analysis.ordered`), without a tokenizer of its own (it never loads one, in either
+  files before it) and finishes each provider's frames. In the simulated view it runs the replay
+  over the delta streams and makes the columns that need its outcome
+  (:mod:`promptkit.analysis.plans.coordinator`), without a tokenizer of its own (it never loads one, in either
   view: it names the workers') and without reading a record: a worker attributes the divergences to
   their messages and decodes their excerpts afterwards, from the files' pickles: a worker of this
   machine (:class:`~promptkit.analysis.executors.ProcessPool`) writes its file's to a temporary folder
@@ -29,11 +29,11 @@ paths and joins columnar pieces.
 A worker of this machine (``executor.shares_files``) leaves what a later reader needs in a temporary
 folder that the analysis removes when it ends: the simulated view's records and, when this process
 has pyarrow (the ``arrow`` extra), its frames as uncompressed Arrow files and its delta streams'
-arrays, which the coordinator memory-maps instead of receiving and decoding them (:func:`_mapped`,
-:func:`arrays_in`). A worker holds one file at a time; the coordinator never unpickles a record. The
+arrays, which the coordinator memory-maps instead of receiving and decoding them (:func:`~promptkit.analysis.plans.transport.frame_in`,
+:func:`~promptkit.analysis.plans.transport.arrays_in`). A worker holds one file at a time; the coordinator never unpickles a record. The
 result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
 analyzed) makes the plan step back to the records-shipping plan of
-:func:`~promptkit.analysis.engine.analyze_requests`, and a group whose records turn out not all timed
+:func:`~promptkit.analysis.api.analyze_requests`, and a group whose records turn out not all timed
 is re-analyzed without times in the files that assumed them.
 
 Example::
@@ -112,7 +112,7 @@ class FileOptions:
     tokenizer: Any
     render: Any
     cache_model: str | CacheModel | None
-    view: str | None  # None: each file's own default (:func:`~promptkit.analysis.engine._default_view`)
+    view: str | None  # None: each file's own default (:func:`~promptkit.analysis.spec.default_view`)
     # the formats a worker sniffs a file found in a directory with: the caller's registry, in order (a
     # format registered at run time is the caller's only); None: the worker's own (see _shippable)
     formats: tuple[LogFormat, ...] | None = None
@@ -143,7 +143,7 @@ class GroupPiece:
     mended: tuple[tuple[int, str], ...]
     deltas: DeltaStream | str | None  # or the path of the file holding them (arrays_out)
     names: tuple[str, str]  # the tokenizer's and the render's names
-    # simulated view: the frame of engine._ChunkFacts (Arrow IPC) and its ruler inputs; ``problems`` and
+    # simulated view: the frame of wire.ChunkFacts (Arrow IPC) and its ruler inputs; ``problems`` and
     # ``mended`` are then its own
     facts: bytes | None = None
     ruler_inputs: dict[int, tuple[Any, str | None]] = attrs.field(factory=dict)
@@ -201,7 +201,7 @@ def _group_piece(
     names = (ctx.tokenizer_name, ctx.render_name)
     if options.view != "consecutive":  # phase 1: the token deltas, and the composition rows as Arrow
         # and the rows' columns that need no cache outcome: the coordinator reads no record
-        # (promptkit.analysis.ordered)
+        # (promptkit.analysis.plans.coordinator)
         phase1 = tokenize_chunk(spec, items)
         composition = frame_out(phase1.composition, _shared(options))
         facts = phase1.facts
@@ -238,7 +238,7 @@ def _group_piece(
     )
 
 
-@gc_paused()  # perf: a worker holds a file's records while it builds many objects (engine.analyze's reason)
+@gc_paused()  # perf: a worker holds a file's records while it builds many objects (api.analyze's reason)
 def file_task(
     options: FileOptions, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
 ) -> FilePiece:
@@ -271,7 +271,7 @@ def file_task(
     # prompts (a log that repeats the conversation on every line is parsed here, once). perf: pickled
     # here, so that the coordinator receives bytes, or the path of the file they were written to (spill):
     # it passes them on to the worker that reads the divergences' messages without unpickling them
-    # (promptkit.analysis.ordered)
+    # (promptkit.analysis.plans.coordinator)
     loaded: bytes | str = b""
     if options.view != "consecutive":
         loaded = pickle.dumps(tuple(records), protocol=5)
@@ -501,7 +501,7 @@ def _finish_group(
     loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
-    """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
+    """One provider group's result: its pieces' frames (consecutive) or the replay over
     their token deltas (simulated)."""
 
     timed = all(group.timed for _, group in parts)
@@ -523,10 +523,10 @@ def _simulate(
     loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
-    """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
-    no tokenizer loaded here and no record read: phase 1's columns of every request
-    (:func:`promptkit.analysis.ordered.simulate`); a worker reads the divergences' messages and decodes
-    their excerpts (:func:`promptkit.analysis.ordered.attribute`)."""
+    """Stage 2 of the simulated view over one group: the replay in this process, with no tokenizer
+    loaded here and no record read: stage 1's columns of every request
+    (:func:`~promptkit.analysis.plans.coordinator.replay_shipped`); a worker reads the divergences'
+    messages and decodes their excerpts (:func:`attribute_files`)."""
     import polars as pl
 
     streams = []

@@ -77,7 +77,7 @@ def _simulate_chunks(
     progress: bool,
 ) -> tuple[DescribedContext, ChunkResult]:
     """The records plan's simulated view on ``executor``: phase 1 on the workers, chunk by chunk of
-    whole sessions (:func:`tokenize_chunk`), then the ordered simulation here over its columns, as the
+    whole sessions (:func:`tokenize_chunk`), then the replay here over its columns, as the
     file plan runs it (:func:`~promptkit.analysis.plans.coordinator.replay_shipped`), with no tokenizer loaded here; a
     worker attributes the divergences, sent only the records they read (``progress``: a bar over the
     chunks)."""
