@@ -90,7 +90,7 @@ def attribute(
 
     >>> from promptkit.analysis.wire import Divergent
     >>> from promptkit.layout import RequestRecord
-    >>> a = RequestRecord("s", 0, {"messages": [{"role": "user", "content": "hi"}]})
+    >>> a = RequestRecord({"messages": [{"role": "user", "content": "hi"}]}, "s", index=0)
     >>> d = Divergent(0, 0, -1, -1, 3, (0,), (5,), 0, 5, None, None, [7], [])
     >>> attribute(d, {0: prepare_request(a)}, lambda ids: "x" * len(ids))[:2]
     (0, 'user')

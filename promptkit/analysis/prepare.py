@@ -16,7 +16,7 @@ The local plan runs this stage and the next in one loop (:mod:`promptkit.analysi
 parallel simulated view runs it on the workers and ships what it made (:mod:`promptkit.analysis.wire`).
 
 >>> from promptkit.layout import RequestRecord
->>> record = RequestRecord("s", 0, {"system": "Be terse.", "messages": [{"role": "user", "content": "hi"}]})
+>>> record = RequestRecord({"system": "Be terse.", "messages": [{"role": "user", "content": "hi"}]}, "s", index=0)
 >>> prepared = prepare_request(record)
 >>> [m["role"] for m in prepared.body["messages"]], prepared.shifted
 (['system', 'user'], True)
