@@ -111,7 +111,7 @@ CAUSES: Final[tuple[str, ...]] = (*INHERENT_CAUSES, *LAYOUT_CAUSES, *PROVIDER_CA
 # ------------------------------------------------------------------------------- volatile values
 
 #: Volatile-value patterns, most specific first: (kind, regex).
-_VOLATILE: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+VOLATILE_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "uuid",
         re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
@@ -144,7 +144,7 @@ def volatile_spans(text: str) -> list[tuple[int, int, str]]:
     starts: list[int] = []
     ends: list[int] = []
     taken: list[tuple[int, int, str]] = []
-    for kind, pattern in _VOLATILE:
+    for kind, pattern in VOLATILE_PATTERNS:
         for m in pattern.finditer(text):
             s, e = m.span()
             i = bisect.bisect_left(starts, e)
