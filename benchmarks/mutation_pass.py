@@ -218,7 +218,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     # serves both plans, so the parallel tests cannot tell it; the golden frames do, below)
     ("scale-out: a usage's anchors not shipped", 'promptkit/analysis/wire.py', '        if not self.exact and (record.usage is not None or done.events is not None):', '        if False:', 'tests/analysis/test_parallel.py'),
     ("scale-out: a call's log events left out of ruler mode", "promptkit/analysis/replay.py",
-     'fields["log_events"] = events', 'fields["log_events"] = None', "tests/analysis/test_parallel.py"),
+     'fields["log_events"] = events', 'fields["log_events"] = None', "tests/formats/test_claude_code_tree.py tests/analysis/test_ruler.py"),
     ("scale-out: only the diverged request's file sent", 'promptkit/analysis/attribute.py', '{p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}', '{d.pos for d in divergent}', 'tests/analysis/test_parallel.py'),
     ("scale-out: usage checked against another session's", "promptkit/analysis/prepare.py",
      "previous, last_usage[record.session] = last_usage.get(record.session), usage",
