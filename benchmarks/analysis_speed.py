@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import write_corpus
 
-from promptkit.analysis.engine import analyze_requests
+from promptkit.analysis.api import analyze_requests
 from promptkit.analysis.runtime import gc_paused
 from promptkit.formats import read_logs as load_requests
 from promptkit.providers.registry import get_provider

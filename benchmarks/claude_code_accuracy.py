@@ -18,8 +18,8 @@ import sys
 
 import polars as pl
 
+from promptkit.analysis.api import analyze
 from promptkit.analysis.causes import explain_causes
-from promptkit.analysis.engine import analyze
 
 
 def measure(path: str) -> tuple[dict[str, object], pl.DataFrame]:

@@ -13,6 +13,8 @@ The workloads are whole commands, so that they mean the same on both revisions w
 - ``analyze``: ``promptkit analyze CORPUS --no-plots --no-html --quiet`` on the corpus of
   ``benchmarks/corpus.py`` (loading, tokenizing, the cache model, the causes, the frames);
 - ``analyze-simulated``: the same with ``--view simulated``;
+- ``analyze-jobs2``: ``analyze`` with ``--jobs 2 --view simulated`` (the file plan: stage 1 on two
+  workers, the replay in the coordinator);
 - ``report``: ``promptkit analyze`` on the bundled log with plots and the HTML page.
 
 Both sides write the frames of ``analyze`` into separate folders and the script checks that
@@ -103,6 +105,23 @@ def main(argv: list[str] | None = None) -> None:
                     "--out",
                     str(out),
                 ],
+                "analyze-jobs2": lambda out: [
+                    "-m",
+                    "promptkit",
+                    "analyze",
+                    str(corpus),
+                    "--provider",
+                    "deepseek",
+                    "--view",
+                    "simulated",
+                    "--jobs",
+                    "2",
+                    "--no-plots",
+                    "--no-html",
+                    "--quiet",
+                    "--out",
+                    str(out),
+                ],
                 "report": lambda out: ["-m", "promptkit", "analyze", "--quiet", "--out", str(out)],
             }
             best: dict[tuple[str, str], float] = {}
@@ -114,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
                         seconds = _run(sides[side], command(out), cwd=tmp)
                         key = (work, side)
                         best[key] = min(best.get(key, seconds), seconds)
-            for work in ("analyze", "analyze-simulated"):
+            for work in ("analyze", "analyze-simulated", "analyze-jobs2"):
                 a = (tmp / f"out-base-{work}" / "requests.csv").read_bytes()
                 b = (tmp / f"out-this-{work}" / "requests.csv").read_bytes()
                 same = "identical" if a == b else "DIFFERENT"

@@ -35,7 +35,7 @@ _WORDS = "the cache prefix token request session agent tool output file line err
 
 _RUN = """
 import resource, sys, time
-from promptkit.analysis.engine import analyze
+from promptkit.analysis.api import analyze
 t = time.perf_counter()
 r = analyze(sys.argv[1], provider=sys.argv[2], stream=sys.argv[3] == "stream")
 elapsed = time.perf_counter() - t

@@ -6,7 +6,7 @@ it runs :func:`promptkit.analysis.analyze` for each view in a fresh process per 
 one's peak memory is its own):
 
 - ``jobs=1``: the whole analysis in one process (the reference for speed-up and memory);
-- ``pool N``: the file plan (:mod:`promptkit.analysis.filetasks`) on a local pool of N worker processes,
+- ``pool N``: the file plan (:mod:`promptkit.analysis.plans.files`) on a local pool of N worker processes,
   for each N of ``--jobs`` (``pool 1`` measures the coordinator's share with one worker: the part of
   the work that more workers cannot divide);
 - ``dask N`` (``--dask``): the same plan on a ``dask.distributed`` LocalCluster of N workers on
@@ -98,14 +98,14 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
     import numpy  # noqa: F401  # imported before the clock in every configuration: start-up is not measured
     import polars  # noqa: F401
 
-    from promptkit.analysis.filetasks import _maps_arrow
+    from promptkit.analysis.plans.transport import maps_arrow
 
-    if _maps_arrow():  # a pool's coordinator maps the workers' Arrow files with it (about 20 ms to import)
+    if maps_arrow():  # a pool's coordinator maps the workers' Arrow files with it (about 20 ms to import)
         import pyarrow.ipc  # noqa: F401
 
-    from promptkit.analysis.engine import _analyze_records, analyze
+    from promptkit.analysis.api import analyze, analyze_records
     from promptkit.analysis.executors import DaskExecutor, ProcessPool, named_tokenizers, warm_worker
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
     from promptkit.formats import read_logs
 
     kind, _, n = config.partition(" ")
@@ -158,7 +158,7 @@ def run_one(corpus: Path, view: str, config: str, options: dict[str, Any]) -> di
         try:
             result = analyze_files(corpus, executor=executor, view=view, **options)
             if result is None:  # a session spans files: the records plan
-                result = _analyze_records(
+                result = analyze_records(
                     read_logs(corpus),
                     executor,
                     view=view,

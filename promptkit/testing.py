@@ -47,7 +47,7 @@ def assert_cache_stable(
     """
     import polars as pl
 
-    from promptkit.analysis.engine import analyze_requests
+    from promptkit.analysis.api import analyze_requests
     from promptkit.report.causes import check_gate
 
     result = analyze_requests(records, provider=provider, view=view)

@@ -417,7 +417,7 @@ def test_unknown_provider_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_no_path_analyzes_the_bundled_log_or_says_it_is_missing(tmp_path: Path) -> None:
-    bundled = Path(cli.__file__).parent / cli.DEFAULT_LOG
+    bundled = Path(cli.__file__).parents[1] / cli.DEFAULT_LOG
     code, out, err = run(["analyze", "--no-plots", "--out", str(tmp_path / "o")])
     if bundled.is_file():
         assert code == 0, err

@@ -127,7 +127,7 @@ def test_analyze_default_calibration_needs_a_bundled_one(tmp_path: Path, spec: s
 
 
 def test_anthropic_cache_diagnostics_from_a_captured_log_are_compared(tmp_path: Path) -> None:
-    from promptkit.analysis.engine import analyze
+    from promptkit.analysis.api import analyze
     from promptkit.report.causes import diagnostics_comparison
 
     system_a, system_b = "Rules v1. " + LONG, "Rules v2, stricter. " + LONG

@@ -193,7 +193,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
 
 
 def test_every_column_of_the_frames_is_documented() -> None:
-    from promptkit.analysis.engine import COMPOSITION_COLUMNS, PROBLEM_COLUMNS, REQUEST_COLUMNS
+    from promptkit.analysis.columns import COMPOSITION_COLUMNS, PROBLEM_COLUMNS, REQUEST_COLUMNS
 
     page = (DOCS / "reference" / "columns.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([a-z0-9_<>]+)` \|", page, flags=re.M))

@@ -780,7 +780,7 @@ def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> N
     """The corpus of benchmarks/corpus.py (default arguments), as the performance and cluster pages
     describe it: files, size, requests and the prompt tokens each provider counts."""
     from benchmarks.corpus import write_corpus
-    from promptkit.analysis.engine import analyze_requests
+    from promptkit.analysis.api import analyze_requests
     from promptkit.formats import read_logs
 
     files = write_corpus(tmp_path / "corpus")
@@ -811,7 +811,7 @@ def test_the_report_and_format_pages_state_what_the_fixtures_give() -> None:
     a cache written by an earlier session) and formats/codex.md (its token_count lines and calls)."""
     import json
 
-    from promptkit.analysis.engine import EXCERPT_TOKENS
+    from promptkit.analysis.wire import EXCERPT_TOKENS
     from promptkit.formats import read_logs
     from promptkit.report import largest_breaks
     from promptkit.report.plot_png import MANY_SESSIONS

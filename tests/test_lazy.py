@@ -53,3 +53,25 @@ def test_the_deprecated_cache_alias_gives_the_moved_modules(monkeypatch: pytest.
     from promptkit.report import causes_by_cause as moved
 
     assert causes_by_cause is moved
+
+
+def test_the_deprecated_engine_module_re_exports_the_stages_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``promptkit.analysis.engine`` (the analysis' former single module) warns once imported and hands
+    out the very objects of the stage modules, for one release."""
+    import importlib
+
+    monkeypatch.delitem(sys.modules, "promptkit.analysis.engine", raising=False)
+    with pytest.warns(DeprecationWarning, match="promptkit.analysis.engine is deprecated"):
+        old = importlib.import_module("promptkit.analysis.engine")
+    from promptkit.analysis import api, columns, result, spec
+
+    assert old.analyze is api.analyze and old.analyze_requests is api.analyze_requests
+    assert old.AnalysisResult is result.AnalysisResult and old.RequestRow is columns.RequestRow
+    assert old.REQUEST_COLUMNS == columns.REQUEST_COLUMNS and old.VIEWS == spec.VIEWS
+    assert set(old.__all__) >= {
+        "analyze",
+        "analyze_requests",
+        "AnalysisResult",
+        "REQUEST_COLUMNS",
+        "PROBLEM_COLUMNS",
+    }

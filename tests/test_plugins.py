@@ -88,7 +88,7 @@ FORMAT = LogFormat(name="tinyfmt", description="tiny test format", sniff=sniff, 
 
 SCRIPT = """\
 import json, sys
-from promptkit.analysis.engine import analyze
+from promptkit.analysis.api import analyze
 from promptkit.formats import available_formats
 from promptkit.providers.registry import available_providers
 

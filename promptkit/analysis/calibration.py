@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "SPLIT_FEATURES",
@@ -663,7 +663,7 @@ def apply_calibration(result: AnalysisResult, calibration: Calibration) -> Analy
 
     Example::
 
-        >>> from promptkit.analysis.engine import analyze_requests
+        >>> from promptkit.analysis.api import analyze_requests
         >>> r = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}], provider="exact")
         >>> "expected_cached_tokens" in apply_calibration(r, Calibration("exact", 0.1)).requests.columns
         True

@@ -1,7 +1,7 @@
 """Explain every uncached token: per request, integer ``lost_<cause>`` columns that add up exactly.
 
-:func:`explain_causes` takes an :class:`~promptkit.analysis.engine.AnalysisResult` and returns one row
-per request with the tokens the cache did not serve split by cause. The total is the *reported*
+:func:`explain_causes` takes an analysis' requests frame
+(:attr:`~promptkit.analysis.result.AnalysisResult.requests`) and returns one row per request with the tokens the cache did not serve split by cause. The total is the *reported*
 uncached tokens (``reported_prompt_tokens - reported_cached_tokens``) where the log has usage, else
 the predicted ones (``prompt_tokens - predicted_cached_tokens``): the columns ``lost_*`` always add up
 to ``uncached_tokens``.
@@ -41,7 +41,7 @@ behaviour; ``cold_start`` and ``new_tokens`` are inherent.
 
 Example::
 
-    >>> from promptkit.analysis.engine import analyze_requests
+    >>> from promptkit.analysis.api import analyze_requests
     >>> a = {"messages": [{"role": "system", "content": "Now: 2026-12-03T09:45:00Z. Be terse."},
     ...                   {"role": "user", "content": "hi"}]}
     >>> b = {"messages": [{"role": "system", "content": "Now: 2026-12-03T09:46:10Z. Be terse."},
@@ -64,7 +64,6 @@ import attrs
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult
     from promptkit.tokens.cache_models import CacheModel
 
 __all__ = [
@@ -136,7 +135,7 @@ CAUSES: Final[tuple[str, ...]] = (*INHERENT_CAUSES, *LAYOUT_CAUSES, *PROVIDER_CA
 # ------------------------------------------------------------------------------- volatile values
 
 #: Volatile-value patterns, most specific first: (kind, regex).
-_VOLATILE: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+VOLATILE_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "uuid",
         re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
@@ -169,7 +168,7 @@ def volatile_spans(text: str) -> list[tuple[int, int, str]]:
     starts: list[int] = []
     ends: list[int] = []
     taken: list[tuple[int, int, str]] = []
-    for kind, pattern in _VOLATILE:
+    for kind, pattern in VOLATILE_PATTERNS:
         for m in pattern.finditer(text):
             s, e = m.span()
             i = bisect.bisect_left(starts, e)
@@ -616,8 +615,12 @@ def _causes_schema() -> dict[str, Any]:
     }
 
 
-def explain_causes(result: AnalysisResult) -> pl.DataFrame:
-    """Per request: the uncached tokens split by cause (see the module docstring).
+def explain_causes(requests: pl.DataFrame | Any, cache_model: CacheModel | None = None) -> pl.DataFrame:
+    """Per request of the requests frame ``requests`` (of an analysis,
+    :attr:`~promptkit.analysis.result.AnalysisResult.requests`): the uncached tokens split by cause (see
+    the module docstring); ``cache_model``: the analysis' (its minimum cacheable size tells a prompt too
+    short to cache; None: no minimum). An object with ``requests`` (and ``cache_model``), such as an
+    :class:`~promptkit.analysis.result.AnalysisResult`, is read for both (deprecated: pass the frame).
 
     Columns: ``session, index, timestamp, prompt_tokens, uncached_tokens, basis`` (``reported`` or
     ``predicted``), one integer ``lost_<cause>`` column per :data:`CAUSES` (they add up to
@@ -629,22 +632,26 @@ def explain_causes(result: AnalysisResult) -> pl.DataFrame:
 
     Example::
 
-        >>> from promptkit.analysis.engine import analyze_requests
+        >>> from promptkit.analysis.api import analyze_requests
         >>> body = {"messages": [{"role": "user", "content": "hello"}]}
         >>> longer = {"messages": body["messages"] + [{"role": "assistant", "content": "hi"},
         ...                                           {"role": "user", "content": "bye"}]}
-        >>> t = explain_causes(analyze_requests([body, longer], provider="exact"))
+        >>> r = analyze_requests([body, longer], provider="exact")
+        >>> t = explain_causes(r.requests, r.cache_model)
         >>> t["cause"].to_list()
         ['cold_start', 'new_tokens']
     """
     import polars as pl
 
-    model = getattr(result, "cache_model", None)  # a duck-typed result without one: no minimum
+    model = cache_model
+    if not isinstance(requests, pl.DataFrame):  # a result (or one duck-typed): its frame and model
+        model = getattr(requests, "cache_model", None) if model is None else model
+        requests = requests.requests
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
     last_model: dict[str, str | None] = {}
-    for row in result.requests.sort("session", "index", maintain_order=True).iter_rows(named=True):
+    for row in requests.sort("session", "index", maintain_order=True).iter_rows(named=True):
         session = row["session"]
         first = session not in seen
         seen.add(session)

@@ -1,13 +1,16 @@
 """Where an analysis runs its per-session work: this process, a local process pool, or a Dask cluster.
 
-:func:`~promptkit.analysis.engine.analyze_requests` splits a provider's records into chunks of whole
+:func:`~promptkit.analysis.api.analyze_requests` splits a provider's records into chunks of whole
 sessions. In the consecutive view each chunk is analyzed where the executor runs it (sessions are
-independent); in the simulated view the chunks are tokenized there (phase 1) and the ordered cache
-simulation runs in the calling process over the tokens (phase 2). Results are the same on every
+independent); in the simulated view the chunks are tokenized there (stage 1) and the replay runs in
+the calling process over the tokens (stage 2, :mod:`promptkit.analysis.plans.coordinator`). Results are the same on every
 executor: chunks carry each record's position and are put back in record order.
 
-:func:`~promptkit.analysis.engine.analyze` on paths sends one task per log file instead
-(:mod:`promptkit.analysis.filetasks`): the workers read the files themselves.
+:func:`~promptkit.analysis.api.analyze` on paths sends one task per log file instead
+(:mod:`promptkit.analysis.plans.files`): the workers read the files themselves.
+
+An executor declares what it can do as attributes of the :class:`Executor` protocol
+(:attr:`~Executor.shares_files`, :attr:`~Executor.holds_results`): the plans read them, never probe.
 
 - :class:`ProcessPool` (``jobs=N``): ``concurrent.futures.ProcessPoolExecutor`` with ``N`` worker
   processes (forked from a fresh server process that imported the analysis once; each builds its own
@@ -46,17 +49,41 @@ ENGINES: tuple[str, ...] = ("local", "dask")
 
 
 class Executor(Protocol):
-    """Runs ``fn(*args)`` for each args tuple somewhere and yields the results in order."""
+    """Runs ``fn(*args)`` for each args tuple somewhere and yields the results in order, and declares
+    what the plans may ask of it."""
 
+    #: How many workers run the calls (the plans cut their work into about four chunks per worker).
     workers: int
 
-    def map(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[Any]: ...
+    @property
+    def shares_files(self) -> bool:
+        """Its workers run on this machine, so they can leave what a later task reads in a file (the
+        simulated view's records, the Arrow files the coordinator maps:
+        :func:`~promptkit.analysis.plans.files.analyze_files`) instead of sending it through this process."""
+        ...
+
+    @property
+    def holds_results(self) -> bool:
+        """:meth:`map_held` keeps the second part of each result on the worker that made it (a future a
+        later :meth:`submit` takes); False: it comes back with the first."""
+        ...
+
+    def map(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[Any]:
+        """``fn(*args)`` for each ``args``, results in order."""
+        ...
+
+    def map_held(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, Any]]:
+        """``fn(*args)`` for each ``args``, where ``fn`` returns a pair: its first part, in order, and its
+        second, held where it was made when :attr:`holds_results` (else the value itself)."""
+        ...
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Start ``fn(*args)``; the returned future's ``result()`` waits for it."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the workers this executor started."""
+        ...
 
 
 #: The environment variable naming the tokenizers (or providers, for theirs) the fork server loads for
@@ -65,9 +92,9 @@ TOKENIZERS_ENV: Final[str] = "PROMPTKIT_WORKER_TOKENIZERS"
 
 #: Modules a local pool's workers import before they are forked (see :class:`ProcessPool`).
 _PRELOAD: tuple[str, ...] = (
-    "promptkit.analysis.engine",
-    "promptkit.analysis.filetasks",
-    "promptkit.analysis.ordered",
+    "promptkit.analysis.api",
+    "promptkit.analysis.plans.files",
+    "promptkit.analysis.plans.records",
     "promptkit.tokens.tokenize",
     "promptkit.analysis.simulator",
     "promptkit.formats",
@@ -169,10 +196,10 @@ class ProcessPool:
     At most ``2 * workers`` calls are in flight: a long stream of chunks is not all held in memory.
     """
 
-    #: Its workers run on this machine, so they can leave what a later task reads in a file (the
-    #: simulated view's records: :func:`~promptkit.analysis.filetasks.analyze_files`) instead of
-    #: sending it through this process. An executor without the attribute is taken not to.
+    #: Its workers run on this machine (:attr:`Executor.shares_files`).
     shares_files: Final = True
+    #: What its workers return comes back to this process (:attr:`Executor.holds_results`).
+    holds_results: Final = False
 
     def __init__(self, workers: int, *, tokenizers: Sequence[str] = ()) -> None:
         import multiprocessing
@@ -202,6 +229,10 @@ class ProcessPool:
         while pending:
             yield pending.popleft().result()
 
+    def map_held(self, fn: Callable[..., Any], calls: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, Any]]:
+        """:meth:`map` of a ``fn`` that returns pairs: both parts come back (a local pool holds nothing)."""
+        yield from self.map(fn, calls)
+
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Start ``fn(*args)`` in a worker: a ``concurrent.futures.Future``."""
         return self._pool.submit(fn, *args)
@@ -226,6 +257,8 @@ class DaskExecutor:
     #: Its workers may run on other machines: what one task leaves for another stays in the cluster
     #: (:meth:`map_held`), not in a file.
     shares_files: Final = False
+    #: :meth:`map_held` keeps the second part of a result on its worker (:attr:`Executor.holds_results`).
+    holds_results: Final = True
 
     def __init__(
         self,

@@ -34,16 +34,24 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from promptkit.tokens.cache_models import CacheModel
 
 __all__ = [
     "POSITION_BASES",
     "POSITION_COLUMNS",
     "Ruler",
+    "local_basis",
     "own_anchors",
+    "place_head",
+    "place_row",
     "row_to_provider",
+    "ruler_of",
+    "stays_local",
     "usage_contradictions",
 ]
 
@@ -219,3 +227,137 @@ def usage_contradictions(usage: object, previous: object | None = None) -> list[
                 f"(usage.prompt_tokens {before} + usage.completion_tokens {answer})"
             )
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# placing a request's row (stage 2 of an analysis in ruler mode)
+
+
+#: The ruler of a prompt with no anchor past its start (immutable: shared by every such prompt).
+_NO_ANCHOR: Final = Ruler.start()
+
+
+def ruler_of(
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    prompt_len: int,
+    shared: int,
+    plan: Any,
+    usage: Any,
+) -> Ruler:
+    """The request's ruler (kept in ``rulers`` under ``source_id``): the anchors it shares with its
+    source (its first ``shared`` local tokens are the source's) and its own usage's."""
+    inherited = rulers.get(src_id) if src_id is not None else None
+    points = own_anchors(prompt_len, max((e.length for e in plan.entries), default=None), usage)
+    if not points and (inherited is None or not inherited.anchored):
+        ruler = _NO_ANCHOR  # perf: nothing to inherit or add: the one ruler of no anchor, not a new one
+    else:
+        ruler = (inherited.inherited(shared) if inherited is not None else _NO_ANCHOR).extended(points)
+    rulers[source_id] = ruler
+    return ruler
+
+
+def stays_local(ruler: Ruler, usage: Any, head_breakpoint: int | None) -> bool:
+    """Whether a request's positions stay its local ones: no anchor (a call without usage, read from
+    none with one) and no reported prompt or marked head to place, so every position is its own
+    (:meth:`Ruler.to_provider`) and the row only says how they were placed (:func:`local_basis`)."""
+    return (
+        not ruler.anchored
+        and not isinstance(getattr(usage, "prompt_tokens", None), int)
+        and head_breakpoint is None
+    )
+
+
+def local_basis(predicted_cached: int) -> str:
+    """The position basis of a row whose positions stay local: ``local`` where something was read (the
+    read's end is the local tokenizer's count), ``exact`` where nothing was."""
+    return "local" if predicted_cached > 0 else "exact"
+
+
+def place_row(
+    row: dict[str, Any],
+    ruler: Ruler,
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    plan: Any,
+    usage: Any,
+    model: CacheModel | None = None,
+    head_breakpoint: int | None = None,
+) -> None:
+    """Ruler mode (:mod:`promptkit.analysis.ruler`): convert the request's positions to provider units
+    by its ``ruler`` (:func:`ruler_of`: the anchors it shares with its source and its own usage's; one
+    that stays local, :func:`stays_local`, is the caller's: only the basis changes). ``head_breakpoint``:
+    the local end of an opaque head that ends in a breakpoint (:func:`place_head`)."""
+    reported = getattr(usage, "prompt_tokens", None)
+    local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
+    row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
+    row["position_basis"] = row_to_provider(row, ruler, reported)
+    if (
+        model is not None
+        and plan.lookup_points is None
+        and local_cached > 0
+        and model.cached_tokens(plan, local_prefix) == local_cached
+    ):
+        # an any-prefix cache's rule (minimum, unit) applies in the provider's units: to the shared
+        # prefix placed by the ruler, not to the local count
+        prompt = int(row["prompt_tokens"])
+        cached = model.cached_tokens(attrs.evolve(plan, prompt_len=prompt), int(row["prefix_tokens"] or 0))
+        row["predicted_cached_tokens"] = cached
+        row["hit_ratio"] = cached / prompt if prompt > 0 else None
+        row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
+    if head_breakpoint is not None:
+        place_head(row, rulers, source_id, src_id, usage, head_breakpoint, local_cached)
+
+
+def place_head(
+    row: dict[str, Any],
+    rulers: dict[str, Ruler],
+    source_id: str,
+    src_id: str | None,
+    usage: Any,
+    head: int,
+    local_cached: int,
+) -> None:
+    """Ruler mode for a head that ends in a breakpoint the log does not show (Claude Code's system
+    prompt: :func:`~promptkit.formats.opaque_head.opaque_head_breakpoint`), at local position ``head``.
+
+    - A read predicted at the head (after a compaction) is a position every earlier call of the head
+      shares: without an anchor there it is placed by the proportions of the call it read from, not by
+      this call's own prompt (whose part after the head the log may not show, as Claude Code's
+      re-attached files after a compaction), and never past the head's own length: its placeholder
+      tokens are the provider's count on the call the head was estimated on (a compaction sub-agent,
+      sent the whole conversation, has proportions that the transcript's hidden parts stretch).
+    - The call's reported reads mark where the head's breakpoint is, in the provider's units, for the
+      calls after it, when they landed on it: the read was predicted at the head, or the reads fell back
+      into the head from further on (``head_changed``), not after a change of the tools the log shows.
+    """
+    reads = getattr(usage, "cached_tokens", None)
+    source = rulers.get(src_id) if src_id is not None else None
+    if local_cached == head and row["position_basis"] != "exact" and source is not None:
+        own = row["predicted_cached_tokens"]  # the head placed by this call's own anchors
+        placed, basis = source.to_provider(head)
+        if basis != "exact" and placed > head:
+            # the head's placeholder tokens were counted in the provider's units (its reported prompt less
+            # the rest, on the call they were estimated on): the head ends there at the latest, wherever
+            # the proportions of a call whose prompt the log shows less of would stretch it
+            placed, basis = head, "interpolated"
+        placed = min(placed, own)  # never past what this call's own reported prompt allows
+        for column in ("head_end_tokens", *POSITION_COLUMNS):  # the same point, placed the same way
+            if row.get(column) == own:
+                row[column] = placed
+        row["predicted_cached_tokens"], row["position_basis"] = placed, basis
+        prompt = row["prompt_tokens"]
+        row["hit_ratio"] = placed / prompt if isinstance(prompt, int) and prompt > 0 else None
+    if not isinstance(reads, int) or reads <= 0 or local_cached < head:
+        return
+    events = str(row.get("log_events") or "").split(",")
+    fell_back = (
+        local_cached > head
+        and reads < int(row["predicted_cached_tokens"])
+        and reads <= int(row["head_end_tokens"])
+        and "tools_changed" not in events
+    )
+    if local_cached == head or fell_back:
+        rulers[source_id] = rulers[source_id].extended([(head, reads)])

@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import attrs
 
-from promptkit.analysis.clock import CacheClock, ClockCall, ClockPrice, ClockTally, Lifetimes
+from promptkit.analysis.clock_core import CacheClock, ClockCall, ClockPrice, ClockTally, Lifetimes
 from promptkit.errors import RecordFormatError
 
 __all__ = ["MAX_USER_TIMES", "TranscriptClockState", "read_transcript"]

@@ -27,7 +27,7 @@ from promptkit.errors import NoRequestError, OutputFileError
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
     from promptkit.report.files import ReportFiles
 
 __all__ = ["AnalyzeRun", "analyze_logs", "no_request_error", "run_analyze"]

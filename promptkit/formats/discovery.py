@@ -34,12 +34,15 @@ __all__ = [
     "LogStream",
     "choose_format",
     "find_log_files",
+    "format_of",
     "intern_messages",
     "iter_sessions",
     "order_session",
     "passed_notes",
+    "read_file",
     "read_logs",
     "records_from_requests",
+    "reordered_notes",
     "session_order_notes",
     "stream_logs",
     "with_inferred_provider",
@@ -126,9 +129,8 @@ def find_log_files(
             skipped = 0
             walk_errors: list[LoadProblem] = []
             hidden: list[str] = []
-            for f in sorted(
-                _walk(p, walk_errors, hidden)
-            ):  # the order of the paths (Path order, as rglob was)
+            # the order of the paths (Path order, as rglob was)
+            for f in sorted(_walk(p, walk_errors, hidden)):
                 why = _skipped(f)
                 if why is not None:
                     if _is_log_name(f.name) or f.is_symlink():
@@ -398,19 +400,87 @@ def read_logs(
         if chosen is None:
             continue
         formats[chosen.name] += 1
-        before = len(records)
-        for item in read_items(chosen, source):
-            if isinstance(item, RequestRecord):
-                item = intern_messages(last.get(item.session), with_inferred_provider(item))
-                last[item.session] = item
-                records.append(item)
-                notes.extend(n for n in item.meta.get("load_notes", ()) if n not in notes)
-            else:
-                problems.append(item)
-        if len(records) == before and not any(p.file == str(path) for p in problems):
-            problems.append(LoadProblem(str(path), None, f"no requests in this {chosen.name} log"))
+        got, trouble, _ = read_file(source, chosen, last=last)
+        records.extend(got)
+        problems.extend(trouble)
+        for record in got:  # what a format noted while reading (a resumed session's copies merged)
+            notes.extend(n for n in record.meta.get("load_notes", ()) if n not in notes)
     notes.extend(passed_notes(passed))
     return LoadResult(_order_sessions(records, notes), tuple(problems), dict(formats), tuple(notes))
+
+
+def read_file(
+    source: Source,
+    fmt: LogFormat,
+    *,
+    last: dict[str, RequestRecord] | None = None,
+    in_time_order: bool = False,
+) -> tuple[list[RequestRecord], list[LoadProblem], list[str]]:
+    """One log file's records as :func:`read_logs` loads them, its problems (a file with no requests is
+    one) and, with ``in_time_order``, the sessions whose calls it put in time order. Records without a
+    ``provider`` get the one recognised from their model name, URL or usage shape; a record's messages
+    equal to its session's previous record's are that record's objects (:func:`intern_messages`;
+    ``last``: each session's latest record, kept across files). ``in_time_order``: each session's calls
+    of this file in time order and numbered in the slots its records had (:func:`read_logs` orders the
+    sessions of all its files at once instead).
+
+    >>> import json, pathlib, tempfile
+    >>> from promptkit.formats import get_format
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.jsonl"
+    >>> _ = path.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\\n")
+    >>> records, problems, _ = read_file(Source.open(path), get_format("promptkit"))
+    >>> len(records), problems
+    (1, [])
+    """
+    last = {} if last is None else last
+    records: list[RequestRecord] = []
+    problems: list[LoadProblem] = []
+    for item in read_items(fmt, source):
+        if isinstance(item, RequestRecord):
+            item = intern_messages(last.get(item.session), with_inferred_provider(item))
+            last[item.session] = item
+            records.append(item)
+        else:
+            problems.append(item)
+    path = str(source.path)
+    if not records and not any(p.file == path for p in problems):
+        problems.append(LoadProblem(path, None, f"no requests in this {fmt.name} log"))
+    reordered: list[str] = []
+    if in_time_order:
+        slots: dict[str, list[int]] = defaultdict(list)
+        for k, r in enumerate(records):
+            slots[r.session].append(k)
+        for session, places in slots.items():
+            group, _, moved = _order_session([records[k] for k in places])
+            if moved:
+                reordered.append(session)
+            for k, r in zip(places, group, strict=True):
+                records[k] = r
+    return records, problems, reordered
+
+
+def format_of(
+    source: Source,
+    fmt: LogFormat | None = None,
+    *,
+    named: bool = True,
+    problems: list[LoadProblem] | None = None,
+    formats: Sequence[LogFormat] | None = None,
+) -> LogFormat | None:
+    """The format :func:`read_logs` reads ``source`` with: ``fmt`` when forced, else the one sniffed
+    (among ``formats``, default the registry's). A file of no known format raises
+    :class:`~promptkit.errors.LogFileError` when it was ``named`` explicitly; found in a directory, it
+    is a problem added to ``problems`` and None."""
+    return _format_of(
+        source, fmt, named=named, problems=problems if problems is not None else [], formats=formats
+    )
+
+
+def reordered_notes(reordered: list[str]) -> list[str]:
+    """The note :func:`read_logs` gives on sessions whose calls it put in time order (none: no note)."""
+    notes: list[str] = []
+    _session_notes([], reordered, notes)
+    return notes
 
 
 @attrs.define(slots=True, eq=False)

@@ -6,7 +6,7 @@ Every function returns a polars DataFrame (or a string for the headline); nothin
 
 Example::
 
-    >>> from promptkit.analysis.engine import analyze_requests
+    >>> from promptkit.analysis.api import analyze_requests
     >>> a = {"messages": [{"role": "system", "content": "Date: 2026-12-03. Be terse."},
     ...                   {"role": "user", "content": "hi"}]}
     >>> b = {"messages": [{"role": "system", "content": "Date: 2026-12-04. Be terse."},
@@ -38,7 +38,7 @@ from promptkit.report.metrics import requests_of
 from promptkit.report.pricing import ModelPrice
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "LINT_COLUMNS",
@@ -397,7 +397,7 @@ def check_gate(
 
     Example::
 
-        >>> from promptkit.analysis.engine import analyze_requests
+        >>> from promptkit.analysis.api import analyze_requests
         >>> body = {"messages": [{"role": "user", "content": "hello there"}]}
         >>> check_gate(analyze_requests([body, body], provider="exact"), min_hit=0.9).passed
         False

@@ -23,7 +23,7 @@ import polars as pl
 from promptkit.errors import ReportInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = ["REPORT_FORMATS", "ReportFiles", "check_out_dir", "report_formats", "write_report"]
 

@@ -50,7 +50,7 @@ from promptkit.report.summary import headline
 from promptkit.report.text import COLUMN_LEGEND, summarize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "CONTEXT_COLUMN",

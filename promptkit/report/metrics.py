@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
-from promptkit.analysis.engine import REQUEST_COLUMNS as REQUEST_COLUMNS_ALL
+from promptkit.analysis.columns import REQUEST_COLUMNS as REQUEST_COLUMNS_ALL
 from promptkit.errors import ReportInputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "ALL_SESSIONS",

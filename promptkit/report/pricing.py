@@ -31,7 +31,7 @@ from promptkit.errors import PriceError, UsageError
 from promptkit.providers.prices import ModelPrice, lookup_model
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 from promptkit.report.metrics import (
     MILLION,
     col_or_null,

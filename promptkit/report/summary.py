@@ -25,7 +25,7 @@ from promptkit.report.metrics import ALL_SESSIONS, requests_of
 from promptkit.report.text import summarize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "SUMMARY_VERSION",

@@ -10,7 +10,7 @@ import polars as pl
 from promptkit.errors import PriceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 from promptkit.report.metrics import (
     hit_ratio_summary,

@@ -132,7 +132,7 @@ class TokenizedRequest:
         return by_token
 
     @classmethod
-    def _trusted(
+    def trusted(
         cls,
         tokens: np.ndarray,
         message_starts: tuple[int, ...],
@@ -166,7 +166,7 @@ class TokenizedRequest:
         return order_index[k]
 
 
-#: perf: the slot setters of TokenizedRequest's fields, in _trusted's order (a frozen class refuses
+#: perf: the slot setters of TokenizedRequest's fields, in trusted's order (a frozen class refuses
 #: setattr; its slots' own descriptors write directly)
 _TRUSTED_SETTERS: Final = tuple(
     getattr(TokenizedRequest, name).__set__
@@ -866,7 +866,7 @@ def _finish(
     # every offset is a Python int (token counts and positions), the tokens an int64 array
     if tokens.dtype != np.int64 or tokens.flags.writeable:
         tokens = _readonly(np.asarray(tokens, dtype=np.int64))
-    return TokenizedRequest._trusted(
+    return TokenizedRequest.trusted(
         tokens,
         tuple(fixed),
         int(header_len),

@@ -35,6 +35,7 @@ from pathlib import Path
 import attrs
 import polars as pl
 
+from promptkit.analysis.api import analyze
 from promptkit.analysis.calibration import (
     default_calibration,
     expected_cached,
@@ -42,7 +43,6 @@ from promptkit.analysis.calibration import (
     leave_one_run_out,
 )
 from promptkit.analysis.causes import explain_causes
-from promptkit.analysis.engine import analyze
 from promptkit.providers.registry import get_provider
 
 REAL = Path("fixtures/real-logs")

@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from promptkit.analysis.api import analyze_requests
 from promptkit.analysis.calibration import (
     Calibration,
     apply_calibration,
@@ -21,7 +22,6 @@ from promptkit.analysis.calibration import (
     leave_one_run_out,
     load_calibration,
 )
-from promptkit.analysis.engine import analyze_requests
 from promptkit.errors import CalibrationError
 from promptkit.layout import RequestRecord, Usage
 from tests.analysis.test_causes import LONG, TINY, bot, sys, user
@@ -152,7 +152,7 @@ def test_save_load_round_trip_and_errors(tmp_path: Path) -> None:
 
 
 def test_bundled_deepseek_default_matches_a_fit_on_the_real_logs() -> None:
-    from promptkit.analysis.engine import analyze
+    from promptkit.analysis.api import analyze
 
     bundled = default_calibration("deepseek")
     assert bundled is not None

@@ -10,8 +10,8 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from promptkit.analysis.api import analyze_requests
 from promptkit.analysis.causes import CAUSES, explain_causes, find_change, volatile_spans
-from promptkit.analysis.engine import analyze_requests
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.providers.registry import get_provider, register_provider
 from promptkit.providers.resolve import resolve_cache_model
@@ -510,10 +510,10 @@ def test_anthropic_below_minimum() -> None:
 
 def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
     """The definition: each pattern in order, each match kept unless it overlaps one kept before."""
-    from promptkit.analysis.causes import _VOLATILE
+    from promptkit.analysis.causes import VOLATILE_PATTERNS
 
     taken: list[tuple[int, int, str]] = []
-    for kind, pattern in _VOLATILE:
+    for kind, pattern in VOLATILE_PATTERNS:
         for m in pattern.finditer(text):
             s, e = m.span()
             if e > s and not any(s < te and ts < e for ts, te, _ in taken):

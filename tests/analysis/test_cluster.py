@@ -1,6 +1,6 @@
 """``engine="dask"`` on a real local dask.distributed cluster (2 worker processes on 127.0.0.1) and
 ``jobs=2``: the same frames and notes as the single-process run, in both views, by the file plan
-(:mod:`promptkit.analysis.filetasks`) and by the records plan it steps back to."""
+(:mod:`promptkit.analysis.plans.files`) and by the records plan it steps back to."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from promptkit.analysis.engine import analyze
+from promptkit.analysis.api import analyze
 
 LOGS = ["fixtures/logs", "fixtures/real-logs/deepseek"]
 
@@ -47,7 +47,7 @@ def test_dask_engine_equals_local(client: Any, view: str) -> None:
     assert_frame_equal(local.problems, remote.problems)
     assert local.notes == remote.notes
     # the work ran on the cluster: both workers hold a promptkit analysis context
-    contexts = client.run(lambda: len(__import__("promptkit.analysis.engine").analysis.engine._CONTEXTS))
+    contexts = client.run(lambda: len(__import__("promptkit.analysis.spec").analysis.spec._CONTEXTS))
     assert sum(contexts.values()) >= 1
 
 
@@ -145,7 +145,7 @@ def test_jobs_and_dask_give_the_frames_of_one_process(
     the frames of the single-process run, in both views; with a file whose call has no time, the
     OpenAI group is analyzed without times everywhere (its files that assumed times are redone)."""
     from promptkit.analysis.executors import DaskExecutor, ProcessPool
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
 
     logs = write_logs(tmp_path / "logs", untimed_file=untimed)
     one = analyze(logs, view=view)
@@ -168,7 +168,7 @@ def test_jobs_and_dask_give_the_frames_of_one_process(
 
 def test_a_session_across_files_steps_back_to_shipping_records() -> None:
     from promptkit.analysis.executors import ProcessPool
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
 
     with ProcessPool(2) as pool:
         assert analyze_files("fixtures/logs", executor=pool) is None  # 'group:73921' spans two files
@@ -181,8 +181,8 @@ def test_dask_keeps_the_records_on_the_workers(client: Any, tmp_path: Path, monk
     gets them from the cluster; the result is the single process's."""
     from distributed import Future
 
-    from promptkit.analysis import filetasks
     from promptkit.analysis.executors import DaskExecutor
+    from promptkit.analysis.plans import files as filetasks
     from tests.analysis.test_parallel import _columns_logs, assert_same
 
     logs = _columns_logs(tmp_path / "logs")

@@ -1,4 +1,4 @@
-"""Tests for promptkit.analysis.engine: the two views on hand-made sessions (expected numbers computed
+"""Tests for promptkit.analysis.api (the analysis, local plan): the two views on hand-made sessions (expected numbers computed
 from first principles), attribution to message / role / slot / key, the frames and their schemas."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from promptkit.analysis.engine import COMPOSITION_COLUMNS, REQUEST_COLUMNS, analyze, analyze_requests
+from promptkit.analysis.api import analyze, analyze_requests
+from promptkit.analysis.columns import COMPOSITION_COLUMNS, REQUEST_COLUMNS
 from promptkit.formats import records_from_requests
 from promptkit.providers.resolve import resolve_cache_model
 from promptkit.tokens.cache_models import ExactCache, UnitPrefixCache
@@ -570,7 +571,7 @@ def test_a_note_says_when_anthropic_requests_have_no_breakpoint() -> None:
 
 def test_divergence_excerpts_show_what_the_cache_held_and_what_the_prompt_sent() -> None:
     from promptkit.analysis import analyze_requests, records_from_requests
-    from promptkit.analysis.engine import EXCERPT_TOKENS
+    from promptkit.analysis.wire import EXCERPT_TOKENS
 
     head = "You are a careful assistant. " * 10
     first = {
@@ -661,7 +662,7 @@ def test_request_row_is_the_frame_schema() -> None:
     import attrs
     import polars as pl
 
-    from promptkit.analysis.engine import RequestRow
+    from promptkit.analysis.columns import RequestRow
 
     result = analyze("fixtures/real-logs/deepseek", view="simulated")
     assert (
@@ -700,10 +701,11 @@ def test_the_causes_are_computed_once_and_held_by_the_result(monkeypatch: pytest
     result = analyze_requests([body, body], provider="exact")
     calls = []
     real = causes_module.explain_causes
-    monkeypatch.setattr(causes_module, "explain_causes", lambda r: calls.append(r) or real(r))
+    monkeypatch.setattr(causes_module, "explain_causes", lambda r, m: calls.append(r) or real(r, m))
     first = result.causes
     assert result.causes is first and len(calls) == 1  # held: the second read computes nothing
-    assert first.equals(real(result))
+    assert calls[0] is result.requests  # the causes are explained from the frame
+    assert first.equals(real(result.requests, result.cache_model))
     from promptkit.report import causes_by_cause
 
     causes_by_cause(result)
@@ -719,7 +721,7 @@ def test_analyze_takes_analyze_requests_keywords_each_by_name() -> None:
     TypeError at the call."""
     import inspect
 
-    from promptkit.analysis.engine import analyze, analyze_requests
+    from promptkit.analysis.api import analyze, analyze_requests
 
     outer = inspect.signature(analyze).parameters
     inner = inspect.signature(analyze_requests).parameters

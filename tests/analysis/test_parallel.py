@@ -11,8 +11,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from promptkit.analysis.engine import AnalysisResult, analyze, analyze_requests
+from promptkit.analysis.api import analyze, analyze_requests
 from promptkit.analysis.executors import ProcessPool, make_executor
+from promptkit.analysis.plans import transport
+from promptkit.analysis.result import AnalysisResult
 from promptkit.errors import UsageError
 from promptkit.layout import RequestRecord
 
@@ -95,7 +97,7 @@ def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch:
     records are not trees; the same result and notes as one process, and no record is loaded here."""
     import shutil
 
-    from promptkit.analysis import filetasks
+    from promptkit.analysis.plans import files as filetasks
 
     trees = tmp_path / "trees"
     shutil.copytree("fixtures/claude-code", trees, ignore=shutil.ignore_patterns("*.md"))
@@ -119,7 +121,7 @@ def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: An
     """The workers tokenize (and, simulated, compose the blocks); the coordinator only names the
     tokenizer: loading one here (0.2 s and tens of MB for cl100k_base) is a failure. The workers are
     forked from a fresh server process: the patch does not reach them."""
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
     from promptkit.providers import registry, resolve
 
     serial = analyze("fixtures/real-logs/deepseek", view=view)
@@ -220,7 +222,7 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
     no record (a worker reads the divergences' messages), and the result is the records plan's, with an
     exact tokenizer (DeepSeek: model switches, problems, mended surrogates, classified divergences) and
     in ruler mode (Gemini, Claude: positions placed by each call's usage)."""
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
     from promptkit.layout import RequestRecord
 
     made = {
@@ -264,13 +266,18 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
 
 
 class _InThisProcess:
-    """An executor that runs each call here, and says nothing of sharing files (as a Dask cluster's
-    workers, which may be on other machines)."""
+    """An executor that runs each call here, and declares that it shares no files (as a Dask cluster's
+    workers, which may be on other machines) and holds no results."""
 
     workers = 1
+    shares_files = False
+    holds_results = False
 
     def map(self, fn: Any, calls: Any) -> Any:
         return (fn(*args) for args in calls)
+
+    def map_held(self, fn: Any, calls: Any) -> Any:
+        return self.map(fn, calls)
 
     def submit(self, fn: Any, *args: Any) -> Any:
         from concurrent.futures import Future
@@ -295,7 +302,7 @@ def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analys
     result."""
     import tempfile
 
-    from promptkit.analysis import filetasks
+    from promptkit.analysis.plans import files as filetasks
 
     logs = _columns_logs(tmp_path / "logs")
     serial = analyze(logs, view="simulated")
@@ -321,7 +328,7 @@ def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analys
         return [kw["prefix"] for kw in made]
 
     monkeypatch.setattr(filetasks, "_assemble", watched)
-    assert filetasks._maps_arrow()  # pyarrow is in the dev extra
+    assert transport.maps_arrow()  # pyarrow is in the dev extra
     with ProcessPool(2) as pool:
         parallel = filetasks.analyze_files(logs, executor=pool, view="simulated")
         assert parallel is not None
@@ -340,16 +347,14 @@ def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analys
         assert all(loaded == b"" and on_disk for loaded, on_disk, _ in seen)  # no records: the frames
         assert [[f.endswith(".arrow") for f in frames] for _, _, frames in seen] == [[True, True]] * 3
         assert folders_made("consecutive") == ["promptkit-pieces-"]
-        monkeypatch.setattr(filetasks, "_maps_arrow", lambda: False)  # no pyarrow: frames as bytes
+        monkeypatch.setattr(filetasks, "maps_arrow", lambda: False)  # no pyarrow: frames as bytes
         assert folders_made("consecutive") == []  # the consecutive view reads no record again: no folder
         assert folders_made(None) == ["promptkit-pieces-"]  # each file's default view may be simulated
         seen.clear()
         unmapped = filetasks.analyze_files(logs, executor=pool, view="simulated")
         assert unmapped is not None
         assert_same(serial, unmapped)
-        assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [
-            ["bytes", "_DeltaStream"]
-        ] * 3
+        assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [["bytes", "DeltaStream"]] * 3
         assert all(loaded.endswith(".records") for loaded, _, _ in seen)
         monkeypatch.undo()
         monkeypatch.setattr(tempfile, "tempdir", str(spill_root))
@@ -367,7 +372,7 @@ def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analys
     assert here is not None
     assert_same(serial, here)
     assert len(seen) == 3 and all(isinstance(loaded, bytes) and loaded for loaded, _, _ in seen)
-    assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [["bytes", "_DeltaStream"]] * 3
+    assert [[type(f).__name__ for f in frames] for _, _, frames in seen] == [["bytes", "DeltaStream"]] * 3
 
 
 def test_a_worker_s_delta_streams_come_back_as_maps_of_the_file_it_wrote(tmp_path: Any) -> None:
@@ -376,22 +381,22 @@ def test_a_worker_s_delta_streams_come_back_as_maps_of_the_file_it_wrote(tmp_pat
     a folder they stay as they are."""
     import numpy as np
 
-    from promptkit.analysis import filetasks
+    from promptkit.analysis.plans import files as filetasks
 
     logs = _columns_logs(tmp_path / "logs")
     folder = tmp_path / "shared"
     folder.mkdir()
-    options = filetasks._Options(None, None, None, None, "simulated", None, str(folder), True)
-    piece = filetasks._file_task(options, str(sorted(logs.iterdir())[0]), None)
+    options = filetasks.FileOptions(None, None, None, None, "simulated", None, str(folder), True)
+    piece = filetasks.file_task(options, str(sorted(logs.iterdir())[0]), None)
     (group,) = piece.groups
     assert isinstance(group.deltas, str) and Path(group.deltas).parent == folder
-    plain = filetasks._file_task(
+    plain = filetasks.file_task(
         attrs.evolve(options, spill=None, mapped=False), str(sorted(logs.iterdir())[0]), None
     )
     kept = plain.groups[0].deltas
-    assert filetasks._arrays_out(kept, attrs.evolve(options, mapped=False)) is kept
-    assert filetasks._arrays_in(kept) is kept
-    mapped = filetasks._arrays_in(group.deltas)
+    assert transport.arrays_out(kept, None) is kept
+    assert transport.arrays_in(kept) is kept
+    mapped = transport.arrays_in(group.deltas)
     for path in folder.iterdir():
         path.unlink()
     for name in type(kept).__slots__:
@@ -403,7 +408,7 @@ def test_a_worker_s_delta_streams_come_back_as_maps_of_the_file_it_wrote(tmp_pat
     assert pickle.dumps(mapped.plans) == pickle.dumps(kept.plans)
     for count in range(1, 12):  # however many arrays: the header's length places the first one
         arrays = tuple(np.arange(k * 8, dtype=np.int64) for k in range(1, count + 1))
-        back = filetasks._arrays_in(filetasks._arrays_out(arrays, options))  # type: ignore[arg-type]
+        back = transport.arrays_in(transport.arrays_out(arrays, options.spill))  # type: ignore[arg-type]
         assert len(back) == count and all(np.array_equal(a, b) for a, b in zip(arrays, back, strict=True))
 
 
@@ -414,21 +419,21 @@ def test_a_mapped_frame_equals_the_workers_and_only_posix_with_pyarrow_maps(
     maps (elsewhere the frames come back as bytes)."""
     import importlib.util
 
-    from promptkit.analysis import filetasks
+    from promptkit.analysis.plans import files as filetasks
 
     frame = pl.concat([pl.DataFrame({"_pos": [0, 1], "role": ["user", "tool"]})] * 2, rechunk=False)
-    options = filetasks._Options(None, None, None, None, "simulated", None, str(tmp_path), True)
-    path = filetasks._frame_out(frame, options)
+    options = filetasks.FileOptions(None, None, None, None, "simulated", None, str(tmp_path), True)
+    path = transport.frame_out(frame, options.spill)
     assert isinstance(path, str) and path.endswith(".arrow")
-    mapped = filetasks._mapped(path)
+    mapped = transport.frame_in(path)
     assert mapped.equals(frame)
-    assert isinstance(filetasks._frame_out(frame, attrs.evolve(options, mapped=False)), bytes)
-    assert filetasks._maps_arrow()
-    monkeypatch.setattr(filetasks.os, "name", "nt")
-    assert not filetasks._maps_arrow()
+    assert isinstance(transport.frame_out(frame, None), bytes)
+    assert transport.maps_arrow()
+    monkeypatch.setattr(transport.os, "name", "nt")
+    assert not transport.maps_arrow()
     monkeypatch.undo()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
-    assert not filetasks._maps_arrow()
+    assert not transport.maps_arrow()
 
 
 def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -> None:
@@ -436,14 +441,14 @@ def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -
     the second part, which stays on the worker (DaskExecutor.map_held)."""
     import pickle
 
-    from promptkit.analysis.filetasks import _file_task, _file_task_held, _Options
+    from promptkit.analysis.plans.files import FileOptions, file_task, file_task_held
     from promptkit.formats import get_format
 
     logs = _columns_logs(tmp_path / "logs")
     path = str(sorted(Path(logs).iterdir())[0])
-    options = _Options(None, None, None, None, "simulated")
-    light, records = _file_task_held(options, path, get_format("promptkit"))
-    whole = _file_task(options, path, get_format("promptkit"))
+    options = FileOptions(None, None, None, None, "simulated")
+    light, records = file_task_held(options, path, get_format("promptkit"))
+    whole = file_task(options, path, get_format("promptkit"))
     assert light.loaded == b"" and records == whole.loaded and records
     held = pickle.loads(records)
     assert len(held) == light.records > 0 and {r.session for r in held} == set(light.sessions)
@@ -465,9 +470,9 @@ def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
     records = _mixed()
     serial = analyze_requests(records, view="simulated")
     with ProcessPool(2) as pool:
-        from promptkit.analysis.engine import _analyze_records
+        from promptkit.analysis.api import analyze_records
 
-        shown = _analyze_records(
+        shown = analyze_records(
             records,
             pool,
             view="simulated",
@@ -485,7 +490,7 @@ def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
 def test_the_records_plan_coordinator_loads_no_tokenizer(monkeypatch: Any) -> None:
     """The records plan's simulated view (records shipped by session) tokenizes on the workers and
     attributes the divergences there too: the coordinator only names the tokenizer, as the file plan's."""
-    from promptkit.analysis.engine import _analyze_records
+    from promptkit.analysis.api import analyze_records
     from promptkit.providers import registry, resolve
 
     records = _mixed()
@@ -497,7 +502,7 @@ def test_the_records_plan_coordinator_loads_no_tokenizer(monkeypatch: Any) -> No
     monkeypatch.setattr(resolve, "resolve_tokenizer", refuse)
     monkeypatch.setattr(registry.ProviderProfile, "load_tokenizer", refuse)
     with ProcessPool(2) as pool:
-        parallel = _analyze_records(
+        parallel = analyze_records(
             records,
             pool,
             view="simulated",
@@ -516,7 +521,7 @@ def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeyp
     sniffed first and one of no known format raises before any work, as ``read_logs`` raises."""
     import shutil
 
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
     from promptkit.errors import LogFileError
     from promptkit.formats import discovery
 
@@ -563,7 +568,7 @@ def test_the_workers_sniff_with_the_callers_formats(tmp_path: Any, monkeypatch: 
     import pickle
     import shutil
 
-    from promptkit.analysis.filetasks import analyze_files
+    from promptkit.analysis.plans.files import analyze_files
     from promptkit.formats import base
 
     for fmt in base.available_formats().values():
@@ -596,7 +601,7 @@ def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> Non
 
     import polars as pl
 
-    from promptkit.analysis.filetasks import _from_ipc, _to_ipc
+    from promptkit.analysis.plans.transport import frame_in, to_ipc
 
     frame = pl.DataFrame(
         {
@@ -607,10 +612,10 @@ def test_file_pieces_travel_as_compressed_arrow_moved_to_the_load_order() -> Non
     )
     plain = io.BytesIO()
     frame.write_ipc_stream(plain)
-    data = _to_ipc(frame)
+    data = to_ipc(frame)
     assert len(data) * 10 < len(plain.getvalue())
-    assert_frame_equal(_from_ipc(data), frame)
-    moved = _from_ipc(data, 7)
+    assert_frame_equal(frame_in(data), frame)
+    moved = frame_in(data, 7)
     assert moved["_pos"].to_list() == [p + 7 for p in frame["_pos"].to_list()]
     assert_frame_equal(moved.drop("_pos"), frame.drop("_pos"))
     assert moved.columns == frame.columns
@@ -701,7 +706,8 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
 
     import numpy as np
 
-    from promptkit.analysis.engine import _DeltaStream, _Local, _Shipped, _Undelta
+    from promptkit.analysis.prepare import RequestLocal
+    from promptkit.analysis.wire import DeltaReader, DeltaStream, ShippedRequest
     from promptkit.tokens.cache_models import CacheEntry, CachePlan
     from promptkit.tokens.tokenize import TokenizedRequest
 
@@ -714,24 +720,24 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
         TokenizedRequest(np.asarray(third), (1,), 1, 3, (3,)),
     ]
     locals_ = [
-        _Local(CachePlan(4, (CacheEntry(4, None, False),)), 2, None),  # an any-prefix entry
-        _Local(CachePlan(7), 0, 3),  # nothing stored; a marked head at 3
-        _Local(  # breakpoints: exact entries with TTLs, lookup points
+        RequestLocal(CachePlan(4, (CacheEntry(4, None, False),)), 2, None),  # an any-prefix entry
+        RequestLocal(CachePlan(7), 0, 3),  # nothing stored; a marked head at 3
+        RequestLocal(  # breakpoints: exact entries with TTLs, lookup points
             CachePlan(3, (CacheEntry(2, 300.0, True), CacheEntry(3, 3600.0, True)), (1, 2, 3), (2, 3)),
             1,
             None,
         ),
     ]
     rows = [
-        _Shipped(0, -1, 0, toks[0].tokens, toks[0], locals_[0]),
-        _Shipped(1, 0, 4, toks[1].tokens[4:], toks[1], locals_[1]),
-        _Shipped(2, 1, 2, toks[2].tokens[2:], toks[2], locals_[2]),
+        ShippedRequest(0, -1, 0, toks[0].tokens, toks[0], locals_[0]),
+        ShippedRequest(1, 0, 4, toks[1].tokens[4:], toks[1], locals_[1]),
+        ShippedRequest(2, 1, 2, toks[2].tokens[2:], toks[2], locals_[2]),
     ]
-    stream = _DeltaStream.of(rows)
+    stream = DeltaStream.of(rows)
     assert stream.tails.dtype == np.int32 and stream.tails.tolist() == [*first, 9, 11, 12, 70_000]
     assert stream.room.tolist() == [7, 7, 3]  # the longest request of the chain from each one on
     shipped = pickle.loads(pickle.dumps(stream))  # as a worker returns it
-    undelta = _Undelta([(10, shipped)])  # the chunk's positions start at 10 in the load order
+    undelta = DeltaReader([(10, shipped)])  # the chunk's positions start at 10 in the load order
     got, local, full, shared = [], [], [], []
     for pos in range(10, 13):
         got.append(undelta.tokens(pos, "s"))
@@ -747,41 +753,50 @@ def test_phase_two_rebuilds_a_session_in_one_buffer_from_int32_tails() -> None:
     with pytest.raises(KeyError):  # each request is taken once
         undelta.tokens(10, "s")
     wide_tok = TokenizedRequest(np.asarray([2**31]), (0,), 0, 1)
-    wide = _DeltaStream.of([_Shipped(0, -1, 0, np.asarray([2**31]), wide_tok, _Local(CachePlan(1), 0, None))])
-    assert wide.tails.dtype == np.int64 and _Undelta([(0, wide)]).tokens(0, "w").tolist() == [2**31]
+    wide = DeltaStream.of(
+        [ShippedRequest(0, -1, 0, np.asarray([2**31]), wide_tok, RequestLocal(CachePlan(1), 0, None))]
+    )
+    assert wide.tails.dtype == np.int64 and DeltaReader([(0, wide)]).tokens(0, "w").tolist() == [2**31]
 
 
 def test_a_row_is_its_fixed_columns_and_its_outcome_columns() -> None:
-    """Phase 1 makes the columns of a row that need no cache outcome, the coordinator the others: each
-    column of the requests frame is made by exactly one of the two (a new column lands in one)."""
-    from promptkit.analysis import engine
+    """Stage 1 makes the columns of a row that need no cache outcome, the replay the others and stage 3
+    the divergence's message and excerpts: each column of the requests frame is made by exactly one of
+    the first two (a new column lands in one), and stage 3's are among the replay's, left empty there."""
+    from promptkit.analysis.attribute import ATTRIBUTED
+    from promptkit.analysis.columns import FIXED_COLUMNS, OUTCOME_COLUMNS, REQUEST_COLUMNS
+    from promptkit.analysis.prepare import RulerFacts, fixed_fields
+    from promptkit.analysis.replay import CauseFacts, outcome_values
     from promptkit.analysis.simulator import CacheOutcome
     from promptkit.tokens.cache_models import CacheEntry, CachePlan
 
     record = RequestRecord({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, "s", index=0)
     plan = CachePlan(prompt_len=10)
-    ruler = engine._RulerFacts("exact", 3, False, None)
-    fixed = engine._fixed_fields(record, plan, "m", None, ruler)
-    div = engine._Divergence(2, "user", "context", "k", 4, "cached", "prompt", "context text")
-    causes = engine._Causes(30.0, 11, 12, "edit", "detail")
-    outcome = engine._outcome_fields(plan, CacheOutcome(4, 3, 6, "s#0", True, 8, 9), div, causes)
-    assert tuple(fixed) == engine._FIXED_COLUMNS and tuple(outcome) == engine._OUTCOME_COLUMNS
-    # each value under its own column (the coordinator keeps them as a tuple, by position)
-    assert outcome == {
-        "prefix_tokens": 4, "predicted_cached_tokens": 3, "hit_ratio": 0.3, "divergence_message": 2,
-        "divergence_role": "user", "divergence_anchor": "context", "divergence_key": "k",
+    fixed = fixed_fields(record, plan, "m", None, RulerFacts("exact", 3, False, None))
+    causes = CauseFacts(30.0, 11, 12, "model_switch", "a -> m")
+    values = outcome_values(plan, CacheOutcome(4, 3, 6, "s#0", True, 8, 9), 4, causes)
+    assert tuple(fixed) == FIXED_COLUMNS and len(values) == len(OUTCOME_COLUMNS)
+    assert sorted((*FIXED_COLUMNS, *OUTCOME_COLUMNS)) == sorted(REQUEST_COLUMNS)
+    assert set(ATTRIBUTED) <= set(OUTCOME_COLUMNS)
+    # each value under its own column (the replay keeps them as a tuple, by position)
+    assert dict(zip(OUTCOME_COLUMNS, values, strict=True)) == {
+        "prefix_tokens": 4, "predicted_cached_tokens": 3, "hit_ratio": 0.3, "divergence_message": None,
+        "divergence_role": None, "divergence_anchor": None, "divergence_key": None,
         "predicted_cache_write_tokens": 6, "divergence_token": 4, "cached_source": "s#0",
-        "divergence_cached_text": "cached", "divergence_prompt_text": "prompt",
-        "divergence_context_text": "context text", "unexpired_cached_tokens": 8, "unevicted_cached_tokens": 9,
-        "idle_seconds": 30.0, "source_stored_tokens": 11, "model_switch_tokens": 12, "change_class": "edit",
-        "change_detail": "detail", "predicted_cache_write_1h_tokens": 0,
+        "divergence_cached_text": None, "divergence_prompt_text": None,
+        "divergence_context_text": None, "unexpired_cached_tokens": 8, "unevicted_cached_tokens": 9,
+        "idle_seconds": 30.0, "source_stored_tokens": 11, "model_switch_tokens": 12,
+        "change_class": "model_switch", "change_detail": "a -> m", "predicted_cache_write_1h_tokens": 0,
     }  # fmt: skip
     # a 1-hour entry's write (from the cached point), none where the model reports no write, no ratio of
     # an empty prompt
     hour = CachePlan(prompt_len=1, entries=(CacheEntry(10, 3600.0, True),))
-    got = engine._outcome_fields(hour, CacheOutcome(1, 1, 9, None, False), div, causes)
+
+    def named(plan: CachePlan, outcome: CacheOutcome) -> dict[str, Any]:
+        return dict(zip(OUTCOME_COLUMNS, outcome_values(plan, outcome, None, causes), strict=True))
+
+    got = named(hour, CacheOutcome(1, 1, 9, None, False))
     assert (got["hit_ratio"], got["predicted_cache_write_1h_tokens"]) == (1.0, 9)
-    got = engine._outcome_fields(CachePlan(prompt_len=0), CacheOutcome(0, 0, None, None, False), div, causes)
+    got = named(CachePlan(prompt_len=0), CacheOutcome(0, 0, None, None, False))
     assert (got["hit_ratio"], got["predicted_cache_write_1h_tokens"]) == (None, None)
-    assert sorted(fixed.keys() | outcome.keys()) == sorted(engine.REQUEST_COLUMNS)
-    assert len(fixed) + len(outcome) == len(engine.REQUEST_COLUMNS)
+    assert len(fixed) + len(values) == len(REQUEST_COLUMNS)

@@ -27,7 +27,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from promptkit.analysis.engine import AnalysisResult, analyze
+from promptkit.analysis.api import analyze
+from promptkit.analysis.result import AnalysisResult
 
 REAL = Path("fixtures/real-logs/deepseek")
 

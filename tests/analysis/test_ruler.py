@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from promptkit.analysis import ruler as ruler_module
-from promptkit.analysis.engine import analyze_requests
+from promptkit.analysis.api import analyze_requests
 from promptkit.analysis.ruler import Ruler, own_anchors, usage_contradictions
 from promptkit.layout import RequestRecord, Usage
 
@@ -245,7 +245,8 @@ def test_a_reported_prompt_of_no_tokens_gives_no_anchor_and_is_kept_as_reported(
 def test_the_consecutive_view_keeps_a_ruler_per_session_not_per_request() -> None:
     """Memory: in the consecutive view a request reads only its session's previous one, so once a
     request has its ruler the previous one's is dropped: a run keeps one ruler per session."""
-    from promptkit.analysis.engine import _context_for, _RunState, _Spec
+    from promptkit.analysis.plans.local import LocalRun
+    from promptkit.analysis.spec import AnalysisSpec, context_for
 
     body, _, _ = _rules_and_reply()
     records = []
@@ -256,12 +257,13 @@ def test_the_consecutive_view_keeps_a_ruler_per_session_not_per_request() -> Non
             usage = Usage(prompt_tokens=1500 + 40 * i)
             records.append(RequestRecord({**body, "messages": messages}, s, index=i, usage=usage))
             messages = [*messages, {"role": "assistant", "content": f"answer {s}{i}"}]
-    state = _RunState(_context_for(_Spec("openai", None, None, None, "consecutive", False)))
+    state = LocalRun(context_for(AnalysisSpec("openai", None, None, None, "consecutive", False)))
     for pos, record in enumerate(records):
         state.add(pos, record)
-    assert not state.problems
-    assert set(state.rulers) == {"a#3", "b#3"}
-    assert all(ruler.anchored for ruler in state.rulers.values())
+    assert not state.stage1.problems
+    rulers = state.replay.rulers
+    assert rulers is not None and set(rulers) == {"a#3", "b#3"}
+    assert all(ruler.anchored for ruler in rulers.values())
 
 
 def _two_calls(model: str, content: str, scale: float) -> tuple[list[RequestRecord], int]:
@@ -369,7 +371,7 @@ def _ruled(case: str) -> tuple[list[RequestRecord], str]:
 )
 def test_the_parallel_simulated_view_places_positions_as_one_process(case: str) -> None:
     """Ruler mode in the ordered simulation of a parallel run (jobs=2: phase 1 on the workers, the cache
-    and the positions in the coordinator, promptkit.analysis.ordered): the provider's units, the rule
+    and the positions in the coordinator, promptkit.analysis.plans.coordinator): the provider's units, the rule
     applied to them and the basis of each position are the single process's."""
     from polars.testing import assert_frame_equal
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
-from promptkit.analysis.engine import analyze
+from promptkit.analysis.api import analyze
 from promptkit.errors import UsageError
 from promptkit.formats import iter_sessions, read_logs, stream_logs
 
@@ -94,7 +94,7 @@ def test_a_big_message_stays_under_1gb(tmp_path: Path, provider: str, megabytes:
         import resource, sys
         from pathlib import Path
         from benchmarks.memory import write_big_message
-        from promptkit.analysis.engine import analyze
+        from promptkit.analysis.api import analyze
         write_big_message(Path(sys.argv[1]), megabytes=int(sys.argv[3]))
         result = analyze(sys.argv[1], provider=sys.argv[2], stream=True)
         print(result.requests["prompt_tokens"][0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -121,7 +121,7 @@ def test_streamed_analysis_of_a_generated_log_equals_the_loaded_one(
     # surrogate (mended, noted) and a broken line (a load problem); tiny chunks so that the streamed
     # path merges many chunks into blocks and sorts the blocks back into record order
     from benchmarks.memory import write_log
-    from promptkit.analysis import engine
+    from promptkit.analysis.plans import stream as stream_plan
 
     log = tmp_path / "calls.jsonl"
     write_log(log, requests=240, calls=7, seed=5)
@@ -131,8 +131,8 @@ def test_streamed_analysis_of_a_generated_log_equals_the_loaded_one(
     lines[100] = json.dumps(odd)
     lines.insert(50, '{"session": "broken", "request": ')
     log.write_text("\n".join(lines) + "\n")
-    monkeypatch.setattr(engine, "_STREAM_BATCH", 5)
-    monkeypatch.setattr(engine, "_MERGE_EVERY", 3)
+    monkeypatch.setattr(stream_plan, "_STREAM_BATCH", 5)
+    monkeypatch.setattr(stream_plan, "_MERGE_EVERY", 3)
     for provider in ("exact", None):
         loaded = analyze(log, provider=provider)
         streamed = analyze(log, provider=provider, stream=True)

@@ -11,8 +11,8 @@ from typing import Any
 
 import polars as pl
 
+from promptkit.analysis.api import analyze
 from promptkit.analysis.causes import explain_causes
-from promptkit.analysis.engine import analyze
 from promptkit.formats import read_logs
 
 ROOT = Path(__file__).resolve().parents[2]

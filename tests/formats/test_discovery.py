@@ -150,3 +150,38 @@ def test_a_session_holds_each_repeated_message_and_tool_list_once(tmp_path: Path
     assert (
         b["tools"] is a["tools"] and c["tools"] is not b["tools"] and c["tools"][1]["function"]["name"] == "g"
     )
+
+
+def test_read_file_reads_one_file_as_read_logs_does(tmp_path: Path) -> None:
+    """``read_file`` is the loop ``read_logs`` runs per file: the same records (provider recognised,
+    a session's repeated messages shared), and, with ``in_time_order`` (the file plan's workers), each
+    session's calls of the file in time order, numbered in their slots, the session named; an empty
+    file is a problem naming it."""
+    from promptkit.formats import Source, get_format, read_file
+
+    path = tmp_path / "calls.jsonl"
+    later = {"model": "gpt-4o-mini", "messages": [*BODY["messages"], {"role": "user", "content": "more"}]}
+    path.write_bytes(
+        _lines(
+            {"request": later, "session": "s", "timestamp": 5},
+            {"request": BODY, "session": "t", "timestamp": 1},
+            {"request": BODY, "session": "s", "timestamp": 2},
+        )
+    )
+    fmt = get_format("promptkit")
+    records, problems, reordered = read_file(Source.open(path), fmt)
+    assert not problems and reordered == []
+    assert [(r.session, r.timestamp) for r in records] == [("s", 5), ("t", 1), ("s", 2)]
+    assert {r.provider for r in records} == {"openai"}  # recognised from the model name
+    assert records[2].request["messages"][0] is records[0].request["messages"][0]  # shared, in load order
+    ordered, _, reordered = read_file(Source.open(path), fmt, in_time_order=True)
+    assert reordered == ["s"]
+    assert [(r.session, r.index, r.timestamp) for r in ordered] == [("s", 0, 2), ("t", 0, 1), ("s", 1, 5)]
+    loaded = read_logs(path)
+    assert [(r.session, r.index, r.timestamp) for r in loaded.records] == [
+        (r.session, r.index, r.timestamp) for r in ordered
+    ]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    _, problems, _ = read_file(Source.open(empty), fmt)
+    assert [(p.file, p.reason) for p in problems] == [(str(empty), "no requests in this promptkit log")]

@@ -60,7 +60,7 @@ def test_a_response_cache_hit_is_a_problem_not_a_provider_call() -> None:
 
 
 def test_the_analysis_counts_only_provider_calls() -> None:
-    from promptkit.analysis.engine import analyze
+    from promptkit.analysis.api import analyze
 
     result = analyze(FIXTURE)
     assert result.requests.height == 3

@@ -124,7 +124,7 @@ def _without_query(tmp_path: Path, *, processors: list[dict[str, Any]] | None = 
 def test_an_elision_run_breaks_at_each_elided_tool_output_named_an_edit_of_the_history(
     tmp_path: Path,
 ) -> None:
-    from promptkit.analysis.engine import analyze
+    from promptkit.analysis.api import analyze
 
     for path in (ELIDED, _without_query(tmp_path)):  # the messages sent, and the history rebuilt
         q = analyze(path).requests.sort("index")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from promptkit.analysis.engine import analyze_requests
+from promptkit.analysis.api import analyze_requests
 from promptkit.layout import LayoutEntry, RequestRecord, Usage
 from promptkit.report.causes import (
     causes_by_cause,

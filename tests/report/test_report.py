@@ -667,7 +667,8 @@ def test_format_summary_shortens_long_names_but_keeps_head_and_tail() -> None:
 
 
 def test_request_columns_match_the_engine_and_summaries_accept_a_real_result() -> None:
-    from promptkit.analysis.engine import REQUEST_COLUMNS as ENGINE_COLUMNS, analyze_requests
+    from promptkit.analysis.api import analyze_requests
+    from promptkit.analysis.columns import REQUEST_COLUMNS as ENGINE_COLUMNS
 
     assert ENGINE_COLUMNS[: len(REQUEST_COLUMNS)] == REQUEST_COLUMNS
     system = {"role": "system", "content": "Be terse. " * 50}

@@ -1,7 +1,7 @@
 """Scale-out by file: the workers read, parse and analyze their own log files; the coordinator ships
 paths and joins columnar pieces.
 
-:func:`~promptkit.analysis.engine.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
+:func:`~promptkit.analysis.api.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
 (:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
 
 - the coordinator lists the files and sends a worker the path, never records; it reads none of a
@@ -16,9 +16,9 @@ paths and joins columnar pieces.
   of its row that need no cache outcome as Arrow IPC, and the file's records, pickled once in the
   worker (a session's interned messages are written once);
 - the coordinator puts the pieces at their places in the load order (a file's positions follow the
-  files before it) and finishes each provider's frames. In the simulated view it runs the ordered
-  cache simulation over the delta streams and makes the columns that need its outcome
-  (:mod:`promptkit.analysis.ordered`), without a tokenizer of its own (it never loads one, in either
+  files before it) and finishes each provider's frames. In the simulated view it runs the replay
+  over the delta streams and makes the columns that need its outcome
+  (:mod:`promptkit.analysis.plans.coordinator`), without a tokenizer of its own (it never loads one, in either
   view: it names the workers') and without reading a record: a worker attributes the divergences to
   their messages and decodes their excerpts afterwards, from the files' pickles: a worker of this
   machine (:class:`~promptkit.analysis.executors.ProcessPool`) writes its file's to a temporary folder
@@ -29,11 +29,11 @@ paths and joins columnar pieces.
 A worker of this machine (``executor.shares_files``) leaves what a later reader needs in a temporary
 folder that the analysis removes when it ends: the simulated view's records and, when this process
 has pyarrow (the ``arrow`` extra), its frames as uncompressed Arrow files and its delta streams'
-arrays, which the coordinator memory-maps instead of receiving and decoding them (:func:`_mapped`,
-:func:`_arrays_in`). A worker holds one file at a time; the coordinator never unpickles a record. The
+arrays, which the coordinator memory-maps instead of receiving and decoding them (:func:`~promptkit.analysis.plans.transport.frame_in`,
+:func:`~promptkit.analysis.plans.transport.arrays_in`). A worker holds one file at a time; the coordinator never unpickles a record. The
 result is the one of ``jobs=1``: a session that spans files (its calls must be merged before any is
 analyzed) makes the plan step back to the records-shipping plan of
-:func:`~promptkit.analysis.engine.analyze_requests`, and a group whose records turn out not all timed
+:func:`~promptkit.analysis.api.analyze_requests`, and a group whose records turn out not all timed
 is re-analyzed without times in the files that assumed them.
 
 Example::
@@ -46,48 +46,78 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import pickle
-import struct
 import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from promptkit.analysis.assemble import VIEW_NOTE, ChunkResult, combine_groups, defaulted_note, finish_group
+from promptkit.analysis.attribute import attribute_records, read_by
+from promptkit.analysis.plans.coordinator import replay_shipped
+from promptkit.analysis.plans.local import run_local
+from promptkit.analysis.plans.transport import (
+    RecordBlobs,
+    arrays_in,
+    arrays_out,
+    files_holding,
+    frame_in,
+    frame_out,
+    maps_arrow,
+    records_at,
+    spill_records,
+    to_ipc,
+)
 from promptkit.analysis.runtime import gc_paused
+from promptkit.analysis.spec import (
+    DEFAULT_PROVIDER,
+    AnalysisSpec,
+    DescribedContext,
+    context_for,
+    default_view,
+    profile_and_model,
+)
+from promptkit.analysis.wire import DeltaReader, DeltaStream, Divergent, tokenize_chunk
+from promptkit.formats.base import Source, available_formats, get_format
+from promptkit.formats.discovery import find_log_files, format_of, passed_notes, read_file, reordered_notes
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
 from promptkit.tokens.cache_models import CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
-    import polars as pl
-
-    from promptkit.analysis.engine import AnalysisResult, _DeltaStream, _Partial
     from promptkit.analysis.executors import Executor
+    from promptkit.analysis.result import AnalysisResult
     from promptkit.formats.base import LogFormat
 
-__all__ = ["analyze_files"]
+__all__ = [
+    "FileOptions",
+    "FilePiece",
+    "GroupPiece",
+    "analyze_files",
+    "attribute_files",
+    "file_task",
+    "file_task_held",
+]
 
 _Key = str | ProviderProfile  # a provider group: the name (or profile) its records are analyzed with
 
 
 @attrs.frozen(slots=True)
-class _Options:
+class FileOptions:
     """The analysis' settings, as a worker needs them (picklable)."""
 
     provider: str | ProviderProfile | None
     tokenizer: Any
     render: Any
     cache_model: str | CacheModel | None
-    view: str | None  # None: each file's own default (:func:`~promptkit.analysis.engine._default_view`)
+    view: str | None  # None: each file's own default (:func:`~promptkit.analysis.spec.default_view`)
     # the formats a worker sniffs a file found in a directory with: the caller's registry, in order (a
     # format registered at run time is the caller's only); None: the worker's own (see _shippable)
     formats: tuple[LogFormat, ...] | None = None
     # workers of this machine: the folder each worker leaves its file's records in (simulated view, see
-    # _spill) and, when ``mapped``, its frames and delta streams (_frame_out, _arrays_out); None: bytes
+    # spill) and, when ``mapped``, its frames and delta streams (frame_out, arrays_out); None: bytes
     spill: str | None = None
     # the coordinator maps Arrow files (see _mapped): a worker writes its large frames (composition rows;
     # the requests of the consecutive view) to ``spill`` as Arrow files, not as bytes through the pipe
@@ -95,10 +125,10 @@ class _Options:
 
 
 @attrs.frozen(slots=True)
-class _GroupPiece:
+class GroupPiece:
     """One provider group of one file, as the worker returns it. Positions are the file's own (0 =
     its first record). ``requests`` / ``composition``: Arrow IPC bytes, or the path of the Arrow file
-    the worker wrote them to (:func:`_frame_out`; ``requests``: consecutive view only); ``deltas``: the
+    the worker wrote them to (:func:`frame_out`; ``requests``: consecutive view only); ``deltas``: the
     token delta streams (simulated view)."""
 
     key: _Key
@@ -111,16 +141,16 @@ class _GroupPiece:
     writes_nothing: int
     thinking: dict[str, int]
     mended: tuple[tuple[int, str], ...]
-    deltas: _DeltaStream | str | None  # or the path of the file holding them (_arrays_out)
+    deltas: DeltaStream | str | None  # or the path of the file holding them (arrays_out)
     names: tuple[str, str]  # the tokenizer's and the render's names
-    # simulated view: the frame of engine._ChunkFacts (Arrow IPC) and its ruler inputs; ``problems`` and
+    # simulated view: the frame of wire.ChunkFacts (Arrow IPC) and its ruler inputs; ``problems`` and
     # ``mended`` are then its own
     facts: bytes | None = None
     ruler_inputs: dict[int, tuple[Any, str | None]] = attrs.field(factory=dict)
 
 
 @attrs.frozen(slots=True)
-class _FilePiece:
+class FilePiece:
     """What a worker returns for one file: its record count, load problems, sessions (in first-seen
     order), the sessions whose calls it reordered and those no provider was recognised for, and one
     piece per provider group."""
@@ -130,7 +160,7 @@ class _FilePiece:
     sessions: tuple[str, ...]
     reordered: tuple[str, ...]
     defaulted: tuple[str, ...]
-    groups: tuple[_GroupPiece, ...]
+    groups: tuple[GroupPiece, ...]
     # simulated view: the records, one pickle (below), or the file holding it, or (in the coordinator) the
     # future of a Dask worker that holds it
     loaded: bytes | str | Any = b""
@@ -138,151 +168,28 @@ class _FilePiece:
     format: LogFormat | None = None  # the format it was read in (None: none known)
 
 
-def _to_ipc(frame: pl.DataFrame) -> bytes:
-    """``frame`` as Arrow IPC stream bytes, zstd-compressed: a file's composition rows repeat each
-    request's blocks in the next one, and compress about 200-fold (1.7 MB to 9 kB for one 130-call
-    session), which spares both ends the pipe's copies and costs no more CPU than the uncompressed write
-    and read. perf: the stream format, not the file format: polars reads a stream in the calling thread
-    (0.1 ms for a session's 127 request rows, 0.5 ms for its 16,510 composition rows) where it reads a
-    file through a query on its thread pool (0.7 and 1.2 ms of wall time), and the coordinator reads
-    every piece."""
-    buffer = io.BytesIO()
-    frame.write_ipc_stream(buffer, compression="zstd")
-    return buffer.getvalue()
+def _shared(options: FileOptions) -> str | None:
+    """The shared folder a worker writes its large frames and delta streams to (None: it returns them)."""
+    return options.spill if options.mapped else None
 
 
-def _maps_arrow() -> bool:
-    """Whether this process maps the Arrow files the workers of this machine write (:func:`_mapped`):
-    pyarrow is installed (the ``arrow`` extra) and the system is POSIX (a file removed while mapped
-    stays readable until it is unmapped)."""
-    import importlib.util
-
-    return os.name == "posix" and importlib.util.find_spec("pyarrow") is not None
-
-
-def _new_file(folder: str, suffix: str, write: Callable[[BinaryIO], object]) -> str:
-    """A new file in ``folder`` (the analysis' shared temporary folder), filled by ``write``: its path."""
-    fd, path = tempfile.mkstemp(dir=folder, suffix=suffix)
-    with os.fdopen(fd, "wb") as out:
-        write(out)
-    return path
-
-
-def _frame_out(frame: pl.DataFrame, options: _Options) -> bytes | str:
-    """A large frame of a worker's piece: Arrow IPC bytes (:func:`_to_ipc`), or, when the coordinator
-    maps them (``options.mapped``), the path of an uncompressed Arrow file written to the shared
-    folder. perf: the coordinator then neither receives nor decodes it: 34 MB of composition rows for
-    the benchmark's 2,525 calls took 20-25 ms of its CPU to decompress and copy, mapping them about 3."""
-    if not options.mapped or options.spill is None:
-        return _to_ipc(frame)
-    return _new_file(options.spill, ".arrow", lambda out: frame.write_ipc(out, compression="uncompressed"))
-
-
-def _mapped(path: str) -> pl.DataFrame:
-    """The frame of the Arrow file at ``path`` (:func:`_frame_out`), its columns memory maps of the file
-    (nothing is copied or decoded: the pages are read from the page cache where the frame is used). The
-    file is closed at once, and the map outlives its removal (when the analysis ends)."""
-    import polars as pl
-    import pyarrow as pa
-    import pyarrow.ipc
-
-    with pa.memory_map(path) as source:
-        table = pa.ipc.open_file(source).read_all()
-    return pl.from_arrow(table, rechunk=False)  # type: ignore[return-value]
-
-
-def _arrays_out(value: _DeltaStream, options: _Options) -> _DeltaStream | str:
-    """A worker's token delta streams: as they are (pickled with the piece), or, when the coordinator maps
-    them (``options.mapped``), the path of a file in the shared folder holding their pickle and, after
-    it, their arrays' memory (pickle protocol 5's out-of-band buffers), each at a 64-byte boundary:
-    :func:`_arrays_in` maps the arrays instead of copying them. perf: 7 MB of delta tails for the
-    benchmark's 2,525 calls no longer cross the coordinator's pipe (about 5 ms of its CPU)."""
-    if not options.mapped or options.spill is None:
-        return value
-    buffers: list[pickle.PickleBuffer] = []
-    head = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
-    parts: list[bytes | memoryview] = [head, *(b.raw() for b in buffers)]
-
-    def write(out: BinaryIO) -> None:
-        out.write(struct.pack(f"<{len(parts) + 1}Q", len(parts), *(len(x) for x in parts)))
-        for part in parts:
-            out.write(b"\0" * (-out.tell() % 64))
-            out.write(part)
-
-    return _new_file(options.spill, ".deltas", write)
-
-
-def _arrays_in(value: _DeltaStream | str) -> _DeltaStream:
-    """The delta streams :func:`_arrays_out` returned, their arrays read-only maps of its file (which
-    is closed at once: the map outlives its removal)."""
-    if not isinstance(value, str):
-        return value
-    import pyarrow as pa
-
-    with pa.memory_map(value) as source:
-        data = memoryview(source.read_buffer())
-    count = struct.unpack_from("<Q", data)[0]
-    sizes = struct.unpack_from(f"<{count}Q", data, 8)
-    parts, at = [], 8 * (count + 1)
-    for size in sizes:
-        at += -at % 64
-        parts.append(data[at : at + size])
-        at += size
-    return pickle.loads(parts[0], buffers=parts[1:])  # type: ignore[no-any-return]
-
-
-def _from_ipc(data: bytes | str, offset: int = 0) -> pl.DataFrame:
-    """The frame :func:`_to_ipc` wrote (or :func:`_frame_out`: a path is mapped), its ``_pos`` (a file's
-    own record positions) moved by ``offset`` to the load order's (a Series sum: no query plan per
-    piece)."""
-    import polars as pl
-
-    frame = _mapped(data) if isinstance(data, str) else pl.read_ipc_stream(io.BytesIO(data))
-    if offset:  # in place: the frame was just read, nothing else holds it
-        frame.replace_column(frame.get_column_index("_pos"), frame.get_column("_pos") + offset)
-    return frame
-
-
-def _read_file(path: Path, fmt: LogFormat) -> tuple[list[RequestRecord], list[LoadProblem], list[str]]:
-    """One file's records as :func:`~promptkit.formats.read_logs` loads them (interned, provider
-    recognised, each session's calls in time order in its slots), its problems and the sessions whose
-    calls were reordered."""
-    from promptkit.formats.base import Source, read_items
-    from promptkit.formats.discovery import _infer, _order_session, intern_messages
-
-    records: list[RequestRecord] = []
-    problems: list[LoadProblem] = []
-    last: dict[str, RequestRecord] = {}
-    for item in read_items(fmt, Source.open(path)):
-        if isinstance(item, RequestRecord):
-            item = intern_messages(last.get(item.session), _infer(item))
-            last[item.session] = item
-            records.append(item)
-        else:
-            problems.append(item)
-    if not records and not any(p.file == str(path) for p in problems):
-        problems.append(LoadProblem(str(path), None, f"no requests in this {fmt.name} log"))
-    slots: dict[str, list[int]] = {}
-    for k, r in enumerate(records):
-        slots.setdefault(r.session, []).append(k)
-    reordered: list[str] = []
-    for session, places in slots.items():
-        group, _, moved = _order_session([records[k] for k in places])
-        if moved:
-            reordered.append(session)
-        for k, r in zip(places, group, strict=True):
-            records[k] = r
-    return records, problems, reordered
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
+def attribute_files(
+    spec: AnalysisSpec, blobs: RecordBlobs, divergent: Sequence[Divergent]
+) -> list[tuple[Any, ...]]:
+    """Stage 3 on a worker (:func:`~promptkit.analysis.attribute.attribute_records`), the records read
+    from the files' pickles ``blobs`` (:func:`~promptkit.analysis.plans.transport.files_holding`): the
+    coordinator passes them on without unpickling them."""
+    return attribute_records(spec, records_at(blobs, read_by(divergent)), divergent)
 
 
 def _group_piece(
-    options: _Options, key: _Key, items: list[tuple[int, RequestRecord]], untimed: bool
-) -> _GroupPiece:
+    options: FileOptions, key: _Key, items: list[tuple[int, RequestRecord]], untimed: bool
+) -> GroupPiece:
     """Analyze (consecutive) or tokenize (simulated) one provider group of a file."""
-    from promptkit.analysis.engine import _context_for, _run, _Spec, _tokenize_chunk
 
     timed = all(r.timestamp is not None for _, r in items)
-    spec = _Spec(
+    spec = AnalysisSpec(
         key,
         options.tokenizer,
         options.render,
@@ -290,15 +197,15 @@ def _group_piece(
         options.view or "consecutive",
         timed and not untimed,
     )
-    ctx = _context_for(spec)
+    ctx = context_for(spec)
     names = (ctx.tokenizer_name, ctx.render_name)
     if options.view != "consecutive":  # phase 1: the token deltas, and the composition rows as Arrow
         # and the rows' columns that need no cache outcome: the coordinator reads no record
-        # (promptkit.analysis.ordered)
-        phase1 = _tokenize_chunk(spec, items)
-        composition = _frame_out(phase1.composition, options)
+        # (promptkit.analysis.plans.coordinator)
+        phase1 = tokenize_chunk(spec, items)
+        composition = frame_out(phase1.composition, _shared(options))
         facts = phase1.facts
-        return _GroupPiece(
+        return GroupPiece(
             key,
             items[0][0],
             len(items),
@@ -309,19 +216,19 @@ def _group_piece(
             0,
             {},
             tuple(facts.mended),
-            _arrays_out(phase1.deltas, options),
+            arrays_out(phase1.deltas, _shared(options)),
             names,
-            _to_ipc(facts.frame),
+            to_ipc(facts.frame),
             facts.ruler_inputs,
         )
-    part = _run(ctx, items)
-    return _GroupPiece(
+    part = run_local(ctx, items)
+    return GroupPiece(
         key,
         items[0][0],
         len(items),
         timed,
-        _frame_out(part.requests, options),
-        _frame_out(part.composition, options),
+        frame_out(part.requests, _shared(options)),
+        frame_out(part.composition, _shared(options)),
         tuple(part.problems),
         part.writes_nothing,
         part.thinking,
@@ -331,26 +238,23 @@ def _group_piece(
     )
 
 
-@gc_paused()  # perf: a worker holds a file's records while it builds many objects (engine.analyze's reason)
-def _file_task(
-    options: _Options, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
-) -> _FilePiece:
+@gc_paused()  # perf: a worker holds a file's records while it builds many objects (api.analyze's reason)
+def file_task(
+    options: FileOptions, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
+) -> FilePiece:
     """A worker's task: read, parse and analyze (or tokenize) one log file (``untimed``: the groups to
     analyze without times, as some record of theirs elsewhere has none). ``fmt`` None: a file found in
     a directory, sniffed here (perf: the coordinator reads none of it); one of no known format is the
     piece's one problem."""
-    from promptkit.analysis.engine import DEFAULT_PROVIDER, _default_view
-    from promptkit.formats.base import Source
-    from promptkit.formats.discovery import _format_of
 
     if fmt is None:
         sniffed: list[LoadProblem] = []
-        fmt = _format_of(Source.open(path), None, named=False, problems=sniffed, formats=options.formats)
+        fmt = format_of(Source.open(path), None, named=False, problems=sniffed, formats=options.formats)
         if fmt is None:
-            return _FilePiece(0, tuple(sniffed), (), (), (), ())
-    records, problems, reordered = _read_file(Path(path), fmt)
+            return FilePiece(0, tuple(sniffed), (), (), (), ())
+    records, problems, reordered = read_file(Source.open(path), fmt, in_time_order=True)
     if options.view is None:  # the view the records call for (the coordinator checks that all agree)
-        options = attrs.evolve(options, view=_default_view(records))
+        options = attrs.evolve(options, view=default_view(records))
     groups: dict[_Key, list[tuple[int, RequestRecord]]] = {}
     defaulted: dict[str, None] = {}
     for k, r in enumerate(records):
@@ -365,44 +269,35 @@ def _file_task(
     # pickle holds them all, and the loader interned each session's repeated messages (and tools): each
     # message object is serialized once, so what is shipped grows with the new content, not with the
     # prompts (a log that repeats the conversation on every line is parsed here, once). perf: pickled
-    # here, so that the coordinator receives bytes, or the path of the file they were written to (_spill):
+    # here, so that the coordinator receives bytes, or the path of the file they were written to (spill):
     # it passes them on to the worker that reads the divergences' messages without unpickling them
-    # (promptkit.analysis.ordered)
+    # (promptkit.analysis.plans.coordinator)
     loaded: bytes | str = b""
     if options.view != "consecutive":
         loaded = pickle.dumps(tuple(records), protocol=5)
         if options.spill is not None:
-            loaded = _spill(options.spill, loaded)
+            loaded = spill_records(options.spill, loaded)
     view = options.view if records else None
-    return _FilePiece(
+    return FilePiece(
         len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view, fmt
     )
 
 
-def _file_task_held(options: _Options, path: str, fmt: LogFormat | None) -> tuple[_FilePiece, bytes]:
-    """:func:`_file_task`, its piece without the records, and the records (which a Dask cluster keeps on
+def file_task_held(options: FileOptions, path: str, fmt: LogFormat | None) -> tuple[FilePiece, bytes]:
+    """:func:`file_task`, its piece without the records, and the records (which a Dask cluster keeps on
     the worker: :meth:`~promptkit.analysis.executors.DaskExecutor.map_held`)."""
-    piece = _file_task(options, path, fmt)
+    piece = file_task(options, path, fmt)
     assert not isinstance(piece.loaded, str)  # no folder to write to: they are bytes
     return attrs.evolve(piece, loaded=b""), piece.loaded
 
 
-def _spill(folder: str, data: bytes) -> str:
-    """``data`` written to a new file in ``folder``: its path. perf: memory: a worker of this machine
-    leaves its file's records where the worker that attributes the divergences reads them, so they do
-    not cross the coordinator's pipe twice (about 1.5 ms of its CPU a MB) nor stay in its memory until
-    the simulation ends (they grow with the logs: 6 MB for the benchmark's 2,525 calls)."""
-    return _new_file(folder, ".records", lambda out: out.write(data))
-
-
-def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
+def _shifted(piece: GroupPiece, offset: int) -> ChunkResult:
     """A consecutive group piece as the engine's partial, its positions moved to the load order's."""
-    from promptkit.analysis.engine import _Partial
 
     assert piece.requests is not None and piece.composition is not None
-    requests = _from_ipc(piece.requests, offset)
-    composition = _from_ipc(piece.composition, offset)
-    return _Partial(
+    requests = frame_in(piece.requests, offset)
+    composition = frame_in(piece.composition, offset)
+    return ChunkResult(
         requests,
         composition,
         [(pos + offset, problem) for pos, problem in piece.problems],
@@ -412,24 +307,23 @@ def _shifted(piece: _GroupPiece, offset: int) -> _Partial:
     )
 
 
-def _tasks(paths: Any, fmt: str | LogFormat | None) -> tuple[list[tuple[str, LogFormat | None]], list[str]]:
+def _tasks(
+    paths: Any, fmt: str | LogFormat | None
+) -> tuple[list[tuple[str, LogFormat | None]], list[str], list[LoadProblem]]:
     """The files to read, each with its format (None: a file found in a directory, which its worker
-    sniffs), and the loader's note on files passed over. A file named explicitly is sniffed here: one
-    of no known format raises before any work starts, as :func:`~promptkit.formats.read_logs` does."""
-    from promptkit.formats.base import Source, get_format
-    from promptkit.formats.discovery import _format_of, find_log_files
+    sniffs), the loader's notes on files passed over, and the directory walk's problems (a dangling
+    symlink, a FIFO, an unreadable folder, a file given twice), as :func:`~promptkit.formats.read_logs`
+    reports them. A file named explicitly is sniffed here: one of no known format raises before any work
+    starts, as :func:`~promptkit.formats.read_logs` does."""
 
     forced = get_format(fmt) if isinstance(fmt, str) else fmt
-    files, passed = find_log_files(paths)
+    walked: list[LoadProblem] = []
+    files, passed = find_log_files(paths, problems=walked)
     out: list[tuple[str, LogFormat | None]] = []
     for path, named in files:
-        chosen = _format_of(Source.open(path), forced, named=True, problems=[]) if named else forced
+        chosen = format_of(Source.open(path), forced, named=True, problems=[]) if named else forced
         out.append((str(path), chosen))
-    notes = []
-    if passed:
-        listed = ", ".join(f"{n} {s}" for s, n in passed.most_common(4))
-        notes.append(f"{sum(passed.values())} file(s) not named like logs were passed over ({listed})")
-    return out, notes
+    return out, passed_notes(passed), walked
 
 
 def _shippable(notes: list[str]) -> tuple[LogFormat, ...] | None:
@@ -438,9 +332,6 @@ def _shippable(notes: list[str]) -> tuple[LogFormat, ...] | None:
     known here only. None when one cannot be pickled (its functions are not importable by name, e.g.
     defined in a notebook): the workers then sniff with their own registry, and a note in ``notes``
     names the formats they lack."""
-    import pickle
-
-    from promptkit.formats.base import available_formats
 
     formats = tuple(available_formats().values())
     stuck = []
@@ -477,21 +368,21 @@ def analyze_files(
     then loads the records and ships them). ``view`` None: the default view of the records
     (``simulated`` when all are conversation trees), chosen by each worker for its file; files that
     chose ``simulated`` are analyzed again when another file's records make it ``consecutive``."""
-    files, notes = _tasks(paths, format)
+    files, notes, walked = _tasks(paths, format)
     formats = _shippable(notes) if any(fmt is None for _, fmt in files) else None
     # workers of this machine leave what the coordinator or a later task reads in a temporary folder
     # (removed when the analysis ends, whatever the outcome): the simulated view's records, and the
     # frames as Arrow files when this process maps them
-    mapped = getattr(executor, "shares_files", False) and _maps_arrow()
+    mapped = executor.shares_files and maps_arrow()
     with _spill_folder(executor, view, mapped) as spill:
-        options = _Options(provider, tokenizer, render, cache_model, view, formats, spill, mapped)
+        options = FileOptions(provider, tokenizer, render, cache_model, view, formats, spill, mapped)
         calls = [(options, path, fmt) for path, fmt in files]
         results: Any
-        if view != "consecutive" and spill is None and hasattr(executor, "map_held"):
+        if view != "consecutive" and spill is None and executor.holds_results:
             # a Dask cluster: each file's records stay on its worker (a future), not sent to the client
-            results = (attrs.evolve(p, loaded=kept) for p, kept in executor.map_held(_file_task_held, calls))
+            results = (attrs.evolve(p, loaded=kept) for p, kept in executor.map_held(file_task_held, calls))
         else:
-            results = executor.map(_file_task, calls)
+            results = executor.map(file_task, calls)
         if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
             from tqdm.auto import tqdm
 
@@ -510,42 +401,43 @@ def analyze_files(
             options = _choose_view(pieces, files, options, executor)
         if options.view == "consecutive":
             _retime(pieces, files, options, executor)
-        return _assemble(pieces, notes, options, executor, view is None and options.view == "simulated")
+        chosen_view = view is None and options.view == "simulated"
+        return _assemble(pieces, notes, options, executor, chosen_view, walked)
 
 
 def _spill_folder(
     executor: Executor, view: str | None, mapped: bool
 ) -> contextlib.AbstractContextManager[str | None]:
     """A temporary folder for what the workers leave for a later reader when they run on this machine
-    (``executor.shares_files``): the records when the simulated view may be taken (:func:`_spill`), the
-    Arrow files of their frames when this process maps them (``mapped``: :func:`_frame_out`). Else
+    (``executor.shares_files``): the records when the simulated view may be taken (:func:`~promptkit.analysis.plans.transport.spill_records`), the
+    Arrow files of their frames when this process maps them (``mapped``: :func:`frame_out`). Else
     None: everything comes back as bytes (a Dask cluster's workers may be on other machines)."""
-    if not getattr(executor, "shares_files", False) or (view == "consecutive" and not mapped):
+    if not executor.shares_files or (view == "consecutive" and not mapped):
         return contextlib.nullcontext()
     return tempfile.TemporaryDirectory(prefix="promptkit-pieces-", ignore_cleanup_errors=True)
 
 
 def _choose_view(
-    pieces: dict[int, _FilePiece],
+    pieces: dict[int, FilePiece],
     files: list[tuple[str, LogFormat | None]],
-    options: _Options,
+    options: FileOptions,
     executor: Executor,
-) -> _Options:
+) -> FileOptions:
     """The default view of all the files' records: ``simulated`` when every file with records chose it,
     else ``consecutive`` (the files that chose ``simulated`` are analyzed again in it)."""
     chosen = {piece.view for piece in pieces.values() if piece.view is not None}
     options = attrs.evolve(options, view="simulated" if chosen == {"simulated"} else "consecutive")
     redo = [k for k, piece in pieces.items() if piece.view not in (None, options.view)]
     calls = [(options, files[k][0], pieces[k].format) for k in redo]
-    for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
+    for k, piece in zip(redo, executor.map(file_task, calls), strict=True):
         pieces[k] = piece
     return options
 
 
 def _retime(
-    pieces: dict[int, _FilePiece],
+    pieces: dict[int, FilePiece],
     files: list[tuple[str, LogFormat | None]],
-    options: _Options,
+    options: FileOptions,
     executor: Executor,
 ) -> None:
     """Re-analyze without times the files whose group assumed times some other file's records lack."""
@@ -559,27 +451,27 @@ def _retime(
     }
     redo = {k: keys for k, keys in redo.items() if keys}
     calls = [(options, files[k][0], pieces[k].format, keys) for k, keys in redo.items()]
-    for k, piece in zip(redo, executor.map(_file_task, calls), strict=True):
+    for k, piece in zip(redo, executor.map(file_task, calls), strict=True):
         pieces[k] = piece
 
 
 def _assemble(
-    pieces: dict[int, _FilePiece],
+    pieces: dict[int, FilePiece],
     notes: list[str],
-    options: _Options,
+    options: FileOptions,
     executor: Executor,
     chosen_view: bool = False,
+    walked: Sequence[LoadProblem] = (),
 ) -> AnalysisResult:
     """The result from the files' pieces (one per file, by its place in the listing): each group's
     frames finished in load order, then joined
-    (``chosen_view``: the simulated view was chosen as the records' default, a note says so)."""
-    from promptkit.analysis.engine import _VIEW_NOTE, _combine, _defaulted_note
-    from promptkit.formats.discovery import _session_notes
+    (``chosen_view``: the simulated view was chosen as the records' default, a note says so; ``walked``:
+    the directory walk's problems, first, as :func:`~promptkit.formats.read_logs` lists them)."""
 
-    problems: list[LoadProblem] = []
+    problems: list[LoadProblem] = list(walked)
     reordered: list[str] = []
     defaulted: set[str] = set()
-    groups: dict[_Key, list[tuple[int, _GroupPiece]]] = {}
+    groups: dict[_Key, list[tuple[int, GroupPiece]]] = {}
     loaded: list[tuple[int, Any]] = []  # simulated view: each file's records (one pickle) and offset
     offset = 0
     for k in sorted(pieces):
@@ -592,76 +484,72 @@ def _assemble(
         for group in piece.groups:
             groups.setdefault(group.key, []).append((offset, group))
         offset += piece.records
-    _session_notes([], reordered, notes)
+    notes.extend(reordered_notes(reordered))
     if chosen_view:
-        notes.append(_VIEW_NOTE)
+        notes.append(VIEW_NOTE)
     if defaulted:
-        notes.append(_defaulted_note(len(defaulted)))
+        notes.append(defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
     results = [
         _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
         for i, key in enumerate(order)
     ]
-    return _combine(results, notes, options.view or "consecutive")
+    return combine_groups(results, notes, options.view or "consecutive")
 
 
 def _finish_group(
     key: _Key,
-    parts: list[tuple[int, _GroupPiece]],
+    parts: list[tuple[int, GroupPiece]],
     problems: list[LoadProblem],
-    options: _Options,
+    options: FileOptions,
     loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
-    """One provider group's result: its pieces' frames (consecutive) or the ordered simulation over
+    """One provider group's result: its pieces' frames (consecutive) or the replay over
     their token deltas (simulated)."""
-    from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Spec
 
     timed = all(group.timed for _, group in parts)
-    spec = _Spec(
+    spec = AnalysisSpec(
         key, options.tokenizer, options.render, options.cache_model, options.view or "consecutive", timed
     )
     count = sum(group.count for _, group in parts)
     if options.view == "consecutive":
-        profile, model = _profile_and_model(key, options.cache_model)
-        described = _Described(spec, profile, model, *parts[0][1].names)
-        return _finish(described, [_shifted(group, offset) for offset, group in parts], problems, count)
+        profile, model = profile_and_model(key, options.cache_model)
+        described = DescribedContext(spec, profile, model, *parts[0][1].names)
+        return finish_group(described, [_shifted(group, offset) for offset, group in parts], problems, count)
     return _simulate(spec, parts, problems, loaded, executor)
 
 
 def _simulate(
     spec: Any,
-    parts: list[tuple[int, _GroupPiece]],
+    parts: list[tuple[int, GroupPiece]],
     problems: list[LoadProblem],
     loaded: list[tuple[int, Any]],
     executor: Executor,
 ) -> AnalysisResult:
-    """Phase 2 of the simulated view over one group: the ordered cache simulation in this process, with
-    no tokenizer loaded here and no record read: phase 1's columns of every request
-    (:func:`promptkit.analysis.ordered.simulate`); a worker reads the divergences' messages and decodes
-    their excerpts (:func:`promptkit.analysis.ordered.attribute`)."""
+    """Stage 2 of the simulated view over one group: the replay in this process, with no tokenizer
+    loaded here and no record read: stage 1's columns of every request
+    (:func:`~promptkit.analysis.plans.coordinator.replay_shipped`); a worker reads the divergences'
+    messages and decodes their excerpts (:func:`attribute_files`)."""
     import polars as pl
-
-    from promptkit.analysis.engine import _Described, _finish, _profile_and_model, _Undelta
-    from promptkit.analysis.ordered import Divergent, attribute, files_holding, read_by, simulate
 
     streams = []
     composed: list[pl.DataFrame] = []
     for offset, group in parts:
         assert group.deltas is not None and group.composition is not None
-        streams.append((offset, _arrays_in(group.deltas)))
-        composed.append(_from_ipc(group.composition, offset))
-    shipped = _Undelta(streams, composed)
-    profile, model = _profile_and_model(spec.provider, spec.cache_model)
-    described = _Described(spec, profile, model, *parts[0][1].names)
-    facts = pl.concat([_from_ipc(group.facts, offset) for offset, group in parts if group.facts is not None])
+        streams.append((offset, arrays_in(group.deltas)))
+        composed.append(frame_in(group.composition, offset))
+    shipped = DeltaReader(streams, composed)
+    profile, model = profile_and_model(spec.provider, spec.cache_model)
+    described = DescribedContext(spec, profile, model, *parts[0][1].names)
+    facts = pl.concat([frame_in(group.facts, offset) for offset, group in parts if group.facts is not None])
     own = [(pos + offset, problem) for offset, group in parts for pos, problem in group.problems]
     mended = [(pos + offset, where) for offset, group in parts for pos, where in group.mended]
     ruler_inputs = {pos + offset: got for offset, group in parts for pos, got in group.ruler_inputs.items()}
 
     def attribute_on_worker(divergent: list[Divergent]) -> list[tuple[Any, ...]]:
         blobs = files_holding(loaded, read_by(divergent))
-        return executor.submit(attribute, spec, blobs, divergent).result()  # type: ignore[no-any-return]
+        return executor.submit(attribute_files, spec, blobs, divergent).result()  # type: ignore[no-any-return]
 
-    partial = simulate(described, shipped, facts, own, mended, ruler_inputs, attribute_on_worker)
-    return _finish(described, [partial], problems, facts.height)
+    partial = replay_shipped(described, shipped, facts, own, mended, ruler_inputs, attribute_on_worker)
+    return finish_group(described, [partial], problems, facts.height)

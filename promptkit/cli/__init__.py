@@ -21,8 +21,23 @@ import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
+from promptkit.cli._common import (
+    DEBUG_ENV as DEBUG_ENV,
+    DEFAULT_LOG as DEFAULT_LOG,
+    DEFAULT_OUT as DEFAULT_OUT,
+    EXIT_CODES as EXIT_CODES,
+    EXIT_FAILED as EXIT_FAILED,
+    EXIT_INPUT as EXIT_INPUT,
+    EXIT_INTERRUPTED as EXIT_INTERRUPTED,
+    EXIT_OK as EXIT_OK,
+    EXIT_USAGE as EXIT_USAGE,
+    CLIError as CLIError,
+    check_paths as _check_paths,
+    emit as _emit,
+)
+from promptkit.cli._fleet import _add_fleet_command
 from promptkit.errors import PromptkitError
 
 
@@ -38,38 +53,6 @@ def _version() -> str:
 
 
 __all__ = ["DEFAULT_LOG", "DEFAULT_OUT", "EXIT_CODES", "CLIError", "build_parser", "main"]
-
-#: The bundled log analyzed when ``promptkit analyze`` gets no PATH (relative to the package).
-DEFAULT_LOG: Final[str] = "data/default-session.jsonl"
-#: Where ``promptkit analyze`` writes its files unless ``--out`` says otherwise.
-DEFAULT_OUT: Final[str] = "promptkit-report"
-#: Set to 1 to get Python tracebacks instead of one-line error messages.
-DEBUG_ENV: Final[str] = "PROMPTKIT_DEBUG"
-
-EXIT_OK: Final[int] = 0
-#: A threshold failed: ``promptkit check`` found a session under --min-hit or over --max-layout-loss.
-EXIT_FAILED: Final[int] = 1
-#: Bad input: a missing path, an unreadable or empty log, a file that cannot be written.
-EXIT_INPUT: Final[int] = 2
-#: A usage error: a bad option or argument (argparse's own code).
-EXIT_USAGE: Final[int] = 2
-#: Interrupted (Ctrl-C), as a shell reports SIGINT.
-EXIT_INTERRUPTED: Final[int] = 130
-#: Every exit code of every command and what it means (the CLI reference lists them).
-EXIT_CODES: Final[dict[int, str]] = {
-    EXIT_OK: "pass: the command did what it was asked",
-    EXIT_FAILED: "a threshold failed (promptkit check)",
-    EXIT_INPUT: "bad input or usage: a missing path, an unreadable log, a bad option",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
-}
-
-
-class CLIError(PromptkitError):
-    """A failure the command reports in one line (no traceback) with an exit code."""
-
-    def __init__(self, message: str, code: int = EXIT_INPUT) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class _Parser(argparse.ArgumentParser):
@@ -709,140 +692,6 @@ def _run_statusline(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) ->
 
 # --- promptkit fleet ----------------------------------------------------------------------------------
 
-def _size(text: str) -> Any:
-    """An argparse type: a size as :func:`promptkit.analysis.sizes.parse_size` reads it (binary units)."""
-    from promptkit.analysis.sizes import parse_size
-    from promptkit.errors import UsageError
-
-    try:
-        return parse_size(text)
-    except UsageError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _listed(item: Any) -> Any:
-    def parse(text: str) -> list[Any]:
-        return [item(part) for part in text.split(",") if part.strip()]
-
-    return parse
-
-
-def _add_fleet_command(commands: Any) -> None:
-    from promptkit.analysis.fleet_policies import POLICIES, VIEWS
-
-    fleet = commands.add_parser(
-        "fleet",
-        help="replay logs or a Mooncake trace over R replicas behind routing policies, at capacities",
-        description="Simulate a fleet of replicas, each with its own LRU prefix cache, behind each routing "
-        f"policy ({', '.join(POLICIES)}), for every replica count x capacity x model given; print the "
-        "verdict and the pivot tables, write fleet.csv, fleet.png and report.html to --out (see "
-        "docs/how-to/fleet.md). Sizes are binary: 1M = 1Mi = 1,048,576 tokens, 80GB = 80GiB.",
-    )
-    fleet.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="Mooncake traces, or logs (files, folders)")
-    fleet.add_argument("--replicas", type=_listed(int), default=[1, 4, 16], metavar="N,...")
-    fleet.add_argument(
-        "--policy", type=_listed(str), default=["round_robin", "least_loaded", "consistent_hash", "prefix_aware"],
-        metavar="NAME,...", help="routing policies (default: %(default)s)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--capacity", type=_listed(_size), default=[], metavar="SIZE,...",
-        help="cache per replica: tokens (1M, 16Mi), bytes with --model (80GB), or unbounded (default)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--model", type=_listed(str), default=[], metavar="NAME,...", help="models or config.json paths"
-    )
-    fleet.add_argument("--shared-capacity", type=_size, metavar="SIZE", help="add a shared tier of SIZE tokens")
-    fleet.add_argument(
-        "--block-size", type=int, metavar="TOKENS", help="tokens per block (default: 512; checked against a trace)"
-    )
-    fleet.add_argument("--provider", metavar="NAME", help="tokenize logs as this provider")
-    fleet.add_argument(
-        "--arrival-interval", type=float, default=1.0, metavar="SECONDS",
-        help="without timestamps, requests arrive this far apart (default: %(default)s)",
-    )  # fmt: skip
-    speed = fleet.add_argument_group("latency model (time to first token)")
-    speed.add_argument("--prefill-rate", type=float, metavar="TOKENS/S", help="prefill throughput per replica")
-    speed.add_argument("--decode-rate", type=float, metavar="TOKENS/S", help="decode speed per request")
-    speed.add_argument("--gpu", metavar="PROFILE", help="h100, h200, a100, l40s, b200 or COUNTxNAME, with --model")
-    router = fleet.add_argument_group("router settings")
-    for flag, kind, text in (
-        ("--cache-threshold", float, "prefix_aware: share of the prompt cached to follow the cache (0.3)"),
-        ("--balance-abs-threshold", int, "prefix_aware: load difference that counts as imbalanced (64)"),
-        ("--balance-rel-threshold", float, "prefix_aware: load ratio that counts as imbalanced (1.5)"),
-        ("--overlap-weight", float, "kv_cost: weight of the prefill blocks (1.0)"),
-        ("--prefix-weight", float, "weighted_scorers: prefix-cache scorer weight (3)"),
-        ("--queue-weight", float, "weighted_scorers: queue scorer weight (2)"),
-        ("--kv-weight", float, "weighted_scorers: KV-utilisation scorer weight (2)"),
-        ("--load-beta", float, "load_aware: weight of the relative load (0.5)"),
-        ("--inflight-seconds", float, "without a latency model, how long a request counts as load (10)"),
-        ("--hash-blocks", int, "consistent_hash: leading blocks keyed on (4)"),
-        ("--seed", int, "random: the generator's seed (0)"),
-        ("--router-instances", int, "routers sharing the load, each seeing its own requests (1)"),
-    ):
-        router.add_argument(flag, type=kind, metavar="X", help=text)
-    router.add_argument("--router-view", choices=VIEWS, help="exact: the replicas' caches; routed: what it sent")
-    router.add_argument("--router-view-capacity", type=_size, metavar="SIZE", help="tokens per replica the routed view keeps")
-    fleet.add_argument("--json", action="store_true", help="print the verdict and the table as JSON")
-    fleet.add_argument(
-        "--out", type=Path, default=Path("promptkit-fleet"), help="where to write (default: %(default)s)"
-    )
-    fleet.set_defaults(handler=_run_fleet)
-
-
-def _fleet_router(args: argparse.Namespace) -> Any:
-    from promptkit.analysis.fleet_policies import RouterSettings
-
-    names = (
-        "cache_threshold", "balance_abs_threshold", "balance_rel_threshold", "overlap_weight", "prefix_weight",
-        "queue_weight", "kv_weight", "load_beta", "inflight_seconds", "hash_blocks", "seed",
-    )  # fmt: skip
-    given = {n: getattr(args, n) for n in names if getattr(args, n) is not None}
-    if args.router_instances is not None:
-        given["instances"] = args.router_instances
-    if args.router_view is not None:
-        given["view"] = args.router_view
-    if args.router_view_capacity is not None:
-        given["view_capacity"] = _fleet_tokens(args.router_view_capacity, "--router-view-capacity")
-    return RouterSettings(**given)
-
-
-def _fleet_tokens(size: Any, flag: str) -> int:
-    if size.kind != "tokens" or size.value is None:
-        raise CLIError(f"{flag}: give a number of tokens", EXIT_USAGE)
-    return int(size.value)
-
-
-def _fleet_latency(args: argparse.Namespace) -> Any:
-    from promptkit.analysis.fleet_latency import LatencyModel, gpu_profile
-
-    if args.gpu is not None and args.prefill_rate is not None:
-        raise CLIError("give --gpu (with --model) or --prefill-rate, not both", EXIT_USAGE)
-    if args.gpu is not None:
-        return gpu_profile(args.gpu)
-    if args.prefill_rate is not None:
-        return LatencyModel(args.prefill_rate, args.decode_rate)
-    if args.decode_rate is not None:
-        raise CLIError("--decode-rate needs --prefill-rate", EXIT_USAGE)
-    return None
-
-
-def _run_fleet(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
-    from promptkit.commands.fleet import run_fleet
-
-    _check_paths(args.paths)
-    shared = args.shared_capacity
-    text = run_fleet(
-        args.paths, replicas=args.replicas, policies=args.policy, capacities=args.capacity, models=args.model,
-        as_json=args.json, shared_capacity=None if shared is None else _fleet_tokens(shared, "--shared-capacity"),
-        provider=args.provider, block_size=args.block_size, arrival_interval=args.arrival_interval,
-        router=_fleet_router(args), latency=_fleet_latency(args), out=args.out,
-    )  # fmt: skip
-    _emit(stdout, text)
-    return EXIT_OK
-
-
-# --- shared: arguments, paths, errors, output ---------------------------------------------------------
-
 
 def _ratio(text: str) -> float:
     """An argparse type: a ratio in [0, 1], or a percentage with its sign (``80%`` is 0.80: the sign
@@ -881,21 +730,13 @@ def _default_log(stack: contextlib.ExitStack) -> Path:
     except (NotADirectoryError, TypeError):
         # an editable install made before promptkit/__init__.py existed registers promptkit as a
         # namespace package whose resource reader fails; the files sit next to this module anyway
-        resource = Path(__file__).parent / DEFAULT_LOG
+        resource = Path(__file__).parents[1] / DEFAULT_LOG
     if not resource.is_file():
         raise CLIError(
             f"no PATH given and the bundled fixture log promptkit/{DEFAULT_LOG} is missing from this "
             "installation; pass the log files to analyze"
         )
     return stack.enter_context(importlib.resources.as_file(resource))
-
-
-def _check_paths(paths: Sequence[Path]) -> None:
-    for path in paths:
-        if not path.exists():
-            raise CLIError(f"{path}: no such file or directory")
-        if not os.access(path, os.R_OK):
-            raise CLIError(f"{path}: cannot read the file (permission denied)")
 
 
 def _check_names(args: argparse.Namespace) -> None:
@@ -968,19 +809,6 @@ def _with_path(exc: BaseException, paths: Sequence[Path]) -> str:
     ):
         return f"{', '.join(map(str, paths))}: {message}"
     return message
-
-
-def _emit(stream: TextIO, text: str) -> None:
-    """Write to stdout; if its reader went away (``promptkit analyze | head``), keep working silently."""
-    try:
-        stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        try:
-            fileno = stream.fileno()
-        except (AttributeError, OSError, ValueError):  # pragma: no cover - not a real file
-            return
-        os.dup2(os.open(os.devnull, os.O_WRONLY), fileno)
 
 
 def main(
