@@ -165,8 +165,11 @@ class CallEvaluator(abc.ABC):
     def qualified(self, node: ast.expr, frame: Frame) -> str | None:
         """The qualified name of an external callee (through the module's imports), or a builtin's."""
         chain = dotted(node)
-        if not chain or isinstance(node, ast.Call):
-            return None
+        probe = node
+        while isinstance(probe, ast.Attribute):
+            probe = probe.value
+        if not chain or not isinstance(probe, ast.Name):
+            return None  # a chain through a call (``datetime.now().strftime``) is a method of a value
         root, _, rest = chain.partition(".")
         if root in frame.env or root in frame.module.funcs or root in frame.module.classes:
             return None
@@ -331,7 +334,7 @@ class CallEvaluator(abc.ABC):
     def subscript(self, node: ast.Subscript, frame: Frame) -> Val:
         base = self.expr(node.value, frame)
         index = node.slice
-        self.expr(index, frame)
+        key = self.expr(index, frame)
         if isinstance(index, ast.Constant):
             if isinstance(index.value, str) and base.keys is not None:
                 found = base.key(index.value)
@@ -343,7 +346,7 @@ class CallEvaluator(abc.ABC):
         if isinstance(index, ast.Slice):
             return Val(traces=all_traces(base), unordered=None) if base.items is None else Val(items=base.items)
         if base.items is not None or base.keys is not None:
-            return flat(base)
+            return union(flat(base), flat(key))  # a changing key picks a changing value
         traces = []
         for trace in base.traces:
             origin = trace.origin

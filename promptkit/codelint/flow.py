@@ -259,7 +259,7 @@ class Analyzer(CallEvaluator):
         if len(bodies) == 2 and not bodies[1]:
             before = dict(frame.env)
             self.block(bodies[0], frame)
-            envs = [frame.env, before]
+            envs = [dict(frame.env), before]
         else:
             envs = []
             for body in bodies:
