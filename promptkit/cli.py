@@ -418,7 +418,7 @@ def _run_lint_code(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> 
     from promptkit.errors import CodeInputError
 
     try:
-        run = run_lint_code(args.paths, format=args.format)
+        run = run_lint_code(args.paths, format=args.format, version=_version())
     except CodeInputError as exc:
         raise CLIError(str(exc), EXIT_USAGE) from exc
     _emit(stdout, run.text)

@@ -71,7 +71,9 @@ _PASS: Final[frozenset[str]] = frozenset({
 })  # fmt: skip
 _DYNAMIC: Final[frozenset[str]] = frozenset({"eval", "exec", "getattr", "__import__"})
 _BUILTINS: Final[frozenset[str]] = _STABLE | _ORDERING | _PASS | _DYNAMIC | {"sorted", "set", "frozenset"}
-_MUTATORS: Final[frozenset[str]] = frozenset({"append", "extend", "insert", "update", "add", "sort", "setdefault"})
+_MUTATORS: Final[frozenset[str]] = frozenset(
+    {"append", "extend", "insert", "update", "add", "sort", "setdefault"}
+)
 
 
 def dotted(node: ast.expr) -> str:
@@ -125,7 +127,9 @@ class CallEvaluator(abc.ABC):
     def default_value(self, func: FuncInfo, index: int) -> Val: ...
 
     @abc.abstractmethod
-    def record(self, frame: Frame, slot: str, traces: tuple[Trace, ...], api: str, sink: Location) -> None: ...
+    def record(
+        self, frame: Frame, slot: str, traces: tuple[Trace, ...], api: str, sink: Location
+    ) -> None: ...
 
     @abc.abstractmethod
     def record_messages(self, frame: Frame, keyword: str, value: Val, api: str, sink: Location) -> None: ...
@@ -147,7 +151,9 @@ class CallEvaluator(abc.ABC):
 
     @staticmethod
     def loc(frame: Frame, node: ast.AST, message: str) -> Location:
-        return Location(frame.module.module.path, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message)
+        return Location(
+            frame.module.module.path, getattr(node, "lineno", 0), getattr(node, "col_offset", 0), message
+        )
 
     def source(self, frame: Frame, node: ast.AST, rule: str, what: str, order_only: bool = False) -> Val:
         path = frame.module.module.path
@@ -211,7 +217,7 @@ class CallEvaluator(abc.ABC):
 
     # --- expressions ----------------------------------------------------------------------------------
 
-    def expr(self, node: ast.expr, frame: Frame) -> Val:  # noqa: C901 - one dispatch over node types
+    def expr(self, node: ast.expr, frame: Frame) -> Val:
         if isinstance(node, ast.Constant):
             return Val(const=node.value) if isinstance(node.value, str) else EMPTY
         if isinstance(node, ast.Name):
@@ -234,7 +240,9 @@ class CallEvaluator(abc.ABC):
         if isinstance(node, ast.Dict):
             return self.dict_display(node, frame)
         if isinstance(node, ast.Set):
-            return union(*(self.expr(e, frame) for e in node.elts), Val(unordered=self.loc(frame, node, "set")))
+            return union(
+                *(self.expr(e, frame) for e in node.elts), Val(unordered=self.loc(frame, node, "set"))
+            )
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp):
             return self.comprehension(node, frame)
         if isinstance(node, ast.BoolOp):
@@ -308,7 +316,10 @@ class CallEvaluator(abc.ABC):
                 at = self.loc(frame, node, f"read `.{node.attr}`")
                 trace = Trace(attrs.evolve(origin, attr=node.attr, at=at), trace.steps, trace.order_only)
             traces.append(trace)
-        return Val(traces=tuple(traces), unordered=base.unordered if node.attr in ("keys", "values", "items") else None)
+        return Val(
+            traces=tuple(traces),
+            unordered=base.unordered if node.attr in ("keys", "values", "items") else None,
+        )
 
     def class_by_key(self, key: str) -> ClassInfo | None:
         return self.classes.get(key)
@@ -340,11 +351,17 @@ class CallEvaluator(abc.ABC):
                 found = base.key(index.value)
                 if found is not None:
                     return found
-            if isinstance(index.value, int) and base.items is not None and not any(v.spread for v in base.items):
+            if (
+                isinstance(index.value, int)
+                and base.items is not None
+                and not any(v.spread for v in base.items)
+            ):
                 if -len(base.items) <= index.value < len(base.items):
                     return base.items[index.value]
         if isinstance(index, ast.Slice):
-            return Val(traces=all_traces(base), unordered=None) if base.items is None else Val(items=base.items)
+            return (
+                Val(traces=all_traces(base), unordered=None) if base.items is None else Val(items=base.items)
+            )
         if base.items is not None or base.keys is not None:
             return union(flat(base), flat(key))  # a changing key picks a changing value
         traces = []
@@ -360,13 +377,17 @@ class CallEvaluator(abc.ABC):
         left, right = self.expr(node.left, frame), self.expr(node.right, frame)
         if isinstance(node.op, ast.Add) and (left.items is not None or right.items is not None):
             return self.concatenated(left, right)
-        if isinstance(node.op, ast.BitOr | ast.BitAnd | ast.Sub | ast.BitXor) and (left.unordered or right.unordered):
+        if isinstance(node.op, ast.BitOr | ast.BitAnd | ast.Sub | ast.BitXor) and (
+            left.unordered or right.unordered
+        ):
             return union(left, right)
         message = {ast.Add: "concatenated", ast.Mod: "formatted with %"}.get(type(node.op), "computed")
         texts = [self.as_text(v, frame, node, "formatting") for v in (left, right)]
         return union(*texts, step=self.loc(frame, node, message))
 
-    def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame) -> Val:
+    def comprehension(
+        self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, frame: Frame
+    ) -> Val:
         inner = attrs.evolve(frame, env=dict(frame.env))
         unordered = False
         for generator in node.generators:
@@ -424,7 +445,9 @@ class CallEvaluator(abc.ABC):
                 sink = self.loc(frame, node, f"sent as {part.slot} by `{api}`")
                 self.record(frame, part.slot, all_traces(part.value), api, sink)
 
-    def assembler(self, node: ast.Call, positional: list[Val], keywords: dict[str, Val], frame: Frame) -> None:
+    def assembler(
+        self, node: ast.Call, positional: list[Val], keywords: dict[str, Val], frame: Frame
+    ) -> None:
         """promptkit's assembler: ``register(key, anchor, build)`` and ``turn_frame(persona=...)``."""
         name = dotted(node.func).rpartition(".")[2]
         if name == "turn_frame" and "persona" in keywords:
@@ -453,7 +476,9 @@ class CallEvaluator(abc.ABC):
         if anchor_node is not None:
             self.contributor(func.key, key, anchor_node, decorator, frame)
 
-    def contributor(self, func_key: str, key: str | None, anchor_node: ast.expr, node: ast.AST, frame: Frame) -> None:
+    def contributor(
+        self, func_key: str, key: str | None, anchor_node: ast.expr, node: ast.AST, frame: Frame
+    ) -> None:
         anchor_name = anchor_node.value if isinstance(anchor_node, ast.Constant) else None
         if isinstance(anchor_node, ast.Attribute):
             anchor_name = anchor_node.attr
@@ -485,7 +510,9 @@ class CallEvaluator(abc.ABC):
             return self.source(frame, node, "per-turn", f"{dotted(node.func)}() (a retrieval for this turn)")
         return union(*(flat(v) for v in positional), *(flat(v) for v in keywords.values()))
 
-    def json_dumps(self, node: ast.Call, positional: list[Val], keywords: dict[str, Val], frame: Frame) -> Val:
+    def json_dumps(
+        self, node: ast.Call, positional: list[Val], keywords: dict[str, Val], frame: Frame
+    ) -> Val:
         value = positional[0] if positional else EMPTY
         sort_keys = next((k.value for k in node.keywords if k.arg == "sort_keys"), None)
         if isinstance(sort_keys, ast.Constant) and sort_keys.value is True:
@@ -493,7 +520,9 @@ class CallEvaluator(abc.ABC):
         texts = flat(value)
         if value.unordered is not None:
             made = value.unordered.line
-            order = self.source(frame, node, "json-order", f"json.dumps() without sort_keys of the dict made at line {made}")
+            order = self.source(
+                frame, node, "json-order", f"json.dumps() without sort_keys of the dict made at line {made}"
+            )
             texts = union(order, texts)
         return Val(traces=texts.traces)
 
@@ -524,16 +553,20 @@ class CallEvaluator(abc.ABC):
         if isinstance(func_node, ast.Attribute):
             base = self.expr(func_node.value, frame)
             if base.func is not None or base.self_of is not None:
-                target = self.member(base.func, func_node.attr, frame) if base.func else self.attribute(func_node, frame)
+                target = (
+                    self.member(base.func, func_node.attr, frame)
+                    if base.func
+                    else self.attribute(func_node, frame)
+                )
                 if target.func is not None:
                     bound = base if base.self_of is not None else None
                     return self.project_call(target.func, node, positional, keywords, frame, bound)
             return self.method(func_node, base, positional, keywords, node, frame)
         if isinstance(func_node, ast.Name):
-            target = self.lookup(func_node.id, frame)
-            if target is not None and target.func is not None:
-                return self.project_call(target.func, node, positional, keywords, frame, None)
-            if target is not None and func_node.id in frame.env:
+            named = self.lookup(func_node.id, frame)
+            if named is not None and named.func is not None:
+                return self.project_call(named.func, node, positional, keywords, frame, None)
+            if named is not None and func_node.id in frame.env:
                 return union(*(flat(v) for v in positional), self.dynamic(node, frame))
             if is_retrieval(func_node.id, None):
                 return self.source(frame, node, "per-turn", f"{func_node.id}() (a retrieval for this turn)")
@@ -601,11 +634,18 @@ class CallEvaluator(abc.ABC):
         if name in _MUTATORS:
             self.set_target(func_node.value, self.mutated(name, receiver, positional, node), frame)
             return EMPTY
-        if name in ("get", "pop") and receiver.keys is not None and node.args and isinstance(node.args[0], ast.Constant):
+        if (
+            name in ("get", "pop")
+            and receiver.keys is not None
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             found = receiver.key(str(node.args[0].value))
             return found if found is not None else union(*(flat(v) for v in positional[1:]))
         if name in ("copy", "keys", "values", "items"):
-            return receiver if name == "copy" else Val(traces=all_traces(receiver), unordered=receiver.unordered)
+            return (
+                receiver if name == "copy" else Val(traces=all_traces(receiver), unordered=receiver.unordered)
+            )
         if is_retrieval(name, dotted(func_node.value)):
             return self.source(frame, node, "per-turn", f"{dotted(func_node)}() (a retrieval for this turn)")
         return union(flat(receiver), *(flat(v) for v in positional), *(flat(v) for v in keywords.values()))
@@ -621,11 +661,19 @@ class CallEvaluator(abc.ABC):
             return Val(items=(*items, *(first.items if first.items is not None else (spread_of(first),))))
         if name == "insert" and len(positional) > 1:
             index_node = node.args[0]
-            at = index_node.value if isinstance(index_node, ast.Constant) and isinstance(index_node.value, int) else None
+            at = (
+                index_node.value
+                if isinstance(index_node, ast.Constant) and isinstance(index_node.value, int)
+                else None
+            )
             position = at if at is not None and at >= 0 else max(len(items) - 1, 0)
             return Val(items=(*items[:position], positional[1], *items[position:]))
         if name == "sort":
-            return sorted_copy(receiver) if receiver.items is None else Val(items=tuple(sorted_copy(v) for v in items))
+            return (
+                sorted_copy(receiver)
+                if receiver.items is None
+                else Val(items=tuple(sorted_copy(v) for v in items))
+            )
         if name == "update" and receiver.keys is not None and first.keys is not None:
             keys = tuple((k, v) for k, v in receiver.keys if first.key(k) is None) + first.keys
             return attrs.evolve(receiver, keys=keys, unordered=receiver.unordered or first.unordered)

@@ -63,7 +63,9 @@ class Analyzer(CallEvaluator):
             for key in [k for k in self.functions if k not in done]:
                 done.add(key)
                 self.summary(self.functions[key])
-        findings = sorted(self.findings.values(), key=lambda f: (f.path, f.line, f.column, f.sink.line, f.slot))
+        findings = sorted(
+            self.findings.values(), key=lambda f: (f.path, f.line, f.column, f.sink.line, f.slot)
+        )
         notes = sorted(self.notes.values(), key=lambda n: (n.path, n.line, n.column, n.message))
         return LintResult(tuple(findings), tuple(notes), len(self.indexes), len(self.ignored))
 
@@ -168,7 +170,9 @@ class Analyzer(CallEvaluator):
         if func is None or klass is None:
             return
         defaults = {i: self.default_value(func, i) for i in func.defaults}
-        seen = add_step(without_markers(value, func.key, defaults), self.loc(frame, node, f"stored in `self.{name}`"))
+        seen = add_step(
+            without_markers(value, func.key, defaults), self.loc(frame, node, f"stored in `self.{name}`")
+        )
         old = self.attr_values.get((klass.key, name))
         self.attr_values[(klass.key, name)] = seen if old is None else join([old, seen])
 
@@ -272,7 +276,7 @@ class Analyzer(CallEvaluator):
 
     def assign(self, target: ast.expr, value: Val, frame: Frame, step: bool = True) -> None:
         if isinstance(target, ast.Name):
-            if step and value.traces or value.items or value.keys:
+            if step and (value.traces or value.items or value.keys):
                 value = add_step(value, self.loc(frame, target, f"assigned to `{target.id}`"))
             frame.env[target.id] = value
         elif isinstance(target, ast.Tuple | ast.List):
@@ -295,7 +299,7 @@ class Analyzer(CallEvaluator):
         """``base`` once ``base[key] = value`` ran: a constant key sets that key, a key taken from a set
         in hash order leaves the dict's order unfixed."""
         if base.keys is not None and isinstance(key_node, ast.Constant) and isinstance(key_node.value, str):
-            keys = tuple((k, v) for k, v in base.keys if k != key_node.value) + ((key_node.value, value),)
+            keys = (*((k, v) for k, v in base.keys if k != key_node.value), (key_node.value, value))
             return attrs.evolve(base, keys=keys)
         order = [t for t in key.traces if t.order_only]
         merged = union(base, value, Val(traces=tuple(t for t in key.traces if not t.order_only)))

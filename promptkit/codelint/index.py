@@ -96,7 +96,11 @@ def _self_assignments(method: FuncInfo) -> set[str]:
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
             targets = [node.target]
         for target in targets:
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == me
+            ):
                 names.add(target.attr)
     return names
 

@@ -157,7 +157,11 @@ def all_traces(value: Val) -> tuple[Trace, ...]:
 def flat(value: Val) -> Val:
     """``value`` as a plain value carrying all its traces (its items' and keys' included)."""
     if value.items is None and value.keys is None:
-        return value if value.func is None and value.param is None else Val(value.traces, unordered=value.unordered)
+        return (
+            value
+            if value.func is None and value.param is None
+            else Val(value.traces, unordered=value.unordered)
+        )
     return Val(traces=all_traces(value), unordered=value.unordered)
 
 

@@ -29,7 +29,9 @@ def format_text(result: LintResult) -> str:
     lines = []
     for finding in result.findings:
         lines.append(f"{finding.path}:{finding.line}:{finding.column + 1}: {finding.rule}: {finding.source}")
-        lines.append(f"  lands in: {finding.slot} of `{finding.api}` ({finding.sink.path}:{finding.sink.line})")
+        lines.append(
+            f"  lands in: {finding.slot} of `{finding.api}` ({finding.sink.path}:{finding.sink.line})"
+        )
         for step in finding.flow[1:-1]:
             lines.append(f"  via {step.path}:{step.line}: {step.message}")
         lines.append(f"  fix: {finding.fix}")
@@ -37,7 +39,11 @@ def format_text(result: LintResult) -> str:
         lines.append(f"{note.path}:{note.line}:{note.column + 1}: note: {note.message}")
     count = len(result.findings)
     files = f"{result.files} file{'s' if result.files != 1 else ''}"
-    summary = f"{count} finding{'s' if count != 1 else ''}" if count else "no changing value before repeated content"
+    summary = (
+        f"{count} finding{'s' if count != 1 else ''}"
+        if count
+        else "no changing value before repeated content"
+    )
     extra = f", {result.ignored} ignored by comments" if result.ignored else ""
     lines.append(f"promptkit lint-code: {files}, {summary}{extra}")
     return "\n".join(lines) + "\n"

@@ -102,7 +102,9 @@ def _files(paths: Sequence[str | os.PathLike[str]]) -> Iterable[tuple[Path, Path
             yield path, path.parent
             continue
         for folder, subfolders, names in os.walk(path):
-            subfolders[:] = sorted(d for d in subfolders if d not in _SKIPPED_FOLDERS and not d.startswith("."))
+            subfolders[:] = sorted(
+                d for d in subfolders if d not in _SKIPPED_FOLDERS and not d.startswith(".")
+            )
             for name in sorted(names):
                 if name.endswith(".py"):
                     yield Path(folder) / name, path

@@ -41,7 +41,11 @@ _LITELLM: Final[frozenset[str]] = frozenset({"litellm.completion", "litellm.acom
 #: per API kind: keyword -> (slot, positional: a list of messages whose last entry is the current turn)
 _SLOTS: Final[dict[str, dict[str, tuple[str, bool]]]] = {
     "chat": {"messages": ("messages", True), "tools": ("tools", False), "functions": ("functions", False)},
-    "responses": {"instructions": ("instructions", False), "tools": ("tools", False), "input": ("input", True)},
+    "responses": {
+        "instructions": ("instructions", False),
+        "tools": ("tools", False),
+        "input": ("input", True),
+    },
     "messages": {"system": ("system", False), "tools": ("tools", False), "messages": ("messages", True)},
 }
 

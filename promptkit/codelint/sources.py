@@ -132,4 +132,6 @@ def is_retrieval(name: str, receiver: str | None) -> bool:
 
 #: Attributes of promptkit's ``PromptView`` that change between turns (the turn's messages, its speaker,
 #: its trigger); ``session_id`` and ``platform`` stay the same for a session.
-PER_TURN_VIEW_ATTRIBUTES: Final[frozenset[str]] = frozenset({"messages", "user_id", "trigger_type", "dry_run"})
+PER_TURN_VIEW_ATTRIBUTES: Final[frozenset[str]] = frozenset(
+    {"messages", "user_id", "trigger_type", "dry_run"}
+)

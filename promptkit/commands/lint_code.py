@@ -22,15 +22,17 @@ class LintCodeRun:
     code: int
 
 
-def run_lint_code(paths: Sequence[str | os.PathLike[str]], *, format: str = "text") -> LintCodeRun:
-    """Lint ``paths`` and format the result as ``text``, ``json`` or ``sarif``.
+def run_lint_code(
+    paths: Sequence[str | os.PathLike[str]], *, format: str = "text", version: str = "0"
+) -> LintCodeRun:
+    """Lint ``paths`` and format the result as ``text``, ``json`` or ``sarif`` (``version``: the
+    tool version a SARIF log names).
 
     >>> run = run_lint_code(["tests/lint_code/c02_sorted_set.py"])
     >>> run.code, run.text.splitlines()[-1]
     (0, 'promptkit lint-code: 1 file, no changing value before repeated content')
     """
-    from promptkit import __version__
     from promptkit.codelint import format_result, lint_code_result
 
     result = lint_code_result(paths)
-    return LintCodeRun(format_result(result, format, __version__), 1 if result.findings else 0)
+    return LintCodeRun(format_result(result, format, version), 1 if result.findings else 0)

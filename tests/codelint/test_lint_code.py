@@ -54,35 +54,45 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 def test_an_ignore_comment_silences_its_rule_on_the_source_or_the_request_line(
     tmp_path: Path, source_comment: str, sink_comment: str, found: int
 ) -> None:
-    path = write(tmp_path, "bot.py", SYSTEM_CLOCK.format(source_comment=source_comment, sink_comment=sink_comment))
+    path = write(
+        tmp_path, "bot.py", SYSTEM_CLOCK.format(source_comment=source_comment, sink_comment=sink_comment)
+    )
     result = lint_code_result([path])
     assert len(result.findings) == found
     assert result.ignored == 1 - found
 
 
 def test_a_dynamic_call_is_a_note_and_never_a_finding(tmp_path: Path) -> None:
-    path = write(tmp_path, "bot.py", """\
+    path = write(
+        tmp_path,
+        "bot.py",
+        """\
         from openai import OpenAI
         client = OpenAI()
         def ask(builders, name, q):
             system = getattr(builders, name)()
             client.chat.completions.create(model="m", messages=[
                 {"role": "system", "content": system}, {"role": "user", "content": q}])
-    """)
+    """,
+    )
     result = lint_code_result([path])
     assert result.findings == ()
     assert [(n.line, "gave up on the dynamic call" in n.message) for n in result.notes] == [(4, True)]
 
 
 def test_a_list_of_unknown_order_is_a_note(tmp_path: Path) -> None:
-    path = write(tmp_path, "bot.py", """\
+    path = write(
+        tmp_path,
+        "bot.py",
+        """\
         import json, uuid
         from openai import OpenAI
         client = OpenAI()
         def ask(raw):
             messages = json.loads(raw) + [] if False else json.loads(raw + str(uuid.uuid4()))
             client.chat.completions.create(model="m", messages=messages)
-    """)
+    """,
+    )
     result = lint_code_result([path])
     assert result.findings == ()
     assert len(result.notes) == 1 and "order is not known" in result.notes[0].message
@@ -91,34 +101,47 @@ def test_a_list_of_unknown_order_is_a_note(tmp_path: Path) -> None:
 def test_relative_imports_and_module_attributes_within_a_package(tmp_path: Path) -> None:
     write(tmp_path, "app/__init__.py", "")
     write(tmp_path, "app/prompts/__init__.py", "")
-    write(tmp_path, "app/prompts/system.py", """\
+    write(
+        tmp_path,
+        "app/prompts/system.py",
+        """\
         import random
         def persona():
             return "You are " + random.choice(["kind", "terse"])
-    """)
-    write(tmp_path, "app/bot.py", """\
+    """,
+    )
+    write(
+        tmp_path,
+        "app/bot.py",
+        """\
         import anthropic
         from .prompts import system as prompts
         import app.prompts.system as again
         def reply(client: anthropic.Anthropic, q):
             client.messages.create(model="m", max_tokens=9, system=prompts.persona(), messages=[{"role": "user", "content": q}])
             client.messages.create(model="m", max_tokens=9, system=[{"type": "text", "text": again.persona()}], messages=[])
-    """)
+    """,
+    )
     found = lint_code([tmp_path])
     assert {(Path(f.path).name, f.line, f.sink.line, f.slot) for f in found} == {
-        ("system.py", 3, 5, "system"), ("system.py", 3, 6, "system")
+        ("system.py", 3, 5, "system"),
+        ("system.py", 3, 6, "system"),
     }
 
 
 def test_a_recursive_helper_ends(tmp_path: Path) -> None:
-    path = write(tmp_path, "bot.py", """\
+    path = write(
+        tmp_path,
+        "bot.py",
+        """\
         import time
         import litellm
         def pad(text, n):
             return text if n == 0 else pad(text + " ", n - 1)
         def ask(q):
             litellm.completion(model="m", messages=[{"role": "system", "content": pad(str(time.time()), 3)}, {"role": "user", "content": q}])
-    """)
+    """,
+    )
     assert [(f.rule, f.line) for f in lint_code([path])] == [("clock", 6)]
 
 
@@ -167,5 +190,5 @@ def test_exit_codes_text_output_and_bad_input(tmp_path: Path) -> None:
     assert code == 2 and f"{bad}:2: syntax error" in err and "Traceback" not in err
     latin = tmp_path / "latin.py"
     latin.write_bytes(b"x = '\xe9'\n")
-    with pytest.raises(CodeInputError, match="latin.py: not UTF-8"):
+    with pytest.raises(CodeInputError, match=r"latin\.py: not UTF-8"):
         lint_code([latin])
