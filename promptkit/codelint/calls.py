@@ -214,6 +214,30 @@ class CallEvaluator(abc.ABC):
             frame.env[node.id] = value
         elif isinstance(node, ast.Attribute) and self.is_self(node.value, frame):
             self.store_self(frame, node.attr, value, node)
+        elif isinstance(node, ast.Subscript):  # x[k] = v, self.x[0]["content"] += v
+            container = self.expr(node.value, frame)
+            key = self.expr(node.slice, frame)
+            self.set_target(node.value, self.stored(container, key, value, node.slice), frame)
+
+    def stored(self, base: Val, key: Val, value: Val, key_node: ast.expr) -> Val:
+        """``base`` once ``base[key] = value`` ran: a constant key sets that key, a key taken from a set
+        in hash order leaves the dict's order unfixed."""
+        if base.keys is not None and isinstance(key_node, ast.Constant) and isinstance(key_node.value, str):
+            keys = (*((k, v) for k, v in base.keys if k != key_node.value), (key_node.value, value))
+            return attrs.evolve(base, keys=keys)
+        items = base.items
+        if items is not None and isinstance(key_node, ast.Constant) and isinstance(key_node.value, int):
+            at = key_node.value
+            if not any(v.spread for v in items) and -len(items) <= at < len(items):
+                at %= len(items)
+                return Val(items=(*items[:at], value, *items[at + 1 :]))
+        order = [t for t in key.traces if t.order_only]
+        merged = union(base, value, Val(traces=tuple(t for t in key.traces if not t.order_only)))
+        if order:
+            loc = order[0].origin
+            if isinstance(loc, Source):
+                merged = attrs.evolve(merged, unordered=Location(loc.path, loc.line, loc.column, loc.what))
+        return merged
 
     # --- expressions ----------------------------------------------------------------------------------
 

@@ -291,35 +291,16 @@ class Analyzer(CallEvaluator):
             if self.is_self(target.value, frame):
                 self.store_self(frame, target.attr, value, target)
         elif isinstance(target, ast.Subscript):
-            base = self.expr(target.value, frame)
-            key = self.expr(target.slice, frame)
-            self.set_target(target.value, self.stored(base, key, value, target.slice), frame)
-
-    def stored(self, base: Val, key: Val, value: Val, key_node: ast.expr) -> Val:
-        """``base`` once ``base[key] = value`` ran: a constant key sets that key, a key taken from a set
-        in hash order leaves the dict's order unfixed."""
-        if base.keys is not None and isinstance(key_node, ast.Constant) and isinstance(key_node.value, str):
-            keys = (*((k, v) for k, v in base.keys if k != key_node.value), (key_node.value, value))
-            return attrs.evolve(base, keys=keys)
-        order = [t for t in key.traces if t.order_only]
-        merged = union(base, value, Val(traces=tuple(t for t in key.traces if not t.order_only)))
-        if order:
-            loc = order[0].origin
-            if isinstance(loc, Source):
-                merged = attrs.evolve(merged, unordered=Location(loc.path, loc.line, loc.column, loc.what))
-        return merged
+            self.set_target(target, value, frame)
 
     def augmented(self, node: ast.AugAssign, frame: Frame) -> None:
-        old = self.expr(node.target, frame) if not isinstance(node.target, ast.Subscript) else EMPTY
+        old = self.expr(node.target, frame)
         value = self.expr(node.value, frame)
         if isinstance(node.op, ast.Add) and (old.items is not None or value.items is not None):
             new = self.concatenated(old, value)
         else:
             new = union(old, value, step=self.loc(frame, node, "concatenated"))
-        if isinstance(node.target, ast.Subscript):
-            self.assign(node.target, new, frame)
-        else:
-            self.set_target(node.target, new, frame)
+        self.set_target(node.target, new, frame)
 
     # --- what reaches a request -----------------------------------------------------------------------
 
