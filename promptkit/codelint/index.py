@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
 
 from promptkit.codelint.project import Module, Project
 
-__all__ = ["ClassInfo", "FuncInfo", "FunctionNode", "ModuleIndex", "build_indexes"]
+__all__ = ["ClassInfo", "FuncInfo", "FunctionNode", "ModuleIndex", "build_indexes", "statements"]
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 
@@ -89,7 +90,7 @@ def _self_assignments(method: FuncInfo) -> set[str]:
         return set()
     me = method.params[0]
     names = set()
-    for node in ast.walk(method.node):
+    for node in statements(method.node.body):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -150,7 +151,7 @@ def build_indexes(project: Project) -> list[ModuleIndex]:
     indexes = []
     for module in project.modules:
         index = ModuleIndex(module)
-        for node in ast.walk(module.tree):
+        for node in statements(module.tree.body):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 _index_import(index, project, node)
         for node in _top_level(module.tree.body):
@@ -160,6 +161,21 @@ def build_indexes(project: Project) -> list[ModuleIndex]:
                 index.classes[node.name] = _index_class(index, node)
         indexes.append(index)
     return indexes
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body``, nested ones included (without walking expressions: much faster
+    than :func:`ast.walk`)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from statements(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield from statements(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from statements(case.body)
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
