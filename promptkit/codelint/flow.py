@@ -165,14 +165,15 @@ class Analyzer(CallEvaluator):
         return add_step(value, step)
 
     def store_self(self, frame: Frame, name: str, value: Val, node: ast.AST) -> None:
+        """``self.<name> = value`` in a method: the value the rest of the method reads, and (its
+        parameters replaced by their defaults) what the class's other methods read."""
+        value = add_step(value, self.loc(frame, node, f"stored in `self.{name}`"))
         frame.self_attrs[name] = value
         func, klass = frame.func, frame.func.klass if frame.func is not None else None
         if func is None or klass is None:
             return
         defaults = {i: self.default_value(func, i) for i in func.defaults}
-        seen = add_step(
-            without_markers(value, func.key, defaults), self.loc(frame, node, f"stored in `self.{name}`")
-        )
+        seen = without_markers(value, func.key, defaults)
         old = self.attr_values.get((klass.key, name))
         self.attr_values[(klass.key, name)] = seen if old is None else join([old, seen])
 

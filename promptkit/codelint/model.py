@@ -77,9 +77,9 @@ class Trace:
     order_only: bool = False
 
     def then(self, step: Location) -> Trace:
-        """This trace with one more step (a repeat of the last step's line is kept once)."""
+        """This trace with one more step (a repeat of the last step is kept once)."""
         steps = self.steps
-        if steps and steps[-1].line == step.line and steps[-1].path == step.path:
+        if steps and steps[-1] == step:
             return self
         if len(steps) >= MAX_STEPS:
             steps = steps[: MAX_STEPS // 2] + steps[-(MAX_STEPS // 2) + 1 :]

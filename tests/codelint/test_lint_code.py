@@ -192,3 +192,15 @@ def test_exit_codes_text_output_and_bad_input(tmp_path: Path) -> None:
     latin.write_bytes(b"x = '\xe9'\n")
     with pytest.raises(CodeInputError, match=r"latin\.py: not UTF-8"):
         lint_code([latin])
+
+
+def test_the_pre_commit_hook_runs_this_command_on_the_whole_tree() -> None:
+    import yaml
+
+    from promptkit.cli import build_parser
+
+    (hook,) = yaml.safe_load((CORPUS.parents[1] / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert hook["id"] == "promptkit-lint-code" and hook["language"] == "python"
+    program, command = hook["entry"].split()
+    assert program == "promptkit" and hook["pass_filenames"] is False and hook["args"] == ["."]
+    assert build_parser().parse_args([command, *hook["args"]]).handler.__name__ == "_run_lint_code"
