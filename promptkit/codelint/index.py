@@ -113,7 +113,7 @@ def _index_class(index: ModuleIndex, node: ast.ClassDef) -> ClassInfo:
             method = FuncInfo(f"{info.key}.{item.name}", f"{node.name}.{item.name}", item, index, info)
             info.methods[item.name] = method
             if method.is_method:
-                for name in _self_assignments(method):
+                for name in sorted(_self_assignments(method)):
                     info.setters.setdefault(name, []).append(method)
     return info
 

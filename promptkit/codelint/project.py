@@ -5,8 +5,9 @@ A module's dotted name is its path below the folder it was found in (``app/promp
 dotted suffix it shares with a module of the project, preferring a module in the importer's folder,
 so ``from prompts import system`` and ``from app.prompts import system`` both find it.
 
->>> ignored_rules("x = 1  # promptkit: ignore[clock, set-order]\\ny = 2  # promptkit: ignore\\n")
-{1: frozenset({'clock', 'set-order'}), 2: frozenset({'*'})}
+>>> found = ignored_rules("x = 1  # promptkit: ignore[clock, set-order]\\ny = 2  # promptkit: ignore\\n")
+>>> {line: sorted(rules) for line, rules in found.items()}
+{1: ['clock', 'set-order'], 2: ['*']}
 """
 
 from __future__ import annotations
