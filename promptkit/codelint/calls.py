@@ -118,7 +118,9 @@ class CallEvaluator(abc.ABC):
     def global_value(self, index: ModuleIndex, name: str, depth: int = 0) -> Val | None: ...
 
     @abc.abstractmethod
-    def self_attribute(self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr) -> Val: ...
+    def self_attribute(
+        self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr, own: bool = True
+    ) -> Val: ...
 
     @abc.abstractmethod
     def store_self(self, frame: Frame, name: str, value: Val, node: ast.AST) -> None: ...
@@ -161,7 +163,11 @@ class CallEvaluator(abc.ABC):
         return Val(traces=(Trace(origin, (), order_only),))
 
     def is_self(self, node: ast.expr, frame: Frame) -> bool:
-        return isinstance(node, ast.Name) and frame.env.get(node.id, EMPTY).self_of is not None
+        """Whether ``node`` is the ``self`` of the method being evaluated."""
+        func = frame.func
+        return (
+            isinstance(node, ast.Name) and func is not None and func.is_method and node.id == func.params[0]
+        )
 
     def lookup(self, name: str, frame: Frame) -> Val | None:
         if name in frame.env:
@@ -328,7 +334,9 @@ class CallEvaluator(abc.ABC):
         base = self.expr(node.value, frame)
         if base.self_of is not None:
             klass = self.class_by_key(base.self_of)
-            return self.self_attribute(klass, node.attr, frame, node) if klass is not None else EMPTY
+            if klass is None:
+                return EMPTY
+            return self.self_attribute(klass, node.attr, frame, node, own=self.is_self(node.value, frame))
         if base.func is not None:
             return self.member(base.func, node.attr, frame)
         if base.view:
@@ -524,6 +532,10 @@ class CallEvaluator(abc.ABC):
         rule = source_rule(qualified, len(positional))
         if rule is not None:
             return self.source(frame, node, rule, f"{dotted(node.func)}()")
+        if qualified == "dataclasses.field":  # a dataclass field's default, or what its factory returns
+            factory = keywords.get("default_factory", EMPTY)
+            target = self.functions.get(factory.func) if factory.func is not None else None
+            return self.summary(target).ret if target is not None else keywords.get("default", EMPTY)
         if qualified == "json.dumps":
             return self.json_dumps(node, positional, keywords, frame)
         if qualified in _BUILTINS or qualified == "dict.fromkeys":

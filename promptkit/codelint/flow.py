@@ -135,11 +135,26 @@ class Analyzer(CallEvaluator):
                 traces.append(Trace(Source("per-turn", path, node.lineno, node.col_offset, what)))
             default = self.default_value(func, index)
             traces += all_traces(default)
-            env[name] = Val(traces=tuple(traces), param=index)
+            env[name] = Val(traces=tuple(traces), param=index, self_of=self.annotated_class(func, node))
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 env[extra.arg] = EMPTY
         return env
+
+    def annotated_class(self, func: FuncInfo, node: ast.arg) -> str | None:
+        """The project class a parameter is annotated with (``settings: Settings``), if any: its
+        attributes are then what the class stores."""
+        annotation = node.annotation
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            name = annotation.value
+        elif isinstance(annotation, ast.Name):
+            name = annotation.id
+        else:
+            return None
+        found = self.global_value(func.module, name)
+        if found is None or found.func is None or not found.func.startswith("class:"):
+            return None
+        return found.func.partition(":")[2]
 
     def default_value(self, func: FuncInfo, index: int) -> Val:
         node = func.defaults.get(index)
@@ -150,9 +165,10 @@ class Analyzer(CallEvaluator):
                         f"default of parameter `{func.params[index]}`")  # fmt: skip
         return add_step(self.expr(node, frame), step)
 
-    def self_attribute(self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr) -> Val:
-        """``self.<name>`` read in a method: what the class's methods (``__init__`` first) store there."""
-        if name in frame.self_attrs:
+    def self_attribute(self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr, own: bool = True) -> Val:
+        """``self.<name>`` read in a method: what the class's methods (``__init__`` first) store there
+        (``own``: read from this method's own ``self``, which sees what the method stored so far)."""
+        if own and name in frame.self_attrs:
             return frame.self_attrs[name]
         for setter in klass.setters.get(name, ()):
             if frame.func is not setter:
