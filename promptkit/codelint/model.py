@@ -29,7 +29,7 @@ MAX_STEPS = 40
 MAX_TRACES = 12
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Location:
     """One place in the code and what happens to the value there (1-based line, 0-based column)."""
 
@@ -43,7 +43,7 @@ class Location:
         return {"path": self.path, "line": self.line, "column": self.column, "message": self.message}
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Source:
     """Where a value that changes between calls is made: its rule (``clock``, ``random-id``,
     ``process``, ``set-order``, ``json-order``, ``per-turn``) or ``dynamic`` (a call the analysis cannot
@@ -56,7 +56,7 @@ class Source:
     what: str
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Marker:
     """Parameter ``index`` of function ``func`` (and the attribute first read from it, with where),
     standing for whatever a call site passes."""
@@ -67,7 +67,7 @@ class Marker:
     at: Location | None = None
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Trace:
     """One changing value inside a :class:`Val`: its origin and the steps it took to get here.
     ``order_only``: only its order changes (an element of a set taken in hash order), so sorting fixes it."""
