@@ -49,7 +49,8 @@ class Summary:
 @attrs.define
 class Frame:
     """The state of one body being evaluated: the module, the names' values, the function (``None``
-    for a module's top level), its returns, its hits, and the ``self`` attributes it assigned."""
+    for a module's top level), its returns, its hits, the ``self`` attributes it assigned, and how many
+    loops enclose the statement being evaluated."""
 
     module: ModuleIndex
     env: dict[str, Val]
@@ -57,6 +58,7 @@ class Frame:
     returns: list[Val] = attrs.field(factory=list)
     hits: list[Hit] = attrs.field(factory=list)
     self_attrs: dict[str, Val] = attrs.field(factory=dict)
+    loops: int = 0
 
 
 #: builtins whose result carries nothing that changes (a length, a truth value, a type)
@@ -692,9 +694,10 @@ class CallEvaluator(abc.ABC):
             (spread_of(receiver),) if receiver.traces or receiver.param is not None else ())  # fmt: skip
         first = positional[0] if positional else EMPTY
         if name == "append":
-            return Val(items=(*items, first))
+            return Val(items=(*items, attrs.evolve(first, appended=True)))
         if name == "extend":
-            return Val(items=(*items, *(first.items if first.items is not None else (spread_of(first),))))
+            added = first.items if first.items is not None else (spread_of(first),)
+            return Val(items=(*items, *(attrs.evolve(v, appended=True) for v in added)))
         if name == "insert" and len(positional) > 1:
             index_node = node.args[0]
             at = (

@@ -165,7 +165,9 @@ class Analyzer(CallEvaluator):
                         f"default of parameter `{func.params[index]}`")  # fmt: skip
         return add_step(self.expr(node, frame), step)
 
-    def self_attribute(self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr, own: bool = True) -> Val:
+    def self_attribute(
+        self, klass: ClassInfo, name: str, frame: Frame, node: ast.expr, own: bool = True
+    ) -> Val:
         """``self.<name>`` read in a method: what the class's methods (``__init__`` first) store there
         (``own``: read from this method's own ``self``, which sees what the method stored so far)."""
         if own and name in frame.self_attrs:
@@ -216,13 +218,11 @@ class Analyzer(CallEvaluator):
                 name = frame.func.name if frame.func is not None else "<module>"
                 value = self.expr(node.value, frame)
                 frame.returns.append(add_step(value, self.loc(frame, node, f"returned by `{name}()`")))
-        elif isinstance(node, ast.If | ast.While):
+        elif isinstance(node, ast.If):
             self.expr(node.test, frame)
             self.branches([node.body, node.orelse], frame)
-        elif isinstance(node, ast.For | ast.AsyncFor):
-            element = self.element_of(self.expr(node.iter, frame), frame, node.iter)
-            self.assign(node.target, element, frame, step=False)
-            self.branches([node.body, node.orelse], frame)
+        elif isinstance(node, ast.While | ast.For | ast.AsyncFor):
+            self.loop(node, frame)
         elif isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
                 value = self.expr(item.context_expr, frame)
@@ -238,6 +238,21 @@ class Analyzer(CallEvaluator):
             self.branches([case.body for case in node.cases] + [[]], frame)
         else:
             self.definition(node, frame)
+
+    def loop(self, node: ast.While | ast.For | ast.AsyncFor, frame: Frame) -> None:
+        """A loop's body runs twice (once in a loop nested deeper than two): a request in the loop sees
+        what the first pass appended, as the second iteration does."""
+        for _ in range(2 if frame.loops < 2 else 1):
+            if isinstance(node, ast.While):
+                self.expr(node.test, frame)
+            else:
+                element = self.element_of(self.expr(node.iter, frame), frame, node.iter)
+                self.assign(node.target, element, frame, step=False)
+            frame.loops += 1
+            try:
+                self.branches([node.body, node.orelse], frame)
+            finally:
+                frame.loops -= 1
 
     def definition(self, node: ast.stmt, frame: Frame) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -314,7 +329,8 @@ class Analyzer(CallEvaluator):
         old = self.expr(node.target, frame)
         value = self.expr(node.value, frame)
         if isinstance(node.op, ast.Add) and (old.items is not None or value.items is not None):
-            new = self.concatenated(old, value)
+            added = value.items if value.items is not None else (attrs.evolve(value, spread=True),)
+            new = self.concatenated(old, Val(items=tuple(attrs.evolve(v, appended=True) for v in added)))
         else:
             new = union(old, value, step=self.loc(frame, node, "concatenated"))
         self.set_target(node.target, new, frame)

@@ -91,7 +91,7 @@ class Val:
     """What the analysis knows of a value: its traces and, where known, its shape.
 
     ``items``: the elements of a list or tuple in order (an element with ``spread`` set is ``*x``: any
-    number of elements); ``keys``: a dict's constant keys; ``unordered``: where a set (or a dict or view
+    number of elements; one with ``appended`` set was added by ``append``/``extend``/``+=``); ``keys``: a dict's constant keys; ``unordered``: where a set (or a dict or view
     built from one) was made; ``const``: a string constant; ``func``: the key of the function this value
     is; ``param``: this value is parameter ``param`` itself; ``view``: the ``PromptView`` a contributor
     receives; ``self_of``: the ``self`` of this class.
@@ -105,6 +105,7 @@ class Val:
     func: str | None = None
     param: int | None = None
     spread: bool = False
+    appended: bool = False
     view: bool = False
     self_of: str | None = None
 

@@ -100,13 +100,20 @@ def _flatten(items: tuple[Val, ...]) -> list[Val]:
 
 
 def message_slots(value: Val, keyword: str) -> list[tuple[str, Val]]:
-    """The entries of a list of messages before its last one, each with its slot name. An entry spread
-    from an unknown list (``*history``) is the stored history and left out; so is the last entry."""
+    """The entries of a list of messages that repeat before the current turn, each with its slot name.
+
+    An entry spread from an unknown list (``*history``) is the stored history and left out; every entry
+    after the last such spread is this turn's (the user's message, then what a tool loop appends) and
+    left out; without a spread, so are the last entry and the entries appended to the list (``append``,
+    ``extend``, ``+=``): history stored as it grows.
+    """
     assert value.items is not None
     items = _flatten(value.items)
+    last_spread = max((i for i, item in enumerate(items) if item.spread), default=-1)
     slots = []
     for index, item in enumerate(items):
-        if item.spread or index == len(items) - 1:
+        after_history = last_spread >= 0 and index > last_spread
+        if item.spread or after_history or index == len(items) - 1 or (item.appended and last_spread < 0):
             continue
         role_value = item.key("role")
         role = role_value.const if role_value is not None else None

@@ -34,10 +34,13 @@ def spread_of(value: Val) -> Val:
 
 
 def _join_items(values: list[Val]) -> tuple[Val, ...] | None:
+    """The items of lists joined position by position; a list longer than another (appends in one
+    branch, or in a loop's second pass) keeps its extra items."""
     shapes = [v.items for v in values if v.items is not None or v.traces or v.param is not None]
-    if not shapes or any(s is None for s in shapes) or len({len(s) for s in shapes if s is not None}) != 1:
+    if not shapes or any(s is None for s in shapes):
         return None
-    return tuple(join([s[i] for s in shapes if s is not None]) for i in range(len(shapes[0] or ())))
+    longest = max(len(s) for s in shapes if s is not None)
+    return tuple(join([s[i] for s in shapes if s is not None and i < len(s)]) for i in range(longest))
 
 
 def join(values: list[Val]) -> Val:
@@ -122,7 +125,10 @@ def substitute(value: Val, binding: Binding) -> Val:
             arg = binding.args.get(value.param)
             if arg is None:
                 return EMPTY
-            return add_step(arg, binding.step) if binding.step is not None else arg
+            passed = add_step(arg, binding.step) if binding.step is not None else arg
+            if value.spread or value.appended:  # *param in a list keeps its place as a spread
+                passed = attrs.evolve(passed, spread=value.spread, appended=value.appended)
+            return passed
     traces: list[Trace] = []
     for trace in value.traces:
         traces += _substitute_trace(trace, binding)

@@ -206,15 +206,21 @@ def test_the_pre_commit_hook_runs_this_command_on_the_whole_tree() -> None:
     assert build_parser().parse_args([command, *hook["args"]]).handler.__name__ == "_run_lint_code"
 
 
-def test_a_default_argument_reaches_a_request_in_a_function_nobody_in_the_project_calls(tmp_path: Path) -> None:
-    path = write(tmp_path, "handler.py", """\
+def test_a_default_argument_reaches_a_request_in_a_function_nobody_in_the_project_calls(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        "handler.py",
+        """\
         import time
         from openai import OpenAI
         client = OpenAI()
         def handler(q, started=time.time()):
             client.chat.completions.create(model="m", messages=[
                 {"role": "system", "content": f"up since {started}"}, {"role": "user", "content": q}])
-    """)
+    """,
+    )
     (finding,) = lint_code([path])
     assert (finding.rule, finding.line, finding.slot) == ("clock", 4, "messages[0] (system message)")
     assert "default of parameter `started`" in [step.message for step in finding.flow]
