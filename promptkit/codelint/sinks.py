@@ -121,7 +121,7 @@ def message_slots(value: Val, keyword: str) -> list[tuple[str, Val]]:
             slots.append((f"{keyword}[{index}] ({role} message)", item))
         else:
             label = f"{role} message, " if role else ""
-            slots.append((f"{keyword}[{index}] ({label}before the last message)", item))
+            slots.append((f"{keyword}[{index}] ({label}before the current turn)", item))
     return slots
 
 

@@ -1,5 +1,5 @@
 # The first user turn of the conversation carries a timestamp that is rebuilt every call (Anthropic).
-# expect: clock @11 messages[0] (user message, before the last message)
+# expect: clock @11 messages[0] (user message, before the current turn)
 import time
 
 import anthropic
