@@ -308,6 +308,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "envs = [dict(frame.env), before]", "envs = [before]", "tests/codelint"),
     ("lint-code: user-message parameters not per-turn", "promptkit/codelint/flow.py",
      "            if is_per_turn_parameter(name):", "            if False:", "tests/codelint"),
+    ("lint-code: a called helper's parameter is the turn's input", "promptkit/codelint/flow.py",
+     "            if func not in self.called:", "            if True:", "tests/codelint"),
     ("lint-code: defaults not followed", "promptkit/codelint/flow.py",
      "            traces += all_traces(default)", "            pass", "tests/codelint"),
     ("lint-code: ignore comments ignored", "promptkit/codelint/flow.py",

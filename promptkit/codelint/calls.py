@@ -101,6 +101,8 @@ class CallEvaluator(abc.ABC):
     def __init__(self, indexes: list[ModuleIndex]) -> None:
         self.indexes = indexes
         self.functions: dict[str, FuncInfo] = {}
+        #: the functions some call of the project reaches (their parameters are what the calls pass)
+        self.called: set[str] = set()
         self.classes: dict[str, ClassInfo] = {}
         self.by_module: dict[int, ModuleIndex] = {id(i.module): i for i in indexes}
         self.by_name: dict[str, ModuleIndex] = {i.module.name: i for i in indexes}
@@ -629,6 +631,7 @@ class CallEvaluator(abc.ABC):
             return EMPTY
         args = self.arguments(func, positional, keywords, bound)
         summary = self.summary(func)
+        self.called.add(func.key)
         step = self.loc(frame, node, f"passed to `{func.name}()`")
         binding = Binding(func.key, args, step)
         substituted = [(hit, substitute(Val(traces=hit.traces), binding).traces) for hit in summary.hits]

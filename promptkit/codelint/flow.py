@@ -51,6 +51,9 @@ class Analyzer(CallEvaluator):
         self.findings: dict[tuple[object, ...], Finding] = {}
         self.notes: dict[tuple[object, ...], Note] = {}
         self.ignored: set[tuple[object, ...]] = set()
+        #: findings of a parameter named like the user's message, by function: kept for a function no
+        #: call of the project reaches (an entry point); a call says what is passed instead
+        self.pending: dict[str, dict[tuple[object, ...], Finding]] = {}
 
     # --- the run --------------------------------------------------------------------------------------
 
@@ -63,6 +66,10 @@ class Analyzer(CallEvaluator):
             for key in [k for k in self.functions if k not in done]:
                 done.add(key)
                 self.summary(self.functions[key])
+        for func, found in self.pending.items():
+            if func not in self.called:
+                for where, finding in found.items():
+                    self.findings.setdefault(where, finding)
         findings = sorted(
             self.findings.values(), key=lambda f: (f.path, f.line, f.column, f.sink.line, f.slot)
         )
@@ -132,7 +139,7 @@ class Analyzer(CallEvaluator):
             traces = [Trace(Marker(func.key, index))]
             if is_per_turn_parameter(name):
                 what = f"parameter `{name}` of `{func.name}()` (the turn's input)"
-                traces.append(Trace(Source("per-turn", path, node.lineno, node.col_offset, what)))
+                traces.append(Trace(Source("per-turn", path, node.lineno, node.col_offset, what, func.key)))
             default = self.default_value(func, index)
             traces += all_traces(default)
             env[name] = Val(traces=tuple(traces), param=index, self_of=self.annotated_class(func, node))
@@ -387,9 +394,13 @@ class Analyzer(CallEvaluator):
             return
         message = (f"{rule.description}: `{origin.what}` (line {origin.line}) lands in {slot} of `{api}` "
                    f"({sink.path}:{sink.line}), before content that repeats")  # fmt: skip
-        self.findings[key] = Finding(
+        finding = Finding(
             rule.id, origin.path, origin.line, origin.column, origin.what, slot, api, message, rule.fix, flow
         )
+        if origin.param_of is not None:  # decided at the end: is the function called in the project?
+            self.pending.setdefault(origin.param_of, {}).setdefault(key, finding)
+        else:
+            self.findings[key] = finding
 
     def is_ignored(self, rule: str, flow: tuple[Location, ...]) -> bool:
         for step in flow:

@@ -47,13 +47,16 @@ class Location:
 class Source:
     """Where a value that changes between calls is made: its rule (``clock``, ``random-id``,
     ``process``, ``set-order``, ``json-order``, ``per-turn``) or ``dynamic`` (a call the analysis cannot
-    follow), and the expression, e.g. ``datetime.now()``."""
+    follow), and the expression, e.g. ``datetime.now()``. ``param_of``: the function whose parameter
+    this is (a parameter named like the user's message), reported only where no call in the project
+    says what is passed."""
 
     rule: str
     path: str
     line: int
     column: int
     what: str
+    param_of: str | None = None
 
 
 @attrs.frozen(cache_hash=True)

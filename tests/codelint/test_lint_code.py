@@ -241,3 +241,26 @@ def test_the_output_does_not_depend_on_hash_order() -> None:
         assert run.returncode == 1, run.stderr
         outputs.add(run.stdout)
     assert len(outputs) == 1
+
+
+def test_a_parameter_named_like_the_users_message_is_what_its_callers_pass(tmp_path: Path) -> None:
+    """``message`` of a helper called with a constant is not the turn's input; ``question`` of a
+    function no call of the project reaches (an entry point) is."""
+    path = write(
+        tmp_path,
+        "bot.py",
+        """\
+        from openai import OpenAI
+        client = OpenAI()
+        def system_message(message):
+            return {"role": "system", "content": message}
+        def ask(history, text):
+            return client.chat.completions.create(model="m", messages=[system_message("Be brief."), *history, {"role": "user", "content": text}])
+        def ask_about(history, question):
+            return client.chat.completions.create(model="m", messages=[system_message(question), *history])
+    """,
+    )
+    found = lint_code([path])
+    assert [(f.rule, f.line, f.sink.line, f.source) for f in found] == [
+        ("per-turn", 7, 8, "parameter `question` of `ask_about()` (the turn's input)")
+    ]
