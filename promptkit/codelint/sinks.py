@@ -9,9 +9,10 @@ The requests recognised (by the call's shape, so any client variable works):
 - promptkit's assembler: a contributor registered at an anchor before the history (``identity``,
   ``knowledge``, ``context``) and the persona card of ``turn_frame``.
 
-In a list of messages the last entry is the current turn: a changing value there (or in an entry
-appended to the history) is fine; every entry before it is part of the prefix that repeats, and an
-entry spread from another list (``*history``) is the stored history.
+In a list of messages an entry spread from another list (``*history``) is the stored history and the
+entries after it are the current turn; without one, the last entry is the current turn and entries
+appended to the list are history stored as it grows. A changing value in the current turn is fine;
+every other entry (see :func:`message_slots`) is part of the prefix that repeats.
 
 >>> request_api("self.client.chat.completions.create", None)
 'chat.completions.create'
