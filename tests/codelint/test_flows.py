@@ -99,7 +99,8 @@ HEAD = (
             "def f(memory, q):\n    client.responses.create(model='m', instructions=str(memory.search(q)), input=q)\n",
             [("per-turn", 6, "instructions")],
         ),
-        ("def f(cursor, q):\n    client.responses.create(model='m', instructions=str(re.search('a', 'b')) + str(cursor.execute('x')), input=q)\n", []),
+        ("def f(cursor, session, q):\n    client.responses.create(model='m', instructions=str(re.search('a', 'b')) + str(cursor.execute('x'))"
+         " + str(lookup(q)) + str(session.query(q)), input=q)\n", []),
         # a system message built in two branches keeps its role
         (
             "def f(q, late):\n    if late:\n        s = {'role': 'system', 'content': f'{datetime.now()}'}\n    else:\n"
@@ -107,7 +108,43 @@ HEAD = (
             [("clock", 7, "messages[0] (system message)")],
         ),
         # after a history spread first in the list: the turn (the user's message, a prefill) is fine
-        ("def f(history, q):\n    client.chat.completions.create(model='m', messages=[*history, {'role': 'user', 'content': q}, {'role': 'assistant', 'content': str(time.time())}])\n", []),
+        ("def f(history, question):\n    client.chat.completions.create(model='m', messages=[*history, {'role': 'user', 'content': question}, {'role': 'assistant', 'content': str(time.time())}])\n", []),
+        # without a spread, a few-shot example before the turn repeats
+        (
+            "def f(q):\n    client.chat.completions.create(model='m', messages=[{'role': 'system', 'content': 'x'}, "
+            "{'role': 'user', 'content': f'{time.time()} example'}, {'role': 'assistant', 'content': 'ok'}, q])\n",
+            [("clock", 6, "messages[1] (user message, before the current turn)")],
+        ),
+        # a list built in two branches keeps its entries; so does one that grows in a branch
+        (
+            "def f(q, formal):\n    if formal:\n        msgs = [{'role': 'system', 'content': f'{datetime.now()}'}, q]\n"
+            "    else:\n        msgs = [{'role': 'system', 'content': 'hi'}, q]\n    client.chat.completions.create(model='m', messages=msgs)\n",
+            [("clock", 7, "messages[0] (system message)")],
+        ),
+        (
+            "def f(q, extra):\n    msgs = [{'role': 'system', 'content': str(time.time())}]\n    if extra:\n"
+            "        msgs.append({'role': 'user', 'content': 'example'})\n    msgs.append(q)\n"
+            "    client.chat.completions.create(model='m', messages=msgs)\n",
+            [("clock", 6, "messages[0] (system message)")],
+        ),
+        # a list passed through a helper whole keeps its entries and its spread
+        (
+            "def same(msgs):\n    return msgs\ndef f(q):\n    client.chat.completions.create(model='m', "
+            "messages=same([{'role': 'system', 'content': str(time.time())}, q]))\n",
+            [("clock", 8, "messages[0] (system message)")],
+        ),
+        (
+            "def build(history, q):\n    return [{'role': 'system', 'content': 'x'}, *history, {'role': 'user', 'content': f'{time.time()} {q}'},"
+            " {'role': 'assistant', 'content': 'Sure:'}]\ndef f(history, q):\n"
+            "    client.chat.completions.create(model='m', messages=build(history, q))\n",
+            [],
+        ),
+        # a Responses input list passed into the helper that sends it
+        (
+            "def send(items):\n    client.responses.create(model='m', input=items)\ndef f(q):\n"
+            "    send([{'role': 'system', 'content': str(time.time())}, q])\n",
+            [("clock", 8, "input[0] (system message)")],
+        ),
         # without a spread, only the last entry is the turn
         ("def f(q):\n    client.chat.completions.create(model='m', messages=[{'role': 'system', 'content': 'x'}, {'role': 'user', 'content': f'{time.time()} {q}'}])\n", []),
         # a set's elements formatted by a helper, then sorted: the order is fixed
