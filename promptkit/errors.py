@@ -22,6 +22,7 @@ __all__ = [
     "CalibrationError",
     "CaptureError",
     "ChatModelRequestError",
+    "CodeInputError",
     "ContentNotSentWarning",
     "ContributorOutputError",
     "HttpCaptureError",
@@ -244,3 +245,8 @@ class NotRegisteredError(PromptkitError, KeyError, LookupError):
 
 class UnknownAttributeError(PromptkitError, AttributeError):
     """A package has no public name of that spelling (``promptkit.whatif.nope``); names the package."""
+
+
+class CodeInputError(PromptkitError, ValueError):
+    """Python source that ``promptkit lint-code`` cannot read: a missing path, a file that is not UTF-8,
+    a syntax error; the message names the file and line."""

@@ -28,6 +28,7 @@ PACKAGE = ROOT / "promptkit"
 FLOORS: list[set[str]] = [
     {"errors", "lazy", "plugins"},
     {"layout"},
+    {"codelint"},  # reads the anchors of promptkit.layout; nothing above it
     {"chat"},
     {"assembly"},
     {"tokens"},

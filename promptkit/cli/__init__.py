@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_calibrate_command,
         _add_check_command,
         _add_lint_command,
+        _add_lint_code_command,
         _add_catalog_commands,
         _add_proxy_command,
         _add_whatif_command,
@@ -440,6 +441,33 @@ def _run_lint(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             )  # fmt: skip
     _emit(stdout, text)
     return EXIT_OK
+
+
+def _add_lint_code_command(commands: Any) -> None:
+    lint_code = commands.add_parser(
+        "lint-code",
+        help="static lint of Python code that builds LLM requests: changing values before repeated content",
+        description="Read the Python files (never run them) and report every value that changes between "
+        "calls (a clock, an id, a set's order, the turn's input) placed before content that repeats (system "
+        "prompt, tools, the start of the history). Exit 1 with findings, 0 without, 2 on bad input.",
+    )
+    lint_code.add_argument("paths", nargs="+", metavar="PATH", type=Path, help="Python files or folders")
+    lint_code.add_argument(
+        "--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)"
+    )
+    lint_code.set_defaults(handler=_run_lint_code)
+
+
+def _run_lint_code(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    from promptkit.commands.lint_code import run_lint_code
+    from promptkit.errors import CodeInputError
+
+    try:
+        run = run_lint_code(args.paths, format=args.format, version=_version())
+    except CodeInputError as exc:
+        raise CLIError(str(exc), EXIT_USAGE) from exc
+    _emit(stdout, run.text)
+    return run.code
 
 
 def _add_catalog_commands(commands: Any) -> None:
