@@ -244,7 +244,7 @@ def trace_from_requests(
     block_size: int = MOONCAKE_BLOCK_SIZE,
 ) -> list[TraceRecord]:
     """A Mooncake trace of request records: tokenize each prompt (the provider's defaults, as
-    :func:`~promptkit.analysis.engine.analyze_requests` does), hash its blocks of ``block_size`` tokens
+    :func:`~promptkit.analysis.api.analyze_requests` does), hash its blocks of ``block_size`` tokens
     chained (a block's hash covers its tokens and its prefix), and number distinct hashes 0, 1, 2, …
     in order of first use. ``timestamp`` is milliseconds since the first record (record order when a
     record has no timestamp: then every timestamp is 0); ``output_length`` counts the completion's

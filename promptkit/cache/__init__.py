@@ -24,7 +24,7 @@ from promptkit.errors import UnknownAttributeError
 MOVED: dict[str, str] = {
     **{m: f"promptkit.analysis.{m}" for m in (
         "calibration", "causes", "composition", "engine", "executors", "runtime", "simulator",
-        "trace", "ruler", "filetasks",
+        "trace", "ruler",
     )},
     **{m: f"promptkit.tokens.{m}" for m in (
         "tokenize", "tokenizers", "render", "render.base", "render.chatml", "render.deepseek", "render.jinja",
@@ -33,7 +33,7 @@ MOVED: dict[str, str] = {
     "causes_report": "promptkit.report.causes", "html": "promptkit.report.html",
     "plots": "promptkit.report.plots", "plot_data": "promptkit.report.plot_data",
     "plot_png": "promptkit.report.plot_png", "summary": "promptkit.report.summary",
-    "fleet_report": "promptkit.report.fleet",
+    "fleet_report": "promptkit.report.fleet", "filetasks": "promptkit.analysis.plans.files",
     "report": "promptkit.report", "report.metrics": "promptkit.report.metrics",
     "report.pricing": "promptkit.report.pricing", "report.text": "promptkit.report.text",
     "report.files": "promptkit.report.files",

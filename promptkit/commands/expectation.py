@@ -14,7 +14,7 @@ import attrs
 from promptkit.errors import CalibrationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = ["apply_expectation"]
 

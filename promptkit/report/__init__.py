@@ -4,7 +4,7 @@ One module per concern: :mod:`~promptkit.report.metrics` (hit ratios, losses, br
 against reported), :mod:`~promptkit.report.pricing` (prices and costs) and
 :mod:`~promptkit.report.text` (the gathered tables as text, with a legend).
 
-Every function takes an :class:`~promptkit.analysis.engine.AnalysisResult` (or its ``requests`` frame)
+Every function takes an :class:`~promptkit.analysis.result.AnalysisResult` (or its ``requests`` frame)
 and returns a DataFrame; nothing here prints. :func:`summarize` gathers the tables and
 :func:`format_summary` turns them into text for a terminal.
 

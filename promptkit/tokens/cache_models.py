@@ -13,7 +13,7 @@ A cache model answers three questions about one call, all in tokens of the analy
    live cached content and the exact entries on that prefix (:meth:`CacheModel.cached_tokens`);
 3. how many tokens the call writes, when the provider reports it (:meth:`CacheModel.write_tokens`).
 
-The views of :mod:`promptkit.analysis.engine` and the radix cache of :mod:`promptkit.analysis.simulator`
+The views of :mod:`promptkit.analysis.replay` and the radix cache of :mod:`promptkit.analysis.simulator`
 do the matching; the models only apply the rules. Every model takes ``ttl`` (seconds an entry lives
 after its last use; None = until evicted), ``capacity`` (tokens the simulated cache holds, LRU
 eviction; None = unbounded) and ``delay`` (seconds after a call before its entry can be read).

@@ -28,7 +28,7 @@ from promptkit.whatif.transforms import Chain, Move, Normalize, SortTools, Trans
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = [
     "BREAK_FIX_COLUMNS",
@@ -142,7 +142,7 @@ def lint_advice(
     ``prices`` / ``model`` price the calls; ``analysis_options`` (``provider``, ``view`` ...) go to
     :func:`promptkit.analysis.analyze_requests`.
     """
-    from promptkit.analysis.engine import analyze_requests
+    from promptkit.analysis.api import analyze_requests
     from promptkit.report.causes import lint
 
     source: LoadResult | list[RequestRecord] = records if isinstance(records, LoadResult) else list(records)

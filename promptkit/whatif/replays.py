@@ -35,7 +35,7 @@ from promptkit.whatif.transforms import Chain, Transform, apply_transforms
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = ["COMPARISON_COLUMNS", "REPLAY_NOTE", "WhatIf", "compare", "format_whatif", "replay"]
 
@@ -242,7 +242,7 @@ def replay(
         >>> w.overall["after_hit_ratio"] > w.overall["before_hit_ratio"]
         True
     """
-    from promptkit.analysis.engine import analyze_requests
+    from promptkit.analysis.api import analyze_requests
 
     items, loaded = _records(records)
     chain = _transforms(transforms)

@@ -60,7 +60,7 @@ from promptkit.whatif.transforms import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from promptkit.analysis.engine import AnalysisResult
+    from promptkit.analysis.result import AnalysisResult
 
 __all__ = ["Detector", "Suggestion", "VolatileFinding", "candidates", "find_volatile", "rank", "suggest"]
 
@@ -612,7 +612,7 @@ def suggest(
         >>> best.spec, f"{best.before_hit_ratio:.0%} -> {best.after_hit_ratio:.0%}"
         ('normalize:timestamps', '0% -> 71%')
     """
-    from promptkit.analysis.engine import analyze_requests
+    from promptkit.analysis.api import analyze_requests
 
     if isinstance(records, LoadResult):
         loaded: LoadResult | None = records
