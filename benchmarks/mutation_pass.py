@@ -799,6 +799,11 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "{exc.lineno or 0}: syntax error", "syntax error", "tests/codelint"),
     ("lint-code: exit 0 with findings", "promptkit/commands/lint_code.py",
      "1 if result.findings else 0", "0", "tests/codelint"),
+    ("surrogates: a session id kept as it came", "promptkit/formats/fields.py",
+     "    if _has_lone_surrogate(record.session):", "    if False:", "tests/formats/test_bad_inputs.py"),
+    ("surrogates: a mended id not said", "promptkit/formats/discovery.py",
+     "            if mended:\n                problems.append(LoadProblem(item.file or str(source.path), item.line, mended))",
+     "            if False:\n                problems.append(LoadProblem(item.file or str(source.path), item.line, mended))", "tests/formats/test_bad_inputs.py"),
 ]  # fmt: skip
 
 

@@ -26,7 +26,13 @@ from promptkit.formats.base import (
     read_items,
     sniff_format,
 )
-from promptkit.formats.fields import check_request, clean_message, parse_layout, parse_timestamp
+from promptkit.formats.fields import (
+    check_request,
+    clean_message,
+    mend_identifiers,
+    parse_layout,
+    parse_timestamp,
+)
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
 __all__ = [
@@ -437,6 +443,9 @@ def read_file(
     problems: list[LoadProblem] = []
     for item in read_items(fmt, source):
         if isinstance(item, RequestRecord):
+            item, mended = mend_identifiers(item)
+            if mended:
+                problems.append(LoadProblem(item.file or str(source.path), item.line, mended))
             item = intern_messages(last.get(item.session), with_inferred_provider(item))
             last[item.session] = item
             records.append(item)
@@ -451,7 +460,7 @@ def read_file(
         for k, r in enumerate(records):
             slots[r.session].append(k)
         for session, places in slots.items():
-            group, _, moved = _order_session([records[k] for k in places])
+            group, _, moved = order_session([records[k] for k in places])
             if moved:
                 reordered.append(session)
             for k, r in zip(places, group, strict=True):
@@ -471,7 +480,7 @@ def format_of(
     (among ``formats``, default the registry's). A file of no known format raises
     :class:`~promptkit.errors.LogFileError` when it was ``named`` explicitly; found in a directory, it
     is a problem added to ``problems`` and None."""
-    return _format_of(
+    return choose_format(
         source, fmt, named=named, problems=problems if problems is not None else [], formats=formats
     )
 
@@ -479,7 +488,7 @@ def format_of(
 def reordered_notes(reordered: list[str]) -> list[str]:
     """The note :func:`read_logs` gives on sessions whose calls it put in time order (none: no note)."""
     notes: list[str] = []
-    _session_notes([], reordered, notes)
+    session_order_notes([], reordered, notes)
     return notes
 
 
@@ -542,6 +551,7 @@ class LogStream:
             for item in fmt.read(Source.open(path)):
                 if not isinstance(item, RequestRecord):
                     continue
+                item = mend_identifiers(item)[0]  # said on the first pass
                 session = item.session
                 items = open_sessions.setdefault(session, [])
                 first_seen.setdefault(session, pos)
@@ -612,6 +622,9 @@ def stream_logs(
         before = pos
         for item in read_items(chosen, source):
             if isinstance(item, RequestRecord):
+                item, mended = mend_identifiers(item)
+                if mended:
+                    problems.append(LoadProblem(item.file or str(path), item.line, mended))
                 ends[item.session] = pos
                 name = infer_record_provider(item)
                 timed[name] = timed.get(name, True) and item.timestamp is not None
@@ -684,14 +697,6 @@ def records_from_requests(
         completion = None
         if completions is not None and completions[i] is not None:
             completion = clean_message(completions[i], f"completions[{i}]")  # type: ignore[arg-type]
-        records.append(
-            RequestRecord(request, session, index=i, timestamp=ts, completion=completion, layout=layout)
-        )
+        record = RequestRecord(request, session, index=i, timestamp=ts, completion=completion, layout=layout)
+        records.append(mend_identifiers(record)[0])
     return tuple(records)
-
-
-# The former private names (``promptkit.analysis`` still uses them until its split lands).
-_infer = with_inferred_provider
-_order_session = order_session
-_session_notes = session_order_notes
-_format_of = choose_format

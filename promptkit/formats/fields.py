@@ -13,12 +13,13 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, ParamSpec, TypeVar
 
 from promptkit.errors import LayoutFormatError, RecordFormatError, UsageError
-from promptkit.layout import LayoutEntry, token_count as count, type_name
+from promptkit.layout import LayoutEntry, RequestRecord, token_count as count, type_name
 
 __all__ = [
     "CHAT_ROLES",
@@ -130,7 +131,9 @@ def parse_timestamp(value: object, where: str = "timestamp") -> float | None:
     if not math.isfinite(ts):
         raise RecordFormatError(f"{where}: {value!r} is not a finite time")
     if not EARLIEST_TIME <= ts < LATEST_TIME:
-        hint = " (milliseconds? a time in seconds is expected)" if LATEST_TIME <= ts < LATEST_TIME * 1000 else ""
+        hint = (
+            " (milliseconds? a time in seconds is expected)" if LATEST_TIME <= ts < LATEST_TIME * 1000 else ""
+        )
         raise RecordFormatError(f"{where}: {value!r} is not a time between 1970 and 2200{hint}")
     return ts
 
@@ -358,3 +361,62 @@ def assistant_message(content: str | list[Any], calls: list[dict[str, Any]]) -> 
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _mended(text: str) -> str:
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def mend_identifiers(record: RequestRecord) -> tuple[RequestRecord, str | None]:
+    """``record`` with every lone UTF-16 surrogate in its identifiers (session id, model, provider, URL,
+    layout slots and keys) replaced by U+FFFD, and what was mended (None when nothing was). JSON logs can
+    hold ``\\ud800``; no text can be written with one (a CSV, a report, the terminal), so such an id
+    once aborted the whole run. The request's text is mended where it is tokenized, with a note.
+
+    >>> from promptkit.layout import RequestRecord
+    >>> record, said = mend_identifiers(RequestRecord({"messages": []}, "s\\ud800"))
+    >>> record.session, said
+    ('s\ufffd', 'session: a lone UTF-16 surrogate replaced by U+FFFD (no text can be written with one)')
+    """
+    import attrs
+
+    fields: list[str] = []
+    changes: dict[str, Any] = {}
+    if _has_lone_surrogate(record.session):
+        fields.append("session")
+        changes["session"] = _mended(record.session)
+    model = record.request.get("model")
+    if isinstance(model, str) and _has_lone_surrogate(model):
+        fields.append("request.model")
+        changes["request"] = {**record.request, "model": _mended(model)}
+    for name in ("provider", "url"):
+        value = getattr(record, name)
+        if isinstance(value, str) and _has_lone_surrogate(value):
+            fields.append(name)
+            changes[name] = _mended(value)
+    if record.layout is not None and any(
+        _has_lone_surrogate(e.slot) or (e.key is not None and _has_lone_surrogate(e.key))
+        for e in record.layout
+    ):
+        fields.append("layout")
+        changes["layout"] = tuple(
+            attrs.evolve(e, slot=_mended(e.slot), key=None if e.key is None else _mended(e.key))
+            for e in record.layout
+        )
+    if not fields:
+        return record, None
+    said = (
+        f"{', '.join(fields)}: a lone UTF-16 surrogate replaced by U+FFFD (no text can be written with one)"
+    )
+    return attrs.evolve(record, **changes), said

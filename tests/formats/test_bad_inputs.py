@@ -432,3 +432,41 @@ def test_a_log_rewritten_between_the_passes_of_stream_is_an_error_even_with_as_m
     untouched = tmp_path / "b.jsonl"
     untouched.write_text(_chat_line("e") + "\n")
     assert [len(s) for s in stream_logs(untouched).sessions()] == [1]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_lone_surrogate_in_a_session_id_model_or_layout_key_is_mended_not_fatal(
+    tmp_path: Path, jobs: str
+) -> None:
+    """One such id once aborted the whole run ('surrogates not allowed'); now each is a problem naming
+    the line and field, U+FFFD in its place, and every other record is analyzed."""
+    import io
+
+    from promptkit import cli
+
+    rows = [
+        {"request": {"model": "deepseek-chat\ud800", "messages": [{"role": "user", "content": "hi"}]}, "session": "s1"},
+        {"request": {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}, "session": "s\ud800x"},
+        {"request": {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}]}, "session": "s3",
+         "layout": [{"slot": "current", "key": "k\udfff"}]},
+        {"request": {"model": "deepseek-chat", "messages": [{"role": "user", "content": "fine"}]}, "session": "s4"},
+    ]  # fmt: skip
+    log = tmp_path / "sur.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    args = [
+        "analyze",
+        str(log),
+        "--provider",
+        "deepseek",
+        "--out",
+        str(tmp_path / "o"),
+        "--no-plots",
+        "--no-html",
+    ]
+    assert cli.main([*args, "--jobs", jobs], stdout=out, stderr=err) == 0, err.getvalue()
+    text = out.getvalue()
+    for line, field in ((1, "request.model"), (2, "session"), (3, "layout")):
+        assert f"sur.jsonl:{line}: {field}: a lone UTF-16 surrogate replaced by U+FFFD" in text
+    csv = (tmp_path / "o" / "requests.csv").read_text(encoding="utf-8")
+    assert "s\ufffdx" in csv and csv.count("\n") == 5  # every record analyzed
