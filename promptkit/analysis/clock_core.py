@@ -1,50 +1,14 @@
-"""The cache clock's model (what :mod:`promptkit.analysis.clock` and the transcript reader share): per session, the hit ratio, the time left before the cache expires, the cost so far
-and the cause of the last miss, from the calls a log or a transcript shows.
+"""The cache clock's model, shared by :mod:`promptkit.analysis.clock` (which documents the rules and
+re-exports every name here) and the transcript reader (:mod:`promptkit.analysis.transcript_clock`): the
+calls (:class:`ClockCall`), the lifetimes a provider's cache model gives (:class:`Lifetimes`), one session's
+running figures (:class:`ClockTally`) and the answer (:class:`CacheClock`).
 
-A prompt cache lives a fixed time after its last use, and a read or a write refreshes it. Anthropic:
-"By default, the cache has a 5-minute lifetime. The cache is refreshed for no additional cost each time
-the cached content is used", and a ``cache_control`` breakpoint with ``"ttl": "1h"`` keeps an entry an
-hour (https://platform.claude.com/docs/en/build-with-claude/prompt-caching, "How prompt caching works"
-and "1-hour cache duration"); Claude Code's usage says which TTL each call wrote with
-(``cache_creation.ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``). Other providers' TTLs
-come from their profile's cache model (:meth:`~promptkit.tokens.cache_models.CacheModel.entry_ttl`:
-OpenAI 10 minutes, 24 hours with ``prompt_cache_retention``); a provider whose cache has no documented
-lifetime (DeepSeek, Gemini's implicit cache) has no clock (``ttl_seconds`` None).
-
-The rules, one call at a time (:meth:`ClockTally.add`):
-
-- **Last use** is the time of the latest call that read or wrote the cache (a provider that does not
-  report writes, as OpenAI, writes every call's prompt); the cache **expires**
-  ``ttl`` seconds after it. ``ttl`` is the lifetime of the latest call's writes: 1 hour when every
-  token it wrote was a 1-hour write, else 5 minutes (when a call writes both, the 5-minute entries, the
-  end of the conversation, expire first: that is when the next call starts paying). A call that
-  writes nothing keeps the lifetime of the writes before it.
-- **A miss**: a call that read fewer tokens from the cache than the previous call of the session left
-  there (what it read plus what it wrote: ``reads(n) = reads(n-1) + writes(n-1)`` when the prompt only
-  grew), or a session's first call that read nothing. Its **cause**, in this order (the names are those
-  of :data:`promptkit.analysis.causes.CAUSES`): ``cold_start`` (the session's first call),
-  ``model_switch`` (another model than the previous call: caches are per model), ``ttl_expiry`` (the
-  call came after the cache had expired), ``compaction`` (the log shows the context was compacted),
-  ``head_changed`` (it read nothing: even the system prompt and tools were rewritten) or
-  ``history_rewritten`` (it read part of the prefix: an edit, a rewind, an injected reminder).
-- **Cost** at the model's list prices (:class:`ClockPrice`, from the provider profiles): reads at the
-  cache-hit price, 5-minute writes at the write price, 1-hour writes at the 1-hour write price, the
-  rest of the prompt at the input price, output at the output price; a call whose model has no price
-  is counted in ``unpriced_calls``.
-
-Example::
-
+    >>> life = Lifetimes(default=300.0, long=3600.0)
     >>> price = ClockPrice(hit=0.5, miss=5.0, output=25.0, write=6.25, write_1h=10.0)
-    >>> life = Lifetimes(default=300.0, long=3600.0)  # Anthropic's, from its profile: lifetimes_of("anthropic")
-    >>> calls = [life.call(sent_at=0.0, model="claude-opus-4-6", prompt_tokens=20000,
-    ...              cached_tokens=0, written_tokens=19990, written_1h_tokens=0, output_tokens=100, price=price),
-    ...          life.call(sent_at=60.0, model="claude-opus-4-6", prompt_tokens=20500,
-    ...              cached_tokens=19990, written_tokens=500, written_1h_tokens=0, output_tokens=80, price=price)]
-    >>> clock = clock_of(calls, session="s", now=200.0)
-    >>> clock.hit_ratio, clock.seconds_left, clock.expired, clock.last_miss_cause
-    (0.4936, 160.0, False, None)
-    >>> clock_of(calls, session="s", now=400.0).status
-    'expired'
+    >>> call = life.call(sent_at=0.0, model="m", prompt_tokens=100, cached_tokens=0, written_tokens=90,
+    ...                  written_1h_tokens=0, output_tokens=1, price=price)
+    >>> clock_of([call], session="s", now=60.0).seconds_left
+    240.0
 """
 
 from __future__ import annotations

@@ -510,26 +510,22 @@ def _call_meta(t: _Transcript, group: Sequence[_Event], last_call: dict[str, str
     return meta
 
 
-def _missing_parents(t: _Transcript, file: str) -> LoadProblem:
-    line, parent = t.missing_parents[0]
-    more = f" (and {len(t.missing_parents) - 1} more)" if len(t.missing_parents) > 1 else ""
-    return LoadProblem(
-        file,
-        line,
-        f"parentUuid {parent!r} is not in this file{more}: the conversation before it is unknown "
-        "(a resumed session or a trimmed file); the calls are kept with what the file holds",
-    )
+def _chain_problem(found: list[tuple[int, str]], file: str, say: str) -> LoadProblem:
+    """One problem for the calls whose parentUuid chain broke the same way (``found``: a call's line and
+    the uuid where it broke, the first named), ``say`` formatted with that uuid and how many more."""
+    line, uuid = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return LoadProblem(file, line, say.format(uuid=repr(uuid), more=more))
 
 
-def _loops(t: _Transcript, file: str) -> LoadProblem:
-    line, uuid = t.loops[0]
-    more = f" (and {len(t.loops) - 1} more)" if len(t.loops) > 1 else ""
-    return LoadProblem(
-        file,
-        line,
-        f"the parentUuid chain loops back to {uuid!r}{more}: the events form a cycle, not a conversation; "
-        "the call's context is cut where the loop closes",
-    )
+_MISSING_PARENT: Final[str] = (
+    "parentUuid {uuid} is not in this file{more}: the conversation before it is unknown "
+    "(a resumed session or a trimmed file); the calls are kept with what the file holds"
+)
+_LOOPING_CHAIN: Final[str] = (
+    "the parentUuid chain loops back to {uuid}{more}: the events form a cycle, not a conversation; "
+    "the call's context is cut where the loop closes"
+)
 
 
 #: The agent id of Claude Code's compaction sub-agent starts so (``subagents/agent-acompact-<id>.jsonl``).
@@ -657,9 +653,9 @@ def _records(
             )
         )
     if t.missing_parents:
-        problems.append(_missing_parents(t, file))
+        problems.append(_chain_problem(t.missing_parents, file, _MISSING_PARENT))
     if t.loops:
-        problems.append(_loops(t, file))
+        problems.append(_chain_problem(t.loops, file, _LOOPING_CHAIN))
     hour = _one_hour_sessions(records)
     records = [_with_breakpoint(r, "1h" if r.session in hour else None) for r in records]
     if main is None:

@@ -17,13 +17,13 @@ and one problem.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, read_json_document
 from promptkit.formats.fields import CHAT_ROLES, clean_message, parse_timestamp
-from promptkit.layout import LoadProblem, RequestRecord, type_name
+from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.registry import normalize_usage
 
 __all__ = ["FORMAT", "MINI_SWE_AGENT_BASH_TOOL", "trajectory_records"]
@@ -63,6 +63,32 @@ def _model_name(data: Mapping[str, Any]) -> str | None:
     model = config.get("model") if isinstance(config, Mapping) else None
     name = model.get("model_name") if isinstance(model, Mapping) else None
     return name.rsplit("/", 1)[-1] if isinstance(name, str) and name else None
+
+
+def _call_facts(
+    message: Mapping[str, Any], where: str, report: Callable[[str], None]
+) -> tuple[Usage | None, float | None]:
+    """An assistant message's usage and time, from its ``extra.response`` (each one that cannot be read is
+    reported and left out; the call is kept)."""
+    extra = message.get("extra")
+    response = extra.get("response") if isinstance(extra, Mapping) else None
+    usage = timestamp = None
+    if not isinstance(response, Mapping):
+        report(f"{where}: assistant message without extra.response (no usage, no timestamp)")
+        return None, None
+    if response.get("usage") is not None:
+        try:
+            usage = normalize_usage(response["usage"], f"{where}.extra.response.usage")
+        except RecordFormatError as exc:
+            report(f"{exc}; the call is kept without usage")
+    raw_ts = response.get("created")
+    if raw_ts is None and isinstance(extra, Mapping):
+        raw_ts = extra.get("timestamp")
+    try:
+        timestamp = parse_timestamp(raw_ts, f"{where}.extra.response.created")
+    except RecordFormatError as exc:
+        report(f"{exc}; the call is kept without a timestamp")
+    return usage, timestamp
 
 
 def trajectory_records(
@@ -111,24 +137,7 @@ def trajectory_records(
             body["messages"] = list(chat)
             if uses_tools:
                 body["tools"] = [MINI_SWE_AGENT_BASH_TOOL]
-            extra = message.get("extra")
-            response = extra.get("response") if isinstance(extra, Mapping) else None
-            usage = timestamp = None
-            if isinstance(response, Mapping):
-                if response.get("usage") is not None:
-                    try:
-                        usage = normalize_usage(response["usage"], f"{where}.extra.response.usage")
-                    except RecordFormatError as exc:
-                        report(f"{exc}; the call is kept without usage")
-                raw_ts = response.get("created")
-                if raw_ts is None and isinstance(extra, Mapping):
-                    raw_ts = extra.get("timestamp")
-                try:
-                    timestamp = parse_timestamp(raw_ts, f"{where}.extra.response.created")
-                except RecordFormatError as exc:
-                    report(f"{exc}; the call is kept without a timestamp")
-            else:
-                report(f"{where}: assistant message without extra.response (no usage, no timestamp)")
+            usage, timestamp = _call_facts(message, where, report)
             records.append(
                 RequestRecord(
                     body,
