@@ -256,3 +256,24 @@ def test_least_loaded_counts_requests_in_flight_not_tokens() -> None:
     # `later` meets two idle replicas and goes to the one with fewer tokens so far (replica 1); `next_`
     # goes to the replica with nothing in flight (replica 0), though it has served more tokens
     assert fleet.replicas["requests"].to_list() == [2, 1]
+
+
+@pytest.mark.parametrize("hash_blocks", [1, 3])
+def test_consistent_hashing_keys_on_exactly_the_hash_blocks_th_block(hash_blocks: int) -> None:
+    # the key is the id of block number ``hash_blocks`` (it covers its prefix): requests equal up to it
+    # and different after go to one replica; requests that differ in it spread over the ring
+    def records(differ_at: int) -> list[TraceRecord]:
+        out = []
+        for r in range(40):
+            ids = tuple(range(differ_at)) + tuple(10_000 * (r + 1) + j for j in range(6 - differ_at))
+            out.append(TraceRecord(1000.0 * r, len(ids) * BS, 10, ids))
+        return out
+
+    settings_ = RouterSettings(hash_blocks=hash_blocks)
+
+    def used(differ_at: int) -> int:
+        fleet = simulate_fleet(records(differ_at), replicas=8, policy="consistent_hash", capacity=None, router=settings_)
+        return fleet.replicas.filter(fleet.replicas["requests"] > 0).height
+
+    assert used(hash_blocks) == 1  # blocks 1..hash_blocks shared: one key
+    assert used(hash_blocks - 1) >= 6  # block number hash_blocks differs: 40 keys over 8 replicas
