@@ -86,7 +86,8 @@ def test_shared_document_prefix_aware_over_40_replicas() -> None:
     )  # fmt: skip
     used = spread.replicas.filter(spread.replicas["requests"] > 0).height
     assert used > 1
-    assert spread.summary["cached_tokens"].item() < one_cache
+    # each replica past the first reads the 48-block document cold once (and splits some histories)
+    assert spread.summary["cached_tokens"].item() <= one_cache - (used - 1) * DOC * BS
     assert spread.summary["load_imbalance"].item() < fleet.summary["load_imbalance"].item()
 
 
@@ -160,7 +161,9 @@ def test_policies_route_as_documented() -> None:
         capacity=None,
         router=RouterSettings(hash_blocks=DOC + 1),
     )
-    assert deeper.replicas.filter(deeper.replicas["requests"] > 0).height > 1
+    # keyed on each session's own first block: 41 keys reach all 8 replicas, a session's turns on one
+    assert deeper.replicas.filter(deeper.replicas["requests"] > 0).height == 8
+    assert all(n % TURNS == 0 for n in deeper.replicas["requests"].to_list())
     # session affinity: every turn of a session on one replica, so turns read their history
     sessions = [str(k % SESSIONS) for k in range(len(records))]
     by_session = simulate_fleet(records, replicas=8, policy="session", capacity=None, sessions=sessions)
