@@ -197,6 +197,7 @@ def _trim_row(
     return row
 
 
+@pytest.mark.slow
 def test_the_trimming_tables_are_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import trim_policies
 
@@ -209,6 +210,7 @@ def test_the_trimming_tables_are_what_the_benchmark_computes(benchmarks: dict[st
         assert no_cache in TRIMMING.splitlines(), no_cache
 
 
+@pytest.mark.slow
 def test_the_trimming_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import trim_policies as tp
     from promptkit.assembly.token_counts import message_tokens
@@ -285,6 +287,7 @@ def test_the_trimming_prose_states_what_the_benchmark_computes(benchmarks: dict[
     assert f"ratio within {within:.3f} of it at every budget" in page
 
 
+@pytest.mark.slow
 def test_the_what_if_tables_are_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import whatif_tradeoffs as wt
 
@@ -300,6 +303,7 @@ def test_the_what_if_tables_are_what_the_benchmark_computes(benchmarks: dict[str
     )
 
 
+@pytest.mark.slow
 def test_the_what_if_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import whatif_tradeoffs as wt
     from promptkit.analysis import get_tokenizer
@@ -542,6 +546,7 @@ def _shown_commands(text: str) -> list[tuple[list[str], str]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_whatif_commands_print_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
@@ -776,6 +781,7 @@ def test_the_analysis_guide_s_idle_times_are_what_the_trajectories_give(real: pl
     ) in ANALYSIS_GUIDE
 
 
+@pytest.mark.slow
 def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> None:
     """The corpus of benchmarks/corpus.py (default arguments), as the performance and cluster pages
     describe it: files, size, requests and the prompt tokens each provider counts."""
