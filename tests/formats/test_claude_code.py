@@ -418,9 +418,11 @@ def test_thinking_of_both_kinds_is_left_out_and_the_logs_cache_marks_are_not_the
              "cache_control": {"type": "ephemeral"}}  # fmt: skip
     events = [
         _event("user", "u1", None, [{"type": "text", "text": "what is this?", "cache_control": {"type": "ephemeral"}}, image]),
-        _event("assistant", "a1", "u1", [{"type": "redacted_thinking", "data": "EqQBCgIYAhIM"},
-                                         {"type": "thinking", "thinking": "hmm", "signature": "sig"},
-                                         {"type": "text", "text": "a chart"}]),  # fmt: skip
+        _event("assistant", "a1", "u1", [
+            {"type": "redacted_thinking", "data": "EqQBCgIYAhIM"},
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            {"type": "text", "text": "a chart"},
+        ]),
         _event("user", "u2", "a1", "and then?"),
         _event("assistant", "a2", "u2", [{"type": "text", "text": "nothing"}]),
     ]
