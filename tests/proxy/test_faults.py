@@ -224,6 +224,20 @@ def test_live_breaks_are_only_calls_that_lost_tokens_and_name_how_many() -> None
         figures.close()
 
 
+def test_a_failed_call_is_counted_as_an_error_and_never_predicted() -> None:
+    figures = LiveFigures(predict=True)
+    try:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        figures.observe({"request": body, "http": {"api": "openai-chat"},
+                         "error": {"kind": "upstream-status", "message": "502"}}, "s")  # fmt: skip
+        figures.wait(timeout=60)
+        [live] = figures.snapshot()["sessions"]
+        assert (live["requests"], live["errors"], live["predicted_requests"]) == (1, 1, 0)
+        assert figures.held_requests() == 0  # nothing of a failed call is held for the next prediction
+    finally:
+        figures.close()
+
+
 def test_predictions_past_the_queue_bound_are_skipped_and_counted() -> None:
     figures = LiveFigures(predict=True, max_pending=0)
     figures.observe({"request": {"model": "gpt-4o", "messages": []}, "http": {"api": "openai-chat"}}, "s")
