@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -26,8 +27,8 @@ def _bold(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def real() -> pl.DataFrame:
-    return analyze(ROOT / "fixtures" / "real-logs" / "deepseek", view="simulated").requests
+def real(real_deepseek: Callable[..., Any]) -> pl.DataFrame:
+    return real_deepseek(view="simulated").requests
 
 
 def test_real_log_figures(real: pl.DataFrame) -> None:
@@ -91,11 +92,11 @@ def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
     assert after.hit_ratio is not None and f"measures {after.hit_ratio:.1%}" in README
 
 
-def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives() -> None:
+def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives(real_deepseek: Callable[..., Any]) -> None:
     """docs/guide/analysis.md's table, row by row: calls, reported and predicted hit ratios, mean
     absolute error in tokens, per run and overall, in both views."""
     for view in ("consecutive", "simulated"):
-        frame = analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek", view=view).requests
+        frame = real_deepseek(provider="deepseek", view=view).requests
         runs = frame.with_columns(
             pl.col("session").str.split("__").list.last().str.replace("-python", "").alias("run")
         )
@@ -427,8 +428,8 @@ def test_the_what_if_prose_states_what_the_benchmark_computes(benchmarks: dict[s
 
 
 @pytest.fixture(scope="module")
-def consecutive() -> pl.DataFrame:
-    return analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek").requests
+def consecutive(real_deepseek: Callable[..., Any]) -> pl.DataFrame:
+    return real_deepseek(provider="deepseek").requests
 
 
 def _page(*parts: str) -> str:
