@@ -13,8 +13,14 @@ keeps that count under every profile.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+REAL_DEEPSEEK = Path(__file__).resolve().parents[1] / "fixtures" / "real-logs" / "deepseek"
 
 settings.register_profile("dev", deadline=None)
 settings.register_profile(
@@ -34,3 +40,21 @@ settings.register_profile(
 )
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(scope="session")
+def real_deepseek() -> Callable[..., Any]:
+    """``analyze`` of ``fixtures/real-logs/deepseek`` with the given options, run once per set of options
+    for the whole session (several pages' figures are checked against the same analysis; an
+    :class:`~promptkit.analysis.engine.AnalysisResult` is immutable, so sharing it is safe)."""
+    from promptkit.analysis.engine import analyze
+
+    done: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def get(**options: Any) -> Any:
+        key = tuple(sorted(options.items()))
+        if key not in done:
+            done[key] = analyze(REAL_DEEPSEEK, **options)
+        return done[key]
+
+    return get

@@ -174,6 +174,7 @@ def test_a_failing_example_names_the_page_and_line(tmp_path: Path) -> None:
     assert failure is not None and "docs/demo.md:12" in failure and 'File "docs/demo.md", line 13' in failure
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -26,8 +27,8 @@ def _bold(text: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def real() -> pl.DataFrame:
-    return analyze(ROOT / "fixtures" / "real-logs" / "deepseek", view="simulated").requests
+def real(real_deepseek: Callable[..., Any]) -> pl.DataFrame:
+    return real_deepseek(view="simulated").requests
 
 
 def test_real_log_figures(real: pl.DataFrame) -> None:
@@ -91,11 +92,11 @@ def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
     assert after.hit_ratio is not None and f"measures {after.hit_ratio:.1%}" in README
 
 
-def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives() -> None:
+def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives(real_deepseek: Callable[..., Any]) -> None:
     """docs/guide/analysis.md's table, row by row: calls, reported and predicted hit ratios, mean
     absolute error in tokens, per run and overall, in both views."""
     for view in ("consecutive", "simulated"):
-        frame = analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek", view=view).requests
+        frame = real_deepseek(provider="deepseek", view=view).requests
         runs = frame.with_columns(
             pl.col("session").str.split("__").list.last().str.replace("-python", "").alias("run")
         )
@@ -197,6 +198,7 @@ def _trim_row(
     return row
 
 
+@pytest.mark.slow
 def test_the_trimming_tables_are_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import trim_policies
 
@@ -209,6 +211,7 @@ def test_the_trimming_tables_are_what_the_benchmark_computes(benchmarks: dict[st
         assert no_cache in TRIMMING.splitlines(), no_cache
 
 
+@pytest.mark.slow
 def test_the_trimming_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import trim_policies as tp
     from promptkit.assembly.token_counts import message_tokens
@@ -285,6 +288,7 @@ def test_the_trimming_prose_states_what_the_benchmark_computes(benchmarks: dict[
     assert f"ratio within {within:.3f} of it at every budget" in page
 
 
+@pytest.mark.slow
 def test_the_what_if_tables_are_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import whatif_tradeoffs as wt
 
@@ -300,6 +304,7 @@ def test_the_what_if_tables_are_what_the_benchmark_computes(benchmarks: dict[str
     )
 
 
+@pytest.mark.slow
 def test_the_what_if_prose_states_what_the_benchmark_computes(benchmarks: dict[str, Any]) -> None:
     from benchmarks import whatif_tradeoffs as wt
     from promptkit.analysis import get_tokenizer
@@ -423,8 +428,8 @@ def test_the_what_if_prose_states_what_the_benchmark_computes(benchmarks: dict[s
 
 
 @pytest.fixture(scope="module")
-def consecutive() -> pl.DataFrame:
-    return analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek").requests
+def consecutive(real_deepseek: Callable[..., Any]) -> pl.DataFrame:
+    return real_deepseek(provider="deepseek").requests
 
 
 def _page(*parts: str) -> str:
@@ -542,6 +547,7 @@ def _shown_commands(text: str) -> list[tuple[list[str], str]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_whatif_commands_print_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
@@ -776,6 +782,7 @@ def test_the_analysis_guide_s_idle_times_are_what_the_trajectories_give(real: pl
     ) in ANALYSIS_GUIDE
 
 
+@pytest.mark.slow
 def test_the_benchmark_corpus_is_what_the_pages_say(tmp_path: pathlib.Path) -> None:
     """The corpus of benchmarks/corpus.py (default arguments), as the performance and cluster pages
     describe it: files, size, requests and the prompt tokens each provider counts."""

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pathlib
 import re
+from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 import pytest
 
-from promptkit.analysis import analyze
 from promptkit.analysis.calibration import (
     apply_calibration,
     calibration_events,
@@ -28,8 +29,8 @@ def _signed(value: float) -> str:
 
 
 @pytest.fixture(scope="module")
-def requests() -> pl.DataFrame:
-    return analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek").requests
+def requests(real_deepseek: Callable[..., Any]) -> pl.DataFrame:
+    return real_deepseek(provider="deepseek").requests
 
 
 def test_the_held_out_table_is_what_the_data_gives(requests: pl.DataFrame) -> None:
@@ -70,7 +71,7 @@ def test_the_held_out_table_is_what_the_data_gives(requests: pl.DataFrame) -> No
     assert f"Its aggregate of {_signed(everything['prior_error_pp'])} pp" in PAGE
 
 
-def test_the_prose_figures_are_what_the_data_gives(requests: pl.DataFrame) -> None:
+def test_the_prose_figures_are_what_the_data_gives(requests: pl.DataFrame, real_deepseek: Callable[..., Any]) -> None:
     events = calibration_events(requests)
     counted = events.filter(pl.col("outcome").is_in(["fresh", "stale"]))
     stale = counted.filter(pl.col("outcome") == "stale")
@@ -79,14 +80,14 @@ def test_the_prose_figures_are_what_the_data_gives(requests: pl.DataFrame) -> No
     pvlib = counted.filter(pl.col("session").str.contains("pvlib"))
     assert stale["session"].str.contains("pvlib").all()
     assert f"({stale.height} of {pvlib.height} there)" in PAGE
-    fitted = fit_calibration(analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek"))
+    fitted = fit_calibration(real_deepseek(provider="deepseek"))
     bundled = default_calibration("deepseek")
     assert bundled is not None and bundled.run_counts == fitted.run_counts
     assert f"`p = {bundled.stale_probability:.3f}` for the bundled DeepSeek fit" in PAGE
     assert f"(statistics {fitted.fitted_on['split_gap_seconds_chi2']:.3f} for the gap, " in PAGE
     assert f"{fitted.fitted_on['split_write_tokens_chi2']:.3f} for the write size)" in PAGE
     applied = apply_calibration(
-        analyze(ROOT / "fixtures" / "real-logs" / "deepseek", provider="deepseek"), bundled
+        real_deepseek(provider="deepseek"), bundled
     )
     prompt = applied.requests["prompt_tokens"].sum()
     expected = applied.requests["expected_cached_tokens"].sum() / prompt

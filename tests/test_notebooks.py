@@ -151,6 +151,7 @@ def test_stored_notebook_matches_its_paired_source_and_has_outputs(name: str) ->
     assert not [o for c in code_cells for o in c.outputs if o.get("output_type") == "error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_notebook_runs_without_errors(executed: dict[str, Any], name: str) -> None:
     nb, _ = _run(executed, name)
@@ -159,6 +160,7 @@ def test_notebook_runs_without_errors(executed: dict[str, Any], name: str) -> No
     assert all(c.get("execution_count") for c in code_cells)
 
 
+@pytest.mark.slow
 def test_notebook_01_prefix_through_history_is_byte_identical(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "01-build-per-turn-prompts")
     end = data["history_end"]
@@ -171,6 +173,7 @@ def test_notebook_01_prefix_through_history_is_byte_identical(executed: dict[str
     assert data["prefix"]["first difference in"] == "history"
 
 
+@pytest.mark.slow
 def test_notebook_01_only_the_right_layout_keeps_the_history(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "01-build-per-turn-prompts")
     rows = data["rows"]
@@ -185,6 +188,7 @@ def test_notebook_01_only_the_right_layout_keeps_the_history(executed: dict[str,
     assert raw.index("turn-context") < raw.index("history")
 
 
+@pytest.mark.slow
 def test_notebook_01_anthropic_breakpoints_at_head_and_history_end(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "01-build-per-turn-prompts")
     body = data["anthropic"]
@@ -194,6 +198,7 @@ def test_notebook_01_anthropic_breakpoints_at_head_and_history_end(executed: dic
     assert [b.get("text") for b in marked] == [data["history_last_text"]]
 
 
+@pytest.mark.slow
 def test_notebook_02_before_hit_ratio_is_the_static_head_share(executed: dict[str, Any]) -> None:
     nb, data = _run(executed, "02-measure-cache-hit-rate")
     rows, figures = data["opening"], data["figures"]
@@ -219,6 +224,7 @@ def test_notebook_02_before_hit_ratio_is_the_static_head_share(executed: dict[st
     assert f"the cache hits {hit:.2%} of the prompt tokens and the static head holds {share:.2%}" in guide
 
 
+@pytest.mark.slow
 def test_notebook_02_after_recovers_the_history(executed: dict[str, Any]) -> None:
     nb, data = _run(executed, "02-measure-cache-hit-rate")
     rows, figures = data["after"], data["figures"]
@@ -242,6 +248,7 @@ def test_notebook_02_after_recovers_the_history(executed: dict[str, Any]) -> Non
     assert f"the history hits: {overall:.1%} over the session, {last_10:.1%} over the last 10 turns" in guide
 
 
+@pytest.mark.slow
 def test_notebook_02_normalization_matters_only_where_the_template_hoists(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "02-measure-cache-hit-rate")
     ratio = {(r["log"], r["render"]): r["hit_ratio"] for r in data["renders"]}
@@ -255,6 +262,7 @@ def test_notebook_02_normalization_matters_only_where_the_template_hoists(execut
     assert set(data["early"][v3]) - set(data["early"][v32]) == {"directive"}
 
 
+@pytest.mark.slow
 def test_notebook_02_real_log_predicted_vs_reported(executed: dict[str, Any]) -> None:
     nb, data = _run(executed, "02-measure-cache-hit-rate")
     real, figures = data["real"], data["figures"]
@@ -268,6 +276,7 @@ def test_notebook_02_real_log_predicted_vs_reported(executed: dict[str, Any]) ->
     assert f"predicted {predicted:.1%}, reported {reported:.1%}" in printed
 
 
+@pytest.mark.slow
 def test_notebook_03_audit_moves_reproduce_the_after_log(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "03-audit-anchor-choices")
     assert data["same_before"] is True and data["same_after"] is True
@@ -280,6 +289,7 @@ def test_notebook_03_audit_moves_reproduce_the_after_log(executed: dict[str, Any
     assert per_turn < flagged  # the occasional contributors are flagged too, and measured separately
 
 
+@pytest.mark.slow
 def test_notebook_03_hit_ratio_before_and_after_the_move(executed: dict[str, Any]) -> None:
     _, data = _run(executed, "03-audit-anchor-choices")
     ratio = {(r["registration"], r["render"]): r["hit_ratio"] for r in data["table"]}
@@ -291,6 +301,7 @@ def test_notebook_03_hit_ratio_before_and_after_the_move(executed: dict[str, Any
     assert 0.0 <= data["hit_all"] <= 1.0
 
 
+@pytest.mark.slow
 def test_notebook_02_figures_the_notebooks_guide_states(executed: dict[str, Any]) -> None:
     """docs/guide/notebooks.md states more of notebook 02's figures than the claims above check: each is
     recomputed from the notebook's data and compared as the guide rounds it."""
@@ -343,6 +354,7 @@ def test_notebook_02_figures_the_notebooks_guide_states(executed: dict[str, Any]
     assert len(real) == 1 and real[0] in guide
 
 
+@pytest.mark.slow
 def test_notebook_04_curve_is_the_simulators_and_routing_ranks(executed: dict[str, Any]) -> None:
     from promptkit.analysis.trace import TraceRecord, simulate_trace, trace_hit_ratio
 

@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
@@ -24,6 +26,7 @@ def test_readme_has_examples() -> None:
     assert len(readme_blocks()) >= 1
 
 
+@pytest.mark.slow
 def test_readme_python_examples_run(tmp_path: pathlib.Path) -> None:
     (tmp_path / "fixtures").symlink_to(ROOT / "fixtures", target_is_directory=True)
     parts = ["import matplotlib\nmatplotlib.use('Agg')\n"]

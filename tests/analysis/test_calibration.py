@@ -234,3 +234,54 @@ def test_a_version_1_file_is_the_fixed_rate_model(tmp_path: Path) -> None:
     )
     with pytest.raises(CalibrationError, match=r"bad\.json: calibration run_counts"):
         load_calibration(tmp_path / "bad.json")
+
+
+def test_a_call_exactly_at_the_threshold_uses_the_rate_above() -> None:
+    cal = Calibration("x", 0.1, "gap_seconds", 10.0, 0.6)
+    assert cal.probability(gap_seconds=10.0) == 0.6
+    assert cal.probability(gap_seconds=9.999) == 0.1
+    assert cal.probability(gap_seconds=None) == 0.1
+    by_write = Calibration("x", 0.2, "write_tokens", 500.0, 0.7)
+    assert by_write.probability(gap_seconds=99.0, write_tokens=500) == 0.7
+    assert by_write.probability(gap_seconds=99.0, write_tokens=499) == 0.2
+
+
+def _one_run(stale_above: int, stale_below: int, calls: int = 40) -> pl.DataFrame:
+    """One run of ``calls`` scored calls: the even ones 20 s after the previous, the odd ones 3 s; every
+    write adds 100 tokens (so only the gap can split), ``stale_above`` / ``stale_below`` of the long- /
+    short-gap calls got the older entry."""
+    rows = [{"session": "r", "index": 0, "timestamp": 0.0, "predicted_cached_tokens": 100, "reported_cached_tokens": 100}]
+    t, reported, left = 0.0, 100, {True: stale_above, False: stale_below}
+    for i in range(1, calls + 1):
+        long_gap = i % 2 == 0
+        t += 20.0 if long_gap else 3.0
+        upper = reported + 100
+        stale = left[long_gap] > 0
+        left[long_gap] -= stale
+        reported = reported if stale else upper
+        rows.append({"session": "r", "index": i, "timestamp": t, "predicted_cached_tokens": upper,
+                     "reported_cached_tokens": reported})  # fmt: skip
+    return pl.DataFrame(rows)
+
+
+def test_a_split_must_pass_the_test_corrected_for_every_feature_tried() -> None:
+    # 8 of 20 long-gap calls stale against 2 of 20 short: chi-square 4.68, past the 5% value of one
+    # test (3.84) but not the Bonferroni value of two features at 5% family-wise (5.02)
+    frame = _one_run(8, 2)
+    cal = fit_calibration(frame, provider="x")
+    assert cal.fitted_on["split_gap_seconds_chi2"] == pytest.approx(4.68, abs=0.01)
+    assert "split_write_tokens_chi2" not in cal.fitted_on  # every write the same: no test possible
+    assert cal.split_on is None
+    # the same data with the gap the only feature tried: 4.68 > 3.84, the split is kept
+    alone = fit_calibration(frame, provider="x", splits=("gap_seconds",))
+    assert (alone.split_on, alone.threshold) == ("gap_seconds", 11.5)
+    assert alone.probability(gap_seconds=20.0) > alone.probability(gap_seconds=3.0)
+
+
+def test_a_split_is_tried_only_on_eight_calls_or_more() -> None:
+    # 6 scored calls (3 long gaps, all stale; 3 short, none): too few to test a split, whatever they
+    # show; 8: tested (and its statistic noted)
+    few = fit_calibration(_one_run(3, 0, calls=6), provider="x")
+    assert "split_gap_seconds_chi2" not in few.fitted_on and few.split_on is None
+    enough = fit_calibration(_one_run(4, 0, calls=8), provider="x")
+    assert "split_gap_seconds_chi2" in enough.fitted_on

@@ -151,3 +151,16 @@ def test_a_lazy_trace_gives_the_same_curve(tmp_path: Path) -> None:
     for rate in (1.0, 0.5):
         lazy = capacity_curve(iter_trace(path), caps, sample_rate=rate)
         assert lazy.equals(capacity_curve(read_trace(path), caps, sample_rate=rate))
+
+
+def test_a_partial_last_block_counts_only_its_tokens() -> None:
+    # 700 input tokens in two 512-token blocks: the second holds 188; a repeat reads 512 + 188
+    trace = [TraceRecord(0, 700, 0, [1, 2]), TraceRecord(1, 700, 0, [1, 2]), TraceRecord(2, 100, 0, [1])]
+    d = stack_distances(trace)
+    assert d.tokens.tolist() == [188, 512, 188, 512, 100]  # in time order, the deeper block first
+    curve = capacity_curve(trace, [512, 1024, None])
+    # one block: the second request reads block 1 (512), the third block 1 (its 100); two: 700 + 100
+    assert curve["hit_tokens"].to_list() == [612, 800, 800]
+    assert curve["hit_ratio"].to_list() == pytest.approx([612 / 1500, 800 / 1500, 800 / 1500])
+    for blocks, hit in ((1, 612), (2, 800), (None, 800)):
+        assert int(simulate_trace(trace, capacity_blocks=blocks, block_size=512)["cached_tokens"].sum()) == hit

@@ -556,3 +556,16 @@ def test_a_session_that_changes_model_with_nothing_shared_is_a_model_switch() ->
     causes = explain([a, b])
     only(causes, 1, "model_switch")
     assert causes["change_detail"][1] == "m-one -> m-two"
+
+
+def test_a_prompt_exactly_at_the_minimum_is_not_below_it() -> None:
+    from promptkit.tokens.cache_models import PrefixCache
+
+    p = analyze_requests([rec(BASE, 0)], provider="exact", **TINY).requests["prompt_tokens"][0]
+    assert p % 64  # a tail under one unit: cached up to the last whole unit
+    at = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=PrefixCache(min_tokens=p, unit=64))
+    only(at, 1, "granularity")
+    assert at.row(1, named=True)["lost_granularity"] == p % 64
+    under = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=PrefixCache(min_tokens=p + 1, unit=64))
+    only(under, 1, "below_minimum")
+    assert under.row(1, named=True)["lost_below_minimum"] == p

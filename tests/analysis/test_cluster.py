@@ -14,6 +14,9 @@ from polars.testing import assert_frame_equal
 
 from promptkit.analysis.api import analyze
 
+# every test here starts a real Dask cluster or a process pool (spawned interpreters): minutes
+pytestmark = pytest.mark.slow
+
 LOGS = ["fixtures/logs", "fixtures/real-logs/deepseek"]
 
 

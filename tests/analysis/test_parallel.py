@@ -29,6 +29,7 @@ def assert_same(a: AnalysisResult, b: AnalysisResult) -> None:
     assert (a.provider, a.tokenizer, a.render, a.view) == (b.provider, b.tokenizer, b.render, b.view)
 
 
+@pytest.mark.slow
 def test_jobs_give_the_same_result() -> None:
     serial = analyze(LOGS)
     parallel = analyze(LOGS, jobs=2)
@@ -65,6 +66,7 @@ def _mixed() -> list[RequestRecord]:
     return records
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", ["consecutive", "simulated"])
 def test_jobs_with_several_providers_and_a_bad_request(view: str) -> None:
     records = _mixed()
@@ -91,6 +93,7 @@ def test_bad_jobs_and_engines_are_usage_errors() -> None:
         make_executor("local", 2, client="tcp://127.0.0.1:1")
 
 
+@pytest.mark.slow
 def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch: Any) -> None:
     """Without a view, the workers read their own files and choose the records' default view: the
     simulated one for conversation trees (Claude Code projects), the consecutive one when any file's
@@ -116,6 +119,7 @@ def test_jobs_choose_the_default_view_from_the_files(tmp_path: Any, monkeypatch:
         assert_same(serial, parallel)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", ["consecutive", "simulated"])
 def test_the_file_plan_coordinator_loads_no_tokenizer(view: str, monkeypatch: Any) -> None:
     """The workers tokenize (and, simulated, compose the blocks); the coordinator only names the
@@ -217,6 +221,7 @@ def _compacted_logs(root: Any, *, fall_back: bool) -> Any:
         "compacted, head read", "compacted, head by proportions",
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, monkeypatch: Any) -> None:
     """The file plan's simulated view runs the cache over phase 1's columns: the coordinator unpickles
     no record (a worker reads the divergences' messages), and the result is the records plan's, with an
@@ -290,6 +295,7 @@ class _InThisProcess:
         pass
 
 
+@pytest.mark.slow
 def test_workers_of_this_machine_leave_records_and_frames_in_a_folder_the_analysis_removes(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
@@ -455,6 +461,7 @@ def test_a_held_file_task_returns_its_piece_without_the_records(tmp_path: Any) -
     assert light.records == whole.records and light.sessions == whole.sessions
 
 
+@pytest.mark.slow
 def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
     """A session split across files: with ``progress``, the simulated view shows a bar over the chunks
     the workers tokenize (phase 1, the long part), and the result is one process's."""
@@ -487,6 +494,7 @@ def test_the_records_plan_shows_a_bar_over_its_chunks(monkeypatch: Any) -> None:
     assert chunks and all(kw["unit"] == "chunk" and kw["delay"] == 0.5 and kw["total"] >= 1 for kw in chunks)
 
 
+@pytest.mark.slow
 def test_the_records_plan_coordinator_loads_no_tokenizer(monkeypatch: Any) -> None:
     """The records plan's simulated view (records shipped by session) tokenizes on the workers and
     attributes the divergences there too: the coordinator only names the tokenizer, as the file plan's."""
@@ -515,6 +523,7 @@ def test_the_records_plan_coordinator_loads_no_tokenizer(monkeypatch: Any) -> No
     assert_same(serial, parallel)
 
 
+@pytest.mark.slow
 def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeypatch: Any) -> None:
     """The coordinator reads no file found in a directory (each one's worker finds its format; one of
     no known format is a problem at its place, as one process reports it); a file named explicitly is
@@ -560,6 +569,7 @@ def test_the_workers_sniff_the_files_found_in_a_directory(tmp_path: Any, monkeyp
         )
 
 
+@pytest.mark.slow
 def test_the_workers_sniff_with_the_callers_formats(tmp_path: Any, monkeypatch: Any) -> None:
     """A log format registered at run time is the caller's only (a worker is forked from a fresh
     server): the workers sniff the files found in a directory with the caller's formats, in its order,
@@ -644,6 +654,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_pool_s_workers_are_forked_with_the_tokenizers_it_names(tmp_path: Any) -> None:
     """The fork server loads the tokenizers a pool names (a tokenizer's or a provider's name; an unknown
     name is left for the worker that needs it), so each worker has them before its first task; the

@@ -87,6 +87,7 @@ def test_streaming_is_for_the_consecutive_view() -> None:
 # DeepSeek's tokenizer (HF tokenizers) runs at about 1 MB of text a second here, so its message is
 # 10 MB: encoded whole it took 146 bytes a character (7.3 GB for 50 MB; 1.5 GB for this one), and
 # encoded in chunks it stays far below 1 GB. benchmarks/memory.py --big-message measures 50 MB with both.
+@pytest.mark.slow
 @pytest.mark.parametrize(("provider", "megabytes"), [("openai", 50), ("deepseek", 10)])
 def test_a_big_message_stays_under_1gb(tmp_path: Path, provider: str, megabytes: int) -> None:
     script = textwrap.dedent(

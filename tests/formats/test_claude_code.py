@@ -434,3 +434,24 @@ def test_a_parent_uuid_cycle_is_a_problem_and_the_calls_are_kept(tmp_path: Path,
         "the parentUuid chain loops back to" in problem.reason
         and "a cycle, not a conversation" in problem.reason
     )
+def test_thinking_of_both_kinds_is_left_out_and_the_logs_cache_marks_are_not_the_requests(tmp_path: Path) -> None:
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+             "cache_control": {"type": "ephemeral"}}  # fmt: skip
+    events = [
+        _event("user", "u1", None, [{"type": "text", "text": "what is this?", "cache_control": {"type": "ephemeral"}}, image]),
+        _event("assistant", "a1", "u1", [
+            {"type": "redacted_thinking", "data": "EqQBCgIYAhIM"},
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            {"type": "text", "text": "a chart"},
+        ]),
+        _event("user", "u2", "a1", "and then?"),
+        _event("assistant", "a2", "u2", [{"type": "text", "text": "nothing"}]),
+    ]
+    result = read_logs(write_events(tmp_path / "s1.jsonl", events))
+    assert result.problems == ()
+    messages = result.records[1].request["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    # the parts as sent, without the log's own cache marks (the reader places the breakpoint itself)
+    assert messages[0]["content"] == [{"type": "text", "text": "what is this?"},
+                                      {k: v for k, v in image.items() if k != "cache_control"}]  # fmt: skip
+    assert messages[1]["content"] == "a chart"  # neither thinking block is part of the history sent

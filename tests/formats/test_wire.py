@@ -162,7 +162,8 @@ def test_an_exchange_record_never_holds_url_credentials() -> None:
 @pytest.mark.parametrize(
     "header",
     ["Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Custom-Token", "X-Vendor-Key",
-     "X-Client-Secret", "Cookie", "Set-Cookie", "X-Goog-Api-Key", "X-Amz-Security-Token", "X-Session-Id"],
+     "X-Client-Secret", "Cookie", "Set-Cookie", "X-Goog-Api-Key", "X-Amz-Security-Token", "X-Session-Id",
+     "X-Amz-Signature", "X-Hub-Signature-256", "Stripe-Signature", "X-Password", "X-Credential"],
 )  # fmt: skip
 def test_every_header_that_can_carry_a_credential_is_secret(header: str) -> None:
     assert is_secret_header(header) and is_secret_header(header.upper())

@@ -187,12 +187,53 @@ def test_live_figures_hold_a_bounded_number_of_requests() -> None:
                       "response": {"usage": {"prompt_tokens": 100, "prompt_tokens_details": {"cached_tokens": 50}}}}  # fmt: skip
             figures.observe(record, f"s{k}")
         figures.wait(timeout=60)
-        assert figures.held_requests() <= 4
+        assert figures.held_requests() == 4  # exactly max_held: the 4 most recent sessions
         snap = figures.snapshot()
         assert len(snap["sessions"]) == 10 and snap["retired_sessions"] == 20
         assert snap["totals"]["requests"] == 30  # retired sessions still count
         assert snap["totals"]["reported_hit_ratio"] == 0.5
-        assert snap["released_requests"] >= 26 - 20  # released before being retired, at least
+        assert snap["released_requests"] == 30 - 4  # each session past the 4th released one request
+    finally:
+        figures.close()
+
+
+def test_live_breaks_are_only_calls_that_lost_tokens_and_name_how_many() -> None:
+    from promptkit.analysis import analyze_requests
+    from promptkit.layout import RequestRecord
+
+    system = {"role": "system", "content": "You are a careful assistant. " * 40}
+    turn1 = [system, {"role": "user", "content": "q1"}]
+    turn2 = [*turn1, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "q2"}]
+    changed = [{"role": "system", "content": system["content"] + "Today is Monday."}, *turn2[1:]]
+    figures = LiveFigures(predict=True)
+    try:
+        # a new turn, a retry of the same prompt (every token shared) and then a changed system prompt
+        for messages in (turn1, turn2, turn2, changed):
+            figures.observe({"request": {"model": "gpt-4o", "messages": messages}, "http": {"api": "openai-chat"}}, "s")
+        figures.wait(timeout=60)
+        [live] = figures.snapshot()["sessions"]
+        [brk] = live["last_breaks"]
+        frame = analyze_requests(
+            [RequestRecord({"model": "gpt-4o", "messages": m}, session="s", index=i) for i, m in enumerate((turn2, changed))],
+            provider="openai",
+        ).requests
+        lost = frame["prompt_tokens"][0] - frame["prefix_tokens"][1]
+        assert (brk["index"], brk["role"], brk["message"], brk["lost_tokens"]) == (3, "system", 0, lost)
+        assert lost > 0
+    finally:
+        figures.close()
+
+
+def test_a_failed_call_is_counted_as_an_error_and_never_predicted() -> None:
+    figures = LiveFigures(predict=True)
+    try:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        figures.observe({"request": body, "http": {"api": "openai-chat"},
+                         "error": {"kind": "upstream-status", "message": "502"}}, "s")  # fmt: skip
+        figures.wait(timeout=60)
+        [live] = figures.snapshot()["sessions"]
+        assert (live["requests"], live["errors"], live["predicted_requests"]) == (1, 1, 0)
+        assert figures.held_requests() == 0  # nothing of a failed call is held for the next prediction
     finally:
         figures.close()
 

@@ -69,6 +69,9 @@ def test_a_remote_proxy_accepts_other_host_names_but_not_web_pages(tmp_path: Pat
                     proxy.url + "/v1/chat/completions", json=CHAT, headers={"Host": "gpu-box.lan"}
                 ) as r:
                     assert r.status == 200
+                # the upstream gets its own host name, never the one the client addressed the proxy by
+                [sent] = [v for k, v in up.received[0]["headers"] if k.lower() == "host"]
+                assert sent == up.url.removeprefix("http://")
                 async with s.post(
                     proxy.url + "/v1/chat/completions", json=CHAT, headers={"Origin": "https://evil.example"}
                 ) as r:

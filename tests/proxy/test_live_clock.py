@@ -145,6 +145,7 @@ def test_the_live_page_counts_the_time_left_down_in_the_browser(tmp_path: Path) 
     assert (stale["text"], stale["class"]) == ("expired", "clock expired")
 
 
+@pytest.mark.slow
 def test_the_countdown_turns_to_expired_in_the_browser(tmp_path: Path) -> None:
     """A cache with 2 s left when served reads "expired" once the browser's clock has passed it."""
     assert CHROMIUM is not None, f"the browser test needs headless Chromium: {INSTALL}"

@@ -259,6 +259,7 @@ def test_ten_thousand_requests_stay_small_and_paged(tmp_path: Path) -> None:
     assert page.count("<tr>") >= sessions.height  # every session is in the (paged) table
 
 
+@pytest.mark.slow
 def test_chromium_renders_the_report(result: Any, tmp_path: Path) -> None:
     page = write_html(result, tmp_path / "report.html", sources=["calls.jsonl"])
     dom = _dom(page, tmp_path / "profile")
@@ -292,6 +293,7 @@ def test_chromium_renders_the_report(result: Any, tmp_path: Path) -> None:
     assert colours > 50  # text, charts and tables, not a blank page
 
 
+@pytest.mark.slow
 def test_chromium_pages_a_ten_thousand_request_report(tmp_path: Path) -> None:
     page = write_html(_big_frame(), tmp_path / "big.html")
     dom = _dom(page, tmp_path / "profile")
@@ -354,6 +356,7 @@ def test_fleet_section_is_added_to_the_report_and_self_contained(result: Any) ->
     assert outside == ["data:image/png;base64,"]
 
 
+@pytest.mark.slow
 def test_chromium_renders_the_fleet_page(tmp_path: Path) -> None:
     from promptkit.report.html import render_fleet_html
 
@@ -403,6 +406,7 @@ def _layout(page: Path, profile: Path, width: int) -> dict[str, Any]:
     return layout
 
 
+@pytest.mark.slow
 def test_the_report_layout_fits_the_page_and_the_plots_keep_a_readable_shape(tmp_path: Path) -> None:
     from PIL import Image
 

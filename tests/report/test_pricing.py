@@ -175,3 +175,41 @@ def test_the_docstring_examples_hold(name: str, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(ROOT)
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_writes_are_billed_at_the_write_price_or_at_the_input_price_when_there_is_none() -> None:
+    # 1,000-token prompt: 300 read from the cache, 200 written (50 for an hour), 500 neither
+    frame = pl.DataFrame({"session": ["s"], "index": [0], "prompt_tokens": [1000], "predicted_cached_tokens": [300],
+                          "predicted_cache_write_tokens": [200], "predicted_cache_write_1h_tokens": [50],
+                          "completion_tokens": [40]})  # fmt: skip
+    bare = {"cache_hit": 0.1, "cache_miss": 1.0, "output": 2.0}
+    costs = pricing.request_costs(frame, prices={"m": bare}, model="m").row(0, named=True)
+    # no write price: a write costs what an uncached input token costs (not the hit price)
+    assert costs["cost_predicted"] == pytest.approx((300 * 0.1 + 200 * 1.0 + 500 * 1.0 + 40 * 2.0) / 1e6)
+    written = {**bare, "cache_write": 1.25}
+    costs = pricing.request_costs(frame, prices={"m": written}, model="m").row(0, named=True)
+    # a write price but no 1-hour price: the hour's writes at the write price
+    assert costs["cost_predicted"] == pytest.approx((300 * 0.1 + 200 * 1.25 + 500 * 1.0 + 40 * 2.0) / 1e6)
+    hour = {**written, "cache_write_1h": 2.0}
+    costs = pricing.request_costs(frame, prices={"m": hour}, model="m").row(0, named=True)
+    assert costs["cost_predicted"] == pytest.approx((300 * 0.1 + 150 * 1.25 + 50 * 2.0 + 500 * 1.0 + 40 * 2.0) / 1e6)
+    assert costs["cost_no_cache"] == pytest.approx((1000 * 1.0 + 40 * 2.0) / 1e6)  # the output at its price
+    assert costs["output_tokens"] == 40
+
+
+def test_a_dated_openai_snapshot_is_priced_as_its_version_and_never_as_another() -> None:
+    from promptkit.providers.prices import ModelPrice, lookup_model
+
+    table = {name: ModelPrice("openai", name, 1.0, 2.0, 3.0) for name in ("gpt-4", "gpt-4o", "gpt-4.1")}
+    assert lookup_model("gpt-4-0613", table) == "gpt-4"  # OpenAI's -MMDD snapshots
+    assert lookup_model("gpt-4-0314", table) == "gpt-4"
+    assert lookup_model("openai/GPT-4O-2024-08-06", table) == "gpt-4o"
+    assert lookup_model("gpt-4.1-2025-04-14", table) == "gpt-4.1"
+    assert lookup_model("gpt-4o-latest", table) == "gpt-4o"
+    assert lookup_model("gpt-4-turbo", table) is None  # another model, not a snapshot
+    assert lookup_model("gpt-4-06130", table) is None
+    assert lookup_model("gpt-4-1106-preview", table) is None
+    # where two keys match, the longer (the more specific version) prices it
+    tagged = {name: ModelPrice("ollama", name, 0.0, 1.0, 1.0) for name in ("qwen3", "qwen3:32b")}
+    assert lookup_model("qwen3:32b@gpu-box", tagged) == "qwen3:32b"
+    assert lookup_model("qwen3:8b", tagged) == "qwen3"

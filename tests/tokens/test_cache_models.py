@@ -401,3 +401,43 @@ def test_plans_travel_as_columns_and_come_back_whole(plans: list[CachePlan]) -> 
         "breakpoints",
     ]
     assert [f.name for f in attrs.fields(CacheEntry)] == ["length", "ttl", "exact"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# exactly at the minimum (issue 44: each provider's minimum is "at least", never "more than")
+
+
+def test_a_prompt_exactly_at_the_minimum_is_cached_and_one_token_under_is_not() -> None:
+    from promptkit.providers.gemini import PROFILE as GEMINI
+
+    # OpenAI: "1024 tokens or longer"
+    m = SteppedPrefixCache()
+    assert m.cached_tokens(plan(1024), 1024) == 1024
+    assert m.cached_tokens(plan(1023), 1023) == 0
+    # Gemini: the request's input must hold at least the model's minimum (2,048 for Pro, 1,024 Flash)
+    gem = GEMINI.cache_model
+    for model, minimum in (("gemini-2.5-pro", 2048), ("gemini-2.5-flash", 1024), ("gemini-exp", 1024)):
+        at = tokenized(total=minimum, prompt=minimum, starts=[0], ends=[minimum])
+        under = tokenized(total=minimum - 1, prompt=minimum - 1, starts=[0], ends=[minimum - 1])
+        body = {"model": model, "messages": [{"role": "user", "content": "x"}]}
+        assert gem.min_cacheable_tokens(model) == minimum
+        assert gem.plan(at, body).entries != (), model
+        assert gem.plan(under, body).entries == (), model
+        assert gem.cached_tokens(gem.plan(at, body), minimum) > 0, model
+        assert gem.cached_tokens(gem.plan(under, body), minimum - 1) == 0, model
+    # Anthropic: a breakpoint whose prefix is exactly the minimum is written; one token shorter is not
+    for model, minimum in (("claude-sonnet-4-5", 1024), ("claude-3-5-haiku-20241022", 2048)):
+        body = {"model": model, "messages": [{"role": "user", "content": "x", "cache_control": {"type": "ephemeral"}}]}
+        for length, stored in ((minimum, [minimum]), (minimum - 1, [])):
+            tok = tokenized(total=length + 1, prompt=length + 1, starts=[0], ends=[length])
+            assert [e.length for e in CLAUDE.plan(tok, body).entries] == stored, (model, length)
+
+
+def test_the_longest_matching_model_prefix_gives_the_minimum() -> None:
+    from promptkit.tokens.cache_models import PrefixCache
+
+    m = PrefixCache(min_tokens=7, min_tokens_by_model={"gem": 100, "gem-pro": 300, "gem-pro-x": 50})
+    assert m.min_cacheable_tokens("vendor/GEM-PRO-2") == 300
+    assert m.min_cacheable_tokens("gem-pro-x1") == 50
+    assert m.min_cacheable_tokens("gem-flash") == 100
+    assert m.min_cacheable_tokens("other") == m.min_cacheable_tokens(None) == 7

@@ -396,6 +396,7 @@ def test_a_text_encoded_in_chunks_has_the_tokens_of_the_whole(name: str, text: s
     assert tk.encode_ids(tok, text, chunk=size)[0].tolist() == whole_ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CUTTABLE)
 def test_every_bmp_character_before_or_after_a_cut_keeps_the_tokens(name: str) -> None:
     # the space rule cuts after any non-whitespace character: try each one of the BMP there, and

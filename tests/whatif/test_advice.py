@@ -113,3 +113,49 @@ def test_analyze_advice_gives_each_break_a_fix_that_holds(tmp_path: Path) -> Non
     assert abs(json.loads(replayed)["overall"]["after_hit_ratio"] - first["after_hit_ratio"]) < 0.005
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count('class="meta fix">fix: ') == len(fixes)
+
+
+def _fix(transform: object, *, priced: bool, before: float, after: float, hits: tuple[float | None, float | None]):  # type: ignore[no-untyped-def]
+    from promptkit.whatif.suggestions import Suggestion
+
+    return Suggestion(transform, "spec", "why", hits[0], hits[1], 100, 100, before, after, None, priced=priced)  # type: ignore[arg-type]
+
+
+def test_saves_means_a_measured_saving_or_hit_gain_and_an_unpriced_cost_is_no_saving() -> None:
+    from promptkit.whatif.advice import Advice
+    from promptkit.whatif.transforms.moves import Move, Selector
+
+    move = Move(Selector(key="k"))
+    # unpriced: its cost figures are placeholders; only a hit-ratio gain counts
+    assert not Advice({}, _fix(move, priced=False, before=1.0, after=0.0, hits=(0.5, 0.5))).saves
+    assert Advice({}, _fix(move, priced=False, before=0.0, after=0.0, hits=(0.5, 0.6))).saves
+    assert not Advice({}, _fix(move, priced=False, before=0.0, after=0.0, hits=(None, 0.9))).saves
+    # priced: a saving counts even when the hit ratio does not move; a hit gain counts too
+    assert Advice({}, _fix(move, priced=True, before=1.0, after=0.5, hits=(0.5, 0.5))).saves
+    assert Advice({}, _fix(move, priced=True, before=1.0, after=1.0, hits=(0.5, 0.6))).saves
+    assert not Advice({}, _fix(move, priced=True, before=1.0, after=1.0, hits=(0.5, 0.5))).saves
+    assert not Advice({}, None).saves
+
+
+def test_a_fix_is_credited_only_to_the_finding_it_acts_on() -> None:
+    from promptkit.whatif.advice import fix_for
+    from promptkit.whatif.transforms.moves import Move, Selector
+    from promptkit.whatif.transforms.tools import SortTools
+    from promptkit.whatif.transforms.volatile import Normalize
+
+    def fix(t: object, saving: float = 0.5):  # type: ignore[no-untyped-def]
+        return _fix(t, priced=True, before=1.0, after=1.0 - saving, hits=(0.5, 0.6))
+
+    mine, other = fix(Move(Selector(key="k")), 0.1), fix(Move(Selector(key="other")), 0.9)
+    assert fix_for({"key": "k", "change_class": "volatile_value"}, [other]) is None
+    assert fix_for({"key": "k", "change_class": "volatile_value"}, [other, mine]) is mine
+    # a finding without a key: a volatile value is fixed by a move or a normalize, not by sorting tools
+    norm, sort = fix(Normalize(("uuids",))), fix(SortTools())
+    assert fix_for({"key": None, "change_class": "volatile_value"}, [sort]) is None
+    assert fix_for({"key": None, "change_class": "volatile_value"}, [sort, norm]) is norm
+    assert fix_for({"key": None, "change_class": "reordered"}, [norm]) is None
+    assert fix_for({"key": None, "change_class": "reordered"}, [norm, sort]) is sort
+    assert fix_for({"key": None, "change_class": "whitespace"}, [sort]) is None
+    assert fix_for({"key": None, "change_class": "whitespace"}, [sort, norm]) is norm
+    # a move of a keyed contributor is no fix of the keyless volatile finding's key either way
+    assert fix_for({"key": "k", "change_class": "reordered"}, [other]) is None

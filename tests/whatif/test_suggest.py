@@ -149,3 +149,45 @@ def test_cache_settings_are_asked_of_the_profile_not_of_its_name() -> None:
         assert not {format_transform(Breakpoints()), format_transform(SetRetention("2h"))} & found
     finally:
         del _REGISTRY["test-keeper"]
+
+
+def _two_runs(model: str | None) -> list[RequestRecord]:
+    """A run with a timestamp in its system prompt and a run whose two tools swap places every call."""
+    a = {"type": "function", "function": {"name": "a", "parameters": {"type": "object", "properties": {}}}}
+    b = {"type": "function", "function": {"name": "b", "parameters": {"type": "object", "properties": {}}}}
+    stamped = plain_log(6, timestamp=True)
+    swapped = [
+        attrs.evolve(r, session="tools-run", request={**r.request, "tools": [a, b] if i % 2 else [b, a]})
+        for i, r in enumerate(plain_log(6, timestamp=False))
+    ]
+    extra = {} if model is None else {"model": model}
+    return [attrs.evolve(r, request={**r.request, **extra}) for r in [*stamped, *swapped]]
+
+
+def test_fixes_of_separate_breaks_are_chained_priced_or_not() -> None:
+    for model, priced in ((None, True), ("house-model-1", False)):  # a model without a price: by hit ratio
+        found = suggest(_two_runs(model))
+        by_spec = {s.spec: s for s in found}
+        both = by_spec["normalize:timestamps ; sort-tools"]
+        assert found[0] is both and both.reason == "the 2 best suggestions together"
+        assert {s.priced for s in found} == {priced}
+        assert both.hit_gain > by_spec["normalize:timestamps"].hit_gain > by_spec["sort-tools"].hit_gain > 0
+
+
+def test_a_fix_that_adds_nothing_to_the_best_is_not_chained() -> None:
+    # the timestamp's normalize and its move fix the same break: together they gain nothing more
+    found = suggest(plain_log(6, timestamp=True))
+    assert [s.spec for s in found] == ["normalize:timestamps", "move:regex=Current time:.*"]
+
+
+def test_a_measured_cost_ranks_below_every_suggestion_that_costs_nothing_measured() -> None:
+    from promptkit.whatif import rank
+    from promptkit.whatif.suggestions import Suggestion
+
+    def s(spec: str, before: float, after: float, priced: bool) -> Suggestion:
+        return Suggestion(SortTools(), spec, "", 0.5, 0.5, 10, 10, before, after, None, priced=priced)  # type: ignore[arg-type]
+
+    cost, unpriced, saving = s("cost", 1.0, 2.0, True), s("unpriced", 0.0, 5.0, False), s("saving", 2.0, 1.0, True)
+    cheaper_cost = s("cheaper cost", 1.0, 1.5, True)
+    assert not unpriced.is_cost and cost.is_cost
+    assert [x.spec for x in rank([cost, unpriced, cheaper_cost, saving])] == ["saving", "unpriced", "cheaper cost", "cost"]
