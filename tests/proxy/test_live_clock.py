@@ -182,6 +182,7 @@ def test_the_proxys_stats_json_and_page_carry_the_clock(tmp_path: Path) -> None:
                 headers = {"Authorization": "Bearer sk-test", "x-promptkit-session": "clocked"}
                 async with s.post(proxy.url + "/v1/chat/completions", json=body, headers=headers) as r:
                     assert r.status == 200
+                    await r.read()  # the whole answer: its call is then recorded (or being recorded)
                 async with s.get(proxy.url + LIVE_PATH + "/stats.json") as r:
                     stats = await r.json()
                 async with s.get(proxy.url + LIVE_PATH + "/") as r:
