@@ -1036,6 +1036,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ('mutants44: live: an error counted as a prediction', 'promptkit/proxy/live.py',
      '                state.errors += 1\n                return',
      '                state.errors += 1', 'tests/proxy/test_faults.py tests/proxy/test_live_clock.py tests/proxy/test_server.py'),
+    ("fleet: no bound on replicas", "promptkit/analysis/fleet.py",
+     "    if replicas > MAX_REPLICAS:", "    if False:", "tests/test_cli_fleet.py"),
 ]  # fmt: skip
 
 

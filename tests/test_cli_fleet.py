@@ -59,6 +59,9 @@ def test_capacities_in_bytes_need_and_use_the_models(tmp_path: Path) -> None:
     ("argv", "code", "named"),
     [
         (["--replicas", "0"], 2, "replicas must be a whole number >= 1, got 0"),
+        (["--replicas", "4,100000000"], 2, "replicas: 100,000,000 is more than the 65,536"),  # was 7.5 GB
+        (["--replicas", "65537"], 2, "replicas: 65,537 is more than the 65,536"),
+        (["--capacity", "1e30"], 2, "'1e30': a size is tokens"),  # was an OverflowError
         (["--policy", "fastest"], 2, "'fastest'"),
         (["--capacity", "0"], 2, "got 0"),
         (["--capacity", "3zz"], 2, "'3zz'"),

@@ -197,9 +197,19 @@ def _frames(
     return FleetResult(summary, keys.join(per, how="cross"))
 
 
+#: The most replicas one configuration simulates: each holds a cache and a queue in memory (100,000,000 of
+#: them once took 7.5 GB and ran on for minutes before a MemoryError).
+MAX_REPLICAS: Final[int] = 65_536
+
+
 def _check(replicas: int, policy: str, capacity: int | None, shared: int | None, block_size: int) -> None:
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise UsageError(f"replicas must be a whole number >= 1, got {replicas!r}")
+    if replicas > MAX_REPLICAS:
+        raise UsageError(
+            f"replicas: {replicas:,} is more than the {MAX_REPLICAS:,} a fleet is simulated with here "
+            "(each replica holds a cache and a queue in memory)"
+        )
     if policy not in POLICIES:
         raise UsageError(f"unknown routing policy {policy!r}; known: {', '.join(POLICIES)}")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0:
