@@ -13,12 +13,11 @@ from __future__ import annotations
 import ast
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, ParamSpec, TypeVar
 
-from promptkit.errors import LayoutFormatError, RecordFormatError, UsageError
+from promptkit.errors import LONE_SURROGATE, LayoutFormatError, RecordFormatError, UsageError
 from promptkit.layout import LayoutEntry, RequestRecord, token_count as count, type_name
 
 __all__ = [
@@ -363,19 +362,12 @@ def assistant_message(content: str | list[Any], calls: list[dict[str, Any]]) -> 
     return message
 
 
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
 def _mended(text: str) -> str:
-    return _SURROGATE.sub("\ufffd", text)
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return LONE_SURROGATE.search(text) is not None
 
 
 def mend_identifiers(record: RequestRecord) -> tuple[RequestRecord, str | None]:

@@ -4,10 +4,10 @@ An analysis copies text out of the prompts: the cached and the sent text around 
 (``divergence_prompt_text``, ``before_text``, ``after_text`` in ``requests.csv`` and the HTML page), a
 problem's reason. A key a user pasted into a prompt would travel with the report. :func:`redact_result`
 passes every text column of a result through the redaction the proxy and the capture wrapper apply to
-what they record (:func:`~promptkit.formats.wire.redact.redact_text`: the key shapes of
-:data:`~promptkit.formats.wire.redact.SECRET_PATTERNS` and the credentials of every URL), and keys cut
-short by an excerpt (:data:`CUT_KEY_PATTERNS`), so every file and table made from it (CSV, Parquet,
-summary, HTML, the terminal) holds ``[REDACTED]`` instead.
+what they record (:func:`~promptkit.formats.wire.redact.redact_text`: the key shapes and the credentials
+of every URL), and through the shapes of keys cut short by an excerpt
+(:data:`~promptkit.formats.wire.redact.CUT_KEY_PATTERNS`), so every file and table made from it (CSV,
+Parquet, summary, HTML, the terminal) holds ``[REDACTED]`` instead.
 """
 
 from __future__ import annotations
@@ -20,21 +20,11 @@ import attrs
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-__all__ = ["CUT_KEY_PATTERNS", "redact_result"]
-
-
-#: Key shapes cut short: an excerpt of a few tokens may end inside a key (``'my key is sk-proj-Qx7Lm2'``),
-#: shorter than the whole-key patterns match. In a report to share, a known key prefix with a few key
-#: characters after it is enough to redact (a prose word rarely starts that way: ``sk-`` keeps its
-#: whole-word and digit-or-capital rule).
-CUT_KEY_PATTERNS: tuple[str, ...] = (
-    r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?(?=[a-z_\-]{0,200}[0-9A-Z])[A-Za-z0-9_\-]{3,}",
-    r"\b(?:AIza|gsk_|hf_|xai-|gh[pousr]_|github_pat_|xox[abposre]-|[sr]k_(?:live|test)_|AKIA|ASIA)[A-Za-z0-9_\-]{3,}",
-)
+__all__ = ["redact_result"]
 
 
 def _patterns() -> list[re.Pattern[str]]:
-    from promptkit.formats.wire.redact import default_patterns
+    from promptkit.formats.wire.redact import CUT_KEY_PATTERNS, default_patterns
 
     return [*default_patterns(), *(re.compile(p) for p in CUT_KEY_PATTERNS)]
 

@@ -39,6 +39,7 @@ from typing import Any, Final
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 __all__ = [
+    "CUT_KEY_PATTERNS",
     "MAX_DEPTH",
     "REDACTED",
     "SECRET_PATTERNS",
@@ -132,6 +133,15 @@ SECRET_PATTERNS: Final[tuple[str, ...]] = (
     r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]{0,16384}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
     r"\b[A-Za-z][A-Za-z0-9+.\-]{1,30}://[^\s:/@\"'<>]+:(?P<secret>[^\s@/\"'<>]+)@",
+)
+
+#: Key shapes cut short: an excerpt a report copies (a few tokens from a cache break) may end inside a key
+#: (``'my key is sk-proj-Qx7Lm2'``), shorter than :data:`SECRET_PATTERNS` match. For a report to share
+#: (``promptkit analyze --redact-outputs``), a known key prefix with a few key characters after it is
+#: enough to redact; ``sk-`` keeps its whole-word and digit-or-capital rule.
+CUT_KEY_PATTERNS: Final[tuple[str, ...]] = (
+    r"(?<![A-Za-z0-9_])sk-(?:ant-|proj-)?(?=[a-z_\-]{0,200}[0-9A-Z])[A-Za-z0-9_\-]{3,}",
+    r"\b(?:AIza|gsk_|hf_|xai-|gh[pousr]_|github_pat_|xox[abposre]-|[sr]k_(?:live|test)_|AKIA|ASIA)[A-Za-z0-9_\-]{3,}",
 )
 
 #: How deep :func:`redact` walks a JSON value; a part nested deeper becomes :data:`TOO_DEEP`.
