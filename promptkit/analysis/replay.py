@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
@@ -29,17 +29,19 @@ from promptkit.analysis.columns import OUTCOME_COLUMNS
 from promptkit.analysis.ruler import Ruler, local_basis, place_row, ruler_of, stays_local
 from promptkit.analysis.simulator import CacheSimulator, consecutive_outcome
 from promptkit.analysis.wire import EXCERPT_TOKENS, Divergent
+from promptkit.tokens.cache_models import CacheEntry, CachePlan
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from promptkit.analysis.prepare import RequestLocal
     from promptkit.analysis.simulator import CacheOutcome
-    from promptkit.tokens.cache_models import CacheModel, CachePlan
+    from promptkit.tokens.cache_models import CacheModel
     from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
     "EXCERPT_SOURCES",
+    "OUTSIDE_SOURCE",
     "RULED",
     "CauseFacts",
     "Replayer",
@@ -48,12 +50,18 @@ __all__ = [
     "StoredRequest",
     "find_source",
     "outcome_values",
+    "outside_head",
     "stored_tokens",
     "write_1h",
 ]
 
 #: How many recent requests' tokens are kept to show what the cache held at a divergence.
 EXCERPT_SOURCES: Final[int] = 512
+
+#: The source a session's first request reads its head from when the cache is shared across sessions
+#: (:attr:`~promptkit.tokens.cache_models.CacheModel.shared_across_sessions`): what a request outside the
+#: log wrote.
+OUTSIDE_SOURCE: Final[str] = "(outside the log)"
 
 #: Ruler mode: the row's columns that need no cache outcome but that ruler mode places with the
 #: outcome (the replay knows them: the plan's prompt, the head's end, no basis yet).
@@ -140,6 +148,15 @@ def find_source(
     return SourceFacts(outcome, src_id, src, switched, idle)
 
 
+def outside_head(tokens: np.ndarray, head_end: int, now: float | None) -> StoredRequest | None:
+    """What a request outside the log may have left in a cache shared across sessions: the first
+    ``head_end`` tokens of ``tokens`` (its head: system prompt, tools, an opaque head), stored as one
+    entry (:data:`OUTSIDE_SOURCE`); None when the request has no head."""
+    if head_end <= 0:
+        return None
+    return StoredRequest(tokens[:head_end], CachePlan(head_end, (CacheEntry(head_end),)), now, OUTSIDE_SOURCE)
+
+
 def write_1h(plan: Any, cached: int) -> int:
     """Tokens of a call's cache write that fall under a 1-hour entry (Anthropic ``ttl: "1h"``): the span
     from the previous entry (or the cached point) to each 1-hour entry."""
@@ -217,7 +234,7 @@ class Replayer:
 
     __slots__ = (
         "_offsets", "_read_at", "_values", "columns", "divergent", "facts", "model", "previous", "recent",
-        "released", "rulers", "session_tokens", "sim", "steps", "writes_nothing",
+        "released", "rulers", "session_tokens", "sim", "sims", "steps", "writes_nothing",
     )  # fmt: skip
 
     def __init__(
@@ -232,8 +249,11 @@ class Replayer:
         # memory: perf: the cache keeps the prompts' read-only token arrays (views of each session's token
         # buffer) by reference, as the session's buffer holds them anyway: a run is not copied
         self.sim = CacheSimulator(model, share_tokens=True) if view == "simulated" else None
-        self.previous: dict[str, StoredRequest] = {}  # consecutive: each session's previous request
-        self.session_tokens: dict[str, np.ndarray] = {}  # simulated: each session's previous tokens
+        # a per-model cache (CacheModel.partition): one simulator per model, the first one ``sim``
+        self.sims: dict[str | None, CacheSimulator] = {} if self.sim is None else {None: self.sim}
+        # consecutive: each session's previous request (per model for a per-model cache)
+        self.previous: dict[Hashable, StoredRequest] = {}
+        self.session_tokens: dict[Hashable, np.ndarray] = {}  # simulated: each session's previous tokens
         self.facts: dict[str, RequestFacts] = {}  # request id -> what a later request looks back at
         self.recent: OrderedDict[str, np.ndarray] = OrderedDict()  # request id -> tokens (excerpts)
         self.rulers: dict[str, Ruler] | None = {} if ruled else None  # request id -> its anchors
@@ -280,17 +300,24 @@ class Replayer:
             self.writes_nothing += 1
         source_id = f"{session}#{index}"
         prev = None
+        part = self.model.partition(model_name)
+        key: Hashable = session if part is None else (session, part)  # the session's part of the cache
         if self.sim is not None:
-            if shared is None:
-                shared = self._shared_with_previous(session, tokens, known)
-            outcome = self.sim.step(tokens, plan, now, source_id, session=session, shared=shared)
+            if shared is None or part is not None:  # the wire's count is against the session's last call
+                shared = self._shared_with_previous(key, tokens, known)
+            sim = self.sims.get(part)
+            if sim is None:  # a model's first request: its own cache
+                sim = self.sims[part] = CacheSimulator(self.model, share_tokens=True)
+            outcome = sim.step(tokens, plan, now, source_id, session=key, shared=shared)
         else:
-            prev = self.previous.get(session)
+            prev = self.previous.get(key)
+            if prev is None and local is not None and self.model.shared_across_sessions:
+                prev = outside_head(tokens, local.head_end, now)
             # perf: the prompt's first tokens are the previous request's (the tokenizer resumed from it):
             # the lookup compares from there on only
             hint = known if known is not None and prev is not None and known[0] is prev.tokens else None
             outcome = consecutive_outcome(self.model, prev, tokens, plan, now, known=hint)
-            self.previous[session] = StoredRequest(tokens, plan, now, source_id)
+            self.previous[key] = StoredRequest(tokens, plan, now, source_id)
         found = find_source(self.facts, self.model, outcome, plan, model_name, now, prev)
         outcome, src = found.outcome, found.source
         self.facts[source_id] = RequestFacts(model_name, now, stored_tokens(plan), pos)
@@ -317,7 +344,7 @@ class Replayer:
         return values
 
     def _shared_with_previous(
-        self, session: str, tokens: np.ndarray, known: tuple[np.ndarray, int] | None
+        self, session: Hashable, tokens: np.ndarray, known: tuple[np.ndarray, int] | None
     ) -> int:
         """How many first tokens ``tokens`` shares with its session's previous request: known from the
         tokenizer's resume (``known``), and compared from there on."""

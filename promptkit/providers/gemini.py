@@ -118,7 +118,9 @@ PROFILE = ProviderProfile(
     description="Google Gemini (API, Vertex AI, or routed): best-effort implicit prefix cache, minimum per model",
     tokenizer="o200k_base",
     render="chatml",
-    cache_model=PrefixCache(min_tokens=1024, min_tokens_by_model=GEMINI_MIN_CACHEABLE_TOKENS),
+    cache_model=PrefixCache(
+        min_tokens=1024, min_tokens_by_model=GEMINI_MIN_CACHEABLE_TOKENS, per_model=True, shared_heads=True
+    ),
     # the Gemini API's OpenAI-compatible endpoint (ai.google.dev/gemini-api/docs/openai) takes this body
     build_request=openai_request,
     prices=_PRICES,

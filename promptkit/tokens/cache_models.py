@@ -261,6 +261,20 @@ class CacheModel(abc.ABC):
         """Why a request may write no entry under this model's rules (for the analysis notes)."""
         return "nothing to store under its rules"
 
+    def partition(self, model: str | None) -> str | None:
+        """The part of the cache a request for ``model`` reads and writes: None (the default) is one
+        cache for every model; a per-model cache (Gemini's implicit cache) answers the model's name, so
+        a request to one model never reads what a request to another wrote, and a session that goes
+        back to a model reads what that model's earlier calls wrote."""
+        return None
+
+    @property
+    def shared_across_sessions(self) -> bool:
+        """Whether the cache is shared by every request of the account or project rather than tied to a
+        session, so a session's first request may read the head (system prompt, tools, what the log does
+        not show) that a request outside the log wrote (Gemini's implicit cache)."""
+        return False
+
 
 def _units(n: int, unit: int) -> int:
     return (n // unit) * unit
@@ -446,7 +460,9 @@ class PrefixCache(CacheModel):
     Rules: a call whose prompt is shorter than the model's minimum (``min_tokens_by_model``, longest
     matching model-name prefix, else ``min_tokens``) neither reads nor writes; otherwise cached = the
     shared prefix rounded down to whole ``unit`` s (None: any length), never more than the prompt.
-    ``include_completion``: whether an entry covers the generated answer too. The parameters of each
+    ``include_completion``: whether an entry covers the generated answer too. ``per_model``: one cache
+    per model (:meth:`CacheModel.partition`); ``shared_heads``: shared by the requests of every session
+    (:attr:`CacheModel.shared_across_sessions`). The parameters of each
     provider, with their sources, live in its profile (``promptkit/providers/``). Where the local
     tokenizer is not the provider's, the minimum applies to the provider's count of the prompt (the
     ``units`` of :meth:`plan`: its reported prompt tokens, ruler mode).
@@ -468,6 +484,8 @@ class PrefixCache(CacheModel):
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     include_completion: bool = False
+    per_model: bool = False
+    shared_heads: bool = False
 
     @property
     def includes_completion(self) -> bool:
@@ -479,6 +497,13 @@ class PrefixCache(CacheModel):
 
     def min_cacheable_tokens(self, model: str | None = None) -> int:
         return _model_minimum(self.min_tokens_by_model, model, int(self.min_tokens))
+
+    def partition(self, model: str | None) -> str | None:
+        return model if self.per_model else None
+
+    @property
+    def shared_across_sessions(self) -> bool:
+        return self.shared_heads
 
     def plan(
         self,
