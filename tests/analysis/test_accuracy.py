@@ -48,6 +48,8 @@ from promptkit.providers.registry import get_provider
 REAL = Path("fixtures/real-logs")
 #: provider -> the runs of fixtures/real-logs that hold its calls
 RUNS: dict[str, Path] = {"deepseek": REAL / "deepseek", "gemini": REAL / "gemini"}
+#: two real Gemini CLI recordings (2.5 Pro and 3 Flash)
+CLI = Path("fixtures/gemini-cli-real")
 
 
 @functools.cache
@@ -192,17 +194,37 @@ def test_gemini_calibrated_expectation_is_within_1_5_pp_of_the_reported_aggregat
     assert abs(float(row["expected_error_pp"])) <= 1.5, row  # type: ignore[arg-type]  # achieved: -1.33 pp
 
 
-def test_the_bundled_gemini_calibration_is_the_fit_on_these_runs() -> None:
-    # what `promptkit calibrate fixtures/real-logs/gemini --provider gemini` fits (ruler mode on)
-    fitted, bundled = (
-        fit_calibration(provider_frame("gemini"), provider="gemini"),
-        default_calibration("gemini"),
-    )
-    assert bundled is not None
-    assert bundled.run_counts == fitted.run_counts
-    assert abs(bundled.stale_probability - fitted.stale_probability) < 1e-12
+def test_the_bundled_gemini_calibration_holds_the_fit_on_these_runs_and_the_cli_recordings() -> None:
+    # fitted by `promptkit calibrate` (ruler mode on) on these runs, the two recordings of
+    # fixtures/gemini-cli-real and 15 Gemini CLI sessions this repository does not hold
+    # (benchmarks/gemini_accuracy.py): each run here is one of its runs
+    bundled = default_calibration("gemini")
+    assert bundled is not None and bundled.fitted_on["runs"] == 19
+    remaining = list(bundled.run_counts)
+    for counts in fit_calibration(provider_frame("gemini"), provider="gemini").run_counts:
+        remaining.remove(counts)  # the CLI recordings here show no call that tells fresh from stale
     row = accuracy_row("gemini")
-    assert abs(float(row["bundled_error_pp"])) <= 2.0, row  # type: ignore[arg-type]  # achieved: -1.69 pp
+    # in-sample on these two runs before the CLI recordings joined the fit (-1.69 pp); now fitted on 19
+    assert abs(float(row["bundled_error_pp"])) <= 3.0, row  # type: ignore[arg-type]  # achieved: -2.65 pp
+
+
+def cli_frame() -> pl.DataFrame:
+    """The calls with usage of the two real Gemini CLI recordings in ``fixtures/gemini-cli-real``."""
+    return calls_with_usage(str(CLI), "gemini")
+
+
+def test_gemini_cli_recordings_hold_the_targets_under_the_bundled_calibration() -> None:
+    frame = cli_frame()
+    below = float((frame["predicted_cached_tokens"] < frame["reported_cached_tokens"]).mean() or 0.0)
+    assert below <= 0.05, below  # the first calls read their head from outside the log
+    bundled = default_calibration("gemini")
+    assert bundled is not None
+    mine = frame.join(expected_cached(frame, bundled), on=["session", "index"])
+    error = 100 * (mine["expected_cached_tokens"].sum() - frame["reported_cached_tokens"].sum())
+    error /= frame["reported_prompt_tokens"].sum()
+    # achieved -1.99 pp: the 1.5 pp goal holds over the 19 runs pooled (benchmarks/gemini_accuracy.py:
+    # -0.69 pp each run held out), not on these two recordings alone
+    assert abs(error) <= 2.5, error
 
 
 def test_gemini_local_counts_are_estimates_and_the_reported_prompt_is_the_prompt() -> None:
