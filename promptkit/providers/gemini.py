@@ -16,6 +16,14 @@ Rules, each from Google's documentation:
   prompts of 2,398 and 2,627 tokens hit, which a 4,096 minimum would forbid. The minimum is held to
   Google's count of the prompt (the reported prompt tokens, ruler mode: ``CacheModel.plan``'s
   ``units``), not to the local estimate.
+- **One cache per model, shared across sessions.** The page's minimums are per model, and a request is
+  matched on its prefix alone ("try to send requests with similar prefix in a short amount of time"; the
+  API supports "stateless conversation modes"): nothing ties a hit to a session, so a session's first
+  call may read the head (system instruction, tools) another request of the project wrote, and a call
+  to one model reads nothing another model's calls wrote (a KV cache belongs to the weights that made
+  it). The profile's cache is ``per_model`` and ``shared_heads`` (``PrefixCache``). Revisions of the
+  page checked on 2026-12-07: 2026-05-07 (3 Flash and 2.5 Flash 1,024; 3 Pro and 2.5 Pro 4,096) and
+  2026-10-13 (2.5 Flash and 2.5 Pro 2,048; 3.1 Pro 4,096); the smallest of each family is kept.
 - **Unit**: Google documents none, so none is modelled (any prefix length); **TTL**: undocumented for
   the implicit cache ("send requests with similar prefix in a short amount of time"), so none.
 - **Tokenizer**: Gemini's is not public. The local tokenizer (o200k_base) is a proportion estimate
