@@ -264,7 +264,9 @@ _CACHE_PAGE = "https://platform.openai.com/docs/guides/prompt-caching"
 #: ``"24h"`` (extended retention, "up to a maximum of 24 hours"; _CACHE_PAGE#prompt-cache-retention).
 RETENTION_OPTIONS: Final[tuple[tuple[str, float], ...]] = (("24h", 24 * 3600.0),)
 #: The cache model: nothing under 1,024 tokens, then 128-token steps, 10 minutes after last use.
-CACHE_MODEL = SteppedPrefixCache(min_tokens=1024, step=128, ttl=600.0, retention=RETENTION_OPTIONS)
+CACHE_MODEL = SteppedPrefixCache(
+    min_tokens=1024, step=128, ttl=600.0, retention=RETENTION_OPTIONS, include_completion=True
+)
 
 PROFILE = ProviderProfile(
     name="openai",

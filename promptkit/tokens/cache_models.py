@@ -22,8 +22,9 @@ eviction; None = unbounded) and ``delay`` (seconds after a call before its entry
 ``exact``             any prefix of anything seen (prompt and answer), token by token: the upper bound
 ``unit-prefix``       the shared prefix in whole units (64 tokens); an entry may cover the prompt *and*
                       the generated answer (:class:`UnitPrefixCache`)
-``stepped-prefix``    nothing under a minimum (1024 tokens), then steps (128 tokens); prompt only;
-                      retention values a request may ask for (:class:`SteppedPrefixCache`)
+``stepped-prefix``    nothing under a minimum (1024 tokens), then steps (128 tokens); the prompt, and
+                      the answer with ``include_completion``; retention values a request may ask
+                      for (:class:`SteppedPrefixCache`)
 ``breakpoint``        explicit ``cache_control`` breakpoints (or automatic ones from a layout), exact
                       entries, per-model minimum length, 20-block lookback, named TTLs, writes
                       (:class:`BreakpointCache`)
@@ -341,9 +342,11 @@ class SteppedPrefixCache(CacheModel):
     """An automatic prefix cache with a minimum and a step: what OpenAI's prompt caching does.
 
     Rule: nothing is cached under ``min_tokens`` (1024) shared tokens; above, the cached count grows in
-    ``step`` s (128): cached = 1024 + 128 · ⌊(shared − 1024) / 128⌋, never more than the prompt. Only
-    the prompt is cached (not the answer). Entries live ``ttl`` seconds after last use (600 by
-    default). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
+    ``step`` s (128): cached = 1024 + 128 · ⌊(shared − 1024) / 128⌋, never more than the prompt. With
+    ``include_completion`` a call's entry covers its prompt **and its generated answer** (as the next
+    request renders it: the assistant message appended), so the next call of a conversation can read
+    into the previous answer; without it (the default) only the prompt is cached. Entries live ``ttl``
+    seconds after last use (600 by default). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
     entry longer, with their lifetime in seconds (none by default; the provider profile gives its
     own, with their source: ``promptkit/providers/openai.py``).
 
@@ -361,6 +364,11 @@ class SteppedPrefixCache(CacheModel):
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     retention: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_named_ttls)
+    include_completion: bool = False
+
+    @property
+    def includes_completion(self) -> bool:
+        return self.include_completion
 
     def entry_ttl(self, request: Mapping[str, Any]) -> float | None:
         asked = request.get("prompt_cache_retention")
