@@ -262,6 +262,14 @@ class CacheModel(abc.ABC):
         """Why a request may write no entry under this model's rules (for the analysis notes)."""
         return "nothing to store under its rules"
 
+    @property
+    def routing_tokens(self) -> int | None:
+        """How many leading tokens of a prompt pick the machine (and so the cache) that serves it, where
+        the provider routes requests by a hash of the prompt's start (OpenAI: about 256); None: one
+        cache serves every request. A request routed to a machine that does not hold its longer prefix
+        reads less than the rules allow although its prompt did not change (the cause ``routing_miss``)."""
+        return None
+
 
 def _units(n: int, unit: int) -> int:
     return (n // unit) * unit
@@ -346,7 +354,8 @@ class SteppedPrefixCache(CacheModel):
     ``include_completion`` a call's entry covers its prompt **and its generated answer** (as the next
     request renders it: the assistant message appended), so the next call of a conversation can read
     into the previous answer; without it (the default) only the prompt is cached. Entries live ``ttl``
-    seconds after last use (600 by default). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
+    seconds after last use (600 by default). ``routed_by``: the provider routes a request by a hash of
+    its first ``routed_by`` tokens (:attr:`CacheModel.routing_tokens`; None: not modelled). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
     entry longer, with their lifetime in seconds (none by default; the provider profile gives its
     own, with their source: ``promptkit/providers/openai.py``).
 
@@ -365,6 +374,11 @@ class SteppedPrefixCache(CacheModel):
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     retention: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_named_ttls)
     include_completion: bool = False
+    routed_by: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive_int))
+
+    @property
+    def routing_tokens(self) -> int | None:
+        return self.routed_by
 
     @property
     def includes_completion(self) -> bool:

@@ -95,7 +95,7 @@ def test_profiles_give_objects_not_names() -> None:
     ("name", "exact_tokenizer", "best_effort", "exact_entries", "unit", "minimum"),
     [
         ("deepseek", True, True, False, 64, 0),
-        ("openai", False, False, False, 128, 1024),
+        ("openai", False, True, False, 128, 1024),  # routed by the prompt's start: best effort
         ("anthropic", False, False, True, None, 1024),
         ("gemini", False, True, False, None, 1024),
         ("qwen", True, True, False, None, 256),
