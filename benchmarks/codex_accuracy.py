@@ -7,7 +7,10 @@ Without a folder, or when it is absent, it says so and exits 0.
     PYTHONPATH=$PWD python benchmarks/codex_accuracy.py /tmp/codex-rollouts
 
 The row of the docs was made on the six rollouts of madshn/localpush,
-``src-tauri/tests/fixtures/codex/2026-02-23/raw/sessions/`` (commit 219b539).
+``src-tauri/tests/fixtures/codex/2026-02-23/raw/sessions/`` (commit 219b539). Rollouts whose route
+reports 0 cached tokens on every call (Kimi through a local Ollama) have no accuracy to measure: the
+script prints what the analysis says of them instead (the note, the tokens charged to
+``reads_unreported``, none to the layout).
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+from promptkit.analysis.api import analyze
+from promptkit.analysis.causes import LAYOUT_CAUSES, explain_causes, unreported_sessions
 from promptkit.formats import read_logs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,11 +67,36 @@ def main(argv: list[str]) -> int:
         return 0
     folder = Path(argv[0])
     print(reader_figures(folder))
+    result = analyze(folder)
+    silent = unreported_sessions(result.requests)
+    if silent and len(silent) == result.requests["session"].n_unique():
+        print(no_read_figures(result))  # a route that reports no cache read: no accuracy to measure
+        return 0
     accuracy = _accuracy_module()
-    row = accuracy.accuracy_row("openai", accuracy.calls_with_usage(str(folder), "openai"), "Codex")
+    provider = str(result.provider)
+    row = accuracy.accuracy_row(provider, accuracy.calls_with_usage(str(folder), provider), "Codex")
     print(row)
     print(" | ".join(_cells(row)))
     return 0
+
+
+def no_read_figures(result: Any) -> dict[str, object]:
+    """What the analysis says of rollouts whose route reports 0 cached tokens on every call (Kimi through
+    a local Ollama): the calls, the reported and the upper-bound hit ratios, the calls the rules allow a
+    read for, the tokens charged to ``reads_unreported`` (none to the layout) and the note."""
+    frame = result.requests
+    causes = explain_causes(frame, result.cache_model)
+    prompt = int(frame["reported_prompt_tokens"].sum())
+    return {
+        "provider": result.provider,
+        "calls": frame.height,
+        "reported_hit_ratio": int(frame["reported_cached_tokens"].sum()) / prompt,
+        "upper_hit_ratio": int(frame["predicted_cached_tokens"].sum()) / prompt,
+        "calls the rules allow a read for": int((frame["predicted_cached_tokens"] > 0).sum()),
+        "lost_reads_unreported": int(causes["lost_reads_unreported"].sum()),
+        "lost to the layout": int(sum(causes[f"lost_{c}"].sum() for c in LAYOUT_CAUSES)),
+        "note": [n for n in result.notes if "may not report cache reads" in n],
+    }
 
 
 def _cells(row: dict[str, object]) -> list[str]:

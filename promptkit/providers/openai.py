@@ -302,5 +302,7 @@ PROFILE = ProviderProfile(
     # routed by a hash of the prompt's start, served from whichever machine it lands on: best effort
     # (_CACHE_PAGE, "Cache Routing"): a shortfall is the provider's (routing_miss), with a calibration
     best_effort=True,
+    # fitted on six public Codex rollouts (gpt-5.3-codex; promptkit/data/calibration-openai.json says which)
+    calibration="calibration-openai.json",
 )
 PROFILES = (PROFILE,)

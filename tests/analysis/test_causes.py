@@ -635,3 +635,48 @@ def test_a_shortfall_where_the_log_shows_a_change_is_that_change_not_a_routing_m
     result = analyze_requests(records, provider="openai")
     row = explain_causes(result.requests, result.cache_model).row(3, named=True)
     assert row["change_class"] == "message_edited" and row["lost_routing_miss"] == 0
+
+
+# ------------------------------------------------------------------ a route that reports no reads
+
+
+def _no_reads(cached: list[int]) -> Any:
+    """A conversation of Kimi through a local Ollama as Codex logs it: every call's usage reports the
+    prompt and ``cached`` (0 on every call where the route reports no cache read at all)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be Codex. " * 400}]
+    records = []
+    for i, read in enumerate(cached):
+        messages = [*messages, {"role": "user", "content": f"step {i} " * 300}]
+        body = {"model": "kimi-k2:1t-cloud", "messages": messages}
+        n = int(analyze_requests([RequestRecord(body, "x", index=0)], provider="kimi").requests["prompt_tokens"][0])
+        answer = {"role": "assistant", "content": f"done {i}"}
+        records.append(RequestRecord(body, "k", index=i, timestamp=5.0 * i, completion=answer,
+                                     usage=Usage(prompt_tokens=n, cached_tokens=read)))  # fmt: skip
+        messages = [*messages, answer]
+    return analyze_requests(records, provider="kimi")
+
+
+def test_a_route_that_never_reports_a_read_says_so_and_the_difference_is_not_the_prompts_loss() -> None:
+    from promptkit.analysis.causes import LAYOUT_CAUSES, unreported_sessions
+
+    result = _no_reads([0, 0, 0])
+    assert unreported_sessions(result.requests) == ["k"]
+    (note,) = [n for n in result.notes if "may not report cache reads" in n]
+    assert "'k', kimi-k2:1t-cloud" in note
+    causes = explain_causes(result.requests, result.cache_model)
+    allowed = int(result.requests["predicted_cached_tokens"].sum())
+    assert allowed > 0 and causes["lost_reads_unreported"].sum() == allowed
+    assert causes["lost_provider_miss"].sum() == 0
+    assert sum(causes[f"lost_{c}"].sum() for c in LAYOUT_CAUSES) == 0
+    assert causes["cause"][2] == "reads_unreported"
+
+
+def test_one_reported_read_or_a_single_allowed_read_is_no_silent_route() -> None:
+    from promptkit.analysis.causes import unreported_sessions
+
+    some = _no_reads([0, 0, 1024])  # the route does report reads: its misses are misses
+    assert unreported_sessions(some.requests) == []
+    assert not [n for n in some.notes if "may not report cache reads" in n]
+    assert explain_causes(some.requests, some.cache_model)["lost_reads_unreported"].sum() == 0
+    one = _no_reads([0, 0])  # a single call the rules allow a read for may be a plain miss
+    assert unreported_sessions(one.requests) == []
