@@ -591,7 +591,7 @@ def _codex_shaped(reads: list[int], *, edit_at: int | None = None) -> tuple[list
         answer = {"role": "assistant", "content": f"step {i}: running the tests again " * 30}
         records.append(RequestRecord(body, "s", index=i, timestamp=10.0 * i, completion=answer,
                                      usage=Usage(prompt_tokens=n, cached_tokens=read)))  # fmt: skip
-        messages += [answer, {"role": "user", "content": f"tool output {i}: " + "ok " * 150}]
+        messages += [answer, {"role": "user", "content": f"tool output {i}: " + "ok " * 149}]
     return records, prompts
 
 
@@ -623,6 +623,7 @@ def test_a_routing_miss_needs_a_prefix_routed_cache_and_a_fall_back_before_the_p
     # reads that reach the previous prompt but not all of its answer: the answer's KV was not all
     # kept, a provider_miss, not a routing miss
     whole = 1024 + (prompts[2] - 1024) // 128 * 128
+    assert whole < prompts[2]  # the previous prompt as the cache serves it, in its 128-token steps
     records, prompts = _codex_shaped([0, 0, 0, whole])
     result = analyze_requests(records, provider="openai")
     row = explain_causes(result.requests, result.cache_model).row(3, named=True)

@@ -388,3 +388,14 @@ def test_a_calls_completion_is_its_answer_as_the_next_request_renders_it(tmp_pat
     # the read goes past the previous prompt into its answer (1500 + 300 reported), in 128-token steps
     assert q["prefix_tokens"][1] == 1800 and q["predicted_cached_tokens"][1] == 1792
     assert q["prefix_tokens"][2] == 1870 and q["predicted_cached_tokens"][2] == 1792
+
+
+def test_an_answer_after_tool_calls_is_not_merged_into_them() -> None:
+    # the tool calls render after a message's text: text after them is a message of its own, and the
+    # earlier message's calls are kept
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+    text = {"role": "assistant", "content": "done"}
+    assert merge_answers([calls, text]) == [calls, text]
+    reasoning = {"role": "assistant", "content": "r"}
+    assert merge_answers([reasoning, calls]) == [{"role": "assistant", "content": "r", "tool_calls": [{"id": "c1"}]}]
+    assert merge_answers([{"role": "user", "content": "a"}, text]) == [{"role": "user", "content": "a"}, text]
