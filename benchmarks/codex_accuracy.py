@@ -6,8 +6,10 @@ Without a folder, or when it is absent, it says so and exits 0.
 
     PYTHONPATH=$PWD python benchmarks/codex_accuracy.py /tmp/codex-rollouts
 
-The row of the docs was made on the six rollouts of madshn/localpush,
-``src-tauri/tests/fixtures/codex/2026-02-23/raw/sessions/`` (commit 219b539). Rollouts whose route
+The row of the docs was made on seven rollouts in one folder: the six of madshn/localpush,
+``src-tauri/tests/fixtures/codex/2026-02-23/raw/sessions/`` (commit 219b539), and the one of
+AcidicSoil/codex-session-view, ``.sample_session/`` (commit 23314e0). One rollout alone has no other run
+to be held out against: its row keeps the bundled calibration's error only. Rollouts whose route
 reports 0 cached tokens on every call (Kimi through a local Ollama) have no accuracy to measure: the
 script prints what the analysis says of them instead (the note, the tokens charged to
 ``reads_unreported``, none to the layout).
@@ -23,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from promptkit.analysis.api import analyze
+from promptkit.analysis.calibration import default_calibration, expected_cached
 from promptkit.analysis.causes import LAYOUT_CAUSES, explain_causes, unreported_sessions
 from promptkit.formats import read_logs
 
@@ -74,10 +77,34 @@ def main(argv: list[str]) -> int:
         return 0
     accuracy = _accuracy_module()
     provider = str(result.provider)
-    row = accuracy.accuracy_row(provider, accuracy.calls_with_usage(str(folder), provider), "Codex")
+    frame = accuracy.calls_with_usage(str(folder), provider)
+    if frame["session"].n_unique() > 1:
+        row = accuracy.accuracy_row(provider, frame, "Codex")
+    else:  # one rollout: no other run to hold it out against; the bundled calibration is still a fit on others
+        row = single_run_row(accuracy, provider, frame)
     print(row)
     print(" | ".join(_cells(row)))
     return 0
+
+
+def single_run_row(accuracy: ModuleType, provider: str, frame: Any) -> dict[str, object]:
+    """The row of one rollout: the held-out expectation needs other runs to fit on, so it is left out
+    (None); the bundled calibration's error is kept (fitted on other rollouts, it is a held-out figure
+    for this one)."""
+    import attrs
+
+    from promptkit.providers.registry import get_provider, register_provider
+
+    name = f"{provider}-single-run"
+    register_provider(attrs.evolve(get_provider(provider), name=name, best_effort=False), replace=True)
+    row: dict[str, object] = accuracy.accuracy_row(name, frame, "Codex")
+    bundled = default_calibration(provider)
+    if bundled is not None:
+        mine = frame.join(expected_cached(frame, bundled), on=["session", "index"])
+        row["bundled_error_pp"] = 100 * (
+            mine["expected_cached_tokens"].sum() - frame["reported_cached_tokens"].sum()
+        ) / frame["reported_prompt_tokens"].sum()
+    return row
 
 
 def no_read_figures(result: Any) -> dict[str, object]:

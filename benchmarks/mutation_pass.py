@@ -1110,6 +1110,14 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '    if unreported:\n        return "reads_unreported", None\n',
      '',
      'tests/analysis/test_causes.py::test_a_route_that_never_reports_a_read_says_so_and_the_difference_is_not_the_prompts_loss tests/analysis/test_causes.py::test_one_reported_read_or_a_single_allowed_read_is_no_silent_route'),
+    ('openai41: an answer logged after its usage is never settled', 'promptkit/formats/codex.py',
+     '            self.pending = (len(self.records) - 1, cut)\n',
+     '            pass\n',
+     'tests/formats/test_codex.py::test_an_answer_logged_after_its_usage_is_the_calls_completion'),
+    ('openai41: a pending answer runs past the next input item', 'promptkit/formats/codex.py',
+     '            self.settle()  # an input item ends the answer of a call whose usage came first\n',
+     '',
+     'tests/formats/test_codex.py::test_an_answer_logged_after_its_usage_is_the_calls_completion'),
 ]  # fmt: skip
 
 

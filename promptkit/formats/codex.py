@@ -285,6 +285,7 @@ class _Rollout:
     last_info: Any = None
     last_total: dict[str, int] | None = None
     zero_usage: int = 0  # all-zero token_count events (compactions), not calls
+    pending: tuple[int, int] | None = None  # (record, cut) of a call whose answer is logged after its usage
 
     def problem(self, line: int, reason: str) -> None:
         self.problems.append(LoadProblem(self.file, line, reason))
@@ -351,7 +352,21 @@ class _Rollout:
         if isinstance(route, str) and route:
             self.model_provider = route
 
+    def settle(self) -> None:
+        """Give the pending call (older Codex builds, 0.58, write a call's ``token_count`` before its output
+        items) the answer logged since: the output items up to the next input item, token_count or
+        compaction, as one assistant message (what the next request renders)."""
+        if self.pending is None:
+            return
+        index, cut = self.pending
+        self.pending = None
+        answer = _convert(self.history.items[cut:])
+        if len(answer) == 1 and answer[0].get("role") == "assistant":
+            if answer[0].get("content") or answer[0].get("tool_calls"):
+                self.records[index] = attrs.evolve(self.records[index], completion=answer[0])
+
     def _compacted(self, payload: Mapping[str, Any], ts: float | None) -> None:
+        self.settle()
         replacement = payload.get("replacement_history")
         if isinstance(replacement, list):
             self.history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
@@ -382,6 +397,7 @@ class _Rollout:
             if self.call_start is None:
                 self.call_start = len(self.history.items)
         else:
+            self.settle()  # an input item ends the answer of a call whose usage came first
             self.call_start = None
         self.history.append(payload, ts)
 
@@ -395,6 +411,7 @@ class _Rollout:
             self.problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
             return
         self.last_info = info
+        self.settle()
         if _all_zero(info):
             self.zero_usage += 1
             return
@@ -414,6 +431,8 @@ class _Rollout:
             self.problem(lineno, f"{exc}; no call recorded for this token_count")
             return
         self.records.append(self._record(lineno, cut, request, completion, counts, ts))
+        if cut == len(self.history.items):  # no output logged yet: the answer follows the usage
+            self.pending = (len(self.records) - 1, cut)
         self.call_start = None
 
     def _record(
@@ -489,6 +508,7 @@ def rollout_records(
             rollout.problems.append(item)
         else:
             rollout.read_line(*item)
+    rollout.settle()
     records = estimate_opaque_heads(
         rollout.records, key_of=lambda r: f"codex:{r.session}:{r.request.get('model', '?')}"
     )

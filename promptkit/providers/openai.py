@@ -262,8 +262,9 @@ PRICES = (
 # are routed to a machine based on a hash of the initial prefix of the prompt. The hash typically uses
 # the first 256 tokens" (Cache Routing), and a request that overflows to another machine, or meets an
 # evicted prefix, reads less: the cache is best effort, a hit is not guaranteed. The cache keeps the
-# generated answer too: on real Codex rollouts (gpt-5.3-codex, 485 calls) the reads pass the previous
-# prompt on 55% of calls and never pass the previous prompt + its output (benchmarks/codex_accuracy.py).
+# generated answer too: on seven public Codex rollouts (gpt-5.3-codex and gpt-5.1-codex, 524 calls) the
+# reads pass the previous prompt on 53% of calls and never pass the previous prompt + its output
+# (benchmarks/codex_accuracy.py).
 _CACHE_PAGE = "https://platform.openai.com/docs/guides/prompt-caching"
 #: The values of ``prompt_cache_retention`` that keep a cached prefix longer than the in-memory cache:
 #: ``"24h"`` (extended retention, "up to a maximum of 24 hours"; _CACHE_PAGE#prompt-cache-retention).
@@ -302,7 +303,7 @@ PROFILE = ProviderProfile(
     # routed by a hash of the prompt's start, served from whichever machine it lands on: best effort
     # (_CACHE_PAGE, "Cache Routing"): a shortfall is the provider's (routing_miss), with a calibration
     best_effort=True,
-    # fitted on six public Codex rollouts (gpt-5.3-codex; promptkit/data/calibration-openai.json says which)
+    # fitted on seven public Codex rollouts (promptkit/data/calibration-openai.json says which)
     calibration="calibration-openai.json",
 )
 PROFILES = (PROFILE,)

@@ -399,3 +399,26 @@ def test_an_answer_after_tool_calls_is_not_merged_into_them() -> None:
     reasoning = {"role": "assistant", "content": "r"}
     assert merge_answers([reasoning, calls]) == [{"role": "assistant", "content": "r", "tool_calls": [{"id": "c1"}]}]
     assert merge_answers([{"role": "user", "content": "a"}, text]) == [{"role": "user", "content": "a"}, text]
+
+
+def test_an_answer_logged_after_its_usage_is_the_calls_completion(tmp_path: Path) -> None:
+    # Codex 0.58 writes a call's token_count before its output items (then repeats it): the answer
+    # logged after the usage, up to the next input item, is still that call's completion
+    path = write_rollout(tmp_path / "rollout-o.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s", "instructions": "Be brief. " * 300}},
+        _user("go"),
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300}),
+        {"type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAAAB" * 40}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c1"}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}},
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300}),  # the repeat
+        _count({"input_tokens": 1850, "cached_input_tokens": 1792, "output_tokens": 20}),
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}},
+    ])  # fmt: skip
+    first, second = read_logs(path).records
+    n = len(first.request["messages"])
+    assert second.request["messages"][n] == first.completion
+    assert [c["id"] for c in first.completion["tool_calls"]] == ["c1"] and "plan" in first.completion["content"]
+    # settled at the end of the file
+    assert second.completion == {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
+    assert analyze(path).requests["prefix_tokens"][1] == 1800  # the read reaches into the answer

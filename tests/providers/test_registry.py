@@ -132,7 +132,7 @@ def test_the_best_effort_providers_with_real_logs_have_a_bundled_calibration() -
     assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek", "gemini", "openai"}
     assert default_calibration("gemini").provider == "gemini"
     assert default_calibration("openai").provider == "openai"
-    assert default_calibration("openai").fitted_on["runs"] == 6  # the six public Codex rollouts
+    assert default_calibration("openai").fitted_on["runs"] == 7  # the seven public Codex rollouts
     assert default_calibration("qwen") is None
 
 
