@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from promptkit.analysis.causes import unreported_note
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.result import AnalysisResult
@@ -129,6 +130,8 @@ def finish_group(
     notes += _warm_notes(analyzed) if consecutive else []
     notes += _partial_notes(model, partials, requests.height, consecutive, ordered)
     notes += _window_notes(profile, analyzed)
+    silent = unreported_note(analyzed)  # a route that reports no cache read at all
+    notes += [silent] if silent is not None else []
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],

@@ -30,13 +30,22 @@ How a request's uncached tokens are split, walking the prompt from the predicted
                     editing, an injected reminder the log does not show)
 ``provider_miss``   the log reports less cached than the rules allow, on a provider whose cache is
                     documented as best effort (DeepSeek) or that said why (Anthropic's diagnostics)
+``reads_unreported`` the log reports 0 cached tokens on every call of the session although the rules
+                    allow reads on at least two of them: the route may not report cache reads at all
+                    (Kimi through a local Ollama or OpenCode), so the difference is no loss of the
+                    prompt's and the reported figure no measurement (:func:`unreported_sessions`)
+``routing_miss``    the same on a best-effort cache that routes requests by a hash of the prompt's
+                    start (OpenAI, :attr:`~promptkit.tokens.cache_models.CacheModel.routing_tokens`),
+                    the reads fallen back before the end of the session's previous prompt while the log
+                    shows no change of the prompt: the request met a machine that did not hold its
+                    longer prefix (it fell back to the head, to an earlier prompt, or to 0)
 ``unexplained``     the rest: prompt-length differences between our rendering and the provider's
 ==================  =================================================================================
 
 When the provider reports more cached tokens than predicted, the surplus is taken off the first
 causes in prompt order (it sits right after the predicted cached point). Layout causes (the change
 classes and ``model_switch``) are what the user's prompt layout lost; provider causes
-(``granularity, below_minimum, ttl_expiry, eviction, provider_miss``) are the provider's rules and
+(``granularity, below_minimum, ttl_expiry, eviction, provider_miss, routing_miss``) are the provider's rules and
 behaviour; ``cold_start`` and ``new_tokens`` are inherent.
 
 Example::
@@ -79,6 +88,8 @@ __all__ = [
     "explain_causes",
     "find_change",
     "is_head_change",
+    "unreported_note",
+    "unreported_sessions",
     "volatile_spans",
 ]
 
@@ -126,6 +137,8 @@ PROVIDER_CAUSES: Final[tuple[str, ...]] = (
     "ttl_expiry",
     "eviction",
     "provider_miss",
+    "routing_miss",
+    "reads_unreported",
 )
 #: Causes no layout avoids.
 INHERENT_CAUSES: Final[tuple[str, ...]] = ("cold_start", "new_tokens")
@@ -446,7 +459,81 @@ def _split(row: Mapping[str, Any], first: bool, minimum: int) -> list[list[Any]]
     return segments
 
 
-def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
+def _routing_miss(row: Mapping[str, Any], reads: int) -> tuple[str, str]:
+    """``routing_miss`` and where the reads fell back: a request of a prefix-routed best-effort cache
+    (OpenAI: "Requests are routed to a machine based on a hash of the initial prefix of the prompt",
+    https://platform.openai.com/docs/guides/prompt-caching) that read less than the rules allow while
+    the log shows no change of its prompt."""
+    head = row.get("head_end_tokens")
+    if reads == 0:
+        where = "nothing was read"
+    elif head is not None and reads <= int(head):
+        where = f"reads fell back to {reads:,} tokens, inside the head ({int(head):,} tokens)"
+    else:
+        where = f"reads fell back to {reads:,} tokens, an earlier point of the conversation"
+    predicted = int(row["predicted_cached_tokens"])
+    return "routing_miss", (
+        f"{where} where {predicted:,} could be read, with the prompt unchanged: the request was routed "
+        "to a machine that did not hold the longer prefix (the cache is best effort)"
+    )
+
+
+#: The fewest calls the rules predict a read for, all reported as 0 cached, before a session's route is
+#: taken not to report cache reads (one such call can be a miss).
+UNREPORTED_MIN_CALLS: Final = 2
+
+
+def unreported_sessions(requests: pl.DataFrame) -> list[str]:
+    """The sessions of ``requests`` (an analysis' requests frame) whose log reports 0 cached tokens on
+    every call with usage although the cache rules allow a read on at least
+    :data:`UNREPORTED_MIN_CALLS` of them: their route may not report cache reads at all (Kimi through a
+    local Ollama, or OpenCode, writes 0 on every call), so what the rules allow is not a loss of theirs.
+
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"session": ["a", "a", "a", "b", "b"], "reported_cached_tokens": [0, 0, 0, 0, 900],
+    ...                       "predicted_cached_tokens": [0, 2000, 4000, 0, 1000]})
+    >>> unreported_sessions(frame)
+    ['a']
+    """
+    import polars as pl
+
+    if "reported_cached_tokens" not in requests.columns or not requests.height:
+        return []
+    usage = requests.filter(pl.col("reported_cached_tokens").is_not_null())
+    sessions = usage.group_by("session", maintain_order=True).agg(
+        (pl.col("reported_cached_tokens") == 0).all().alias("none"),
+        (pl.col("predicted_cached_tokens") > 0).sum().alias("allowed"),
+    )
+    found = sessions.filter(pl.col("none") & (pl.col("allowed") >= UNREPORTED_MIN_CALLS))
+    return [str(s) for s in found["session"]]
+
+
+def unreported_note(requests: pl.DataFrame) -> str | None:
+    """The analysis note on the sessions of :func:`unreported_sessions` (None when there are none)."""
+    import polars as pl
+
+    sessions = unreported_sessions(requests)
+    if not sessions:
+        return None
+    rows = requests.filter(pl.col("session").is_in(sessions))
+    allowed = int(rows["predicted_cached_tokens"].fill_null(0).sum())
+    model = rows["model"].drop_nulls()[0] if "model" in rows.columns and rows["model"].drop_nulls().len() else None
+    shown = f"{sessions[0]!r}" + (f", {model}" if model else "")
+    return (
+        f"{len(sessions)} session(s) report 0 cached tokens on every call although the cache rules allow "
+        f"{allowed:,} (e.g. {shown}): the route may not report cache reads at all (Kimi through a local "
+        "Ollama or OpenCode reports 0 on every call), so its reported hit ratio is no measurement and the "
+        "causes charge the difference to reads_unreported, not to the prompt"
+    )
+
+
+def _shortfall(
+    row: Mapping[str, Any],
+    reads: int,
+    routed: bool = False,
+    before: int | None = None,
+    unreported: bool = False,
+) -> tuple[str, str | None]:
     """The cause of reported cache reads short of what the content predicts, and where they fell back.
 
     Only a provider that documents its cache as best effort (the profile's ``best_effort``:
@@ -457,7 +544,23 @@ def _shortfall(row: Mapping[str, Any], reads: int) -> tuple[str, str | None]:
     segments", https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching), so the prompt
     changed where the log does not show it: ``head_changed`` when the reads fell back into the head
     (system prompt, tools, an opaque head: ``head_end_tokens``), ``history_rewritten`` when they fell
-    back inside the history."""
+    back inside the history. ``routed``: the cache routes requests by the prompt's start
+    (:attr:`~promptkit.tokens.cache_models.CacheModel.routing_tokens`): a best-effort shortfall with no
+    change the log shows, whose reads fell back before ``before`` (the session's previous prompt as the
+    cache serves it: the machine that served that call computed it), is a ``routing_miss``
+    (:func:`_routing_miss`); short of that point (part of an answer not read) it stays a
+    ``provider_miss``. ``unreported``: the session's route reports no cache read at all
+    (:func:`unreported_sessions`): ``reads_unreported``."""
+    if unreported:
+        return "reads_unreported", None
+    if (
+        routed
+        and row.get("best_effort_cache")
+        and row.get("provider_miss_reason") is None
+        and row.get("change_class") is None
+        and (before is None or reads < before)
+    ):
+        return _routing_miss(row, reads)
     if row.get("best_effort_cache") or row.get("provider_miss_reason") is not None:
         return "provider_miss", None
     expected = row.get("expected_cached_tokens")  # a calibration learnt that this provider serves less
@@ -532,9 +635,16 @@ class _Loss:
     fallback: str | None
 
 
-def _loss(row: Mapping[str, Any], segments: list[list[Any]]) -> _Loss:
+def _loss(
+    row: Mapping[str, Any],
+    segments: list[list[Any]],
+    routed: bool = False,
+    before: int | None = None,
+    unreported: bool = False,
+) -> _Loss:
     """Split ``row``'s uncached tokens by cause from its predicted ``segments`` (see :func:`_split`),
-    reconciled with the counts the provider reported when the log has them."""
+    reconciled with the counts the provider reported when the log has them (``routed``, ``before``,
+    ``unreported``: see :func:`_shortfall`)."""
     p, c = int(row["prompt_tokens"]), int(row["predicted_cached_tokens"])
     rp_raw, rc_raw = row.get("reported_prompt_tokens"), row.get("reported_cached_tokens")
     unexplained = 0
@@ -542,7 +652,7 @@ def _loss(row: Mapping[str, Any], segments: list[list[Any]]) -> _Loss:
     if rp_raw is not None and rc_raw is not None:
         rp, rc = int(rp_raw), int(rc_raw)
         if rc < c:
-            shortfall, fallback = _shortfall(row, rc)
+            shortfall, fallback = _shortfall(row, rc, routed, before, unreported)
             segments.insert(0, [shortfall, c - rc])
         elif rc > c:
             unexplained -= _take_front(segments, rc - c)
@@ -570,8 +680,11 @@ def _cause_row(row: Mapping[str, Any], loss: _Loss, prev: float | None) -> dict[
     ts = row.get("timestamp")
     change_class, change_detail = row.get("change_class"), row.get("change_detail")
     shortfall = loss.shortfall
-    if shortfall is not None and shortfall != "provider_miss" and (change_class is None or top == shortfall):
+    provider = shortfall in ("provider_miss", "routing_miss", "reads_unreported")
+    if shortfall is not None and not provider and (change_class is None or top == shortfall):
         change_class, change_detail = shortfall, loss.fallback
+    elif shortfall == "routing_miss" and change_class is None:
+        change_detail = loss.fallback  # not a change of the prompt: where the reads fell back, and why
     is_change = change_class is not None and lost.get(change_class, 0) > 0
     return {
         "session": row["session"],
@@ -643,14 +756,19 @@ def explain_causes(requests: pl.DataFrame | Any, cache_model: CacheModel | None 
     """
     import polars as pl
 
+    from promptkit.tokens.cache_models import CacheEntry, CachePlan
+
     model = cache_model
     if not isinstance(requests, pl.DataFrame):  # a result (or one duck-typed): its frame and model
         model = getattr(requests, "cache_model", None) if model is None else model
         requests = requests.requests
+    routed = model is not None and model.routing_tokens is not None
+    silent = set(unreported_sessions(requests))  # routes that report no cache read at all
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
     last_model: dict[str, str | None] = {}
+    last_prompt: dict[str, int | None] = {}  # session -> its previous prompt, read whole (provider's units)
     for row in requests.sort("session", "index", maintain_order=True).iter_rows(named=True):
         session = row["session"]
         first = session not in seen
@@ -659,7 +777,10 @@ def explain_causes(requests: pl.DataFrame | Any, cache_model: CacheModel | None 
         model_before = last_model.get(session)
         last_model[session] = row.get("model")
         row = _relabelled(row, first, model_before)
-        loss = _loss(row, _split(row, first, minimum))
+        loss = _loss(row, _split(row, first, minimum), routed, last_prompt.get(session), session in silent)
+        if routed and model is not None:  # the previous prompt as the cache serves it (its rule)
+            before = int(row.get("reported_prompt_tokens") or row.get("prompt_tokens") or 0)
+            last_prompt[session] = model.cached_tokens(CachePlan(before, (CacheEntry(before),)), before)
         out.append(_cause_row(row, loss, last_time.get(session)))
         last_time[session] = row.get("timestamp")
     return pl.DataFrame(out, schema=_causes_schema(), orient="row")

@@ -137,15 +137,22 @@ POSITION_COLUMNS: Final[tuple[str, ...]] = (
 )
 
 
-def own_anchors(prompt_len: int, breakpoint_end: int | None, usage: object | None) -> list[tuple[int, int]]:
+def own_anchors(
+    prompt_len: int, breakpoint_end: int | None, usage: object | None, answer_end: int | None = None
+) -> list[tuple[int, int]]:
     """The anchors a call's own usage gives: the end of its prompt (``prompt_len`` local tokens =
     reported prompt tokens) and, where the usage counts cache reads and writes (Anthropic), its last
     breakpoint (``breakpoint_end`` local tokens = reads + writes). A usage that contradicts itself
-    (reads + writes above the prompt) gives only the prompt's end.
+    (reads + writes above the prompt) gives only the prompt's end. ``answer_end``: where the cache
+    keeps the generated answer too (the entry covers prompt + answer: OpenAI, DeepSeek), the local end
+    of the answer = reported prompt + reported completion tokens (reasoning included: the next request
+    sends the reasoning back, and the provider's reads never pass that sum).
 
     >>> from promptkit.layout import Usage
     >>> own_anchors(950, 947, Usage(prompt_tokens=1000, cached_tokens=600, cache_write_tokens=396))
     [(950, 1000), (947, 996)]
+    >>> own_anchors(950, None, Usage(prompt_tokens=1000, completion_tokens=300), answer_end=990)
+    [(950, 1000), (990, 1300)]
     """
     reported = getattr(usage, "prompt_tokens", None)
     if reported is None or reported <= 0 or prompt_len <= 0:
@@ -158,6 +165,9 @@ def own_anchors(prompt_len: int, breakpoint_end: int | None, usage: object | Non
             points.append((breakpoint_end, mark))
         elif mark == reported:  # nothing after the breakpoint: it is the prompt's end
             points = [(breakpoint_end, mark)]
+    answer = getattr(usage, "completion_tokens", None)
+    if answer_end is not None and answer_end > prompt_len and isinstance(answer, int) and answer > 0:
+        points.append((answer_end, int(reported) + answer))
     return points
 
 
@@ -249,7 +259,11 @@ def ruler_of(
     """The request's ruler (kept in ``rulers`` under ``source_id``): the anchors it shares with its
     source (its first ``shared`` local tokens are the source's) and its own usage's."""
     inherited = rulers.get(src_id) if src_id is not None else None
-    points = own_anchors(prompt_len, max((e.length for e in plan.entries), default=None), usage)
+    end = max((e.length for e in plan.entries), default=None)
+    if end is not None and end > prompt_len:  # the entry covers the answer: its end is an anchor too
+        points = own_anchors(prompt_len, None, usage, end)
+    else:
+        points = own_anchors(prompt_len, end, usage)
     if not points and (inherited is None or not inherited.anchored):
         ruler = _NO_ANCHOR  # perf: nothing to inherit or add: the one ruler of no anchor, not a new one
     else:
@@ -292,6 +306,8 @@ def place_row(
     the local end of an opaque head that ends in a breakpoint (:func:`place_head`)."""
     reported = getattr(usage, "prompt_tokens", None)
     local_prefix, local_cached = int(row["prefix_tokens"] or 0), int(row["predicted_cached_tokens"])
+    # the reads without expiry or eviction that equal the read: the same point, ruled the same way below
+    same = [c for c in ("unexpired_cached_tokens", "unevicted_cached_tokens") if row.get(c) == local_cached]
     row["head_end_tokens"] = ruler.to_provider(int(row["head_end_tokens"]))[0]
     row["position_basis"] = row_to_provider(row, ruler, reported)
     if (
@@ -305,6 +321,8 @@ def place_row(
         prompt = int(row["prompt_tokens"])
         cached = model.cached_tokens(attrs.evolve(plan, prompt_len=prompt), int(row["prefix_tokens"] or 0))
         row["predicted_cached_tokens"] = cached
+        for column in same:  # nothing expired or was evicted: not a loss of the rounding's difference
+            row[column] = cached
         row["hit_ratio"] = cached / prompt if prompt > 0 else None
         row["position_basis"] = ruler.to_provider(local_prefix)[1]  # the rule's input was placed so
     if head_breakpoint is not None:

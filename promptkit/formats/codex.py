@@ -197,7 +197,7 @@ class _History:
     def messages(self, cut: int) -> list[dict[str, Any]]:
         """The chat messages of ``items[:cut]``."""
         b = min(cut, len(self.items) - 1)  # a final cut needs a next item that starts a message
-        while b > self._done and _is_joining(self.items[b].get("type")):
+        while b > self._done and _is_joining(self.items[b]):
             b -= 1
         if b > self._done:
             self._messages += _convert(self.items[self._done : b])
@@ -209,7 +209,48 @@ def _convert(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not items:
         return []
     messages: list[dict[str, Any]] = responses_request_to_chat({"input": items})["messages"]
-    return messages
+    return merge_answers(messages)
+
+
+def _text_of(content: object) -> str | None:
+    """An assistant message's content as one text (None: a part that is not text)."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, list) and all(isinstance(p, Mapping) and p.get("type") == "text" for p in content):
+        return "".join(str(p.get("text", "")) for p in content)
+    return None
+
+
+def merge_answers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run of consecutive assistant messages (one model answer: its reasoning items, text and tool
+    calls) as one assistant message: the texts joined by a newline, the tool calls in order. A call's
+    completion is its answer converted the same way, so the next request's rendering of the answer is
+    the completion's (OpenAI keeps the answer's KV in the cache: a read may go past the prompt into it).
+
+    >>> merge_answers([{"role": "assistant", "content": "r"}, {"role": "assistant", "content": "a",
+    ...     "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "x"}])
+    [{'role': 'assistant', 'content': 'r\na', 'tool_calls': [{'id': 'c'}]}, {'role': 'tool', 'content': 'x'}]
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        last = out[-1] if out else None
+        text, before = _text_of(m.get("content")), _text_of(last.get("content")) if last else None
+        if (
+            last is not None
+            and m.get("role") == last.get("role") == "assistant"
+            and text is not None
+            and before is not None
+            and not last.get("tool_calls")
+            and set(m) <= {"role", "content", "tool_calls"}
+            and set(last) <= {"role", "content", "tool_calls"}
+        ):
+            merged: dict[str, Any] = {"role": "assistant", "content": "\n".join(t for t in (before, text) if t)}
+            if m.get("tool_calls"):
+                merged["tool_calls"] = list(m["tool_calls"])
+            out[-1] = merged
+        else:
+            out.append(m)
+    return out
 
 
 def _raw_usage(counts: Mapping[str, int]) -> dict[str, Any]:
@@ -244,6 +285,7 @@ class _Rollout:
     last_info: Any = None
     last_total: dict[str, int] | None = None
     zero_usage: int = 0  # all-zero token_count events (compactions), not calls
+    pending: tuple[int, int] | None = None  # (record, cut) of a call whose answer is logged after its usage
 
     def problem(self, line: int, reason: str) -> None:
         self.problems.append(LoadProblem(self.file, line, reason))
@@ -310,7 +352,21 @@ class _Rollout:
         if isinstance(route, str) and route:
             self.model_provider = route
 
+    def settle(self) -> None:
+        """Give the pending call (older Codex builds, 0.58, write a call's ``token_count`` before its output
+        items) the answer logged since: the output items up to the next input item, token_count or
+        compaction, as one assistant message (what the next request renders)."""
+        if self.pending is None:
+            return
+        index, cut = self.pending
+        self.pending = None
+        answer = _convert(self.history.items[cut:])
+        if len(answer) == 1 and answer[0].get("role") == "assistant":
+            if answer[0].get("content") or answer[0].get("tool_calls"):
+                self.records[index] = attrs.evolve(self.records[index], completion=answer[0])
+
     def _compacted(self, payload: Mapping[str, Any], ts: float | None) -> None:
+        self.settle()
         replacement = payload.get("replacement_history")
         if isinstance(replacement, list):
             self.history.reset([dict(i) for i in replacement if isinstance(i, Mapping)], ts)
@@ -341,6 +397,7 @@ class _Rollout:
             if self.call_start is None:
                 self.call_start = len(self.history.items)
         else:
+            self.settle()  # an input item ends the answer of a call whose usage came first
             self.call_start = None
         self.history.append(payload, ts)
 
@@ -354,6 +411,7 @@ class _Rollout:
             self.problem(lineno, f"payload.info: expected an object, got {type_name(info)}")
             return
         self.last_info = info
+        self.settle()
         if _all_zero(info):
             self.zero_usage += 1
             return
@@ -373,6 +431,8 @@ class _Rollout:
             self.problem(lineno, f"{exc}; no call recorded for this token_count")
             return
         self.records.append(self._record(lineno, cut, request, completion, counts, ts))
+        if cut == len(self.history.items):  # no output logged yet: the answer follows the usage
+            self.pending = (len(self.records) - 1, cut)
         self.call_start = None
 
     def _record(
@@ -422,6 +482,9 @@ class _Rollout:
         request = responses_request_to_chat(body)
         request["messages"] = request["messages"] + self.history.messages(cut)
         output = self.history.items[cut:]
+        answer = _convert(output)  # the answer as the next request renders it, when it is one message
+        if len(answer) == 1 and answer[0].get("role") == "assistant":
+            return request, answer[0]
         completion: dict[str, Any] = responses_response_to_chat({"output": output})["choices"][0]["message"]
         return request, completion
 
@@ -445,6 +508,7 @@ def rollout_records(
             rollout.problems.append(item)
         else:
             rollout.read_line(*item)
+    rollout.settle()
     records = estimate_opaque_heads(
         rollout.records, key_of=lambda r: f"codex:{r.session}:{r.request.get('model', '?')}"
     )
@@ -455,8 +519,13 @@ def _is_line_type(kind: object) -> bool:
     return isinstance(kind, str) and kind in LINE_TYPES
 
 
-def _is_joining(kind: object) -> bool:
-    return isinstance(kind, str) and kind in _JOINING
+def _is_joining(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` joins the assistant message before it when converted: a tool call, and (an
+    answer is one message, :func:`merge_answers`) an assistant message or reasoning item."""
+    kind = item.get("type")
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return isinstance(kind, str) and (kind in _JOINING or kind == "reasoning")
 
 
 def _first_objects(head: str, n: int = 5) -> list[Any]:

@@ -258,13 +258,27 @@ PRICES = (
 )
 # OpenAI's prompt caching: https://platform.openai.com/docs/guides/prompt-caching ("Caching is enabled
 # automatically for prompts that are 1024 tokens or longer"; cached counts grow in 128-token steps;
-# the in-memory cache is cleared after 5 to 10 minutes of inactivity, always within an hour).
+# the in-memory cache is cleared after 5 to 10 minutes of inactivity, always within an hour). "Requests
+# are routed to a machine based on a hash of the initial prefix of the prompt. The hash typically uses
+# the first 256 tokens" (Cache Routing), and a request that overflows to another machine, or meets an
+# evicted prefix, reads less: the cache is best effort, a hit is not guaranteed. The cache keeps the
+# generated answer too: on seven public Codex rollouts (gpt-5.3-codex and gpt-5.1-codex, 524 calls) the
+# reads pass the previous prompt on 53% of calls and never pass the previous prompt + its output
+# (benchmarks/codex_accuracy.py).
 _CACHE_PAGE = "https://platform.openai.com/docs/guides/prompt-caching"
 #: The values of ``prompt_cache_retention`` that keep a cached prefix longer than the in-memory cache:
 #: ``"24h"`` (extended retention, "up to a maximum of 24 hours"; _CACHE_PAGE#prompt-cache-retention).
 RETENTION_OPTIONS: Final[tuple[tuple[str, float], ...]] = (("24h", 24 * 3600.0),)
-#: The cache model: nothing under 1,024 tokens, then 128-token steps, 10 minutes after last use.
-CACHE_MODEL = SteppedPrefixCache(min_tokens=1024, step=128, ttl=600.0, retention=RETENTION_OPTIONS)
+#: The cache model: nothing under 1,024 tokens, then 128-token steps, 10 minutes after last use, the answer
+#: cached with its prompt, requests routed by their first 256 tokens.
+CACHE_MODEL = SteppedPrefixCache(
+    min_tokens=1024,
+    step=128,
+    ttl=600.0,
+    retention=RETENTION_OPTIONS,
+    include_completion=True,
+    routed_by=256,
+)
 
 PROFILE = ProviderProfile(
     name="openai",
@@ -286,5 +300,10 @@ PROFILE = ProviderProfile(
     # an OpenAI-compatible usage object (many servers write it); the weakest evidence, asked last
     usage_keys=("prompt_tokens_details", "input_tokens_details"),
     usage_keys_shared=True,
+    # routed by a hash of the prompt's start, served from whichever machine it lands on: best effort
+    # (_CACHE_PAGE, "Cache Routing"): a shortfall is the provider's (routing_miss), with a calibration
+    best_effort=True,
+    # fitted on seven public Codex rollouts (promptkit/data/calibration-openai.json says which)
+    calibration="calibration-openai.json",
 )
 PROFILES = (PROFILE,)

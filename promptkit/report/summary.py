@@ -126,6 +126,9 @@ def _bases_differ(result: Any) -> list[str]:
         # the analysis' notes say why it predicts less (no breakpoint, a head shared across sessions)
         notes = [n for n in getattr(result, "notes", ()) if "cache" in n]
         why = notes[0] if notes else "the provider served more cached tokens than its cache rules predict"
+    elif any("may not report cache reads" in n for n in getattr(result, "notes", ())):
+        # a route that reports no cache read at all (the analysis' note names it)
+        why = next(n for n in result.notes if "may not report cache reads" in n)
     elif "best_effort_cache" in rows.columns and bool(rows["best_effort_cache"].fill_null(False).any()):
         why = "the provider served fewer cached tokens than its rules allow: its cache is best effort (provider_miss)"
     else:

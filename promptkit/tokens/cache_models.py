@@ -22,8 +22,9 @@ eviction; None = unbounded) and ``delay`` (seconds after a call before its entry
 ``exact``             any prefix of anything seen (prompt and answer), token by token: the upper bound
 ``unit-prefix``       the shared prefix in whole units (64 tokens); an entry may cover the prompt *and*
                       the generated answer (:class:`UnitPrefixCache`)
-``stepped-prefix``    nothing under a minimum (1024 tokens), then steps (128 tokens); prompt only;
-                      retention values a request may ask for (:class:`SteppedPrefixCache`)
+``stepped-prefix``    nothing under a minimum (1024 tokens), then steps (128 tokens); the prompt, and
+                      the answer with ``include_completion``; retention values a request may ask
+                      for (:class:`SteppedPrefixCache`)
 ``breakpoint``        explicit ``cache_control`` breakpoints (or automatic ones from a layout), exact
                       entries, per-model minimum length, 20-block lookback, named TTLs, writes
                       (:class:`BreakpointCache`)
@@ -275,6 +276,14 @@ class CacheModel(abc.ABC):
         not show) that a request outside the log wrote (Gemini's implicit cache)."""
         return False
 
+    @property
+    def routing_tokens(self) -> int | None:
+        """How many leading tokens of a prompt pick the machine (and so the cache) that serves it, where
+        the provider routes requests by a hash of the prompt's start (OpenAI: about 256); None: one
+        cache serves every request. A request routed to a machine that does not hold its longer prefix
+        reads less than the rules allow although its prompt did not change (the cause ``routing_miss``)."""
+        return None
+
 
 def _units(n: int, unit: int) -> int:
     return (n // unit) * unit
@@ -355,9 +364,12 @@ class SteppedPrefixCache(CacheModel):
     """An automatic prefix cache with a minimum and a step: what OpenAI's prompt caching does.
 
     Rule: nothing is cached under ``min_tokens`` (1024) shared tokens; above, the cached count grows in
-    ``step`` s (128): cached = 1024 + 128 · ⌊(shared − 1024) / 128⌋, never more than the prompt. Only
-    the prompt is cached (not the answer). Entries live ``ttl`` seconds after last use (600 by
-    default). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
+    ``step`` s (128): cached = 1024 + 128 · ⌊(shared − 1024) / 128⌋, never more than the prompt. With
+    ``include_completion`` a call's entry covers its prompt **and its generated answer** (as the next
+    request renders it: the assistant message appended), so the next call of a conversation can read
+    into the previous answer; without it (the default) only the prompt is cached. Entries live ``ttl``
+    seconds after last use (600 by default). ``routed_by``: the provider routes a request by a hash of
+    its first ``routed_by`` tokens (:attr:`CacheModel.routing_tokens`; None: not modelled). ``retention``: the values of a request's ``prompt_cache_retention`` field that keep its
     entry longer, with their lifetime in seconds (none by default; the provider profile gives its
     own, with their source: ``promptkit/providers/openai.py``).
 
@@ -375,6 +387,16 @@ class SteppedPrefixCache(CacheModel):
     capacity: int | None = attrs.field(default=None, validator=_non_negative_or_none)
     delay: float = attrs.field(default=0.0, validator=_non_negative)
     retention: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_named_ttls)
+    include_completion: bool = False
+    routed_by: int | None = attrs.field(default=None, validator=attrs.validators.optional(_positive_int))
+
+    @property
+    def routing_tokens(self) -> int | None:
+        return self.routed_by
+
+    @property
+    def includes_completion(self) -> bool:
+        return self.include_completion
 
     def entry_ttl(self, request: Mapping[str, Any]) -> float | None:
         asked = request.get("prompt_cache_retention")

@@ -569,3 +569,115 @@ def test_a_prompt_exactly_at_the_minimum_is_not_below_it() -> None:
     under = explain([rec(BASE, 0), rec(BASE, 1)], provider=None, cache_model=PrefixCache(min_tokens=p + 1, unit=64))
     only(under, 1, "below_minimum")
     assert under.row(1, named=True)["lost_below_minimum"] == p
+
+
+# ------------------------------------------------------------------------------ OpenAI routing
+
+
+def _codex_shaped(reads: list[int], *, edit_at: int | None = None) -> tuple[list[RequestRecord], list[int]]:
+    """Calls shaped like a real Codex rollout on OpenAI: a long system prompt, each call appending the
+    previous answer and a tool result, 5-15 s apart, with usage whose prompt is the local count (so
+    positions are exact) and the given reported ``reads``; ``edit_at``: the call whose first tool
+    result is edited (a change the log shows). Returns the records and each call's prompt tokens."""
+    system = {"role": "system", "content": "You are a coding agent. Follow the repository rules. " * 320}
+    messages: list[dict[str, Any]] = [system, {"role": "user", "content": "fix the failing test"}]
+    records, prompts = [], []
+    for i, read in enumerate(reads):
+        body = {"model": "gpt-5.3-codex", "messages": [dict(m) for m in messages]}
+        if edit_at is not None and i >= edit_at:
+            body["messages"][3] = {**body["messages"][3], "content": "EDITED " + body["messages"][3]["content"]}
+        n = int(analyze_requests([RequestRecord(body, "x", index=0)], provider="openai").requests["prompt_tokens"][0])
+        prompts.append(n)
+        answer = {"role": "assistant", "content": f"step {i}: running the tests again " * 30}
+        records.append(RequestRecord(body, "s", index=i, timestamp=10.0 * i, completion=answer,
+                                     usage=Usage(prompt_tokens=n, cached_tokens=read)))  # fmt: skip
+        messages += [answer, {"role": "user", "content": f"tool output {i}: " + "ok " * 149}]
+    return records, prompts
+
+
+def test_a_fall_back_to_the_head_with_the_prompt_unchanged_is_a_routing_miss_on_openai() -> None:
+    # as on real Codex rollouts: 10 s after a warm call, the reads fall back to a 2,560-token head while
+    # nothing in the prompt changed: OpenAI routes by a hash of the prompt's start and the request met a
+    # machine without the longer prefix (best effort), not a head_changed / history_rewritten
+    records, prompts = _codex_shaped([0, 0, 0, 2560])
+    records[1] = attrs.evolve(records[1], usage=attrs.evolve(records[1].usage, cached_tokens=1024 + (prompts[0] - 1024) // 128 * 128))
+    records[2] = attrs.evolve(records[2], usage=attrs.evolve(records[2].usage, cached_tokens=1024 + (prompts[1] - 1024) // 128 * 128))  # fmt: skip
+    result = analyze_requests(records, provider="openai")
+    causes = explain_causes(result.requests, result.cache_model)
+    row = causes.row(3, named=True)
+    predicted = int(result.requests["predicted_cached_tokens"][3])
+    assert predicted > 1024 + (prompts[2] - 1024) // 128 * 128  # the content allows the previous answer
+    assert row["cause"] == "routing_miss" and row["lost_routing_miss"] == predicted - 2560
+    assert row["lost_head_changed"] == row["lost_history_rewritten"] == row["lost_provider_miss"] == 0
+    assert row["change_class"] is None and "fell back to 2,560 tokens" in row["change_detail"]
+    assert causes["lost_unexplained"].sum() == 0
+
+
+def test_a_routing_miss_needs_a_prefix_routed_cache_and_a_fall_back_before_the_previous_prompt() -> None:
+    records, prompts = _codex_shaped([0, 0, 0, 2560])
+    # the same cache without routing modelled: the best-effort shortfall stays a provider_miss
+    bare = attrs.evolve(resolve_cache_model("openai"), routed_by=None)
+    result = analyze_requests(records, provider="openai", cache_model=bare)
+    assert explain_causes(result.requests, result.cache_model)["lost_routing_miss"].sum() == 0
+    assert explain_causes(result.requests, result.cache_model)["lost_provider_miss"][3] > 0
+    # reads that reach the previous prompt but not all of its answer: the answer's KV was not all
+    # kept, a provider_miss, not a routing miss
+    whole = 1024 + (prompts[2] - 1024) // 128 * 128
+    assert whole < prompts[2]  # the previous prompt as the cache serves it, in its 128-token steps
+    records, prompts = _codex_shaped([0, 0, 0, whole])
+    result = analyze_requests(records, provider="openai")
+    row = explain_causes(result.requests, result.cache_model).row(3, named=True)
+    assert int(result.requests["predicted_cached_tokens"][3]) > whole
+    assert row["lost_routing_miss"] == 0 and row["lost_provider_miss"] > 0
+
+
+def test_a_shortfall_where_the_log_shows_a_change_is_that_change_not_a_routing_miss() -> None:
+    records, _ = _codex_shaped([0, 0, 0, 2560], edit_at=3)
+    result = analyze_requests(records, provider="openai")
+    row = explain_causes(result.requests, result.cache_model).row(3, named=True)
+    assert row["change_class"] == "message_edited" and row["lost_routing_miss"] == 0
+
+
+# ------------------------------------------------------------------ a route that reports no reads
+
+
+def _no_reads(cached: list[int]) -> Any:
+    """A conversation of Kimi through a local Ollama as Codex logs it: every call's usage reports the
+    prompt and ``cached`` (0 on every call where the route reports no cache read at all)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be Codex. " * 400}]
+    records = []
+    for i, read in enumerate(cached):
+        messages = [*messages, {"role": "user", "content": f"step {i} " * 300}]
+        body = {"model": "kimi-k2:1t-cloud", "messages": messages}
+        n = int(analyze_requests([RequestRecord(body, "x", index=0)], provider="kimi").requests["prompt_tokens"][0])
+        answer = {"role": "assistant", "content": f"done {i}"}
+        records.append(RequestRecord(body, "k", index=i, timestamp=5.0 * i, completion=answer,
+                                     usage=Usage(prompt_tokens=n, cached_tokens=read)))  # fmt: skip
+        messages = [*messages, answer]
+    return analyze_requests(records, provider="kimi")
+
+
+def test_a_route_that_never_reports_a_read_says_so_and_the_difference_is_not_the_prompts_loss() -> None:
+    from promptkit.analysis.causes import LAYOUT_CAUSES, unreported_sessions
+
+    result = _no_reads([0, 0, 0])
+    assert unreported_sessions(result.requests) == ["k"]
+    (note,) = [n for n in result.notes if "may not report cache reads" in n]
+    assert "'k', kimi-k2:1t-cloud" in note
+    causes = explain_causes(result.requests, result.cache_model)
+    allowed = int(result.requests["predicted_cached_tokens"].sum())
+    assert allowed > 0 and causes["lost_reads_unreported"].sum() == allowed
+    assert causes["lost_provider_miss"].sum() == 0
+    assert sum(causes[f"lost_{c}"].sum() for c in LAYOUT_CAUSES) == 0
+    assert causes["cause"][2] == "reads_unreported"
+
+
+def test_one_reported_read_or_a_single_allowed_read_is_no_silent_route() -> None:
+    from promptkit.analysis.causes import unreported_sessions
+
+    some = _no_reads([0, 0, 1024])  # the route does report reads: its misses are misses
+    assert unreported_sessions(some.requests) == []
+    assert not [n for n in some.notes if "may not report cache reads" in n]
+    assert explain_causes(some.requests, some.cache_model)["lost_reads_unreported"].sum() == 0
+    one = _no_reads([0, 0])  # a single call the rules allow a read for may be a plain miss
+    assert unreported_sessions(one.requests) == []

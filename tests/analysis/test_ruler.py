@@ -182,6 +182,35 @@ def test_an_any_prefix_caches_rule_applies_in_provider_units() -> None:
     assert q["position_basis"][1] == "exact"
 
 
+def test_the_end_of_a_cached_answer_is_an_anchor_at_the_reported_prompt_plus_output() -> None:
+    # OpenAI caches the answer too: the entry's end (local prompt + local answer) is the reported
+    # prompt + the reported output (its hidden reasoning included), so the next call's read into the
+    # answer is placed exactly there, not by proportions, and the 128-token steps apply to it
+    body, longer, local = _rules_and_reply()
+    answer = {"role": "assistant", "content": "hello"}
+    records = [
+        RequestRecord(body, "s", index=0, timestamp=0.0, completion=answer,
+                      usage=Usage(prompt_tokens=local[0] + 7, completion_tokens=400)),
+        RequestRecord({**longer, "messages": [*longer["messages"], {"role": "user", "content": "more"}]},
+                      "s", index=1, timestamp=5.0, usage=Usage(prompt_tokens=local[0] + 7 + 400 + 30)),
+    ]  # fmt: skip
+    q = analyze_requests(records, provider="openai").requests
+    end = local[0] + 7 + 400
+    assert q["prefix_tokens"][1] == end
+    assert q["predicted_cached_tokens"][1] == 1024 + (end - 1024) // 128 * 128
+    assert q["position_basis"][1] == "exact"
+    # without the completion in the entry (the mechanism's default) the read stops at the prompt
+    bare = analyze_requests(records, provider="openai", cache_model="stepped-prefix").requests
+    assert bare["prefix_tokens"][1] == local[0] + 7
+
+
+def test_own_anchors_give_the_answers_end_only_with_a_reported_output() -> None:
+    usage = Usage(prompt_tokens=1000, completion_tokens=300)
+    assert own_anchors(950, None, usage, answer_end=990) == [(950, 1000), (990, 1300)]
+    assert own_anchors(950, None, Usage(prompt_tokens=1000), answer_end=990) == [(950, 1000)]
+    assert own_anchors(950, None, usage, answer_end=950) == [(950, 1000)]  # no answer past the prompt
+
+
 def _rules_and_reply() -> tuple[dict[str, Any], dict[str, Any], list[int]]:
     """An OpenAI prompt past the 1024-token minimum, the same prompt with the answer appended, and
     each one's local prompt tokens."""

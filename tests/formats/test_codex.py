@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from promptkit.analysis import analyze
 from promptkit.formats import get_format, read_logs, sniff_format
 from promptkit.formats.base import Source
+from promptkit.formats.codex import merge_answers
 from promptkit.formats.http_capture import responses_request_to_chat
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,7 +242,8 @@ def test_each_request_equals_the_whole_conversion_of_its_items(
     assert len(records) == steps.count("count")
     for r in records:
         whole = responses_request_to_chat({"instructions": "I", "input": items[: r.meta["codex_items"]]})
-        assert r.request["messages"] == whole["messages"]
+        # an answer (consecutive assistant messages: reasoning, text, tool calls) is one message
+        assert r.request["messages"] == merge_answers(whole["messages"])
 
 
 def _user(text: str) -> dict[str, Any]:
@@ -357,3 +359,66 @@ def test_a_compactions_replacement_history_loses_its_blobs_too(tmp_path: Path) -
     _, after = read_logs(path).records
     assert "YmF6" not in json.dumps(after.request)
     assert after.meta["codex_encrypted_reasoning"] == {"items": 1, "chars": len(blob)}
+
+
+def test_a_calls_completion_is_its_answer_as_the_next_request_renders_it(tmp_path: Path) -> None:
+    # OpenAI keeps the answer's KV: the answer (reasoning, text, tool calls: one assistant message)
+    # must render as the next request renders it, so the next call's read into it is seen
+    path = write_rollout(tmp_path / "rollout-a.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s", "instructions": "Be brief. " * 300}},
+        _user("go"),
+        {"type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAAAB" * 40}},
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c1"}},
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300}),
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "cat", "arguments": "{}", "call_id": "c2"}},
+        _count({"input_tokens": 1850, "cached_input_tokens": 1792, "output_tokens": 20}),
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c2", "output": "x"}},
+        _count({"input_tokens": 1900, "cached_input_tokens": 1792, "output_tokens": 5}),
+    ])  # fmt: skip
+    first, second, third = read_logs(path).records
+    n = len(first.request["messages"])
+    assert second.request["messages"][n] == first.completion  # one message: reasoning, text, the call
+    assert "plan" in first.completion["content"] and "Looking." in first.completion["content"]
+    assert [c["id"] for c in first.completion["tool_calls"]] == ["c1"]
+    m = len(second.request["messages"])  # a call of tool calls only, with no text
+    assert third.request["messages"][m] == second.completion and not second.completion.get("content")
+    q = analyze(path).requests
+    # the read goes past the previous prompt into its answer (1500 + 300 reported), in 128-token steps
+    assert q["prefix_tokens"][1] == 1800 and q["predicted_cached_tokens"][1] == 1792
+    assert q["prefix_tokens"][2] == 1870 and q["predicted_cached_tokens"][2] == 1792
+
+
+def test_an_answer_after_tool_calls_is_not_merged_into_them() -> None:
+    # the tool calls render after a message's text: text after them is a message of its own, and the
+    # earlier message's calls are kept
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]}
+    text = {"role": "assistant", "content": "done"}
+    assert merge_answers([calls, text]) == [calls, text]
+    reasoning = {"role": "assistant", "content": "r"}
+    assert merge_answers([reasoning, calls]) == [{"role": "assistant", "content": "r", "tool_calls": [{"id": "c1"}]}]
+    assert merge_answers([{"role": "user", "content": "a"}, text]) == [{"role": "user", "content": "a"}, text]
+
+
+def test_an_answer_logged_after_its_usage_is_the_calls_completion(tmp_path: Path) -> None:
+    # Codex 0.58 writes a call's token_count before its output items (then repeats it): the answer
+    # logged after the usage, up to the next input item, is still that call's completion
+    path = write_rollout(tmp_path / "rollout-o.jsonl", [
+        {"type": "session_meta", "payload": {"id": "s", "instructions": "Be brief. " * 300}},
+        _user("go"),
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300}),
+        {"type": "response_item", "payload": {"type": "reasoning", "summary": [{"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAAAB" * 40}},
+        {"type": "response_item", "payload": {"type": "function_call", "name": "ls", "arguments": "{}", "call_id": "c1"}},
+        {"type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}},
+        _count({"input_tokens": 1500, "cached_input_tokens": 0, "output_tokens": 300}),  # the repeat
+        _count({"input_tokens": 1850, "cached_input_tokens": 1792, "output_tokens": 20}),
+        {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}},
+    ])  # fmt: skip
+    first, second = read_logs(path).records
+    n = len(first.request["messages"])
+    assert second.request["messages"][n] == first.completion
+    assert [c["id"] for c in first.completion["tool_calls"]] == ["c1"] and "plan" in first.completion["content"]
+    # settled at the end of the file
+    assert second.completion == {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
+    assert analyze(path).requests["prefix_tokens"][1] == 1800  # the read reaches into the answer

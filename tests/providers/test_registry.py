@@ -95,7 +95,7 @@ def test_profiles_give_objects_not_names() -> None:
     ("name", "exact_tokenizer", "best_effort", "exact_entries", "unit", "minimum"),
     [
         ("deepseek", True, True, False, 64, 0),
-        ("openai", False, False, False, 128, 1024),
+        ("openai", False, True, False, 128, 1024),  # routed by the prompt's start: best effort
         ("anthropic", False, False, True, None, 1024),
         ("gemini", False, True, False, None, 1024),
         ("qwen", True, True, False, None, 256),
@@ -129,8 +129,10 @@ def test_minimum_per_model() -> None:
 def test_the_best_effort_providers_with_real_logs_have_a_bundled_calibration() -> None:
     from promptkit.analysis.calibration import default_calibration
 
-    assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek", "gemini"}
+    assert {n for n, p in available_providers().items() if p.calibration} == {"deepseek", "gemini", "openai"}
     assert default_calibration("gemini").provider == "gemini"
+    assert default_calibration("openai").provider == "openai"
+    assert default_calibration("openai").fitted_on["runs"] == 7  # the seven public Codex rollouts
     assert default_calibration("qwen") is None
 
 

@@ -109,6 +109,17 @@ def test_openai_nothing_under_1024_then_128_steps() -> None:
     assert not m.includes_completion
 
 
+def test_openai_entry_covers_the_answer_with_include_completion() -> None:
+    # OpenAI keeps the generated answer's KV: the profile's model stores prompt + answer, the bare
+    # mechanism (include_completion False) only the prompt; reads keep the minimum and the 128 steps
+    tok = tokenized(total=2000, prompt=1500, starts=[0], ends=[1499])
+    assert OPENAI.includes_completion
+    assert OPENAI.plan(tok, {"messages": []}).entries == (CacheEntry(2000, 600.0, False),)
+    assert SteppedPrefixCache(include_completion=True).plan(tok, {"messages": []}).entries[0].length == 2000
+    assert SteppedPrefixCache().plan(tok, {"messages": []}).entries[0].length == 1500
+    assert OPENAI.cached_tokens(plan(3000), 1700) == 1664  # into the answer, stepped
+
+
 def test_openai_ttl_and_24h_retention() -> None:
     m = OPENAI  # the profile's model: the provider's retention values
     assert m.entry_ttl({"messages": []}) == 600.0

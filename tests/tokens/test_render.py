@@ -542,3 +542,20 @@ def test_chatml_tool_call_lines_are_json_dumps_of_name_and_arguments(name: str, 
     expected = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     line = _chatml_tool_calls_text([("function", name, arguments)] * 2)
     assert line == f"\n<tool_call>\n{expected}\n</tool_call>" * 2
+
+
+def test_chatml_an_answer_of_tool_calls_only_tokenizes_as_the_next_requests_message() -> None:
+    # the role header ends with a newline: a body that began with another would merge into one token
+    # ("assistant\\n\\n") in the next request but not after the generation prompt, where the answer is
+    # tokenized on its own: the answer would never match its own next rendering
+    from promptkit.tokens.tokenize import RequestTokenizer
+
+    call = {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "ls", "arguments": "{}"}}]}
+    request = {"messages": [{"role": "user", "content": "go"}]}
+    nxt = {"messages": [*request["messages"], call, {"role": "user", "content": "more"}]}
+    tok = RequestTokenizer("chatml", "o200k_base")
+    answered = tok.tokenize(request, completion=call)
+    following = tok.tokenize(nxt)
+    assert list(following.tokens[: len(answered.tokens)]) == list(answered.tokens)
+    text = rendered_text(ChatMLRender().render(nxt))
+    assert '<|im_start|>assistant\n<tool_call>\n{"name": "ls"' in text

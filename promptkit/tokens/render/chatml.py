@@ -48,11 +48,16 @@ def chatml_tools_text(tools: Sequence[Mapping[str, Any]]) -> str:
 _QUOTE = json.encoder.encode_basestring
 
 
-def _chatml_tool_calls_text(calls: list[tuple[str, str, str]]) -> str:
-    return "".join(
+def _chatml_tool_calls_text(calls: list[tuple[str, str, str]], after_content: bool = True) -> str:
+    """The tool calls, a line each. After no content (``after_content`` false) the first starts the body
+    without a newline: the role header ends with one, and two newlines would merge into one token in
+    the next request (``assistant\n\n``) but not after the generation prompt (the completion is
+    tokenized on its own), so an answer of tool calls only would never match its own next rendering."""
+    text = "".join(
         f'\n<tool_call>\n{{"name": {_QUOTE(name)}, "arguments": {_QUOTE(args)}}}\n</tool_call>'
         for _, name, args in calls
     )
+    return text if after_content else text[1:]
 
 
 @attrs.frozen(slots=True)
@@ -61,7 +66,8 @@ class ChatMLRender(SplitRender):
 
     Each message is ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` (``{role} name={name}`` when the
     message has a ``name``); an assistant's tool calls follow its content as
-    ``\\n<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`` lines; tool definitions come first as
+    ``\\n<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`` lines (the first without its newline
+    when there is no content); tool definitions come first as
     a system block (:func:`chatml_tools_text`); the generation prompt is ``<|im_start|>assistant\\n``
     and a completion is its content and tool calls followed by ``<|im_end|>``.
 
@@ -103,7 +109,7 @@ class ChatMLRender(SplitRender):
             head = f"{role} name={name}\n" if isinstance(name, str) and name else f"{role}\n"
             body = message_text(m, i)
             if role == "assistant" and m.get("tool_calls") is not None:
-                body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"))
+                body += _chatml_tool_calls_text(message_tool_calls(m, f"messages[{i}]"), bool(body))
             # the role header and the body are two pieces: the body is then a text of its own, the
             # same as the completion it was (see RequestTokenizer's cut pieces)
             out += [
@@ -122,7 +128,7 @@ class ChatMLRender(SplitRender):
                 )
             text = content_text(completion.get("content"), "completion.content") or ""
             if completion.get("tool_calls") is not None:
-                text += _chatml_tool_calls_text(message_tool_calls(completion, "completion"))
+                text += _chatml_tool_calls_text(message_tool_calls(completion, "completion"), bool(text))
             if text:
                 out.append(P(text, False, None))
             out.append(P(IM_END, True, None))
