@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from promptkit.analysis.breakpoints import inferred_note
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.result import AnalysisResult
@@ -129,6 +130,7 @@ def finish_group(
     notes += _warm_notes(analyzed) if consecutive else []
     notes += _partial_notes(model, partials, requests.height, consecutive, ordered)
     notes += _window_notes(profile, analyzed)
+    notes += _inferred_notes(analyzed)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -214,6 +216,21 @@ def _window_notes(profile: ProviderProfile, analyzed: pl.DataFrame) -> list[str]
         f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
         f"{row['prompt_tokens']:,}): the provider would have rejected them"
     ]
+
+
+def _inferred_notes(analyzed: pl.DataFrame) -> list[str]:
+    """The note on requests whose breakpoints were placed from the reported counts
+    (:mod:`promptkit.analysis.breakpoints`)."""
+    import polars as pl
+
+    if "inferred_breakpoints" not in analyzed.columns:
+        return []
+    inferred = analyzed.filter(pl.col("inferred_breakpoints").is_not_null())
+    if not inferred.height:
+        return []
+    row = inferred.row(0, named=True)
+    example = f"{row['session']}#{row['index']}: {row['inferred_breakpoints']}"
+    return [inferred_note(inferred.height, analyzed.height, example)]
 
 
 def composition_frame_empty(schema: Mapping[str, Any]) -> pl.DataFrame:

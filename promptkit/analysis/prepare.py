@@ -29,10 +29,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
+from promptkit.analysis.breakpoints import infer_breakpoints
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.ruler import Ruler, usage_contradictions
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
-from promptkit.formats.opaque_head import opaque_head_breakpoint, opaque_head_of, with_opaque_head
+from promptkit.formats.opaque_head import (
+    opaque_blocks_of,
+    opaque_head_breakpoint,
+    opaque_head_of,
+    with_opaque_head,
+)
 from promptkit.layout import LayoutEntry, LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
 
@@ -139,6 +145,9 @@ class RequestLocal(NamedTuple):
     plan: CachePlan
     head_end: int
     marked: int | None
+    # the breakpoints placed from the reported counts where the body shows none (the
+    # ``inferred_breakpoints`` column: :mod:`promptkit.analysis.breakpoints`)
+    inferred: str | None = None
 
 
 def request_local(
@@ -147,11 +156,32 @@ def request_local(
     """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``)."""
     head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
     body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
-    plan = model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, exact_units))
+    units = _own_units(tok, record.usage, exact_units)
+    plan = model.plan(tok, body, p.layout, units=units)
+    inferred = None
+    if model.exact_entries and not plan.breakpoints and head_bp is None:
+        # a breakpoint cache, and the log shows no breakpoint: the reported counts place them
+        found = infer_breakpoints(tok, body, record.usage, exact_units=exact_units)
+        if found is not None:
+            head_bp = _inferred_head(record, found.control)
+            body = found.body if head_bp is None else {**found.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
+            plan = model.plan(tok, body, p.layout, units=units)
+            inferred = found.label(shifted=p.shifted)
+            inferred = inferred if head_bp is None else ",".join(("head", inferred))
     marked = None  # the head's breakpoint, where it stores an entry
     if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
         marked = int(head_bp["tokens"])
-    return RequestLocal(plan, head_end(tok, p.body), marked)
+    return RequestLocal(plan, head_end(tok, p.body), marked, inferred)
+
+
+def _inferred_head(record: RequestRecord, control: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The breakpoint at the end of the record's opaque head (the system prompt the log does not show),
+    inferred with the call's other breakpoints (``control``: their ``cache_control``); None without an
+    opaque head of one piece."""
+    head = opaque_head_of(record)
+    if head is None or opaque_blocks_of(record):
+        return None
+    return {"tokens": head.tokens, "cache_control": dict(control)}
 
 
 def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
@@ -387,10 +417,16 @@ class RulerFacts:
 
 
 def fixed_fields(
-    record: RequestRecord, plan: CachePlan, model_name: str | None, completion: int | None, ruler: RulerFacts
+    record: RequestRecord,
+    plan: CachePlan,
+    model_name: str | None,
+    completion: int | None,
+    ruler: RulerFacts,
+    inferred: str | None = None,
 ) -> dict[str, Any]:
     """The columns of a request's row that need no cache outcome (:data:`FIXED_COLUMNS`): its record's
-    figures and the ruler facts (``completion``: tokens after the prompt, None without a completion)."""
+    figures and the ruler facts (``completion``: tokens after the prompt, None without a completion;
+    ``inferred``: the breakpoints placed from the reported counts, :class:`RequestLocal`)."""
     usage = record.usage
     miss_reason, missed = _provider_diagnostics(record.meta)
     return dict(
@@ -413,6 +449,7 @@ def fixed_fields(
         head_end_tokens=ruler.head_end_tokens,
         best_effort_cache=ruler.best_effort,
         log_events=ruler.log_events,
+        inferred_breakpoints=inferred,
     )
 
 
@@ -510,6 +547,7 @@ class Preparer:
         events = log_events(record)
         ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
         plan = local.plan
-        fixed = fixed_fields(record, plan, model_name(record), completion_tokens(record, tok, plan), ruler)
+        completion = completion_tokens(record, tok, plan)
+        fixed = fixed_fields(record, plan, model_name(record), completion, ruler, local.inferred)
         self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
         return PreparedRecord(p, tok, think, local, fixed, events)
