@@ -25,7 +25,7 @@ parallel simulated view runs it on the workers and ships what it made (:mod:`pro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 
@@ -70,6 +70,7 @@ __all__ = [
     "request_id",
     "request_local",
     "surrogate_where",
+    "thinking_events",
     "tokenize_one",
     "usage_problems",
 ]
@@ -119,6 +120,32 @@ def log_events(record: RequestRecord) -> str | None:
     if isinstance(events, (list, tuple)) and events:
         return ",".join(str(e) for e in events)
     return None
+
+
+_NO_REQUEST: Final = object()  # a session's previous request, before its first
+
+
+def thinking_events(record: RequestRecord, events: str | None, last: dict[str, Any]) -> str | None:
+    """``events`` (:func:`log_events`) with ``thinking_changed`` added where the request's ``thinking``
+    parameter (Anthropic's extended thinking: enabled or not, its ``budget_tokens``) differs from its
+    session's previous request's (``last``: session -> that parameter, updated). Anthropic invalidates
+    the cached messages then, not the system prompt and tools
+    (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-prompt-caching).
+
+    >>> from promptkit.layout import RequestRecord
+    >>> last = {}
+    >>> on = RequestRecord({"messages": [], "thinking": {"type": "enabled", "budget_tokens": 4000}}, "s")
+    >>> more = RequestRecord({"messages": [], "thinking": {"type": "enabled", "budget_tokens": 16000}}, "s")
+    >>> thinking_events(on, None, last), thinking_events(on, None, last), thinking_events(more, "rewind", last)
+    (None, None, 'rewind,thinking_changed')
+    """
+    thinking = record.request.get("thinking")
+    before = last.get(record.session, _NO_REQUEST)
+    last[record.session] = thinking
+    shown = events.split(",") if events else []
+    if before is _NO_REQUEST or before == thinking or "thinking_changed" in shown:
+        return events
+    return ",".join([*shown, "thinking_changed"])
 
 
 def head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
@@ -512,6 +539,7 @@ class Preparer:
         "best_effort",
         "ctx",
         "exact",
+        "last_thinking",
         "last_usage",
         "memo",
         "mended",
@@ -529,6 +557,7 @@ class Preparer:
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
         self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
+        self.last_thinking: dict[str, Any] = {}  # session -> its previous request's thinking parameter
         self.think: str | None = None  # the last record's thinking render
 
     def prepare(self, pos: int, record: RequestRecord) -> PreparedRecord | None:
@@ -544,7 +573,7 @@ class Preparer:
             self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
             return None
         local = request_local(self.ctx.model, self.exact, record, p, tok)
-        events = log_events(record)
+        events = thinking_events(record, log_events(record), self.last_thinking)
         ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
         plan = local.plan
         completion = completion_tokens(record, tok, plan)
