@@ -420,16 +420,15 @@ def tokenize_one(
     return prepared, Tokenized(tok, bool(mended)), think
 
 
-def usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[LoadProblem]:
-    """A usage that contradicts itself or its session's previous one (``last_usage``: session -> usage,
-    updated): a problem naming file, line and field, kept as reported."""
+def usage_problems(record: RequestRecord) -> list[LoadProblem]:
+    """A usage that contradicts itself: a problem naming file, line and field, kept as reported (reads
+    from outside the log are no problem: the analysis' note, :func:`~promptkit.analysis.ruler.reads_from_outside`)."""
     usage = record.usage
     if usage is None:
         return []
-    previous, last_usage[record.session] = last_usage.get(record.session), usage
     return [
         LoadProblem(record.file, record.line, f"{reason}; kept as reported")
-        for reason in usage_contradictions(usage, previous)
+        for reason in usage_contradictions(usage)
     ]
 
 
@@ -540,7 +539,6 @@ class Preparer:
         "ctx",
         "exact",
         "last_thinking",
-        "last_usage",
         "memo",
         "mended",
         "problems",
@@ -556,7 +554,6 @@ class Preparer:
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
-        self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
         self.last_thinking: dict[str, Any] = {}  # session -> its previous request's thinking parameter
         self.think: str | None = None  # the last record's thinking render
 
@@ -578,5 +575,5 @@ class Preparer:
         plan = local.plan
         completion = completion_tokens(record, tok, plan)
         fixed = fixed_fields(record, plan, model_name(record), completion, ruler, local.inferred)
-        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
+        self.problems.extend((pos, problem) for problem in usage_problems(record))
         return PreparedRecord(p, tok, think, local, fixed, events)
