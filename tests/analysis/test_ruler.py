@@ -417,6 +417,8 @@ def test_reads_from_outside_the_log_are_counted_in_a_note_in_every_plan(tmp_path
     assert notes[0][0].startswith(
         "2 call(s) read more from the cache than the log's earlier calls could have written (2,000 tokens"
     )
+    # in time order: the other file's call came first, so a's first call is not the log's first
+    assert "e.g. a#0 read 600 tokens, where earlier calls could write 105 at most" in notes[0][0]
     frame = analyze(tmp_path / "log.jsonl").requests.sort("timestamp")
     assert reads_from_outside(frame).select("session", "index", "written_before").rows() == [
         ("a", 0, None),

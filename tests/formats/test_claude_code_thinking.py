@@ -102,6 +102,17 @@ def test_tool_results_keep_the_prompts_settings(tmp_path: Path) -> None:
     ]
 
 
+def test_a_call_after_tool_results_keeps_its_prompts_setting_for_the_next_change(tmp_path: Path) -> None:
+    events = _transcript({"thinkingMetadata": {"maxThinkingTokens": 0}})
+    # the second call follows a tool result of the first (no typed prompt between): it was sent with the
+    # first prompt's settings, so the third prompt's change is a change from those
+    events[1]["message"]["content"] = [{"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {}}]
+    events[2] = _event("user", "u2", "a1", [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                             "content": "two"}], "2026-02-12T16:00:30Z")  # fmt: skip
+    records = read_logs(_write(tmp_path, events)).records
+    assert [r.meta.get("log_events") for r in records] == [None, None, ["thinking_changed"]]
+
+
 @pytest.mark.parametrize(
     ("line", "setting"),
     [
