@@ -84,7 +84,7 @@ import attrs
 from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats.base import COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.claude_code_resume import earlier_copies
-from promptkit.formats.claude_code_thinking import thinking_setting
+from promptkit.formats.claude_code_thinking import set_by_words, thinking_setting
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
@@ -296,7 +296,9 @@ class _Transcript:
         self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
         self.known_call: dict[int, str | None] = {}  # a call's line -> the nearest earlier call on its chain
         self.commands: dict[int, list[str]] = {}  # a call's line -> slash commands since the call before
-        self.thinking: dict[str, str | None] = {}  # a call's first uuid -> the thinking setting it was sent with
+        self.thinking: dict[str, str | None] = {}  # a call's first uuid -> its thinking setting
+        # the prompts' words set the thinking budget only where no prompt carries thinkingMetadata
+        self.by_words = not any(e.thinking is not None and not set_by_words(e.thinking) for e in events)
 
     def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
         """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
@@ -351,8 +353,17 @@ class _Transcript:
             c for e in segment if e.type == "user" and not e.prelude for c in _commands(e)
         ]
         if first.uuid is not None:  # the newest prompt's setting since the call before, else that call's
-            own = next((e.thinking for e in segment if e.thinking is not None), None)
-            self.thinking[first.uuid] = own if own is not None or known is None else self.thinking.get(str(known.uuid))
+            own = next(
+                (
+                    e.thinking
+                    for e in segment
+                    if e.thinking and (self.by_words or not set_by_words(e.thinking))
+                ),
+                None,
+            )
+            self.thinking[first.uuid] = (
+                own if own is not None or known is None else self.thinking.get(str(known.uuid))
+            )
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {

@@ -14,7 +14,8 @@ A typed prompt of a Claude Code transcript says which settings it was sent with:
 - without it, the words that set the budget in the prompt (Claude Code's thinking triggers, "think" <
   "think hard" < "think harder" < "ultrathink", each a larger budget: "Claude Code: Best practices for
   agentic coding", https://www.anthropic.com/engineering/claude-code-best-practices), and no such word:
-  thinking off.
+  thinking off. Only in a transcript none of whose prompts carries ``thinkingMetadata``
+  (:func:`set_by_words`): where they do, a prompt without it keeps the settings before it.
 
 Tool results, compaction summaries, slash commands and Claude Code's own meta lines are not prompts:
 they keep the settings of the prompt before them.
@@ -35,7 +36,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["THINKING_TRIGGERS", "thinking_setting"]
+__all__ = ["THINKING_TRIGGERS", "set_by_words", "thinking_setting"]
 
 #: The prompt words that set Claude Code's thinking budget, largest first: (pattern, tokens, name).
 THINKING_TRIGGERS: Final[tuple[tuple[re.Pattern[str], int, str], ...]] = (
@@ -105,4 +106,15 @@ def thinking_setting(obj: Mapping[str, Any]) -> str | None:
     for pattern, tokens, name in THINKING_TRIGGERS:
         if pattern.search(text):
             return f"{tokens} tokens ({name})"
-    return "off"
+    return "off (no thinking word)"
+
+
+def set_by_words(setting: str) -> bool:
+    """Whether a :func:`thinking_setting` was read from the prompt's words, not from ``thinkingMetadata``.
+    A transcript whose prompts carry ``thinkingMetadata`` sets the budget there: a prompt of it without
+    one (a line promptkit cannot tell apart from a typed prompt) says nothing about the settings.
+
+    >>> set_by_words("31999 tokens"), set_by_words("4000 tokens (think)"), set_by_words("off (no thinking word)")
+    (False, True, True)
+    """
+    return setting.endswith(")")

@@ -89,6 +89,20 @@ def test_an_ultrathink_prompt_without_metadata_changes_the_settings(tmp_path: Pa
     assert _third_cause(path)["cause"] == "thinking_changed"
 
 
+def test_a_prompt_without_metadata_in_a_transcript_with_it_keeps_the_settings(tmp_path: Path) -> None:
+    # Claude Code 2.x writes thinkingMetadata on typed prompts: a prompt without it (a line promptkit
+    # cannot tell from one) says nothing about the settings, even with a thinking word in it
+    path = _write(tmp_path, _transcript({}))
+    assert [r.meta.get("log_events") for r in read_logs(path).records] == [None, None, None]
+    events = _transcript({})
+    events[4]["message"]["content"] = "ultrathink about it"
+    assert [r.meta.get("log_events") for r in read_logs(_write(tmp_path, events)).records] == [
+        None,
+        None,
+        None,
+    ]
+
+
 def test_tool_results_keep_the_prompts_settings(tmp_path: Path) -> None:
     events = _transcript({"thinkingMetadata": {"maxThinkingTokens": 31999}})
     # the second call's answer is a tool call; the third call follows its result, not a typed prompt
@@ -128,7 +142,7 @@ def test_a_call_after_tool_results_keeps_its_prompts_setting_for_the_next_change
         ({"message": {"content": "Think harder."}}, "31999 tokens (ultrathink)"),
         ({"message": {"content": "megathink"}}, "10000 tokens (think hard)"),
         ({"message": {"content": "I think so"}}, "4000 tokens (think)"),
-        ({"message": {"content": [{"type": "text", "text": "rethinking"}]}}, "off"),
+        ({"message": {"content": [{"type": "text", "text": "rethinking"}]}}, "off (no thinking word)"),
         ({"message": {"content": "<command-name>/model</command-name>"}}, None),
         ({"isCompactSummary": True, "message": {"content": "summary"}}, None),
         ({"isMeta": True, "message": {"content": "Caveat: ..."}}, None),
