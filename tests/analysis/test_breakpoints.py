@@ -119,6 +119,9 @@ def test_a_real_claude_code_log_without_cache_control_is_predicted_as_with_it() 
     # not 0%: the breakpoints placed from the counts predict what the log's own breakpoints do
     assert q["predicted_cached_tokens"].to_list() == shown.requests["predicted_cached_tokens"].to_list()
     assert _hit(q, "predicted_cached_tokens") > 0.35
+    # the whole difference is the first call's read of what another session wrote (from outside the log)
+    assert int(q["reported_cached_tokens"].sum()) - int(q["predicted_cached_tokens"].sum()) == 11442
+    assert any("outside the log" in n and "11,442 tokens" in n for n in got.notes)
     # the call that read what its session's first call wrote is predicted exactly
     assert q.filter(pl.col("reported_cached_tokens") == 26447)["predicted_cached_tokens"].to_list() == [26447]
     assert q["inferred_breakpoints"].to_list()[0].startswith("head,messages[")
