@@ -141,3 +141,17 @@ def test_bundled_logs_without_cache_control_are_predicted_as_reported() -> None:
         assert q.height >= 2, path
         assert q["predicted_cached_tokens"].to_list() == q["reported_cached_tokens"].to_list(), path
         assert q["position_basis"].to_list() == ["exact"] * q.height, path
+
+
+def test_every_plan_infers_the_same_breakpoints_and_says_so() -> None:
+    one = analyze("fixtures/atif")
+    for other in (analyze("fixtures/atif", jobs=2), analyze("fixtures/atif", view="simulated", jobs=2)):
+        assert (
+            other.requests["inferred_breakpoints"].to_list() == one.requests["inferred_breakpoints"].to_list()
+        )
+        assert [n for n in other.notes if "inferred" in n] == [n for n in one.notes if "inferred" in n]
+    assert one.requests["inferred_breakpoints"].to_list()[:3] == [
+        "messages[0],messages[1]",
+        "messages[0],messages[3]",
+        "messages[0],messages[5]",
+    ]
