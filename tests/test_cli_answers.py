@@ -23,6 +23,7 @@ from promptkit.layout import RequestRecord
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = str(ROOT / "fixtures/logs/session-before.jsonl")
 OPENCODE = str(ROOT / "fixtures/opencode")
+OTEL = str(ROOT / "fixtures/otel_genai")
 TRACE = str(ROOT / "fixtures/traces/mooncake-readme-sample.jsonl")
 DEEPSEEK = str(ROOT / "fixtures/real-logs/deepseek")
 LONG = "You are a careful assistant who answers in full sentences. " * 6
@@ -104,12 +105,12 @@ def test_lint_names_the_system_prompt_change_and_its_measured_fix_with_every_mov
 
 
 def test_the_headline_names_its_basis_and_a_line_says_why_the_bases_differ(tmp_path: Path) -> None:
-    code, out, _ = run("analyze", OPENCODE, "--out", str(tmp_path / "a"), "--no-plots", "--no-html")
+    code, out, _ = run("analyze", OTEL, "--out", str(tmp_path / "a"), "--no-plots", "--no-html")
     assert code == 0
     head = out.split("\n\n")[0]
-    assert "basis: reported, the provider's usage on 3 of 3 requests" in head
-    assert "Predicted hit ratio 0.00% vs reported 65.37%" in head and "differ because" in head
-    assert "no cache_control breakpoint" in head  # the reason the analysis found
+    assert "basis: reported where the log has usage (2 of 5 requests), else predicted" in head
+    assert "Predicted hit ratio 0.00% vs reported 44.97%" in head and "differ because" in head
+    assert "hit the provider's cache on their first request" in head  # the reason the analysis found
     assert "Tokens lost per slot (anchor / frame role; predicted" in out
     assert "Tokens lost per contributor key (predicted)" in out
     assert "Tokens lost by cause (the headline's basis" in out
@@ -117,6 +118,11 @@ def test_the_headline_names_its_basis_and_a_line_says_why_the_bases_differ(tmp_p
     head = out.split("\n\n")[0]
     assert "basis: predicted, promptkit's cache rules (the log reports no usage)" in head
     assert "differ because" not in head
+    # an Anthropic log that shows no cache_control: its breakpoints inferred, the bases agree
+    code, out, _ = run("analyze", OPENCODE, "--out", str(tmp_path / "c"), "--no-plots", "--no-html")
+    head = out.split("\n\n")[0]
+    assert "basis: reported, the provider's usage on 3 of 3 requests" in head
+    assert "differ because" not in head and "Predicted hit ratio" not in head
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from promptkit.analysis.causes import unreported_note
+from promptkit.analysis.breakpoints import inferred_note
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.result import AnalysisResult
+from promptkit.analysis.ruler import reads_from_outside
 from promptkit.analysis.spec import DEFAULT_PROVIDER, AnalysisContext, DescribedContext, name_of
 from promptkit.layout import LoadProblem
 from promptkit.providers.registry import ProviderProfile, get_provider
@@ -132,6 +134,8 @@ def finish_group(
     notes += _window_notes(profile, analyzed)
     silent = unreported_note(analyzed)  # a route that reports no cache read at all
     notes += [silent] if silent is not None else []
+    notes += _inferred_notes(analyzed)
+    notes += _outside_notes(analyzed)
     problem_frame = pl.DataFrame(
         {
             "file": [p.file for p in problems],
@@ -216,6 +220,42 @@ def _window_notes(profile: ProviderProfile, analyzed: pl.DataFrame) -> list[str]
         f"{over.height} request(s) are longer than the largest context window of {profile.name} "
         f"({window:,} tokens; e.g. {row['session']}#{row['index']} with "
         f"{row['prompt_tokens']:,}): the provider would have rejected them"
+    ]
+
+
+def _inferred_notes(analyzed: pl.DataFrame) -> list[str]:
+    """The note on requests whose breakpoints were placed from the reported counts
+    (:mod:`promptkit.analysis.breakpoints`)."""
+    import polars as pl
+
+    if "inferred_breakpoints" not in analyzed.columns:
+        return []
+    inferred = analyzed.filter(pl.col("inferred_breakpoints").is_not_null())
+    if not inferred.height:
+        return []
+    row = inferred.row(0, named=True)
+    example = f"{row['session']}#{row['index']}: {row['inferred_breakpoints']}"
+    return [inferred_note(inferred.height, analyzed.height, example)]
+
+
+def _outside_notes(analyzed: pl.DataFrame) -> list[str]:
+    """The note on calls whose reported reads the log's earlier calls cannot have written
+    (:func:`~promptkit.analysis.ruler.reads_from_outside`)."""
+    timed = analyzed.height and analyzed["timestamp"].null_count() == 0
+    outside = reads_from_outside(analyzed.sort("timestamp", maintain_order=True) if timed else analyzed)
+    if not outside.height:
+        return []
+    row = outside.row(0, named=True)
+    before = row["written_before"]
+    example = (
+        f"{row['session']}#{row['index']} read {row['reported_cached_tokens']:,} tokens, "
+        + ("the log's first call" if before is None else f"where earlier calls could write {before:,} at most")
+    )
+    return [
+        f"{outside.height} call(s) read more from the cache than the log's earlier calls could have written "
+        f"({int(outside['reported_cached_tokens'].sum()):,} tokens; e.g. {example}): reads from outside the "
+        "log (a prefix written by another session or a retried request the log does not hold), kept as "
+        "reported; not a problem of the log"
     ]
 
 

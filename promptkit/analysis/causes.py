@@ -28,6 +28,10 @@ How a request's uncached tokens are split, walking the prompt from the predicted
                     cache is not best effort: the head changed (``change_detail`` names the boundary)
 ``history_rewritten`` the same, with the reads fallen back inside the history (an edit, context
                     editing, an injected reminder the log does not show)
+``thinking_changed`` the same, with the reads fallen back into the head after the log shows the thinking
+                    settings changed (Claude Code: ``thinkingMetadata``, a "think" / "ultrathink"
+                    prompt; a request's ``thinking`` budget): Anthropic keeps system prompt and tools
+                    cached and invalidates the cached messages
 ``provider_miss``   the log reports less cached than the rules allow, on a provider whose cache is
                     documented as best effort (DeepSeek) or that said why (Anthropic's diagnostics)
 ``reads_unreported`` the log reports 0 cached tokens on every call of the session although the rules
@@ -82,6 +86,7 @@ __all__ = [
     "INHERENT_CAUSES",
     "LAYOUT_CAUSES",
     "PROVIDER_CAUSES",
+    "SETTING_CHANGES",
     "UNSEEN_CHANGES",
     "Change",
     "classify_change",
@@ -128,8 +133,13 @@ def is_head_change(change_class: str | None) -> bool:
 
 #: Changes the log does not show, named from the reported cache reads (see :func:`explain_causes`).
 UNSEEN_CHANGES: Final[tuple[str, ...]] = ("head_changed", "history_rewritten")
+#: Changes of the request's settings the log shows, which invalidate part of the cache without changing
+#: the prompt's text: thinking settings (Anthropic: "Changes to thinking parameters (enabled/disabled or
+#: budget allocation) invalidate message cache breakpoints", system prompt and tools stay cached,
+#: https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-prompt-caching).
+SETTING_CHANGES: Final[tuple[str, ...]] = ("thinking_changed",)
 #: Causes the user's own prompt layout is responsible for.
-LAYOUT_CAUSES: Final[tuple[str, ...]] = (*CHANGE_CLASSES, *UNSEEN_CHANGES)
+LAYOUT_CAUSES: Final[tuple[str, ...]] = (*CHANGE_CLASSES, *UNSEEN_CHANGES, *SETTING_CHANGES)
 #: Causes that are the provider's rules or behaviour.
 PROVIDER_CAUSES: Final[tuple[str, ...]] = (
     "granularity",
@@ -582,6 +592,15 @@ def _shortfall(
         return "tools_changed", (
             f"reads fell back to {reads:,} tokens, inside the head; the log shows the tools changed "
             "before this call (an MCP reconnect)"
+        )
+    if (
+        head is not None
+        and reads <= int(head)
+        and "thinking_changed" in (row.get("log_events") or "").split(",")
+    ):
+        return "thinking_changed", (
+            f"reads fell back to {reads:,} tokens, inside the head; the log shows the thinking settings "
+            "changed before this call (system prompt and tools stay cached, the messages do not)"
         )
     if head is not None and reads <= int(head):
         return "head_changed", (

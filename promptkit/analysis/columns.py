@@ -99,6 +99,9 @@ class RequestRow:
     head_end_tokens: int | None = _column("int")
     best_effort_cache: bool | None = _column("bool")
     log_events: str | None = _column("str")
+    # the breakpoints placed from the reported counts where the log shows none
+    # (promptkit.analysis.breakpoints): ``head``, ``system``, ``messages[i]``, comma-separated
+    inferred_breakpoints: str | None = _column("str")
 
 
 #: Columns of :attr:`AnalysisResult.requests`, in order: the fields of :class:`RequestRow`.
@@ -113,7 +116,7 @@ FIXED_COLUMNS: Final = (
     "session", "index", "timestamp", "prompt_tokens", "reported_prompt_tokens", "reported_cached_tokens", "file",
     "line", "model", "completion_tokens", "reported_completion_tokens", "reported_cache_write_tokens",
     "reported_cache_write_1h_tokens", "provider_miss_reason", "provider_missed_tokens", "position_basis",
-    "head_end_tokens", "best_effort_cache", "log_events",
+    "head_end_tokens", "best_effort_cache", "log_events", "inferred_breakpoints",
 )  # fmt: skip
 #: The columns the cache's outcome, the divergence and the causes' facts give (stages 2 and 3,
 #: :func:`~promptkit.analysis.replay.outcome_values`): with :data:`FIXED_COLUMNS`, every column once.

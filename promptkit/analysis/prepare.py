@@ -25,14 +25,20 @@ parallel simulated view runs it on the workers and ships what it made (:mod:`pro
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import attrs
 
+from promptkit.analysis.breakpoints import infer_breakpoints
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.ruler import Ruler, usage_contradictions
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
-from promptkit.formats.opaque_head import opaque_head_breakpoint, opaque_head_of, with_opaque_head
+from promptkit.formats.opaque_head import (
+    opaque_blocks_of,
+    opaque_head_breakpoint,
+    opaque_head_of,
+    with_opaque_head,
+)
 from promptkit.layout import LayoutEntry, LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
 
@@ -64,6 +70,7 @@ __all__ = [
     "request_id",
     "request_local",
     "surrogate_where",
+    "thinking_events",
     "tokenize_one",
     "usage_problems",
 ]
@@ -115,6 +122,32 @@ def log_events(record: RequestRecord) -> str | None:
     return None
 
 
+_NO_REQUEST: Final = object()  # a session's previous request, before its first
+
+
+def thinking_events(record: RequestRecord, events: str | None, last: dict[str, Any]) -> str | None:
+    """``events`` (:func:`log_events`) with ``thinking_changed`` added where the request's ``thinking``
+    parameter (Anthropic's extended thinking: enabled or not, its ``budget_tokens``) differs from its
+    session's previous request's (``last``: session -> that parameter, updated). Anthropic invalidates
+    the cached messages then, not the system prompt and tools
+    (https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-prompt-caching).
+
+    >>> from promptkit.layout import RequestRecord
+    >>> last = {}
+    >>> on = RequestRecord({"messages": [], "thinking": {"type": "enabled", "budget_tokens": 4000}}, "s")
+    >>> more = RequestRecord({"messages": [], "thinking": {"type": "enabled", "budget_tokens": 16000}}, "s")
+    >>> thinking_events(on, None, last), thinking_events(on, None, last), thinking_events(more, "rewind", last)
+    (None, None, 'rewind,thinking_changed')
+    """
+    thinking = record.request.get("thinking")
+    before = last.get(record.session, _NO_REQUEST)
+    last[record.session] = thinking
+    shown = events.split(",") if events else []
+    if before is _NO_REQUEST or before == thinking or "thinking_changed" in shown:
+        return events
+    return ",".join([*shown, "thinking_changed"])
+
+
 def head_end(tok: TokenizedRequest, body: Mapping[str, Any]) -> int:
     """Local tokens of the prompt's head: the tool definitions, an opaque head and a leading system
     message (what ``head_changed`` names a change in)."""
@@ -139,6 +172,9 @@ class RequestLocal(NamedTuple):
     plan: CachePlan
     head_end: int
     marked: int | None
+    # the breakpoints placed from the reported counts where the body shows none (the
+    # ``inferred_breakpoints`` column: :mod:`promptkit.analysis.breakpoints`)
+    inferred: str | None = None
 
 
 def request_local(
@@ -147,11 +183,32 @@ def request_local(
     """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``)."""
     head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
     body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
-    plan = model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, exact_units))
+    units = _own_units(tok, record.usage, exact_units)
+    plan = model.plan(tok, body, p.layout, units=units)
+    inferred = None
+    if model.exact_entries and not plan.breakpoints and head_bp is None:
+        # a breakpoint cache, and the log shows no breakpoint: the reported counts place them
+        found = infer_breakpoints(tok, body, record.usage, exact_units=exact_units)
+        if found is not None:
+            head_bp = _inferred_head(record, found.control)
+            body = found.body if head_bp is None else {**found.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
+            plan = model.plan(tok, body, p.layout, units=units)
+            inferred = found.label(shifted=p.shifted)
+            inferred = inferred if head_bp is None else ",".join(("head", inferred))
     marked = None  # the head's breakpoint, where it stores an entry
     if head_bp is not None and any(e.length == head_bp["tokens"] for e in plan.entries):
         marked = int(head_bp["tokens"])
-    return RequestLocal(plan, head_end(tok, p.body), marked)
+    return RequestLocal(plan, head_end(tok, p.body), marked, inferred)
+
+
+def _inferred_head(record: RequestRecord, control: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The breakpoint at the end of the record's opaque head (the system prompt the log does not show),
+    inferred with the call's other breakpoints (``control``: their ``cache_control``); None without an
+    opaque head of one piece."""
+    head = opaque_head_of(record)
+    if head is None or opaque_blocks_of(record):
+        return None
+    return {"tokens": head.tokens, "cache_control": dict(control)}
 
 
 def _own_units(tok: TokenizedRequest, usage: Any, exact_units: bool) -> Callable[[int], int] | None:
@@ -363,16 +420,15 @@ def tokenize_one(
     return prepared, Tokenized(tok, bool(mended)), think
 
 
-def usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[LoadProblem]:
-    """A usage that contradicts itself or its session's previous one (``last_usage``: session -> usage,
-    updated): a problem naming file, line and field, kept as reported."""
+def usage_problems(record: RequestRecord) -> list[LoadProblem]:
+    """A usage that contradicts itself: a problem naming file, line and field, kept as reported (reads
+    from outside the log are no problem: the analysis' note, :func:`~promptkit.analysis.ruler.reads_from_outside`)."""
     usage = record.usage
     if usage is None:
         return []
-    previous, last_usage[record.session] = last_usage.get(record.session), usage
     return [
         LoadProblem(record.file, record.line, f"{reason}; kept as reported")
-        for reason in usage_contradictions(usage, previous)
+        for reason in usage_contradictions(usage)
     ]
 
 
@@ -387,10 +443,16 @@ class RulerFacts:
 
 
 def fixed_fields(
-    record: RequestRecord, plan: CachePlan, model_name: str | None, completion: int | None, ruler: RulerFacts
+    record: RequestRecord,
+    plan: CachePlan,
+    model_name: str | None,
+    completion: int | None,
+    ruler: RulerFacts,
+    inferred: str | None = None,
 ) -> dict[str, Any]:
     """The columns of a request's row that need no cache outcome (:data:`FIXED_COLUMNS`): its record's
-    figures and the ruler facts (``completion``: tokens after the prompt, None without a completion)."""
+    figures and the ruler facts (``completion``: tokens after the prompt, None without a completion;
+    ``inferred``: the breakpoints placed from the reported counts, :class:`RequestLocal`)."""
     usage = record.usage
     miss_reason, missed = _provider_diagnostics(record.meta)
     return dict(
@@ -413,6 +475,7 @@ def fixed_fields(
         head_end_tokens=ruler.head_end_tokens,
         best_effort_cache=ruler.best_effort,
         log_events=ruler.log_events,
+        inferred_breakpoints=inferred,
     )
 
 
@@ -475,7 +538,7 @@ class Preparer:
         "best_effort",
         "ctx",
         "exact",
-        "last_usage",
+        "last_thinking",
         "memo",
         "mended",
         "problems",
@@ -491,7 +554,7 @@ class Preparer:
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
-        self.last_usage: dict[str, Any] = {}  # session -> its previous call's usage (reads are checked)
+        self.last_thinking: dict[str, Any] = {}  # session -> its previous request's thinking parameter
         self.think: str | None = None  # the last record's thinking render
 
     def prepare(self, pos: int, record: RequestRecord) -> PreparedRecord | None:
@@ -507,9 +570,10 @@ class Preparer:
             self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
             return None
         local = request_local(self.ctx.model, self.exact, record, p, tok)
-        events = log_events(record)
+        events = thinking_events(record, log_events(record), self.last_thinking)
         ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
         plan = local.plan
-        fixed = fixed_fields(record, plan, model_name(record), completion_tokens(record, tok, plan), ruler)
-        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
+        completion = completion_tokens(record, tok, plan)
+        fixed = fixed_fields(record, plan, model_name(record), completion, ruler, local.inferred)
+        self.problems.extend((pos, problem) for problem in usage_problems(record))
         return PreparedRecord(p, tok, think, local, fixed, events)

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
     from promptkit.tokens.cache_models import CacheModel
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "own_anchors",
     "place_head",
     "place_row",
+    "reads_from_outside",
     "row_to_provider",
     "ruler_of",
     "stays_local",
@@ -195,18 +198,17 @@ def row_to_provider(row: dict[str, object], ruler: Ruler, reported_prompt: int |
     return basis
 
 
-def usage_contradictions(usage: object, previous: object | None = None) -> list[str]:
+def usage_contradictions(usage: object) -> list[str]:
     """What is wrong with a call's usage, one reason per contradiction (empty when nothing is): a
     negative count; cache reads and writes adding up to more than the prompt (reads + writes + the
-    uncached rest = the prompt); cache reads larger than everything the session's previous call could
-    have stored (``previous``: its usage; its prompt and answer). The analysis reports each as a
-    problem naming the file, line and field and keeps the counts as reported: never corrected.
+    uncached rest = the prompt). The analysis reports each as a problem naming the file, line and field
+    and keeps the counts as reported: never corrected. (Reads larger than anything the log's earlier
+    calls could have written are no contradiction: a prefix another session or a retried request wrote,
+    which the analysis counts in a note, :func:`reads_from_outside`.)
 
     >>> from promptkit.layout import Usage
     >>> usage_contradictions(Usage(prompt_tokens=100, cached_tokens=80, cache_write_tokens=30))
     ['usage.cached_tokens + usage.cache_write_tokens: 80 + 30 = 110 exceed usage.prompt_tokens 100']
-    >>> usage_contradictions(Usage(prompt_tokens=900, cached_tokens=600), previous=Usage(prompt_tokens=500, completion_tokens=20))
-    ["usage.cached_tokens: 600 read, more than the session's previous call could store (usage.prompt_tokens 500 + usage.completion_tokens 20)"]
     """
     fields = (
         "prompt_tokens",
@@ -228,15 +230,42 @@ def usage_contradictions(usage: object, previous: object | None = None) -> list[
         parts = ["usage.cached_tokens", "usage.cache_write_tokens"] if writes else ["usage.cached_tokens"]
         shown = f"{reads} + {writes} = {reads + writes}" if writes else f"{reads}"
         out.append(f"{' + '.join(parts)}: {shown} exceed usage.prompt_tokens {prompt}")
-    before = getattr(previous, "prompt_tokens", None)
-    if isinstance(before, int) and before >= 0 and reads > 0:
-        answer = getattr(previous, "completion_tokens", None) or 0
-        if reads > before + max(answer, 0):
-            out.append(
-                f"usage.cached_tokens: {reads} read, more than the session's previous call could store "
-                f"(usage.prompt_tokens {before} + usage.completion_tokens {answer})"
-            )
     return out
+
+
+def reads_from_outside(requests: pl.DataFrame) -> pl.DataFrame:
+    """The calls of an analysis' ``requests`` frame (in the order they were analyzed) whose reported
+    cache reads are larger than anything the log's earlier calls could have written: more than every
+    earlier call's reported prompt plus its answer (a provider stores at most the prompt, and some the
+    answer too), or any read on the log's first call. Such a read is no load problem: the prefix was
+    written by a call the log does not hold (another session of the account, a retried request), and
+    the reported figures are kept as they are. Columns ``session, index, reported_cached_tokens`` and
+    ``written_before`` (the most an earlier call could have written; null on the first call).
+
+    >>> import polars as pl
+    >>> q = pl.DataFrame({"session": ["a", "a", "b"], "index": [0, 1, 0],
+    ...                   "reported_prompt_tokens": [500, 900, 700], "reported_completion_tokens": [20, 20, 5],
+    ...                   "reported_cached_tokens": [0, 600, 520]})
+    >>> reads_from_outside(q).rows()
+    [('a', 1, 600, 520)]
+    """
+    import polars as pl
+
+    written = (
+        pl.col("reported_prompt_tokens").fill_null(0) + pl.col("reported_completion_tokens").fill_null(0)
+    ).cum_max()
+    return (
+        requests.select(
+            "session",
+            "index",
+            "reported_cached_tokens",
+            written.shift(1).alias("written_before"),
+        )
+        .filter(
+            (pl.col("reported_cached_tokens").fill_null(0) > 0)
+            & (pl.col("reported_cached_tokens") > pl.col("written_before").fill_null(0))
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------------

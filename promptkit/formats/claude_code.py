@@ -50,7 +50,9 @@ How the file becomes request records:
   share the account's cache, so the analysis takes the ``simulated`` view by default. What the
   transcript shows happened since the thread's previous call is in ``meta["log_events"]``:
   ``compaction`` (the context starts at a ``compact_boundary``) or ``rewind`` (the call's chain leaves
-  the previous call out); the causes name a rebuild from them.
+  the previous call out), ``thinking_changed`` (the thinking settings of the prompt it answers differ
+  from the previous call's: :mod:`promptkit.formats.claude_code_thinking`); the causes name a rebuild
+  from them.
 
 - **Resumed sessions.** A transcript that starts with copies of an earlier session's calls (a resume: the
   same ``requestId``, timestamps rewritten) keeps only the calls after them; the earlier file counts the
@@ -82,6 +84,7 @@ import attrs
 from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats.base import COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.claude_code_resume import earlier_copies
+from promptkit.formats.claude_code_thinking import set_by_words, thinking_setting
 from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
@@ -119,6 +122,7 @@ class _Event:
     compact_boundary: bool = False
     compact_summary: bool = False  # Claude Code 1.0.x: the summary a compaction starts a new root with
     prelude: bool = False  # an event of the main thread's file, read for a compaction sub-agent's context
+    thinking: str | None = None  # a typed prompt's thinking setting (claude_code_thinking)
 
     @property
     def synthetic(self) -> bool:
@@ -199,6 +203,7 @@ def _parse_event(obj: object, line: int) -> _Event:
         sidechain=obj.get("isSidechain") is True,
         compact_boundary=kind == "system" and obj.get("subtype") == "compact_boundary",
         compact_summary=kind == "user" and obj.get("isCompactSummary") is True,
+        thinking=thinking_setting(obj) if kind == "user" else None,
     )
 
 
@@ -291,6 +296,9 @@ class _Transcript:
         self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
         self.known_call: dict[int, str | None] = {}  # a call's line -> the nearest earlier call on its chain
         self.commands: dict[int, list[str]] = {}  # a call's line -> slash commands since the call before
+        self.thinking: dict[str, str | None] = {}  # a call's first uuid -> its thinking setting
+        # the prompts' words set the thinking budget only where no prompt carries thinkingMetadata
+        self.by_words = not any(e.thinking is not None and not set_by_words(e.thinking) for e in events)
 
     def segment(self, first: _Event) -> tuple[list[_Event], _Event | None]:
         """The ancestors of ``first``, newest first, back to the root, a compaction boundary or the
@@ -344,6 +352,18 @@ class _Transcript:
         self.commands[first.line] = [
             c for e in segment if e.type == "user" and not e.prelude for c in _commands(e)
         ]
+        if first.uuid is not None:  # the newest prompt's setting since the call before, else that call's
+            own = next(
+                (
+                    e.thinking
+                    for e in segment
+                    if e.thinking and (self.by_words or not set_by_words(e.thinking))
+                ),
+                None,
+            )
+            self.thinking[first.uuid] = (
+                own if own is not None or known is None else self.thinking.get(str(known.uuid))
+            )
         chain = [e for e in segment if e.type in _MESSAGE_TYPES and not e.synthetic]
         on_chain = {e.uuid for e in chain}
         answered = {
@@ -412,8 +432,12 @@ def _events_before(t: _Transcript, first: _Event, previous: str | None) -> list[
     line's uuid; ``""`` for the thread's first call): ``compaction`` when the call's context starts at
     a ``compact_boundary``; ``rewind`` when its ``parentUuid`` chain leaves the previous call out (the
     user went back to an earlier message, or the call is on another branch of the tree);
-    ``tools_changed`` after an MCP reconnect (the ``/mcp`` command)."""
+    ``tools_changed`` after an MCP reconnect (the ``/mcp`` command); ``thinking_changed`` when the call's
+    thinking setting differs from the previous call's (:mod:`promptkit.formats.claude_code_thinking`)."""
     events = [_HEAD_COMMANDS[c] for c in t.commands.get(first.line, []) if c in _HEAD_COMMANDS]
+    before, now = t.thinking.get(previous or ""), t.thinking.get(first.uuid or "")
+    if before is not None and now is not None and before != now:
+        events.append("thinking_changed")
     if first.line in t.compacted:
         return ["compaction", *events]
     known = t.known_call.get(first.line)

@@ -77,6 +77,7 @@ __all__ = [
     "SteppedPrefixCache",
     "UnitPrefixCache",
     "get_cache_model",
+    "message_ends",
     "register_cache_model",
 ]
 
@@ -641,7 +642,7 @@ class BreakpointCache(CacheModel):
         layout: Sequence[LayoutEntry] | None = None,
     ) -> list[tuple[int, float | None]]:
         """(position, ttl) of each cache breakpoint of the request, sorted, positions in tokens."""
-        ends = _message_ends(tokenized)
+        ends = message_ends(tokenized)
         messages = request.get("messages") or []
         points: dict[int, float | None] = {}
 
@@ -694,7 +695,7 @@ class BreakpointCache(CacheModel):
         minimum = self.min_cacheable_tokens(model if isinstance(model, str) else None)
         bps = self.breakpoints(tokenized, request, layout)
         boundaries = sorted(
-            {p for p in (*_message_ends(tokenized), tokenized.header_len) if 0 < p <= tokenized.prompt_len}
+            {p for p in (*message_ends(tokenized), tokenized.header_len) if 0 < p <= tokenized.prompt_len}
             | {pos for pos, _ in bps}
         )
         lookup: set[int] = set()
@@ -719,7 +720,7 @@ class BreakpointCache(CacheModel):
         return max(0, last - cached_tokens)
 
 
-def _message_ends(tokenized: TokenizedRequest) -> list[int]:
+def message_ends(tokenized: TokenizedRequest) -> list[int]:
     """Token offset just past each message (``message_ends`` when the tokenizer gives them)."""
     ends = getattr(tokenized, "message_ends", None)
     if ends is not None:

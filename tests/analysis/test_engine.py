@@ -658,7 +658,7 @@ def test_lone_surrogates_are_mended_where_they_are_rendered(provider: str) -> No
 def test_request_row_is_the_frame_schema() -> None:
     """The requests frame's columns and types are RequestRow's fields: names, order and polars types
     (strings, 64-bit integers, floats, booleans): the columns as they were before the frame was derived
-    from the class, with the ruler's and the context text's added."""
+    from the class, with the ruler's, the context text's and the inferred breakpoints added."""
     import attrs
     import polars as pl
 
@@ -669,7 +669,7 @@ def test_request_row_is_the_frame_schema() -> None:
         tuple(result.requests.columns) == REQUEST_COLUMNS == tuple(f.name for f in attrs.fields(RequestRow))
     )
     kinds = {pl.String: "s", pl.Int64: "i", pl.Float64: "f", pl.Boolean: "b"}
-    assert "".join(kinds[t] for t in result.requests.dtypes) == "sifiiifiiissssisiiiiissssiifiissiisisibs"
+    assert "".join(kinds[t] for t in result.requests.dtypes) == "sifiiifiiissssisiiiiissssiifiissiisisibss"
     row = RequestRow(session="s", index=3, prompt_tokens=10)
     assert attrs.astuple(row)[:4] == ("s", 3, None, 10)
 

@@ -159,10 +159,11 @@ def _columns_logs(root: Any, *, with_usage: bool = True, timed: bool = True) -> 
             ]
             if s == "a" and turn == 3:
                 messages.append({"role": "user", "content": "a lone surrogate \ud800 here"})
-            # calls c#2 and a#4 read more than their session's previous call could store: problems, kept
-            # as reported, named in time order (c#2 first), not in the files' order
+            # calls c#2 and a#4 read more than their prompt: the reader's problems (kept without usage),
+            # named in the files' order as read_logs lists them (a read larger than the earlier calls
+            # could write is no problem any more: a read from outside the log, a note)
             usage = {"prompt_tokens": 900 + 100 * turn, "completion_tokens": 5}
-            usage["prompt_cache_hit_tokens"] = {("c", 2): 1050, ("a", 4): 1250}.get((s, turn), 0)
+            usage["prompt_cache_hit_tokens"] = {("c", 2): 1150, ("a", 4): 1350}.get((s, turn), 0)
             lines.append(
                 json.dumps(
                     {
@@ -263,8 +264,8 @@ def test_the_simulated_coordinator_reads_no_record(logs: str, tmp_path: Any, mon
             pl.col("change_class").is_not_null() & (pl.col("change_class") != "model_switch")
         ).height
         reasons = " ".join(serial.problems["reason"].to_list())
-        assert [Path(f).name for f in serial.problems["file"]] == ["c.jsonl", "a.jsonl"]
-        assert "kept as reported" in reasons
+        assert [Path(f).name for f in serial.problems["file"]] == ["a.jsonl", "c.jsonl"]
+        assert "kept without usage" in reasons
         assert any("U+FFFD" in n for n in serial.notes)
     else:
         assert set(requests["position_basis"].drop_nulls()) - {"local"}  # the usage's anchors placed them

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import bisect
 import doctest
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, strategies as st
 
 from promptkit.analysis import ruler as ruler_module
-from promptkit.analysis.api import analyze_requests
+from promptkit.analysis.api import analyze, analyze_requests
 from promptkit.analysis.ruler import Ruler, own_anchors, usage_contradictions
 from promptkit.layout import RequestRecord, Usage
 
@@ -88,29 +89,24 @@ def test_own_anchors_are_the_prompt_end_and_the_last_breakpoint() -> None:
 
 
 @pytest.mark.parametrize(
-    ("usage", "previous", "field"),
+    ("usage", "field"),
     [
-        (Usage(prompt_tokens=-1), None, "usage.prompt_tokens: -1 is negative"),
-        (Usage(prompt_tokens=100, cached_tokens=-5), None, "usage.cached_tokens: -5 is negative"),
-        (Usage(prompt_tokens=100, cached_tokens=90, cache_write_tokens=20), None, "90 + 20 = 110 exceed"),
-        (
-            Usage(prompt_tokens=900, cached_tokens=700),
-            Usage(prompt_tokens=500, completion_tokens=10),
-            "700 read",
-        ),
+        (Usage(prompt_tokens=-1), "usage.prompt_tokens: -1 is negative"),
+        (Usage(prompt_tokens=100, cached_tokens=-5), "usage.cached_tokens: -5 is negative"),
+        (Usage(prompt_tokens=100, cached_tokens=90, cache_write_tokens=20), "90 + 20 = 110 exceed"),
+        (Usage(prompt_tokens=100, cached_tokens=101), "usage.cached_tokens: 101 exceed"),
     ],
 )
-def test_contradictions_are_named(usage: Usage, previous: Usage | None, field: str) -> None:
-    [reason] = usage_contradictions(usage, previous)
+def test_contradictions_are_named(usage: Usage, field: str) -> None:
+    [reason] = usage_contradictions(usage)
     assert field in reason
 
 
 def test_consistent_usage_is_no_problem() -> None:
-    previous = Usage(prompt_tokens=500, completion_tokens=20)
-    assert (
-        usage_contradictions(Usage(prompt_tokens=900, cached_tokens=520, cache_write_tokens=370), previous)
-        == []
-    )
+    assert usage_contradictions(Usage(prompt_tokens=900, cached_tokens=520, cache_write_tokens=370)) == []
+    assert usage_contradictions(Usage(prompt_tokens=900, cached_tokens=530, cache_write_tokens=370)) == []
+    # reads larger than the previous call could store are no contradiction of the usage itself
+    assert usage_contradictions(Usage(prompt_tokens=900, cached_tokens=700)) == []
 
 
 def test_the_analysis_counts_a_contradiction_with_file_and_line_and_keeps_the_figures() -> None:
@@ -137,7 +133,10 @@ def test_the_analysis_counts_a_contradiction_with_file_and_line_and_keeps_the_fi
     reasons = problems["reason"].to_list()
     assert problems["file"].to_list() == ["log.jsonl"] * len(reasons)
     assert any("usage.cached_tokens: 400 exceed usage.prompt_tokens 320" in r for r in reasons)
-    assert any("more than the session's previous call could store" in r for r in reasons)
+    # the read is larger than the first call could store: a read from outside the log, not a problem
+    assert not any("could store" in r or "outside" in r for r in reasons)
+    [note] = [n for n in result.notes if "outside the log" in n]
+    assert note.startswith("1 call(s) read more") and "s#1 read 400 tokens" in note and "305 at most" in note
 
 
 def _openai_counted_longer() -> tuple[list[RequestRecord], int]:
@@ -412,3 +411,45 @@ def test_the_parallel_simulated_view_places_positions_as_one_process(case: str) 
         assert one.requests["position_basis"][1] == "exact"  # placed by a reported count
     else:
         assert one.requests["prompt_tokens"][0] == 0  # kept as reported, though it places nothing
+
+
+def test_reads_from_outside_the_log_are_counted_in_a_note_in_every_plan(tmp_path: Path) -> None:
+    import json
+
+    from promptkit.analysis.ruler import reads_from_outside
+
+    # two sessions; b's second call reads more than any earlier call of the log could have written (a
+    # retried request the log does not hold wrote it), a's first call reads what another session wrote
+    lines = []
+    for s, turn, prompt, hit, ts in (
+        ("a", 0, 1200, 600, 1000.0),
+        ("b", 0, 900, 0, 1001.0),
+        ("a", 1, 1300, 1200, 1010.0),
+        ("b", 1, 1500, 1400, 1011.0),
+    ):
+        messages = [{"role": "user", "content": f"{s} {k} " * 200} for k in range(turn + 1)]
+        usage = {"prompt_tokens": prompt, "completion_tokens": 5, "prompt_cache_hit_tokens": hit}
+        body = {"session": s, "timestamp": ts, "request": {"model": "deepseek-chat", "messages": messages}}
+        lines.append(json.dumps({**body, "response": {"usage": usage}}))
+    (tmp_path / "log.jsonl").write_text("\n".join(lines) + "\n")
+    other = {"session": "c", "timestamp": 999.0, "request": {"model": "deepseek-chat", "messages": [
+        {"role": "user", "content": "c"}]}, "response": {"usage": {"prompt_tokens": 100, "completion_tokens": 5}}}  # fmt: skip
+    (tmp_path / "other.jsonl").write_text(
+        json.dumps(other) + "\n"
+    )  # a second file: jobs=2 runs the file plan
+    notes = []
+    for jobs in (1, 2):
+        result = analyze(tmp_path, jobs=jobs)
+        assert result.problems.height == 0
+        notes.append([n for n in result.notes if "outside the log" in n])
+    assert notes[0] == notes[1] and len(notes[0]) == 1
+    assert notes[0][0].startswith(
+        "2 call(s) read more from the cache than the log's earlier calls could have written (2,000 tokens"
+    )
+    # in time order: the other file's call came first, so a's first call is not the log's first
+    assert "e.g. a#0 read 600 tokens, where earlier calls could write 105 at most" in notes[0][0]
+    frame = analyze(tmp_path / "log.jsonl").requests.sort("timestamp")
+    assert reads_from_outside(frame).select("session", "index", "written_before").rows() == [
+        ("a", 0, None),
+        ("b", 1, 1305),
+    ]

@@ -130,3 +130,17 @@ def test_a_1_0_compaction_is_a_compaction_not_a_rewind(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     again = read_logs(_write(tmp_path / "other" / "s9.jsonl", plain)).records
     assert again[2].meta.get("log_events") == ["rewind"]
+
+
+def test_the_file_plan_counts_a_resumed_session_once_with_the_same_note(tmp_path: Path) -> None:
+    from promptkit.analysis.api import analyze
+
+    project = _project(tmp_path)
+    one = analyze(project, jobs=1)
+    files = analyze(project, jobs=2)  # the file plan: each transcript read by a worker
+    assert files.requests.height == one.requests.height == 3
+    assert sorted(files.requests["session"].to_list()) == ["s1", "s1", "s2"]
+    resumed = [n for n in files.notes if "resumed" in n]
+    assert resumed == [n for n in one.notes if "resumed" in n] and len(resumed) == 1
+    assert files.notes == one.notes
+    assert int(files.requests["reported_cache_write_tokens"].sum()) == 3 * 21000

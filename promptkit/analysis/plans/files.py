@@ -166,6 +166,8 @@ class FilePiece:
     loaded: bytes | str | Any = b""
     view: str | None = None  # the view the file was analyzed in (None: it has no records)
     format: LogFormat | None = None  # the format it was read in (None: none known)
+    # what the format noted while reading (a resumed session's copies left out), as read_logs collects them
+    notes: tuple[str, ...] = ()
 
 
 def _shared(options: FileOptions) -> str | None:
@@ -278,8 +280,18 @@ def file_task(
         if options.spill is not None:
             loaded = spill_records(options.spill, loaded)
     view = options.view if records else None
+    noted = tuple(dict.fromkeys(n for r in records for n in r.meta.get("load_notes", ())))
     return FilePiece(
-        len(records), tuple(problems), sessions, tuple(reordered), tuple(defaulted), pieces, loaded, view, fmt
+        len(records),
+        tuple(problems),
+        sessions,
+        tuple(reordered),
+        tuple(defaulted),
+        pieces,
+        loaded,
+        view,
+        fmt,
+        noted,
     )
 
 
@@ -473,9 +485,11 @@ def _assemble(
     defaulted: set[str] = set()
     groups: dict[_Key, list[tuple[int, GroupPiece]]] = {}
     loaded: list[tuple[int, Any]] = []  # simulated view: each file's records (one pickle) and offset
+    noted: list[str] = []  # the formats' notes, first, in file order (as read_logs lists them)
     offset = 0
     for k in sorted(pieces):
         piece = pieces[k]
+        noted.extend(n for n in piece.notes if n not in noted)
         problems.extend(piece.problems)
         reordered.extend(piece.reordered)
         if piece.loaded:
@@ -484,6 +498,7 @@ def _assemble(
         for group in piece.groups:
             groups.setdefault(group.key, []).append((offset, group))
         offset += piece.records
+    notes[:0] = noted
     notes.extend(reordered_notes(reordered))
     if chosen_view:
         notes.append(VIEW_NOTE)
