@@ -451,6 +451,25 @@ class RadixCache:
         self._pruned = self._pruned or freed > 0
         return freed
 
+    def forget_expired(self, before: float) -> int:
+        """Remove every run whose entries all expired before ``before``, as if it had never been stored
+        (unlike :meth:`expire`, a later read does not count it as lost); return the tokens freed. The
+        removed nodes' links are cut, so reference counting frees them (memory: no cyclic collection)."""
+        freed = 0
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            for first, child in list(node.children.items()):
+                if child.expires < before:
+                    del node.children[first]
+                    for gone in list(_subtree(child)):
+                        freed += int(gone.edge.shape[0])
+                        gone.children, gone.parent = {}, None
+                else:
+                    stack.append(child)
+        self._tokens -= freed
+        return freed
+
 
 def _subtree(node: _Node) -> Iterator[_Node]:
     stack = [node]
@@ -707,6 +726,17 @@ class CacheSimulator:
                 if node.mark_source is not None:
                     found.add(node.mark_source)
         return found
+
+    def forget_expired(self, before: float) -> int:
+        """Forget the content whose entries all expired before ``before`` (in the cache and the shadow
+        with the TTL; the shadow that keeps everything without one, made where a capacity evicts, is
+        kept): a later call that would have read it reads it as never stored. Return the tokens freed
+        (memory: :data:`~promptkit.analysis.replay.FORGET_AFTER`)."""
+        freed = 0
+        for cache, keeps_ttl in self._caches():
+            if keeps_ttl:
+                freed += cache.forget_expired(before)
+        return freed
 
     def end_session(self, session: Hashable) -> None:
         """Forget how ``session``'s next call would resume (its latest store and where it ended in each

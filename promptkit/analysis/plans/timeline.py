@@ -38,6 +38,7 @@ from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans.local import LocalRun
 from promptkit.analysis.plans.timeline_index import FileSpan, TimelineIndex, index_logs, stamp_of
 from promptkit.analysis.prepare import composition_frame
+from promptkit.analysis.simulator import CacheSimulator
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec
 from promptkit.errors import LogFileError
 from promptkit.formats.base import LogFormat, Source, get_format, read_items
@@ -68,6 +69,9 @@ class BoundedRun(LocalRun):
 
     def __init__(self, ctx: AnalysisContext) -> None:
         super().__init__(ctx)
+        # memory: the cache keeps its own copies of the runs it stores, not views that would keep each
+        # session's whole token buffer alive after the session ended
+        self.replay.sim = CacheSimulator(self.model, share_tokens=False)
         self.kept = 0  # requests remembered after the last sweep
         self.sweeps = 0
         self.requests_frames: list[pl.DataFrame] = []
@@ -130,7 +134,8 @@ class BoundedRun(LocalRun):
 
 def _changed(path: Any) -> LogFileError:
     return LogFileError(
-        path, "changed while it was analyzed (it differs from the first pass); analyze it again once it is written"
+        path,
+        "changed while it was analyzed (it differs from the first pass); analyze it again once it is written",
     )
 
 

@@ -136,9 +136,7 @@ class _Scan:
                 self.notes.append(note)
 
 
-def _read_file(
-    path: Path, fmt: LogFormat, scan: _Scan, problems: list[LoadProblem], group_of: Any
-) -> int:
+def _read_file(path: Path, fmt: LogFormat, scan: _Scan, problems: list[LoadProblem], group_of: Any) -> int:
     """Scan one file's records into ``scan``; return how many there were."""
     count = 0
     for item in read_items(fmt, Source.open(path)):
@@ -260,7 +258,9 @@ def _finish(
         window = LOOKAHEAD
         if late >= 0:
             window = stop - start
-            count = int(np.count_nonzero(ranks[LOOKAHEAD + 1 :] < np.maximum.accumulate(ranks[: -LOOKAHEAD - 1])))
+            count = int(
+                np.count_nonzero(ranks[LOOKAHEAD + 1 :] < np.maximum.accumulate(ranks[: -LOOKAHEAD - 1]))
+            )
             notes.append(
                 f"{path}: line {scan.lines[start + late]}: {count} record(s) out of time order by more than "
                 f"{LOOKAHEAD} records in the file; the file was held whole to replay it in time order"
