@@ -94,6 +94,9 @@ def test_claude_code_copies_give_the_loaded_result(
     def spy(self: timeline.BoundedRun) -> Any:
         held.append(len(self.prepared))
         assert self.sweeps > 0 and len(self.requests_frames) > 1
+        sim = self.replay.sim
+        assert sim is not None and not sim._latest and not sim.cache._cursors  # every session ended
+        assert not self.replay.session_tokens and not self.stage1.last_usage
         return partial(self)
 
     monkeypatch.setattr(timeline.BoundedRun, "partial", spy)
