@@ -15,7 +15,10 @@ It prints each run's wall time, CPU time (user + system of the process and its w
 (the largest process), the JSON-parse bound of the same files (every line parsed once with ``json``)
 and the ratios.
 
-    python benchmarks/stream_simulated.py [--copies 5,20,500,2000] [--gap-hours 3] [--jobs 2]
+- with ``--before DIR``, also **before**: the default command of another checkout (``git archive``
+  of the code before this plan, unpacked in DIR).
+
+    python benchmarks/stream_simulated.py [--copies 5,20,500,2000] [--gap-hours 3] [--jobs 2] [--before DIR]
 """
 
 from __future__ import annotations
@@ -49,13 +52,14 @@ raise SystemExit(code)
 """
 
 
-def run(corpus: Path, threshold: int, extra: list[str]) -> tuple[float, float, float]:
-    """Wall seconds, CPU seconds (with workers) and peak RSS (MB, the largest process) of one command."""
+def run(corpus: Path, threshold: int, extra: list[str], root: Path = ROOT) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (with workers) and peak RSS (MB, the largest process) of one command
+    (``root``: the checkout whose ``promptkit`` runs)."""
     with tempfile.TemporaryDirectory() as out:
         figures = Path(out) / "figures.json"
         args = [sys.executable, "-c", _RUN, str(threshold), str(figures), "analyze", str(corpus)]
         args += ["--no-plots", "--no-html", "-q", "--out", out, *extra]
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(root)}
         t = time.perf_counter()
         code = subprocess.run(args, env=env, stdout=subprocess.DEVNULL, check=False).returncode
         wall = time.perf_counter() - t
@@ -81,6 +85,11 @@ def main() -> None:
     parser.add_argument("--copies", default="5,20,500,2000")
     parser.add_argument("--gap-hours", type=float, default=3.0)
     parser.add_argument("--jobs", type=int, default=0, help="also compare --jobs 1 with --jobs K")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also run the default command of this checkout (e.g. a `git archive` of main)",
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,8 +101,11 @@ def main() -> None:
             if args.jobs:
                 modes[f"jobs{args.jobs}"] = (size * 10 + 1, ["--jobs", str(args.jobs)])
                 modes["jobs1"] = (size * 10 + 1, ["--jobs", "1"])
+            if args.before is not None:
+                modes["before"] = (0, [])
             for mode, (threshold, extra) in modes.items():
-                wall, cpu, rss = run(corpus, threshold, extra)
+                root = args.before if mode == "before" else ROOT
+                wall, cpu, rss = run(corpus, threshold, extra, root)
                 rows.append((n, size, mode, wall, cpu, rss, bound))
                 print(
                     f"N={n:<5} {size / 1e6:7.1f} MB  {mode:8}  wall {wall:6.1f} s  cpu {cpu:6.1f} s  "
@@ -108,6 +120,11 @@ def main() -> None:
         print(
             f"N={n}: timeline / loaded: wall {t[0] / lo[0]:.2f}x, cpu {t[1] / lo[1]:.2f}x, peak {t[2] / lo[2]:.2f}x"
         )
+        if args.before is not None:
+            b = by[(n, "before")]
+            print(
+                f"N={n}: timeline / before: wall {t[0] / b[0]:.2f}x, cpu {t[1] / b[1]:.2f}x, peak {t[2] / b[2]:.2f}x"
+            )
         if args.jobs:
             k, one = by[(n, f"jobs{args.jobs}")], by[(n, "jobs1")]
             print(
@@ -115,7 +132,7 @@ def main() -> None:
             )
     if len(sizes) > 1:
         small, large = sizes[0], sizes[-1]
-        for mode in ("timeline", "loaded"):
+        for mode in ("timeline", "loaded", *(("before",) if args.before is not None else ())):
             a, b = by[(small, mode)], by[(large, mode)]
             print(
                 f"{mode}: N={large} / N={small}: peak {b[2] / a[2]:.2f}x, "

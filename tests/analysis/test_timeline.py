@@ -97,7 +97,9 @@ def test_claude_code_copies_give_the_loaded_result(
         sim = self.replay.sim
         assert sim is not None and not sim._latest and not sim.cache._cursors  # every session ended
         assert not self.replay.session_tokens and not self.stage1.last_usage
-        return partial(self)
+        out = partial(self)
+        assert out.requests["_seq"].to_list() == list(range(out.requests.height))  # across flushes
+        return out
 
     monkeypatch.setattr(timeline.BoundedRun, "partial", spy)
     want = loaded(tmp_path)
@@ -173,6 +175,18 @@ def test_records_out_of_order_beyond_the_look_ahead_are_named_and_replayed_in_ti
     assert_same(attrs.evolve(want, notes=got.notes), got)
 
 
+def test_records_out_of_order_within_the_look_ahead_need_no_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timeline_index, "LOOKAHEAD", 2)
+    log = tmp_path / "calls.jsonl"
+    order = [("a", k, 100.0 * k) for k in range(8)]
+    order.insert(2, order.pop(4))  # call 4 on line 3: calls 2 and 3 come 1 and 2 lines after it
+    log.write_text("\n".join(_log_line(s, k, ts, "deepseek-chat") for s, k, ts in order) + "\n")
+    want = loaded(log, view="simulated")
+    assert_same(want, analyze_timeline(log, None, view="simulated"))
+
+
 def test_a_file_changed_between_the_passes_is_an_error(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     log.write_text("\n".join(_log_line("a", k, 10.0 * k, "deepseek-chat") for k in range(3)) + "\n")
@@ -185,6 +199,11 @@ def test_a_file_changed_between_the_passes_is_an_error(tmp_path: Path) -> None:
 
 def test_the_index_orders_as_the_local_plan(tmp_path: Path) -> None:
     _write_sessions(tmp_path)
+    # calls at the same time (turns then follow the places), and a session whose last call in time
+    # is not its last line
+    ties = [("t", 0, 100.0), ("u", 0, 100.0), ("t", 2, 300.0), ("t", 1, 100.0), ("u", 1, 300.0)]
+    text = "\n".join(_log_line(s, k, ts, "deepseek-chat") for s, k, ts in ties) + "\n"
+    (tmp_path / "calls-2.jsonl").write_text(text)
     index = index_logs(tmp_path, None, None)
     records = read_logs(tmp_path).records
     turns = sorted(range(len(records)), key=lambda k: (records[k].timestamp, k))
@@ -233,3 +252,14 @@ def test_an_ended_session_is_forgotten() -> None:
     assert "s" in sim.cache._cursors
     sim.end_session("s")
     assert "s" not in sim.cache._cursors
+
+
+def test_the_sources_are_every_label_and_pending_write() -> None:
+    sim = CacheSimulator(get_cache_model("unit-prefix", unit=1, delay=10.0))
+    sim.store(np.arange(100), CachePlan(100, (CacheEntry(100, exact=True),)), now=0.0, source="a#0")
+    assert sim.sources() == {"a#0"}  # still pending
+    sim.store(np.arange(300), CachePlan(300, (CacheEntry(300),)), now=20.0, source="a#1")
+    # a#0 written at 10 and marks an exact entry; a#1 pending
+    assert sim.sources() == {"a#0", "a#1"}
+    sim.lookup(np.arange(300), CachePlan(300), now=40.0)  # writes a#1 over a#0's run, not its mark
+    assert sim.sources() == {"a#0", "a#1"}
