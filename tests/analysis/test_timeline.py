@@ -181,7 +181,7 @@ def test_records_out_of_order_within_the_look_ahead_need_no_note(
     monkeypatch.setattr(timeline_index, "LOOKAHEAD", 2)
     log = tmp_path / "calls.jsonl"
     order = [("a", k, 100.0 * k) for k in range(8)]
-    order.insert(2, order.pop(4))  # call 4 on line 3: calls 2 and 3 come 1 and 2 lines after it
+    order.insert(2, order.pop(0))  # call 0 on line 3, two lines after calls 1 and 2
     log.write_text("\n".join(_log_line(s, k, ts, "deepseek-chat") for s, k, ts in order) + "\n")
     want = loaded(log, view="simulated")
     assert_same(want, analyze_timeline(log, None, view="simulated"))
