@@ -61,7 +61,8 @@ def run(corpus: Path, threshold: int, extra: list[str], root: Path = ROOT) -> tu
         args += ["--no-plots", "--no-html", "-q", "--out", out, *extra]
         env = {**os.environ, "PYTHONPATH": str(root)}
         t = time.perf_counter()
-        code = subprocess.run(args, env=env, stdout=subprocess.DEVNULL, check=False).returncode
+        # cwd: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH
+        code = subprocess.run(args, env=env, cwd=root, stdout=subprocess.DEVNULL, check=False).returncode
         wall = time.perf_counter() - t
         if code != 0:
             raise SystemExit(f"{' '.join(args)} exited {code}")
