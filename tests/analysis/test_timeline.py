@@ -263,3 +263,12 @@ def test_the_sources_are_every_label_and_pending_write() -> None:
     assert sim.sources() == {"a#0", "a#1"}
     sim.lookup(np.arange(300), CachePlan(300), now=40.0)  # writes a#1 over a#0's run, not its mark
     assert sim.sources() == {"a#0", "a#1"}
+
+
+def test_a_profile_object_and_a_progress_bar(tmp_path: Path) -> None:
+    from promptkit.providers.registry import get_provider
+
+    _write_sessions(tmp_path)
+    profile = get_provider("deepseek")
+    want = loaded(tmp_path, view="simulated", provider=profile)
+    assert_same(want, analyze_timeline(tmp_path, None, view="simulated", provider=profile, progress=True))
