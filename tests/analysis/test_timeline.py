@@ -272,3 +272,16 @@ def test_a_profile_object_and_a_progress_bar(tmp_path: Path) -> None:
     profile = get_provider("deepseek")
     want = loaded(tmp_path, view="simulated", provider=profile)
     assert_same(want, analyze_timeline(tmp_path, None, view="simulated", provider=profile, progress=True))
+
+
+def test_a_compressed_file_and_a_file_of_no_known_format(tmp_path: Path) -> None:
+    import gzip
+
+    _corpus_builder().build(tmp_path, 3, 0.01)
+    first = sorted(tmp_path.rglob("*.jsonl"))[0]
+    first.with_suffix(".jsonl.gz").write_bytes(gzip.compress(first.read_bytes()))
+    first.unlink()
+    (tmp_path / "junk.jsonl").write_text("not json\n")
+    want = loaded(tmp_path)
+    assert want.problems.height == 1
+    assert_same(want, analyze_timeline(tmp_path, None))
