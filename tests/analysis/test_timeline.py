@@ -79,6 +79,11 @@ def test_a_log_of_the_consecutive_view_is_left_to_the_loaded_plan() -> None:
     assert analyze_timeline(str(ROOT / "fixtures/real-logs/deepseek"), None) is None
 
 
+def test_logs_without_records_are_left_to_the_loaded_plan(tmp_path: Path) -> None:
+    (tmp_path / "empty.jsonl").write_text("")
+    assert analyze_timeline(tmp_path, None) is None
+
+
 @pytest.mark.parametrize("gap_hours", [0.02, 3.0, 30.0])
 def test_claude_code_copies_give_the_loaded_result(
     gap_hours: float, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

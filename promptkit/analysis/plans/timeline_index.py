@@ -22,6 +22,7 @@ bounded for the files within the window.
 from __future__ import annotations
 
 import os
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -105,12 +106,13 @@ class _Scan:
     """What the first pass collects, record by record."""
 
     sessions: dict[str, int] = attrs.field(factory=dict)
-    session: list[int] = attrs.field(factory=list)
-    times: list[float] = attrs.field(factory=list)
+    # memory: typed arrays, 8 bytes a record each (a list holds a boxed number per record)
+    session: array[int] = attrs.field(factory=lambda: array("q"))
+    times: array[float] = attrs.field(factory=lambda: array("d"))
     untimed: set[int] = attrs.field(factory=set)  # sessions with a record without a timestamp
-    group: list[int] = attrs.field(factory=list)
+    group: array[int] = attrs.field(factory=lambda: array("q"))
     groups: dict[Any, int] = attrs.field(factory=dict)
-    lines: list[int] = attrs.field(factory=list)
+    lines: array[int] = attrs.field(factory=lambda: array("q"))
     files_of: dict[int, list[str]] = attrs.field(factory=dict)  # session -> files, in first-seen order
     tree: bool = True
     notes: list[str] = attrs.field(factory=list)
@@ -157,9 +159,12 @@ def _session_places(scan: _Scan) -> tuple[np.ndarray, np.ndarray, np.ndarray, li
     """``pos``, ``index`` and ``last`` of every record, as :func:`~promptkit.formats.read_logs` orders
     each session (time order where every call has a timestamp, else read order, in the places its
     records had), and the sessions it reordered (in first-seen order)."""
-    session = np.asarray(scan.session, np.int64)
-    times = np.asarray(scan.times, np.float64)
+    session = np.frombuffer(scan.session, np.int64)
+    times = np.frombuffer(scan.times, np.float64)
     n = session.shape[0]
+    if not n:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(0, bool), []
     # read order within each session, then (where the session is timed) a stable sort by time
     by_read = np.lexsort((np.arange(n), session))
     timed = np.ones(len(scan.sessions), bool)
@@ -244,7 +249,7 @@ def _finish(
     """The index from what the pass scanned: places, ranks, look-ahead windows and notes."""
     pos, index, last, reordered = _session_places(scan)
     n = pos.shape[0]
-    times = np.asarray(scan.times, np.float64)
+    times = np.frombuffer(scan.times, np.float64)
     rank = np.empty(n, np.int64)
     rank[np.lexsort((pos, np.nan_to_num(times, nan=0.0)))] = np.arange(n)
     notes = scan.notes + passed
@@ -267,7 +272,7 @@ def _finish(
             )
         first = int(ranks.min()) if stop > start else n
         files.append(FileSpan(path, fmt, start, stop, first, window, stamp))
-    group = np.asarray(scan.group, np.int64)
+    group = np.frombuffer(scan.group, np.int64)
     keys = list(scan.groups)
     # the groups in the order the load order meets them (the records at places 0, 1, ...)
     at_place = np.empty(n, np.int64)
