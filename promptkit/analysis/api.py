@@ -27,9 +27,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -38,16 +39,50 @@ from promptkit.analysis.executors import Executor, make_executor, named_tokenize
 from promptkit.analysis.plans import files as file_plan
 from promptkit.analysis.plans.records import analyze_group
 from promptkit.analysis.plans.stream import analyze_stream
+from promptkit.analysis.plans.timeline import analyze_timeline
 from promptkit.analysis.result import AnalysisResult
 from promptkit.analysis.runtime import gc_paused, phase
 from promptkit.analysis.spec import DEFAULT_PROVIDER, VIEWS, AnalysisSpec, default_view
-from promptkit.errors import RecordFormatError, UsageError
-from promptkit.formats import read_logs, records_from_requests
+from promptkit.errors import PromptkitError, RecordFormatError, UsageError
+from promptkit.formats import find_log_files, read_logs, records_from_requests
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
 from promptkit.tokens.cache_models import CacheModel
 
-__all__ = ["analyze", "analyze_records", "analyze_requests"]
+__all__ = ["TIMELINE_MIN_BYTES", "analyze", "analyze_records", "analyze_requests", "logs_size"]
+
+#: From this many bytes of logs on, :func:`analyze` with one job runs the simulated view streamed in time
+#: order (:mod:`promptkit.analysis.plans.timeline`: the same frames, memory bounded by what the cache
+#: can still read); below it, it loads the records (faster: the logs are read once, not twice).
+#: Measured in docs/concepts/performance.md.
+TIMELINE_MIN_BYTES: Final[int] = 32 * 1024 * 1024
+
+TIMELINE_OPTIONS: Final = ("provider", "tokenizer", "render", "cache_model", "view", "progress")
+
+
+def logs_size(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> int:
+    """The bytes of the log files under ``paths`` (as stored: compressed files count their compressed
+    size; standard input, an iterator of paths and what cannot be listed count 0).
+
+    >>> logs_size("fixtures/claude-code") > 0, logs_size("-")
+    (True, 0)
+    """
+    from promptkit.formats.base import STDIN_PATHS
+
+    if not isinstance(paths, str | os.PathLike | list | tuple):
+        return 0  # an iterator is read once only: never streamed in two passes
+    items = [paths] if isinstance(paths, str | os.PathLike) else paths
+    if any(str(p) in STDIN_PATHS for p in items):  # read once only: never streamed in two passes
+        return 0
+    total = 0
+    try:
+        found, _ = find_log_files(paths, problems=[])
+    except PromptkitError:
+        return 0  # the load that follows says what is wrong
+    for path, _ in found:
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size
+    return total
 
 
 def _check_arguments(records: object, *, provider: object, progress: object) -> None:
@@ -264,6 +299,11 @@ def analyze(
         return analyze_stream(paths, format, **{**options, "view": view or "consecutive"})
     if jobs != 1 or engine != "local":
         return _analyze_by_file(paths, format, **options)
+    if view in (None, "simulated") and logs_size(paths) >= TIMELINE_MIN_BYTES:
+        _check_arguments((), provider=provider, progress=progress)
+        streamed = analyze_timeline(paths, format, **{k: options[k] for k in TIMELINE_OPTIONS})
+        if streamed is not None:  # else: the consecutive view, or records without a time
+            return streamed
     with phase("load", enabled=progress):  # perf: the loading phase on a TTY
         loaded = read_logs(paths, format=format)
     return analyze_requests(loaded, **options)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from promptkit.analysis.causes import unreported_note
 from promptkit.analysis.breakpoints import inferred_note
+from promptkit.analysis.causes import unreported_note
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.result import AnalysisResult

@@ -18,6 +18,7 @@ The slow, readable twin every fast path is checked against is
 
 from __future__ import annotations
 
+import math
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "EXCERPT_SOURCES",
+    "FORGET_AFTER",
     "OUTSIDE_SOURCE",
     "RULED",
     "CauseFacts",
@@ -54,6 +56,12 @@ __all__ = [
     "stored_tokens",
     "write_1h",
 ]
+
+#: How long (seconds) the simulated view remembers content after its last entry expired, to tell an
+#: expiry (``ttl_expiry``, with the idle gap) from content never stored: a call that comes back to
+#: content expired longer ago reads it as never stored. It bounds what a replay over a long history
+#: holds (the live entries and a day of expired content, not every prompt ever sent).
+FORGET_AFTER: Final[float] = 86_400.0
 
 #: How many recent requests' tokens are kept to show what the cache held at a divergence.
 EXCERPT_SOURCES: Final[int] = 512
@@ -233,7 +241,7 @@ class Replayer:
     """
 
     __slots__ = (
-        "_offsets", "_read_at", "_values", "columns", "divergent", "facts", "model", "previous", "recent",
+        "_forgot", "_offsets", "_read_at", "_values", "columns", "divergent", "facts", "model", "previous", "recent",
         "released", "rulers", "session_tokens", "sim", "sims", "steps", "writes_nothing",
     )  # fmt: skip
 
@@ -263,6 +271,7 @@ class Replayer:
         self.divergent: Divergent | None = None
         self.released = -1
         self._offsets = offsets
+        self._forgot = -math.inf  # when content expired FORGET_AFTER before was last forgotten
         # perf: bound once, not looked up per request
         self._values = operator.itemgetter(*self.columns)
         # ruler mode: where it reads the outcome's figures in the tuple of outcome_values
@@ -308,6 +317,10 @@ class Replayer:
             sim = self.sims.get(part)
             if sim is None:  # a model's first request: its own cache
                 sim = self.sims[part] = CacheSimulator(self.model, share_tokens=True)
+            if now is not None and now - self._forgot > FORGET_AFTER / 4:  # memory: amortized
+                for each in self.sims.values():
+                    each.forget_expired(now - FORGET_AFTER)
+                self._forgot = now
             outcome = sim.step(tokens, plan, now, source_id, session=key, shared=shared)
         else:
             prev = self.previous.get(key)

@@ -451,6 +451,25 @@ class RadixCache:
         self._pruned = self._pruned or freed > 0
         return freed
 
+    def forget_expired(self, before: float) -> int:
+        """Remove every run whose entries all expired before ``before``, as if it had never been stored
+        (unlike :meth:`expire`, a later read does not count it as lost); return the tokens freed. The
+        removed nodes' links are cut, so reference counting frees them (memory: no cyclic collection)."""
+        freed = 0
+        stack = [self._root]
+        while stack:
+            node = stack.pop()
+            for first, child in list(node.children.items()):
+                if child.expires < before:
+                    del node.children[first]
+                    for gone in list(_subtree(child)):
+                        freed += int(gone.edge.shape[0])
+                        gone.children, gone.parent = {}, None
+                else:
+                    stack.append(child)
+        self._tokens -= freed
+        return freed
+
 
 def _subtree(node: _Node) -> Iterator[_Node]:
     stack = [node]
@@ -685,6 +704,47 @@ class CacheSimulator:
         self._pending.clear()
         self._latest.clear()
         self._written.clear()
+
+    def sources(self) -> set[str]:
+        """The calls that a stored run or exact entry names as the one that stored it last (in the cache
+        and its shadows, writes still pending included): the only calls a later lookup can name, as
+        ``source`` or ``lost_source``. A replay keeps what it knows of these calls and may let go of
+        the others (memory: :mod:`promptkit.analysis.plans.timeline`).
+
+        >>> from promptkit.tokens.cache_models import get_cache_model, CachePlan, CacheEntry
+        >>> sim = CacheSimulator(get_cache_model("unit-prefix"))
+        >>> sim.store(np.arange(200), CachePlan(200, (CacheEntry(200),)), now=0.0, source="s#0")
+        >>> sim.store(np.arange(300), CachePlan(300, (CacheEntry(300),)), now=1.0, source="s#1")
+        >>> sorted(sim.sources())
+        ['s#1']
+        """
+        found: set[str] = {p.source for _, _, p in self._pending if p.source is not None}
+        for cache, _ in self._caches():
+            for node in cache._nodes():
+                if node.source is not None:
+                    found.add(node.source)
+                if node.mark_source is not None:
+                    found.add(node.mark_source)
+        return found
+
+    def forget_expired(self, before: float) -> int:
+        """Forget the content whose entries all expired before ``before`` (in the cache and the shadow
+        with the TTL; the shadow that keeps everything without one, made where a capacity evicts, is
+        kept): a later call that would have read it reads it as never stored. Return the tokens freed
+        (memory: :data:`~promptkit.analysis.replay.FORGET_AFTER`)."""
+        freed = 0
+        for cache, keeps_ttl in self._caches():
+            if keeps_ttl:
+                freed += cache.forget_expired(before)
+        return freed
+
+    def end_session(self, session: Hashable) -> None:
+        """Forget how ``session``'s next call would resume (its latest store and where it ended in each
+        cache): call after its last call (memory: a replay over many sessions holds only those open)."""
+        self._latest.pop(session, None)
+        self._written.pop(session, None)
+        for cache, _ in self._caches():
+            cache._cursors.pop(session, None)
 
     def store(
         self,
