@@ -410,8 +410,11 @@ def test_builtin_prices_are_complete_and_cheaper_when_cached() -> None:
         "claude-opus-4-5",
     ):
         assert name in PRICES
+    # the legacy GPT-4 models predate prompt caching: a cached token costs the input price, on them only
+    legacy = {"gpt-4", "gpt-4-32k", "gpt-4-turbo"}
+    assert {m for m, p in PRICES.items() if p.cache_hit == p.cache_miss} == legacy
     for price in PRICES.values():
-        assert price.cache_hit < price.cache_miss
+        assert price.cache_hit < price.cache_miss or price.model in legacy
         assert price.output > 0
         if price.provider == "anthropic":
             assert price.cache_write is not None and price.cache_write > price.cache_miss
