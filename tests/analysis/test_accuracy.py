@@ -34,6 +34,7 @@ from pathlib import Path
 
 import attrs
 import polars as pl
+import pytest
 
 from promptkit.analysis.api import analyze
 from promptkit.analysis.calibration import (
@@ -144,6 +145,7 @@ def doc_cells(row: dict[str, object]) -> str:
     return " | ".join(cells) + " |"
 
 
+@pytest.mark.slow
 def test_the_docs_table_shows_these_figures() -> None:
     page = Path("docs/reference/accuracy.md").read_text(encoding="utf-8")
     for provider, label in (

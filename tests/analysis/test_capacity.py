@@ -38,6 +38,7 @@ def traces(draw: st.DrawFn) -> list[TraceRecord]:
     return records
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(trace=traces(), capacities=st.lists(st.integers(1, 40), min_size=8, max_size=8))
 def test_curve_equals_the_simulator_at_eight_capacities(

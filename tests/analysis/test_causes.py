@@ -521,6 +521,7 @@ def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
     return sorted(taken)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

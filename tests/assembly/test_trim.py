@@ -349,6 +349,7 @@ TURN = st.tuples(
 )
 
 
+@pytest.mark.slow
 @given(
     st.lists(TURN, min_size=6, max_size=24),
     st.integers(150, 900),

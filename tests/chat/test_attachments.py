@@ -352,6 +352,7 @@ def test_matcher_finds_whatever_format_wrote(kind: AttachmentRefKind, ref: str, 
     assert match is not None and match.group(0) == text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["a", "|", " ", "[", ":", "图片"]), max_size=10).map("".join), SAFE_REFS)
 def test_matcher_finds_stored_descs_with_bare_bars(desc: str, ref: str) -> None:

@@ -327,6 +327,7 @@ def test_with_forwards_leaves_text_without_placeholders_unchanged(
     assert with_forwards(text, forwards) == text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(_ids, st.text(max_size=8)), max_size=4, unique_by=lambda p: p[0]),

@@ -431,6 +431,7 @@ def test_a_torn_last_line_is_reported_by_the_loader(tmp_path: Path) -> None:
 # load
 
 
+@pytest.mark.slow
 def test_load_200_concurrent_requests_half_streaming(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     n = 200

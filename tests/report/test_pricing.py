@@ -127,6 +127,7 @@ def _html_cost(path: Path) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", ["promptkit/data/default-session.jsonl", "fixtures/claude-code"])
 def test_analyze_whatif_and_the_html_report_give_the_same_cost(tmp_path: Path, log: str) -> None:
     path = str(ROOT / log)

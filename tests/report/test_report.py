@@ -233,6 +233,7 @@ def _frame_from(draw_rows: list[dict[str, Any]]) -> pl.DataFrame:
     return make_requests(rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_row, max_size=25))
 def test_summaries_agree_with_plain_sums(rows: list[dict[str, Any]]) -> None:
@@ -585,6 +586,7 @@ def test_unknown_model_or_provider_raises_a_price_error_that_says_what_to_do() -
     assert costs["cost_no_cache"].to_list() == [pytest.approx(100 / 1e6)]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(_row, max_size=20), st.sampled_from(sorted(PRICES)))
 def test_cached_cost_never_exceeds_uncached_cost(rows: list[dict[str, Any]], model: str) -> None:
