@@ -104,6 +104,7 @@ def test_lint_names_the_system_prompt_change_and_its_measured_fix_with_every_mov
 # ----------------------------------------------------------------------------------------- headline
 
 
+@pytest.mark.slow
 def test_the_headline_names_its_basis_and_a_line_says_why_the_bases_differ(tmp_path: Path) -> None:
     code, out, _ = run("analyze", OPENCODE, "--out", str(tmp_path / "a"), "--no-plots", "--no-html")
     assert code == 0

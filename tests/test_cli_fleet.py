@@ -86,6 +86,7 @@ def test_bad_values_are_one_line_naming_them(
     assert named in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_json_carries_the_verdict_and_ttft_per_policy(tmp_path: Path) -> None:
     code, out, err = _run(
         str(HEAD), "--replicas", "1,4", "--policy", "round_robin,prefix_aware,kv_cost", "--prefill-rate", "20000",

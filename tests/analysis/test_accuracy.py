@@ -216,6 +216,7 @@ def test_gemini_local_counts_are_estimates_and_the_reported_prompt_is_the_prompt
     assert (frame["local_prompt_tokens"] != frame["reported_prompt_tokens"]).mean() > 0.95  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_deepseek_local_counts_are_the_reported_ones() -> None:
     row = accuracy_row("deepseek")
     assert row["exact_share"] == 1.0 and row["placed_exact"] == 1.0, row

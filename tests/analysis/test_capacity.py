@@ -50,6 +50,7 @@ def test_curve_equals_the_simulator_at_eight_capacities(
         assert hit == simulated, c
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(trace=traces())
 def test_curve_is_monotone_and_reaches_the_unbounded_simulation(trace: list[TraceRecord]) -> None:

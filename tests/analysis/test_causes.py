@@ -422,6 +422,7 @@ def _evolve(messages: list[dict[str, Any]], op: str, k: int) -> tuple[list[dict[
     return messages, tools
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     ops=st.lists(_OPS, min_size=1, max_size=7),

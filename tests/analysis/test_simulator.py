@@ -292,6 +292,7 @@ def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None
     assert (out.prefix_tokens, out.cached_tokens, out.write_tokens, out.diverged) == (50, 40, 40, True)
 
 
+@pytest.mark.slow
 @given(
     prev=st.lists(st.integers(0, 3), max_size=30),
     tail=st.lists(st.integers(0, 3), max_size=10),

@@ -155,6 +155,7 @@ def test_check_immediate_mention(text: str, expected: bool) -> None:
     assert (AT_SELF_PATTERN.search(text) is not None) is expected
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(MARKUP_TEXT)
 def test_check_immediate_mention_equals_the_seed_pattern(text: str) -> None:

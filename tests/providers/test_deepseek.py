@@ -253,6 +253,7 @@ def test_deepseek_images_follow_the_openai_shape() -> None:
     ]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(conversations())
 def test_deepseek_bodies_validate_and_keep_the_leading_head(conv: tuple[list[Message], list]) -> None:

@@ -38,6 +38,7 @@ def _models_in_logs() -> set[str]:
     return models
 
 
+@pytest.mark.slow
 def test_every_model_in_the_logs_has_its_own_dated_price_or_none_with_a_note() -> None:
     models = _models_in_logs()
     assert {"claude-opus-4-6", "deepseek-chat", "gemini-3-pro-preview"} <= models
