@@ -303,6 +303,7 @@ def test_upstream_5xx_and_4xx_pass_through_and_are_recorded(tmp_path: Path) -> N
     assert second["error"]["status"] == 400
 
 
+@pytest.mark.slow
 def test_upstream_timeout_is_a_504_and_recorded(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
 
