@@ -21,6 +21,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "promptkit"
 
@@ -86,6 +88,7 @@ def test_every_concern_has_a_floor() -> None:
     assert not unknown, f"give these a floor in FLOORS: {unknown}"
 
 
+@pytest.mark.slow
 def test_nothing_imports_upward() -> None:
     upward = []
     for module, path in ALL.items():
@@ -111,6 +114,7 @@ def test_analysis_never_imports_presentation_or_its_users() -> None:
     assert not found, "the analysis knows nothing of presentation:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_import_cycle_between_concerns() -> None:
     graph: dict[str, set[str]] = {}
     for module, path in ALL.items():
@@ -169,6 +173,7 @@ def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_no_bare_built_in_raise() -> None:
     """Every error the library raises is a PromptkitError subclass (which may also be the built-in):
     ``raise ValueError(...)`` and the like do not appear in promptkit/ (a re-raise ``raise`` does)."""
@@ -217,6 +222,7 @@ def code_strings(source: str, filename: str = "<sample>") -> Iterator[tuple[int,
             yield node.lineno, node.value
 
 
+@pytest.mark.slow
 def test_no_module_outside_providers_names_a_provider() -> None:
     """Provider knowledge lives in the profiles (``promptkit/providers/``): no other module holds a
     string that is a provider's name (docstrings aside); it asks a profile a capability question,
@@ -495,6 +501,7 @@ def test_no_module_over_1000_lines() -> None:
     assert not found, "modules to split:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_private_name_crosses_a_module() -> None:
     found = private_crossings(PACKAGE)
     assert not found, (
@@ -503,11 +510,13 @@ def test_no_private_name_crosses_a_module() -> None:
     )
 
 
+@pytest.mark.slow
 def test_no_import_circle_between_modules() -> None:
     found = import_circles(PACKAGE)
     assert not found, "import circles (function-local imports included):\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_executor_is_probed() -> None:
     found = probed_executors(PACKAGE)
     assert not found, "executors probed for what they can do:\n" + "\n".join(found)

@@ -218,6 +218,7 @@ def test_a_log_removed_or_replaced_while_recording_is_started_again(tmp_path: Pa
     assert log.reopened == 1 and log.written == 3
 
 
+@pytest.mark.slow
 def test_a_stream_never_read_to_its_end_is_recorded_at_exit(up: Upstream, tmp_path: Path) -> None:
     """A streamed answer the program neither reads to its end nor closes: at exit it used to end in an
     ImportError and nothing was written; the exit hook records it as stream-not-closed."""

@@ -288,6 +288,7 @@ def test_an_out_that_names_a_file_is_a_clear_usage_error(tmp_path: Path, calls: 
     assert calls == []  # refused before any analysis
 
 
+@pytest.mark.slow
 def test_module_entry_point_runs_without_traceback(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "promptkit.cli", "analyze", str(tmp_path / "nope.jsonl")],

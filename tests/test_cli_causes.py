@@ -67,6 +67,7 @@ def test_lint_prints_the_planted_timestamp(tmp_path: Path) -> None:
     assert "1 changing head region(s)" in out and "timestamp" in out
 
 
+@pytest.mark.slow
 def test_calibrate_writes_a_file_analyze_applies(tmp_path: Path) -> None:
     out_file = tmp_path / "cal.json"
     code, out, _ = run(

@@ -18,6 +18,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["check", "--min-hit", "0.4"], ["whatif", "--transform", "sort-tools"]])
 def test_commands_that_read_logs_use_the_bundled_log_and_say_so(argv: list[str]) -> None:
     code, out, err = _run(*argv)
@@ -54,6 +55,7 @@ def test_formats_and_providers_list_what_each_reads() -> None:
     assert "<function" not in out and "Cache(" not in out  # no Python reprs
 
 
+@pytest.mark.slow
 def test_the_expectation_and_its_basis_are_in_json_and_quiet_and_not_claimed_learnt_without_usage(
     tmp_path: Path,
 ) -> None:
@@ -82,6 +84,7 @@ def test_a_real_log_with_usage_says_learnt_per_session(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["expectation"]["basis"] == "learnt per session from its usage"
 
 
+@pytest.mark.slow
 def test_the_terminal_shows_the_by_cause_table_with_unexplained_when_not_zero(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[1]
     code, out, _ = _run(
@@ -114,6 +117,7 @@ def test_the_header_reads_provider_assumed_as_a_field_never_the_note_text() -> N
     assert "recognised per session" in provider_line(SimpleNamespace(notes=(note,)))
 
 
+@pytest.mark.slow
 def test_lint_json_gives_each_finding_its_measured_fix() -> None:
     code, out, _ = _run("lint", "--json")
     assert code == 0

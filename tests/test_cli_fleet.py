@@ -24,6 +24,7 @@ def _run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_one_run_compares_every_combination(tmp_path: Path) -> None:
     code, out, err = _run(
         str(HEAD), "--replicas", "1,4", "--policy", "round_robin,prefix_aware", "--capacity", "4Ki,unbounded",
@@ -42,6 +43,7 @@ def test_one_run_compares_every_combination(tmp_path: Path) -> None:
     assert "prefix_aware" in out and "unbounded" in out and "wrote" in out
 
 
+@pytest.mark.slow
 def test_capacities_in_bytes_need_and_use_the_models(tmp_path: Path) -> None:
     code, _, err = _run(
         str(HEAD), "--replicas", "2", "--policy", "random", "--capacity", "10GB",
@@ -84,6 +86,7 @@ def test_bad_values_are_one_line_naming_them(
     assert named in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_json_carries_the_verdict_and_ttft_per_policy(tmp_path: Path) -> None:
     code, out, err = _run(
         str(HEAD), "--replicas", "1,4", "--policy", "round_robin,prefix_aware,kv_cost", "--prefill-rate", "20000",
@@ -105,6 +108,7 @@ def test_json_carries_the_verdict_and_ttft_per_policy(tmp_path: Path) -> None:
     assert written["ttft_p50_s"].to_list() == pytest.approx([row["ttft_p50_s"] for row in table])
 
 
+@pytest.mark.slow
 def test_text_output_starts_with_the_verdict_then_the_pivot(tmp_path: Path) -> None:
     code, out, err = _run(
         str(HEAD), "--replicas", "4", "--policy", "round_robin,prefix_aware", "--capacity", "4K,1M",
@@ -118,6 +122,7 @@ def test_text_output_starts_with_the_verdict_then_the_pivot(tmp_path: Path) -> N
     assert "1.037" in html  # prefix_aware's imbalance, three decimals (1.0 would hide it)
 
 
+@pytest.mark.slow
 def test_a_gzipped_trace_and_a_folder_print_what_the_plain_file_prints(tmp_path: Path) -> None:
     gz = tmp_path / "in" / "head.jsonl.gz"
     gz.parent.mkdir()
@@ -130,6 +135,7 @@ def test_a_gzipped_trace_and_a_folder_print_what_the_plain_file_prints(tmp_path:
     assert outputs[0] == outputs[1] == outputs[2]
 
 
+@pytest.mark.slow
 def test_router_settings_reach_the_router(tmp_path: Path) -> None:
     def cached(*flags: str) -> list[int]:
         code, out, err = _run(str(HEAD), "--replicas", "4", "--policy", "consistent_hash", *flags, "--json",

@@ -173,6 +173,7 @@ def test_no_empty_plot_is_written_and_stderr_says_so(tmp_path: Path) -> None:
     assert code == 0 and err == ""
 
 
+@pytest.mark.slow
 def test_python_dash_m_promptkit(tmp_path: Path, log: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(

@@ -66,6 +66,7 @@ def _link(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if command_lines(p)], ids=lambda p: str(p.relative_to(ROOT))
 )

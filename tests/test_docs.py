@@ -103,6 +103,7 @@ def _run_pycon(block: Block, where: str, globs: dict[str, Any]) -> str | None:
     return "".join(report) or None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     where = str(page.relative_to(ROOT))

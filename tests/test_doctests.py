@@ -25,7 +25,38 @@ def module_names() -> list[str]:
     return names
 
 
+#: The modules whose examples run a whole analysis, lint or replay (seconds each): `slow`, so that
+#: ``pytest -m "not slow"`` stays an edit-test loop; the full suite runs them.
+HEAVY = {
+    "promptkit.analysis.api",
+    "promptkit.commands.fleet",
+    "promptkit.commands.lint",
+    "promptkit.providers.deepseek",
+    "promptkit.tokens.tokenizers",
+    "promptkit.whatif.advice",
+    "promptkit.whatif.replays",
+}
 MODULES = module_names()
+#: Modules whose docstrings must show examples (a module that lost every example would pass the run).
+WITH_EXAMPLES = [
+    *(f"promptkit.providers.{m}" for m in ("_common", "openai", "deepseek", "ollama", "anthropic", "record")),
+    "promptkit.whatif",
+    *(
+        f"promptkit.whatif.transforms{m}"
+        for m in (
+            "",
+            "._bodies",
+            ".base",
+            ".moves",
+            ".volatile",
+            ".tools",
+            ".settings",
+            ".breakpoints",
+            ".elide",
+        )
+    ),
+    *(f"promptkit.whatif.{m}" for m in ("spec", "replays", "suggestions", "cli", "advice")),
+]
 
 
 def test_every_module_is_found() -> None:
@@ -33,7 +64,9 @@ def test_every_module_is_found() -> None:
     assert {"promptkit", "promptkit.chat.delivery", "promptkit.assembly.trim"} <= set(MODULES)
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize(
+    "name", [pytest.param(m, marks=pytest.mark.slow) if m in HEAVY else m for m in MODULES]
+)
 def test_docstring_examples(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     module = importlib.import_module(name)
@@ -51,3 +84,9 @@ def test_the_examples_are_many() -> None:
     for name in ("promptkit.assembly.trim", "promptkit.chat.platform", "promptkit.formats.wire.redact"):
         module = importlib.import_module(name)
         assert sum(len(t.examples) for t in finder.find(module, name)) >= 10, name
+
+
+@pytest.mark.parametrize("name", WITH_EXAMPLES)
+def test_these_modules_show_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    assert sum(len(t.examples) for t in doctest.DocTestFinder().find(module, name)) > 0

@@ -79,6 +79,7 @@ def test_bundled_default_figures() -> None:
     assert "almost all\nof the loss is the `account-snapshot` block in the `context` anchor" in README
 
 
+@pytest.mark.slow
 def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
     from promptkit.formats import read_logs
     from promptkit.whatif import suggest
@@ -92,6 +93,7 @@ def test_the_suggested_fix_predicts_what_the_fixed_log_measures() -> None:
     assert after.hit_ratio is not None and f"measures {after.hit_ratio:.1%}" in README
 
 
+@pytest.mark.slow
 def test_the_real_log_table_of_the_analysis_guide_is_what_the_data_gives(real_deepseek: Callable[..., Any]) -> None:
     """docs/guide/analysis.md's table, row by row: calls, reported and predicted hit ratios, mean
     absolute error in tokens, per run and overall, in both views."""
@@ -568,6 +570,7 @@ def test_the_whatif_commands_print_what_the_page_shows(monkeypatch: pytest.Monke
         assert out.getvalue() == expected, f"promptkit {' '.join(argv)}"
 
 
+@pytest.mark.slow
 def test_the_replay_of_the_moved_contributors_against_the_log_built_that_way() -> None:
     """what-if.md: the replay with the four contributors moved predicts 91.0%; the log assembled that
     way measures 90.7%, its prompts 0.5% longer."""

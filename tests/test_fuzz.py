@@ -297,6 +297,7 @@ def _is_json(line: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMAT_NAMES)
 @given(data=st.data())
 def test_format_loader_fuzz(fmt: str, data: st.DataObject) -> None:
@@ -377,6 +378,7 @@ GRAMMARS: dict[str, Callable[[st.DataObject], None]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grammar", sorted(GRAMMARS))
 @given(data=st.data())
 def test_grammar_fuzz(grammar: str, data: st.DataObject) -> None:
@@ -386,6 +388,7 @@ def test_grammar_fuzz(grammar: str, data: st.DataObject) -> None:
     GRAMMARS[grammar](data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grammar", sorted(GRAMMARS))
 @given(value=json_values | st.binary(max_size=8) | st.just(math.pi))
 def test_grammar_functions_take_only_strings(grammar: str, value: Any) -> None:

@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 from tests.golden_frames import FRAMES, GOLDEN, LOGS, analyze_into, normalized
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(LOGS))
 def test_frames_unchanged(name: str, tmp_path: Path) -> None:
     analyze_into(name, tmp_path)

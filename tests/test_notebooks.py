@@ -138,6 +138,7 @@ def _build_module() -> Any:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_stored_notebook_matches_its_paired_source_and_has_outputs(name: str) -> None:
     module = _build_module()

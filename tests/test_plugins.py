@@ -159,6 +159,7 @@ def installed_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_pip_wrote_the_entry_points_into_the_dist_info(installed_plugin: Path) -> None:
     entry_points = list(installed_plugin.glob("promptkit_tinyplug-0.1.0.dist-info/entry_points.txt"))
     assert len(entry_points) == 1
@@ -167,6 +168,7 @@ def test_pip_wrote_the_entry_points_into_the_dist_info(installed_plugin: Path) -
     assert "[promptkit.formats]" in text and "tinyfmt = tinyplug:FORMAT" in text
 
 
+@pytest.mark.slow
 def test_a_log_in_the_plugin_format_is_analyzed_with_the_plugin_provider(
     installed_plugin: Path, tmp_path: Path
 ) -> None:

@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -18,6 +20,7 @@ def test_ruff_check_is_clean() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean() -> None:
     out = _run("mypy", "promptkit")
     assert out.returncode == 0, out.stdout + out.stderr

@@ -241,6 +241,18 @@ _CODEX_ERA_PRICES: tuple[tuple[str, float, float, float, str], ...] = (
     ("gpt-5.4-mini", 0.075, 0.75, 4.50, "2026-06"),
     ("gpt-5.4-nano", 0.02, 0.20, 1.25, "2026-06"),
 )
+# The legacy GPT-4 models, from OpenAI's model pages (developers.openai.com/api/docs/models/gpt-4: input
+# $30, output $60, default snapshot gpt-4-0613; .../gpt-4-turbo: $10 and $30, snapshot
+# gpt-4-turbo-2024-04-09), read 2026-12-07; gpt-4-32k (no page of its own any more) as OpenRouter passes
+# OpenAI's price through (openrouter.ai/models/openai/gpt-4-32k-0314: $60 and $120). These models predate
+# prompt caching (no "cached input" price): a prompt token read from a cache is billed as input, so
+# cache hit = cache miss. Dated snapshots (gpt-4-0613, gpt-4-0314, gpt-4-32k-0613) find these rows.
+_LEGACY_AS_OF = "2026-12-07"
+_LEGACY_PRICES: tuple[tuple[str, float, float, str], ...] = (
+    ("gpt-4", 30.0, 60.0, "https://developers.openai.com/api/docs/models/gpt-4"),
+    ("gpt-4-32k", 60.0, 120.0, "https://openrouter.ai/models/openai/gpt-4-32k-0314"),
+    ("gpt-4-turbo", 10.0, 30.0, "https://developers.openai.com/api/docs/models/gpt-4-turbo"),
+)
 #: Its models' list prices (cache hit, cache miss, output; USD per million tokens), dated and sourced.
 PRICES = (
     ModelPrice("openai", "gpt-5", 0.125, 1.25, 10.0, source=_PRICE_PAGE, as_of=PRICES_AS_OF),
@@ -254,6 +266,10 @@ PRICES = (
     *(
         ModelPrice("openai", model, hit, miss, out, source=_CODEX_PRICE_PAGE, as_of=as_of)
         for model, hit, miss, out, as_of in _CODEX_ERA_PRICES
+    ),
+    *(
+        ModelPrice("openai", model, miss, miss, out, source=page, as_of=_LEGACY_AS_OF)
+        for model, miss, out, page in _LEGACY_PRICES
     ),
 )
 # OpenAI's prompt caching: https://platform.openai.com/docs/guides/prompt-caching ("Caching is enabled

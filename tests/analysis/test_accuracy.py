@@ -34,6 +34,7 @@ from pathlib import Path
 
 import attrs
 import polars as pl
+import pytest
 
 from promptkit.analysis.api import analyze
 from promptkit.analysis.calibration import (
@@ -146,6 +147,7 @@ def doc_cells(row: dict[str, object]) -> str:
     return " | ".join(cells) + " |"
 
 
+@pytest.mark.slow
 def test_the_docs_table_shows_these_figures() -> None:
     page = Path("docs/reference/accuracy.md").read_text(encoding="utf-8")
     for provider, label in (
@@ -236,6 +238,7 @@ def test_gemini_local_counts_are_estimates_and_the_reported_prompt_is_the_prompt
     assert (frame["local_prompt_tokens"] != frame["reported_prompt_tokens"]).mean() > 0.95  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_deepseek_local_counts_are_the_reported_ones() -> None:
     row = accuracy_row("deepseek")
     assert row["exact_share"] == 1.0 and row["placed_exact"] == 1.0, row

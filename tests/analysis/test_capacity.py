@@ -38,6 +38,7 @@ def traces(draw: st.DrawFn) -> list[TraceRecord]:
     return records
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(trace=traces(), capacities=st.lists(st.integers(1, 40), min_size=8, max_size=8))
 def test_curve_equals_the_simulator_at_eight_capacities(
@@ -49,6 +50,7 @@ def test_curve_equals_the_simulator_at_eight_capacities(
         assert hit == simulated, c
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(trace=traces())
 def test_curve_is_monotone_and_reaches_the_unbounded_simulation(trace: list[TraceRecord]) -> None:

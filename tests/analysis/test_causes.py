@@ -422,6 +422,7 @@ def _evolve(messages: list[dict[str, Any]], op: str, k: int) -> tuple[list[dict[
     return messages, tools
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     ops=st.lists(_OPS, min_size=1, max_size=7),
@@ -521,6 +522,7 @@ def _volatile_spans_by_scan(text: str) -> list[tuple[int, int, str]]:
     return sorted(taken)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

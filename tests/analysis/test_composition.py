@@ -58,6 +58,7 @@ def requests(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(requests(), max_size=6))
 def test_rows_equal_the_per_request_parts(items: list[dict[str, Any]]) -> None:

@@ -409,6 +409,7 @@ _msg = st.builds(
 )
 
 
+@pytest.mark.slow
 @given(
     base=st.lists(_msg, min_size=1, max_size=4),
     grow=st.lists(st.lists(_msg, min_size=0, max_size=2), min_size=1, max_size=3),

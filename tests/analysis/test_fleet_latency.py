@@ -44,6 +44,7 @@ def test_a_busy_replica_queues_first_come_first_served() -> None:
     assert (c.start, c.ttft) == (10.0, 1.0)  # idle again
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rho", [0.3, 0.6])
 def test_md1_queue_mean_wait_matches_the_closed_form(rho: float) -> None:
     """Poisson arrivals at rate lambda, fixed service D (no request shares a block): the mean wait of an

@@ -79,6 +79,7 @@ def test_jobs_with_several_providers_and_a_bad_request(view: str) -> None:
     assert_same(serial, parallel)
 
 
+@pytest.mark.slow
 def test_process_pool_keeps_order_with_few_workers() -> None:
     with ProcessPool(2) as pool:
         assert list(pool.map(pow, [(k, 2) for k in range(20)])) == [k * k for k in range(20)]

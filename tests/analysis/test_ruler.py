@@ -387,6 +387,7 @@ def _ruled(case: str) -> tuple[list[RequestRecord], str]:
     ], "openai"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [

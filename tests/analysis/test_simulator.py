@@ -7,6 +7,7 @@ from typing import Any
 
 import attrs
 import numpy as np
+import pytest
 from hypothesis import event, example, given, settings, strategies as st
 
 from promptkit.analysis.simulator import CacheSimulator, RadixCache
@@ -211,6 +212,7 @@ def _lcp(a: list[int], b: list[int]) -> int:
     return n
 
 
+@pytest.mark.slow
 @given(
     stored=sequences(),
     query=st.lists(st.integers(0, 3), max_size=20),
@@ -231,6 +233,7 @@ def test_match_equals_brute_force(stored: list[list[int]], query: list[int], exa
     assert c.stored_tokens == len({tuple(s[: k + 1]) for s in stored for k in range(len(s))})
 
 
+@pytest.mark.slow
 @given(stored=sequences(), capacity=st.integers(0, 30))
 @settings(max_examples=200, deadline=None)
 def test_capacity_is_never_exceeded_and_the_newest_survives(stored: list[list[int]], capacity: int) -> None:
@@ -289,6 +292,7 @@ def test_simulator_exact_entries_read_refreshes_ttl_and_reports_writes() -> None
     assert (out.prefix_tokens, out.cached_tokens, out.write_tokens, out.diverged) == (50, 40, 40, True)
 
 
+@pytest.mark.slow
 @given(
     prev=st.lists(st.integers(0, 3), max_size=30),
     tail=st.lists(st.integers(0, 3), max_size=10),
@@ -319,6 +323,7 @@ def test_a_known_shared_prefix_changes_no_outcome(
         assert outcomes[0].prefix_tokens == _lcp(prev, prompt.tolist())
 
 
+@pytest.mark.slow
 @given(
     calls=st.lists(
         st.tuples(st.lists(st.integers(0, 3), max_size=12), st.floats(0.0, 5.0), st.booleans()),
@@ -350,6 +355,7 @@ def test_what_nothing_expired_would_have_read_equals_the_keep_everything_cache(
             keep_all.insert(prompt[: entry.length], now, ttl=None, source=f"c{k}", exact=entry.exact)
 
 
+@pytest.mark.slow
 @given(
     prev=st.lists(st.integers(0, 3), max_size=24),
     tail=st.one_of(st.just([]), st.lists(st.integers(0, 3), max_size=10)),
@@ -478,6 +484,7 @@ def _plan(model: Any, prompt: list[int], tokens: list[int], cuts: list[int], ttl
     return CachePlan(len(prompt), tuple(entries))
 
 
+@pytest.mark.slow
 @given(workload=workloads(), cuts=st.lists(st.integers(0, 40), max_size=2), lower=st.booleans())
 @settings(max_examples=600, deadline=None)
 @example(
@@ -558,6 +565,7 @@ def continuations(draw: st.DrawFn) -> tuple[Any, list[tuple[int, list[int], floa
     return model, calls
 
 
+@pytest.mark.slow
 @given(workload=continuations())
 @settings(max_examples=400, deadline=None)
 def test_a_continuing_session_takes_the_shortcut_and_answers_like_the_reference(

@@ -44,6 +44,7 @@ def test_sessions_are_yielded_when_their_last_record_is_read(tmp_path: Path) -> 
     assert seen == [("a", [0, 2], [0, 1]), ("b", [1, 4], [0, 1]), ("c", [3, 5], [0, 1])]
 
 
+@pytest.mark.slow
 def test_streamed_sessions_match_read_logs() -> None:
     loaded = read_logs(LOGS)
     stream = stream_logs(LOGS)
@@ -69,6 +70,7 @@ def test_loader_shares_identical_messages_across_a_session() -> None:
     assert shared == len(loaded.records) - len(first)
 
 
+@pytest.mark.slow
 def test_streamed_analysis_equals_the_loaded_one() -> None:
     a = analyze(LOGS)
     b = analyze(LOGS, stream=True)
@@ -115,6 +117,7 @@ def test_a_big_message_stays_under_1gb(tmp_path: Path, provider: str, megabytes:
     assert peak_kb < 1024 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
 
 
+@pytest.mark.slow
 def test_streamed_analysis_of_a_generated_log_equals_the_loaded_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -94,6 +94,7 @@ def test_bad_lines_name_the_file_and_line(tmp_path: Path) -> None:
         read_trace(path)
 
 
+@pytest.mark.slow
 def test_a_trace_of_real_logs_shares_blocks_as_long_as_the_prompts_share_tokens(tmp_path: Path) -> None:
     loaded = load_requests([ROOT / "fixtures" / "real-logs" / "deepseek"])
     records = [r for r in loaded.records if r.session == loaded.records[0].session][:20]

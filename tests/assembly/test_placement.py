@@ -361,6 +361,7 @@ def block_maps(draw: st.DrawFn, messages: list[Message]) -> dict[str, list[str]]
     return {k: [f"{k}-{j}" for j in range(draw(st.integers(1, 2)))] for k in chosen}
 
 
+@pytest.mark.slow
 @given(data=st.data())
 @settings(max_examples=300, deadline=None)
 def test_placement_properties(data: st.DataObject) -> None:
@@ -400,6 +401,7 @@ def test_placement_properties(data: st.DataObject) -> None:
     assert place_blocks(messages, dict(reversed(list(blocks.items()))), ANCHORS) == p
 
 
+@pytest.mark.slow
 @given(data=st.data())
 @settings(max_examples=300, deadline=None)
 def test_placing_in_two_calls_equals_placing_at_once(data: st.DataObject) -> None:

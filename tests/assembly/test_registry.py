@@ -575,6 +575,7 @@ def _js_code_units(s: str) -> list[int]:
     return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
+@pytest.mark.slow
 @given(turns())
 @example(([user("now")], {"ｚ": ("turn-context", "Z"), "𝒜": ("turn-context", "A")}))  # U+FF5A vs U+1D49C
 @example(([system("p"), user("u")], {"ｚ": ("context", ["z1", "z2"]), "𝒜": ("context", "A"), "a": ("context", "a")}))
@@ -763,6 +764,7 @@ def concurrent_cases(draw: st.DrawFn) -> tuple[PromptRegistry, list[tuple[list[M
     return registry, jobs
 
 
+@pytest.mark.slow
 @given(concurrent_cases(), st.integers(2, 4), st.integers(1, 3))
 @settings(max_examples=20, deadline=None)
 def test_concurrent_assemble_from_threads_and_tasks_equals_serial(

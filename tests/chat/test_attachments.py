@@ -182,6 +182,7 @@ def test_format_rejects_something_else_than_a_ref() -> None:
         format_attachment_ref("[图片 | ref:x]")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @given(st.text())
 def test_sanitized_desc_has_no_delimiter_and_no_line_break(desc: str) -> None:
     out = sanitize_desc(desc)
@@ -264,6 +265,7 @@ def test_leftmost_opener_wins_inside_one_bracket_pair() -> None:
     assert parse_attachment_refs("[图片: a|b [音频 | ref:x]") == [AttachmentRef("audio", "x")]
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(GRAMMAR_TEXT)
 def test_parser_agrees_with_the_reference_regex(text: str) -> None:
@@ -276,6 +278,7 @@ def test_parser_never_raises_on_arbitrary_text(text: str) -> None:
     assert parse_attachment_refs(text) == reference_parse(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(KINDS, SAFE_REFS, st.one_of(st.none(), st.text(), GRAMMAR_TEXT))
 def test_format_then_parse_round_trips(kind: AttachmentRefKind, ref: str, desc: str | None) -> None:
@@ -352,6 +355,7 @@ def test_matcher_finds_whatever_format_wrote(kind: AttachmentRefKind, ref: str, 
     assert match is not None and match.group(0) == text
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["a", "|", " ", "[", ":", "图片"]), max_size=10).map("".join), SAFE_REFS)
 def test_matcher_finds_stored_descs_with_bare_bars(desc: str, ref: str) -> None:
@@ -361,6 +365,7 @@ def test_matcher_finds_stored_descs_with_bare_bars(desc: str, ref: str) -> None:
     assert match is not None and match.group(0) == stored
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(GRAMMAR_TEXT, st.sampled_from(["a", "a]", "ref:a", "a|b", "图片"]))
 def test_matcher_agrees_with_the_seed_regex_within_the_opener_bound(text: str, ref: str) -> None:

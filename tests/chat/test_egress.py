@@ -275,6 +275,7 @@ def _messages(draw: st.DrawFn) -> Message:
 message_lists = st.lists(_messages(), max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(message_lists)
 def test_idempotent(msgs: list[Message]) -> None:
@@ -284,12 +285,14 @@ def test_idempotent(msgs: list[Message]) -> None:
     assert all(a is b for a, b in zip(twice, once, strict=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(message_lists)
 def test_never_emits_a_role_outside_the_four(msgs: list[Message]) -> None:
     assert {m.role for m in prepare_llm_messages(msgs)} <= set(WELL_KNOWN_ROLES)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(message_lists)
 def test_content_always_serializes_as_utf8_json(msgs: list[Message]) -> None:
@@ -300,6 +303,7 @@ def test_content_always_serializes_as_utf8_json(msgs: list[Message]) -> None:
         assert json.loads(data.decode("utf-8")) == {"role": m.role, "content": m.content}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(message_lists)
 def test_input_untouched_and_unchanged_messages_are_the_same_object(msgs: list[Message]) -> None:
@@ -317,6 +321,7 @@ def test_input_untouched_and_unchanged_messages_are_the_same_object(msgs: list[M
             assert any(o is m for o in out)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(message_lists)
 def test_nothing_is_dropped_and_prefixed_content_ends_with_the_original(msgs: list[Message]) -> None:

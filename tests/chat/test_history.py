@@ -194,6 +194,7 @@ _message = st.one_of(
 histories = st.lists(_message, max_size=14)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(histories)
 def test_every_index_appears_in_exactly_one_unit(msgs: list[Message]) -> None:
@@ -202,6 +203,7 @@ def test_every_index_appears_in_exactly_one_unit(msgs: list[Message]) -> None:
     assert sorted(flat) == list(range(len(msgs)))
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(histories)
 def test_unit_shapes_match_their_messages(msgs: list[Message]) -> None:
@@ -224,6 +226,7 @@ def test_unit_shapes_match_their_messages(msgs: list[Message]) -> None:
             assert not (first.role == "assistant" and first.tool_calls)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(histories)
 def test_results_never_precede_their_call_in_output_order(msgs: list[Message]) -> None:
@@ -248,6 +251,7 @@ def test_results_never_precede_their_call_in_output_order(msgs: list[Message]) -
         assert m.tool_call_id in {c.id for c in msgs[unit.at[0]].tool_calls or ()}
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(histories)
 def test_a_scan_stops_only_where_the_seed_says(msgs: list[Message]) -> None:
@@ -368,6 +372,7 @@ def test_history_for_model_returns_same_objects_and_new_list() -> None:
     assert all(o is m for o, m in zip(out, msgs, strict=True))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(

@@ -139,6 +139,7 @@ def test_the_name_is_stable_across_processes() -> None:
     assert names == {get_message_name(user_id)}
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.text(min_size=1))
 def test_the_name_is_always_valid(user_id: str) -> None:

@@ -155,6 +155,7 @@ def test_check_immediate_mention(text: str, expected: bool) -> None:
     assert (AT_SELF_PATTERN.search(text) is not None) is expected
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(MARKUP_TEXT)
 def test_check_immediate_mention_equals_the_seed_pattern(text: str) -> None:
@@ -170,6 +171,7 @@ def test_extract_mentions_order_dedup_and_forms() -> None:
     assert extract_mentions(text) == ["3", "1", "2", "4"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(MARKUP_TEXT)
 def test_extract_mentions_equals_the_seed_regex_deduplicated(text: str) -> None:
@@ -202,6 +204,7 @@ def test_escape_markup_examples(text: str, escaped: str) -> None:
     assert escape_markup(text) == escaped
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(MARKUP_TEXT)
 def test_escaped_text_never_reads_as_markup(text: str) -> None:
@@ -341,6 +344,7 @@ def cq_messages(draw: st.DrawFn) -> list[CQSegment]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(cq_messages())
 def test_parse_reads_back_escaped_segments(segments: list[CQSegment]) -> None:
@@ -444,6 +448,7 @@ RENDER_SEGMENTS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     RENDER_SEGMENTS, st.sampled_from([None, "", "42", "all"]), st.dictionaries(QQS, MARKUP_TEXT, max_size=3)
@@ -559,6 +564,7 @@ def markup_documents(draw: st.DrawFn) -> tuple[str, list[tuple[int, int]]]:
     return text + draw(PLAIN), spans
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(markup_documents(), st.integers(min_value=1, max_value=40))
 def test_split_properties(document: tuple[str, list[tuple[int, int]]], max_len: int) -> None:

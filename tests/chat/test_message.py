@@ -304,6 +304,7 @@ def protocol_messages(draw: st.DrawFn) -> Message:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(protocol_messages())
 def test_message_to_dict_and_back_is_lossless(m: Message) -> None:
@@ -312,6 +313,7 @@ def test_message_to_dict_and_back_is_lossless(m: Message) -> None:
     assert from_openai_dict(d) == m
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(protocol_messages())
 def test_dict_to_message_and_back_is_lossless(m: Message) -> None:

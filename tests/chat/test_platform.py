@@ -317,6 +317,7 @@ _tricky = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_tricky, max_size=8).map("".join), st.lists(st.tuples(_ids, st.text(max_size=5)), max_size=3))
 def test_with_forwards_leaves_text_without_placeholders_unchanged(
@@ -327,6 +328,7 @@ def test_with_forwards_leaves_text_without_placeholders_unchanged(
     assert with_forwards(text, forwards) == text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.tuples(_ids, st.text(max_size=8)), max_size=4, unique_by=lambda p: p[0]),
@@ -431,6 +433,7 @@ def test_image_only_message_keeps_the_prefix_line_of_the_empty_body() -> None:
 _desc = st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["[图片: 猫 | ref:a]", " ", "\n"]))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=12), st.lists(_desc, max_size=4))
 def test_every_non_blank_description_appears_once_verbatim_and_in_order(

@@ -182,6 +182,7 @@ _chunks = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_chunks)
 def test_every_snapshot_keeps_the_mirrors_in_sync(chunks: list[ChatStreamChunk]) -> None:

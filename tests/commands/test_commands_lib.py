@@ -32,6 +32,7 @@ def test_report_formats_drop_only_what_is_turned_off() -> None:
     assert report_formats(html=False, plots=False) == [f for f in REPORT_FORMATS if f not in ("html", "png")]
 
 
+@pytest.mark.slow
 def test_header_counts_files_from_records_else_from_paths() -> None:
     result = analyze_requests([{"messages": [{"role": "user", "content": "hi"}]}] * 2, provider="exact")
     assert header_line(result, ["a", "b", "c"]).startswith(
@@ -71,6 +72,7 @@ def test_run_analyze_writes_the_formats_asked_and_holds_what_is_printed(tmp_path
     assert run.wrote_line() == f"\nWrote 2 files to {tmp_path}/: requests.csv, summary.txt\n"
 
 
+@pytest.mark.slow
 def test_run_analyze_with_advice_puts_break_fixes_after_largest_breaks(tmp_path: Path) -> None:
     run = run_analyze([BEFORE], out=tmp_path, formats=["csv"], advice=True, replay_args="log.jsonl")
     names = list(run.tables)
@@ -92,6 +94,7 @@ def test_empty_logs_are_a_no_request_error(tmp_path: Path) -> None:
         run_analyze([empty], out=tmp_path / "out", format="promptkit")
 
 
+@pytest.mark.slow
 def test_run_check_passes_and_fails_on_the_thresholds() -> None:
     assert run_check([BEFORE], min_hit=0.0).passed
     failed = run_check([BEFORE], min_hit=0.99)
@@ -100,6 +103,7 @@ def test_run_check_passes_and_fails_on_the_thresholds() -> None:
         run_check([BEFORE])
 
 
+@pytest.mark.slow
 def test_run_lint_json_and_text() -> None:
     bundled = ROOT / "promptkit" / "data" / "default-session.jsonl"
     items = json.loads(run_lint([bundled], as_json=True))
@@ -118,6 +122,7 @@ def test_run_lint_json_and_text() -> None:
     assert "promptkit whatif mine.jsonl" in text and text.rstrip().splitlines()[-1].startswith("note: ")
 
 
+@pytest.mark.slow
 def test_run_calibrate_writes_the_calibration(tmp_path: Path) -> None:
     source = ROOT / "fixtures" / "real-logs" / "deepseek"
     out = tmp_path / "cal.json"

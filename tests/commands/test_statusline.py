@@ -162,6 +162,7 @@ def test_the_default_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_
     assert statusline.default_cache_dir() == tmp_path / "home" / ".cache" / "promptkit" / "statusline"
 
 
+@pytest.mark.slow
 def test_a_warm_run_imports_no_provider_profile_nor_polars(tmp_path: Path, cache: Path) -> None:
     """Run as Claude Code runs it (a process): the first run reads the profiles; the second imports
     neither them nor polars/numpy, and prints the same line."""

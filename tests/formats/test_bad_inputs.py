@@ -268,6 +268,7 @@ def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path: Path) -> Non
     assert f"{path}:2, request.messages[1].content" in note
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["read_logs", "stream_logs", "file plan"])
 def test_a_file_of_endless_bad_lines_keeps_a_bounded_number_of_problems_and_counts_the_rest(
     tmp_path: Path, how: str
@@ -434,6 +435,7 @@ def test_a_log_rewritten_between_the_passes_of_stream_is_an_error_even_with_as_m
     assert [len(s) for s in stream_logs(untouched).sessions()] == [1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_lone_surrogate_in_a_session_id_model_or_layout_key_is_mended_not_fatal(
     tmp_path: Path, jobs: str

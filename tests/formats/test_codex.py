@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis import analyze
@@ -327,6 +328,7 @@ def _routed(tmp_path: Path, route: str | None, model: str) -> Any:
     return record
 
 
+@pytest.mark.slow
 def test_the_provider_follows_model_provider_and_the_model(tmp_path: Path) -> None:
     cases = [
         (None, "gpt-5-codex", "openai"),

@@ -31,6 +31,7 @@ def read_all(path: Path) -> tuple[list[RequestRecord], list[LoadProblem]]:
 # SSE
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.sampled_from(["", "ping", "message_start"]), st.text(alphabet=st.characters(blacklist_characters="\r\n"), max_size=30)), max_size=8),
        st.sampled_from(["\n", "\r\n", "\r"]))  # fmt: skip
 def test_parse_sse_round_trips_events_with_any_line_ending(events: list[tuple[str, str]], nl: str) -> None:

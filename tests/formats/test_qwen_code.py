@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from promptkit.analysis import analyze
 from promptkit.formats import read_logs, sniff_format
 from promptkit.formats.base import Source
@@ -16,6 +18,7 @@ FIXTURE = ROOT / "fixtures" / "qwen-code" / "session-2026-03-02T10-15-7a1c3e55.j
 GEMINI = ROOT / "fixtures" / "gemini-cli" / "session-2026-04-01T11-11-5cdd2021.jsonl"
 
 
+@pytest.mark.slow
 def test_qwen_turns_are_calls_with_the_qwen_provider() -> None:
     result = read_logs(FIXTURE)
     assert result.formats == {"qwen-code": 1} and result.problems == ()

@@ -470,6 +470,7 @@ def test_top_level_cache_control_counts_and_too_many_is_an_error() -> None:
         anthropic_request(_assembled("x"), model="m", tools=[*tools, *tools[:2]])
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conversations(), st.integers(0, 4), st.sampled_from(["5m", "1h"]), st.booleans())
 def test_every_assembled_conversation_gives_a_valid_body(

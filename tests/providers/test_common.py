@@ -43,6 +43,7 @@ def test_system_hint_content() -> None:
     assert system_hint_content("[系统通知] x") == "[系统通知] x"
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(any_message(), max_size=10))
 def test_prepare_input_matches_prepare_llm_messages(msgs: list[Message]) -> None:
@@ -51,6 +52,7 @@ def test_prepare_input_matches_prepare_llm_messages(msgs: list[Message]) -> None
     assert prepared.layout is None
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(conversations())
 def test_provenance_of_every_prepared_message(conv: tuple[list[Message], list[Entry]]) -> None:

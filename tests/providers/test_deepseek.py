@@ -127,6 +127,7 @@ def test_input_list_and_messages_are_not_mutated() -> None:
 # ---------------------------------------------------------------- normalize_system_placement: properties
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(any_message(), max_size=10))
 def test_normalization_rules_hold_for_any_messages(msgs: list[Message]) -> None:
@@ -148,6 +149,7 @@ def test_normalization_rules_hold_for_any_messages(msgs: list[Message]) -> None:
             assert (o.kind, o.name, o.metadata, o.images) == (m.kind, m.name, m.metadata, m.images)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(any_message(), max_size=10))
 def test_normalization_is_idempotent(msgs: list[Message]) -> None:
@@ -156,6 +158,7 @@ def test_normalization_is_idempotent(msgs: list[Message]) -> None:
     assert all(a is b for a, b in zip(once, twice, strict=True))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(any_message(), max_size=10))
 def test_no_system_after_history_except_blank_and_directive(msgs: list[Message]) -> None:
@@ -250,6 +253,7 @@ def test_deepseek_images_follow_the_openai_shape() -> None:
     ]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(conversations())
 def test_deepseek_bodies_validate_and_keep_the_leading_head(conv: tuple[list[Message], list]) -> None:

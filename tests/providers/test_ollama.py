@@ -151,6 +151,7 @@ def test_the_client_check_itself_notices_a_dropped_field() -> None:
         ollama_client_json({"model": "m", "messages": [{"role": "user", "content": "x", "name": "u"}]})
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(conversations(images=(PNG, JPEG)))
 def test_every_assembled_conversation_is_posted_unchanged_by_the_client(

@@ -228,6 +228,7 @@ def test_assembled_prompt_is_accepted_and_layout_must_align() -> None:
         openai_request(Prompt(msgs, (Entry("persona"),)), model="m")
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(conversations())
 def test_every_assembled_conversation_gives_a_valid_body_and_never_mutates(

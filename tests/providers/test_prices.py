@@ -74,6 +74,54 @@ def test_dated_snapshots_resolve_to_their_version(logged: str, version: str) -> 
     assert price.model == version
 
 
+#: (logged model, version, cache miss, output): the legacy GPT-4 models, which bill a cached prompt token
+#: as input (no cached-input price), and their dated snapshots.
+LEGACY = [
+    ("gpt-4", "gpt-4", 30.0, 60.0),
+    ("gpt-4-0613", "gpt-4", 30.0, 60.0),
+    ("gpt-4-0314", "gpt-4", 30.0, 60.0),
+    ("gpt-4-32k", "gpt-4-32k", 60.0, 120.0),
+    ("gpt-4-32k-0613", "gpt-4-32k", 60.0, 120.0),
+    ("gpt-4-turbo", "gpt-4-turbo", 10.0, 30.0),
+    ("gpt-4-turbo-2024-04-09", "gpt-4-turbo", 10.0, 30.0),
+    ("openai/gpt-4-0613", "gpt-4", 30.0, 60.0),
+]
+
+
+@pytest.mark.parametrize(("logged", "version", "miss", "out"), LEGACY, ids=[c[0] for c in LEGACY])
+def test_legacy_gpt4_models_and_their_snapshots_are_priced(
+    logged: str, version: str, miss: float, out: float
+) -> None:
+    [(name, price)] = _priced(logged)
+    assert (name, price.model) == ("openai", version)
+    assert (price.cache_hit, price.cache_miss, price.output, price.cache_write) == (miss, miss, out, None)
+    assert price.as_of == "2026-12-07" and price.source is not None
+    assert price.source.endswith("/gpt-4-32k-0314" if version == "gpt-4-32k" else f"/models/{version}")
+
+
+def test_legacy_gpt4_costs_in_the_cost_table() -> None:
+    """A gpt-4-0613 call of 2,000 prompt tokens (1,000 of them predicted read from a cache) and 100 answer
+    tokens costs 2,000 x $30 + 100 x $60 per million whether cached or not: the cached half is billed at
+    the input price."""
+    import polars as pl
+
+    from promptkit.report.pricing import request_costs
+
+    frame = pl.DataFrame(
+        {
+            "session": ["s"],
+            "index": [0],
+            "model": ["gpt-4-0613"],
+            "prompt_tokens": [2000],
+            "predicted_cached_tokens": [1000],
+            "completion_tokens": [100],
+        }
+    )
+    (row,) = request_costs(frame).to_dicts()
+    assert row["priced_as"] == "gpt-4"
+    assert row["cost_no_cache"] == row["cost_predicted"] == pytest.approx((2000 * 30 + 100 * 60) / 1e6)
+
+
 def test_the_four_digit_snapshot_of_an_older_model() -> None:
     table = {"gpt-4": ModelPrice("openai", "gpt-4", 30, 30, 60)}
     assert lookup_model("gpt-4-0613", table) == "gpt-4"

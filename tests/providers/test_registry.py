@@ -136,6 +136,7 @@ def test_the_best_effort_providers_with_real_logs_have_a_bundled_calibration() -
     assert default_calibration("qwen") is None
 
 
+@pytest.mark.slow
 def test_open_model_tokenizers_load_offline_and_are_the_providers_own() -> None:
     qwen = get_provider("qwen").load_tokenizer()
     assert qwen.name == "qwen-3"

@@ -18,6 +18,7 @@ from tests.proxy.fake_upstream import upstream_thread
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_proxy_command_forwards_records_and_stops_on_sigterm(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

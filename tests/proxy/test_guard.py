@@ -95,6 +95,7 @@ def test_expect_100_continue_is_answered_here_and_not_sent_upstream(tmp_path: Pa
     run(main)
 
 
+@pytest.mark.slow
 def test_a_client_that_never_finishes_its_body_gets_408_and_holds_nothing(tmp_path: Path) -> None:
     async def main() -> None:
         async with (
@@ -163,6 +164,7 @@ def test_an_answer_too_large_to_keep_is_relayed_whole_and_recorded_without_its_b
     assert "response" not in rec or not rec["response"]
 
 
+@pytest.mark.slow
 def test_slow_sockets_are_closed_and_bounded_while_a_caller_is_served(tmp_path: Path) -> None:
     """Slowloris: sockets that send a byte of a head now and then. A socket without its first head after
     header_timeout is closed; past max_connections a new one is closed at once; a real caller gets through.

@@ -112,6 +112,7 @@ def _seconds(text: str) -> int:
     return 3600 * h + 60 * m + s
 
 
+@pytest.mark.slow
 def test_the_live_page_counts_the_time_left_down_in_the_browser(tmp_path: Path) -> None:
     """The page is rendered from a snapshot 60 s old (its own text says 60 s more than is left); after
     the page's script ran, Chromium's DOM shows the time left from the server's expiry time and the

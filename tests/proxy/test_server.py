@@ -303,6 +303,7 @@ def test_upstream_5xx_and_4xx_pass_through_and_are_recorded(tmp_path: Path) -> N
     assert second["error"]["status"] == 400
 
 
+@pytest.mark.slow
 def test_upstream_timeout_is_a_504_and_recorded(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
 
@@ -431,6 +432,7 @@ def test_a_torn_last_line_is_reported_by_the_loader(tmp_path: Path) -> None:
 # load
 
 
+@pytest.mark.slow
 def test_load_200_concurrent_requests_half_streaming(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     n = 200

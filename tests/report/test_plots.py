@@ -320,6 +320,7 @@ def test_save_plots_limits_the_composition_panels_and_says_so(tmp_path: Path) ->
     assert _png(limited["composition"]).size[1] == round((0.55 + 0.5 + 0.6 * (13 - 2.5) / 2) * 100)
 
 
+@pytest.mark.slow
 def test_composition_png_shows_exactly_the_slots_present(tmp_path: Path) -> None:
     image = np.asarray(_png(plots.save_plots(_result(), tmp_path)["composition"]))
     panels = image[50 : image.shape[0] - 55, 75 : image.shape[1] - 175]  # inside the margins: no text
@@ -329,6 +330,7 @@ def test_composition_png_shows_exactly_the_slots_present(tmp_path: Path) -> None
         assert (rgb in colors) == (slot in {"identity", "history", "current"}), slot
 
 
+@pytest.mark.slow
 def test_save_plots_draws_without_matplotlib(tmp_path: Path) -> None:
     code = (
         "import sys, polars as pl\n"
@@ -376,6 +378,7 @@ def test_hit_ratio_aggregates_many_sessions_into_quantiles() -> None:
     assert 0.0 <= low < high <= 1.0
 
 
+@pytest.mark.slow
 def test_plots_never_touch_pyplot_and_import_matplotlib_lazily() -> None:
     code = (
         "import sys, promptkit.report.plots as p\n"

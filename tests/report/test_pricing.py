@@ -38,6 +38,7 @@ def _models_in_logs() -> set[str]:
     return models
 
 
+@pytest.mark.slow
 def test_every_model_in_the_logs_has_its_own_dated_price_or_none_with_a_note() -> None:
     models = _models_in_logs()
     assert {"claude-opus-4-6", "deepseek-chat", "gemini-3-pro-preview"} <= models
@@ -127,6 +128,7 @@ def _html_cost(path: Path) -> float:
     return float(match.group(1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log", ["promptkit/data/default-session.jsonl", "fixtures/claude-code"])
 def test_analyze_whatif_and_the_html_report_give_the_same_cost(tmp_path: Path, log: str) -> None:
     path = str(ROOT / log)

@@ -130,6 +130,7 @@ def test_v3_template_copy_is_the_published_one() -> None:
     assert _offline_config("deepseek-v3")["chat_template"] == DEEPSEEK_V3_CHAT_TEMPLATE
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(v3_conversations)
 def test_v3_python_rendering_equals_the_jinja_template(messages: list[dict[str, Any]]) -> None:
@@ -139,6 +140,7 @@ def test_v3_python_rendering_equals_the_jinja_template(messages: list[dict[str, 
     assert rendered_text(pieces) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(v3_conversations)
 def test_v3_pieces_are_specials_or_content(messages: list[dict[str, Any]]) -> None:
@@ -185,6 +187,7 @@ def test_v3_reasoning_is_dropped_from_history() -> None:
     assert "secret chain" not in rendered_text(pieces)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(v3_conversations, st.one_of(text, st.none()), st.one_of(st.none(), calls))
 def test_v3_completion_follows_the_prompt(
@@ -311,6 +314,7 @@ def test_v32_thinking_mode() -> None:
     assert text.endswith("</function_results>\n\n<think>")
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(turn_conversations(), st.one_of(text, st.none()), st.one_of(st.none(), calls), st.booleans())
 def test_v32_completion_is_the_next_history_turn(
@@ -331,6 +335,7 @@ def test_v32_completion_is_the_next_history_turn(
     assert rendered_text(history) == rendered_text(full)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(turn_conversations())
 def test_v32_content_lookalikes_stay_text(messages: list[dict[str, Any]]) -> None:
@@ -419,6 +424,7 @@ plain_conversations = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(plain_conversations)
 def test_jinja_render_attributes_like_the_python_model(messages: list[dict[str, Any]]) -> None:
@@ -433,6 +439,7 @@ def test_jinja_render_attributes_like_the_python_model(messages: list[dict[str, 
     assert owners(a) == owners(b)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(v3_conversations)
 def test_jinja_render_of_the_v3_config_equals_the_python_model(messages: list[dict[str, Any]]) -> None:

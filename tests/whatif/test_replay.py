@@ -8,6 +8,7 @@ from pathlib import Path
 
 import attrs
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from promptkit.analysis import analyze_requests
@@ -189,6 +190,7 @@ def test_replayed_chains_analyze_every_request(chain: list[Transform]) -> None:
     assert w.comparison.filter(pl.col("session") != "(all)")["requests"].sum() == 6
 
 
+@pytest.mark.slow
 def test_replay_predicts_the_log_assembled_with_the_moved_contributors() -> None:
     from promptkit.analysis import analyze
     from promptkit.formats import read_logs

@@ -79,6 +79,7 @@ def test_bad_specs_name_the_spec(spec: str, message: str) -> None:
     assert str(info.value).startswith("--transform")
 
 
+@pytest.mark.slow
 @given(
     names=st.lists(st.sampled_from(list(BUILTIN_PATTERNS)), min_size=1, unique=True),
     scope=st.sampled_from(["head", "all"]),
