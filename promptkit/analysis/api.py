@@ -39,7 +39,7 @@ from promptkit.analysis.plans import files as file_plan
 from promptkit.analysis.plans.records import analyze_group
 from promptkit.analysis.plans.stream import analyze_stream
 from promptkit.analysis.result import AnalysisResult
-from promptkit.analysis.runtime import gc_paused, phase
+from promptkit.analysis.runtime import ReadProgress, gc_paused
 from promptkit.analysis.spec import DEFAULT_PROVIDER, VIEWS, AnalysisSpec, default_view
 from promptkit.errors import RecordFormatError, UsageError
 from promptkit.formats import read_logs, records_from_requests
@@ -264,8 +264,9 @@ def analyze(
         return analyze_stream(paths, format, **{**options, "view": view or "consecutive"})
     if jobs != 1 or engine != "local":
         return _analyze_by_file(paths, format, **options)
-    with phase("load", enabled=progress):  # perf: the loading phase on a TTY
-        loaded = read_logs(paths, format=format)
+    with ReadProgress("load", enabled=progress) as bar:  # the loading phase on a TTY: MB, MB/s
+        loaded = read_logs(paths, format=format, on_file=bar.on_file)
+        bar.done(len(loaded.records))
     return analyze_requests(loaded, **options)
 
 
