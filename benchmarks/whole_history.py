@@ -13,7 +13,12 @@ its commands run with; default: this checkout):
   2000,4000,8000,16000``): a single conversation of alternating user and assistant events
   (:func:`claude_code_chain`), through the same command (time, CPU time, peak RSS): linear memory
   doubles with the events, quadratic quadruples;
-- **--jobs 2 vs --jobs 1** through the command on the largest N× corpus, and the ratio.
+- **--jobs 2 vs --jobs 1** through the command on the largest N× corpus, and the ratio;
+- **tokenizing each unique piece once** (``--tokenize``, in this process, this checkout): every request
+  of the largest N× corpus tokenized with the analysis's tokenizer (its content-keyed segment cache
+  and its resume from an earlier request's prefix), then with a tokenizer that keeps neither (each
+  request from scratch), and the lower bound: every request rendered, each unique text piece encoded
+  once; segment cache hits and misses.
 
 Every measurement runs in a fresh child process; its peak RSS is the child's own (``os.wait4``).
 ``--timeout`` (seconds) stops a child that takes longer (shown as ``>T``). The machine's load moves the
@@ -273,6 +278,50 @@ def bench_jobs(work: Path, folder: Path, n: int, revisions: dict[str, str], time
            ["revision", "--jobs 1", "--jobs 2", "wall 2/1"], rows())  # fmt: skip
 
 
+_TOKENIZE = """
+import sys, time
+from promptkit.formats import read_logs
+from promptkit.providers.registry import get_provider
+from promptkit.tokens.tokenize import RequestTokenizer
+from promptkit.analysis.prepare import chat_body
+records = read_logs(sys.argv[1]).records
+profile = get_provider("anthropic")
+render, tokenizer = profile.load_render(), profile.load_tokenizer()
+def run(rt):
+    t = time.perf_counter()
+    for r in records:
+        rt.tokenize(chat_body(r.request)[0], completion=r.completion)
+    return time.perf_counter() - t
+cached = RequestTokenizer(render, tokenizer)
+fresh = RequestTokenizer(render, tokenizer, cache_tokens=0, snapshots=0)
+t = time.perf_counter()
+pieces = {p.text for r in records for p in render.render(chat_body(r.request)[0], completion=r.completion)
+          if not p.special}
+for text in pieces:
+    tokenizer.encode(text)
+bound = time.perf_counter() - t
+a, b = run(cached), run(fresh)
+info = cached.cache_info()
+print(f"{len(records)} requests, {len(pieces)} unique pieces: cached {a:.2f} s, no cache {b:.2f} s, "
+      f"bound (render every request, encode each unique piece once) {bound:.2f} s; cached / bound {a / bound:.2f}, no cache / cached {b / a:.2f}; "
+      f"segment hits {info['hits']}, misses {info['misses']}, requests resumed {info['resumed']}")
+"""
+
+
+def bench_tokenize(folder: Path, n: int, timeout: float) -> None:
+    """Tokenizing every request of the ``n``x corpus: with the analysis's caches, without, and the bound."""
+    print(f"\nTokenizing the {n}x corpus (anthropic profile: its render and local tokenizer)")
+    proc = subprocess.run(
+        [sys.executable, "-c", _TOKENIZE, str(folder)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    print(proc.stdout.strip() or proc.stderr.strip()[-500:])
+
+
 def _sizes(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -283,6 +332,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chain", type=_sizes, default=[2000, 4000, 8000], help="chain sizes in events")
     parser.add_argument("--quick", action="store_true", help="copies 2,4 and chains of 500,1000 events")
     parser.add_argument("--no-jobs", action="store_true", help="leave out --jobs 2 vs --jobs 1")
+    parser.add_argument("--tokenize", action="store_true", help="also measure tokenizing each piece once")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a child may run (default 600)")
     parser.add_argument(
         "--revision", action="append", default=[], metavar="LABEL=PATH",
@@ -300,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if folders and not args.no_jobs:
             n = max(folders)
             bench_jobs(work, folders[n], n, revisions, args.timeout)
+        if folders and args.tokenize:
+            bench_tokenize(folders[max(folders)], max(folders), args.timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
