@@ -73,3 +73,14 @@ def test_a_branch_of_the_chain_gets_the_tokens_of_its_own_prompt() -> None:
         got = heads.tokens(tok.tokens, head, "k")
         expected = np.concatenate([head, tok.tokens])
         assert got is not None and got.tolist() == expected.tolist()
+
+
+def test_a_request_one_token_longer_gets_that_token_after_the_head() -> None:
+    a, buf, _ = TokenBuffer.extend(None, 0, np.array([7, 8, 9]))
+    b, _, _ = TokenBuffer.extend(buf, 3, np.array([10]))
+    heads = HeadBuffers()
+    head = placeholder_ids("k", 2)
+    x, y = heads.tokens(a, head, "k"), heads.tokens(b, head, "k")
+    assert x is not None and y is not None and np.shares_memory(x, y)
+    assert y.tolist() == [*head.tolist(), 7, 8, 9, 10]
+    assert heads.tokens(a, head, "k").tolist() == [*head.tolist(), 7, 8, 9]  # type: ignore[union-attr]
