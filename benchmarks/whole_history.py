@@ -149,7 +149,10 @@ def run_child(argv: Sequence[str], pythonpath: str, timeout: float) -> Measured:
     """Run ``argv`` (a Python command) with ``PYTHONPATH=pythonpath``: its time and peak RSS."""
     env = {**os.environ, "PYTHONPATH": pythonpath}
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # cwd: not a checkout (``python -m`` puts the working directory before PYTHONPATH on sys.path)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=tempfile.gettempdir(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = start + timeout
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -314,6 +317,7 @@ def bench_tokenize(folder: Path, n: int, timeout: float) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", _TOKENIZE, str(folder)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=tempfile.gettempdir(),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -42,6 +42,7 @@ def test_analyze_with_progress_shows_megabytes_and_requests_on_stderr(
 ) -> None:
     analyze(LOG, progress=True)
     err = capsys.readouterr().err
-    assert "load:" in err and "kB/s" in err and "3 requests" in err  # the fixture's 50 kB read
+    read = sum(p.stat().st_size for p in LOG.rglob("*.jsonl"))  # every byte of the log files read
+    assert "load:" in err and f"{read / 1000:.1f}kB [" in err and "B/s" in err and "3 requests" in err
     analyze(LOG)
     assert capsys.readouterr().err == ""
