@@ -41,7 +41,7 @@ from promptkit.analysis.plans.records import analyze_group
 from promptkit.analysis.plans.stream import analyze_stream
 from promptkit.analysis.plans.timeline import analyze_timeline
 from promptkit.analysis.result import AnalysisResult
-from promptkit.analysis.runtime import gc_paused, phase
+from promptkit.analysis.runtime import ReadProgress, gc_paused
 from promptkit.analysis.spec import DEFAULT_PROVIDER, VIEWS, AnalysisSpec, default_view
 from promptkit.errors import PromptkitError, RecordFormatError, UsageError
 from promptkit.formats import find_log_files, read_logs, records_from_requests
@@ -304,8 +304,9 @@ def analyze(
         streamed = analyze_timeline(paths, format, **{k: options[k] for k in TIMELINE_OPTIONS})
         if streamed is not None:  # else: the consecutive view, or records without a time
             return streamed
-    with phase("load", enabled=progress):  # perf: the loading phase on a TTY
-        loaded = read_logs(paths, format=format)
+    with ReadProgress("load", enabled=progress) as bar:  # the loading phase on a TTY: MB, MB/s
+        loaded = read_logs(paths, format=format, on_file=bar.on_file)
+        bar.done(len(loaded.records))
     return analyze_requests(loaded, **options)
 
 

@@ -17,6 +17,7 @@ import attrs
 import numpy as np
 
 from promptkit.errors import LayoutMismatchError
+from promptkit.tokens.tokenize import TokenBuffer
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -61,19 +62,24 @@ class CompositionRows:
     (['system', 'user', 'generation'], [0, 8, 14], [0, 1, None])
     """
 
-    __slots__ = ("_bad", "_codes", "_ends", "_heads", "_last", "_messages", "_names", "_requests", "_starts")
+    __slots__ = (
+        "_bad", "_chains", "_codes", "_ends", "_heads", "_last", "_messages", "_names", "_requests", "_starts",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._names: list[str | None] = [None]  # code 0 is null
         self._codes: dict[str, int] = {}
         self._last: dict[str, tuple[list[Any], np.ndarray]] = {}  # session -> messages, role codes
+        # memory: (session, what) -> the buffer whose views are the session's requests' role codes, message
+        # starts and ends: a request repeating its predecessor's first messages holds a view, not a copy
+        self._chains: dict[tuple[str, str], tuple[TokenBuffer, np.ndarray]] = {}
         # per request: session code, index, position, message count, header_len, prompt_len, shifted,
         # and the slot and key codes of its template and generation spans (-1: none, an error if used)
         self._requests: list[tuple[int, ...]] = []
-        # every request's message starts and ends, one tuple per request (perf: a list append per
-        # request; numpy reads them all at once in _columns)
-        self._starts: list[Sequence[int]] = []
-        self._ends: list[Sequence[int]] = []
+        # every request's message starts and ends, one int64 array per request (a view of its session's
+        # chain: memory linear in a conversation's length); numpy reads them all at once in _columns
+        self._starts: list[np.ndarray] = []
+        self._ends: list[np.ndarray] = []
         # slot, key and role codes of each message, one array per request each
         self._messages: tuple[list[np.ndarray], list[np.ndarray | None], list[np.ndarray | None]] = (
             [],
@@ -93,6 +99,26 @@ class CompositionRows:
             self._names.append(value)
         return code
 
+    def _chained(self, session: str, what: str, values: np.ndarray, known: int | None = None) -> np.ndarray:
+        """``values`` (int64) as a read-only view of the buffer of ``session``'s ``what``: its previous
+        values' first ``known`` are this request's (None: compared), written once (memory: a session's
+        requests repeat their predecessors' messages, so their per-message arrays are one chain; a
+        request that differs from its predecessor gets a new buffer, its old views stay valid). With
+        ``known``, ``values`` are the values past those ``known``."""
+        key = (session, what)
+        held = self._chains.get(key)
+        buffer = held[0] if held is not None else None
+        if known is None:
+            known = 0
+            if held is not None:  # its previous request's values: how many of them this one repeats
+                m = min(int(held[1].shape[0]), int(values.shape[0]))
+                differ = np.flatnonzero(held[1][:m] != values[:m])
+                known = int(differ[0]) if differ.shape[0] else m
+            values = values[known:]
+        view, buffer, _ = TokenBuffer.extend(buffer, known, values)
+        self._chains[key] = (buffer, view)
+        return view
+
     def _role_codes(self, session: str, messages: Sequence[Any]) -> np.ndarray:
         last = self._last.get(session)
         if last is not None and isinstance(messages, list) and len(messages) >= len(last[0]):
@@ -103,10 +129,12 @@ class CompositionRows:
                 same = False
             if same:
                 new = np.array([self._code(m["role"]) for m in messages[k:]], dtype=np.int64)
-                codes = np.concatenate((last[1], new)) if new.shape[0] else last[1]
+                codes = self._chained(session, "roles", new, k) if new.shape[0] else last[1]
                 self._last[session] = (messages, codes)
                 return codes
-        codes = np.fromiter((self._code(m["role"]) for m in messages), np.int64)
+        codes = self._chained(
+            session, "roles", np.fromiter((self._code(m["role"]) for m in messages), np.int64)
+        )
         if isinstance(messages, list):
             self._last[session] = (messages, codes)
         return codes
@@ -156,9 +184,9 @@ class CompositionRows:
             self._messages[1].append(np.array(keys[:n], dtype=np.int64))
             self._messages[2].append(roles)
             slots, keys = slots[n:], keys[n:]
-        self._starts.append(tok.message_starts)
+        self._starts.append(self._chained(session, "starts", np.asarray(tok.message_starts, dtype=np.int64)))
         if tok.message_ends is not None:
-            self._ends.append(tok.message_ends)
+            self._ends.append(self._chained(session, "ends", np.asarray(tok.message_ends, dtype=np.int64)))
         else:  # each message ends where the next one in token order starts
             st = np.asarray(tok.message_starts, dtype=np.int64)
             by_start = np.lexsort((np.arange(n), st))
@@ -166,7 +194,7 @@ class CompositionRows:
             nxt[by_start[:-1]] = st[by_start[1:]]
             if n:
                 nxt[by_start[-1]] = tok.prompt_len
-            self._ends.append(nxt.tolist())
+            self._ends.append(nxt)
         header_len = int(tok.header_len)
         self._requests.append(
             (
@@ -243,8 +271,9 @@ class CompositionRows:
         first = np.concatenate(([0], np.cumsum(count)[:-1])).astype(i64)
         msg = np.arange(rid.shape[0], dtype=i64) - first[rid] if rid.shape[0] else np.zeros(0, i64)
         total_messages = int(count.sum())
-        st = np.fromiter(chain.from_iterable(self._starts), i64, count=total_messages)
-        en = np.fromiter(chain.from_iterable(self._ends), i64, count=total_messages)
+        st = np.concatenate(self._starts) if self._starts else np.zeros(0, i64)
+        en = np.concatenate(self._ends) if self._ends else np.zeros(0, i64)
+        assert st.shape[0] == en.shape[0] == total_messages
         codes = self._message_codes()
         kept = np.flatnonzero(en > st)
         every = kept.shape[0] == st.shape[0]  # perf: every message has tokens (the usual case)

@@ -33,6 +33,7 @@ from promptkit.analysis.breakpoints import infer_breakpoints
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.ruler import Ruler, usage_contradictions
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
+from promptkit.formats.head_buffer import HeadBuffers
 from promptkit.formats.opaque_head import (
     opaque_blocks_of,
     opaque_head_breakpoint,
@@ -405,16 +406,20 @@ class Tokenized:
 
 
 def tokenize_one(
-    ctx: AnalysisContext, record: RequestRecord, memo: SurrogateMemo | None = None
+    ctx: AnalysisContext,
+    record: RequestRecord,
+    memo: SurrogateMemo | None = None,
+    heads: HeadBuffers | None = None,
 ) -> tuple[PreparedRequest, Tokenized, str | None]:
     """Stage 1 of one record: prepared, tokenized with its render (the thinking render's name when it
-    is one, else None), or why it cannot be."""
+    is one, else None), or why it cannot be. ``heads``: where a chain of requests' tokens with their
+    opaque head in front share one buffer (memory: else each request's are a copy)."""
     prepared = prepare_request(record)
     rt, think = ctx.tokenizer_for(record)
     mended: list[str] = []
     try:
         tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
-        tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
+        tok = with_opaque_head(tok, record, heads)  # placeholder tokens for a head the log omits
     except (ValueError, KeyError, TypeError) as exc:
         return prepared, Tokenized(f"{request_id(record)}: cannot tokenize: {exc}", bool(mended)), think
     return prepared, Tokenized(tok, bool(mended)), think
@@ -538,6 +543,7 @@ class Preparer:
         "best_effort",
         "ctx",
         "exact",
+        "heads",
         "last_thinking",
         "memo",
         "mended",
@@ -551,6 +557,7 @@ class Preparer:
         # the local tokenizer is the provider's: positions are exact and need no ruler
         self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
         self.memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.heads = HeadBuffers()  # memory: a chain's tokens with their opaque head, one buffer
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
@@ -559,7 +566,7 @@ class Preparer:
 
     def prepare(self, pos: int, record: RequestRecord) -> PreparedRecord | None:
         """Stage 1 of the record at ``pos``: None (and a problem) when it cannot be tokenized."""
-        p, tokenized, think = tokenize_one(self.ctx, record, self.memo)
+        p, tokenized, think = tokenize_one(self.ctx, record, self.memo, self.heads)
         self.think = think
         if think is not None:
             self.thinking.setdefault(think, pos)

@@ -7,7 +7,8 @@ costs more than the analysis itself. The objects an analysis creates hold no ref
 need the collector (reference counting frees them), so it is paused while loading and analyzing and
 restored afterwards.
 
-:func:`phase` shows one step of a long command (loading, tables, ...) as a progress line on a terminal.
+:func:`phase` shows one step of a long command (loading, tables, ...) as a progress line on a terminal;
+:class:`ReadProgress` shows the reading of the logs: megabytes read, MB/s and the requests found.
 
 Example::
 
@@ -22,11 +23,13 @@ Example::
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["gc_paused", "phase"]
+__all__ = ["ReadProgress", "gc_paused", "phase"]
 
 
 @contextmanager
@@ -73,3 +76,62 @@ def phase(name: str, *, enabled: bool, file: TextIO | None = None) -> Iterator[A
         bar.update(1)
     finally:
         bar.close()
+
+
+class ReadProgress:
+    """A progress bar (tqdm) of the logs read: megabytes, MB/s and, once read, the requests found; a
+    context manager. :attr:`on_file` is :func:`~promptkit.formats.read_logs`'s ``on_file`` (None when
+    not ``enabled``: then nothing is shown); :meth:`done` names the requests found.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with ReadProgress("load", enabled=True, file=out) as bar:
+    ...     bar.on_file(Path("fixtures/claude-code/README.md"))
+    ...     bar.done(3)
+    >>> "B/s" in out.getvalue(), "3 requests" in out.getvalue()
+    (True, True)
+    """
+
+    __slots__ = ("_bar", "_pending", "on_file")
+
+    def __init__(self, name: str, *, enabled: bool, file: TextIO | None = None) -> None:
+        self._bar: Any = None
+        self._pending: Path | None = None  # the file being read: counted when the next one starts
+        self.on_file = self._next if enabled else None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(
+                desc=name,
+                file=file,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1000,
+                leave=True,
+                mininterval=0.5,
+            )
+
+    def _size(self) -> int:
+        try:
+            return os.path.getsize(self._pending) if self._pending is not None else 0
+        except OSError:
+            return 0
+
+    def _next(self, path: Path) -> None:
+        if self._bar is not None:
+            self._bar.update(self._size())
+        self._pending = path
+
+    def done(self, requests: int) -> None:
+        """Count the last file read and show the ``requests`` found."""
+        if self._bar is not None:
+            self._bar.update(self._size())
+            self._pending = None
+            self._bar.set_postfix_str(f"{requests:,} requests", refresh=True)
+
+    def __enter__(self) -> ReadProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -62,6 +62,7 @@ from promptkit.layout import RequestRecord, type_name
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
+    from promptkit.formats.head_buffer import HeadBuffers
     from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
@@ -168,8 +169,12 @@ def is_placeholder(token_id: int) -> bool:
     return token_id >= PLACEHOLDER_BASE
 
 
-def shift_tokenized(tok: TokenizedRequest, head: np.ndarray) -> TokenizedRequest:
-    """``tok`` with ``head`` in front: tokens, message starts and ends, header and prompt length shifted."""
+def shift_tokenized(
+    tok: TokenizedRequest, head: np.ndarray, *, tokens: np.ndarray | None = None
+) -> TokenizedRequest:
+    """``tok`` with ``head`` in front: tokens, message starts and ends, header and prompt length shifted.
+    ``tokens``: the shifted tokens when the caller has them (read-only int64, equal to ``head`` then
+    ``tok.tokens``: :class:`~promptkit.formats.head_buffer.HeadBuffers`)."""
     import numpy as np
 
     from promptkit.tokens.tokenize import TokenizedRequest
@@ -177,19 +182,31 @@ def shift_tokenized(tok: TokenizedRequest, head: np.ndarray) -> TokenizedRequest
     n = len(head)
     if n == 0:
         return tok
-    tokens = np.concatenate([np.asarray(head, dtype=np.int64), tok.tokens])
-    tokens.flags.writeable = False
-    return TokenizedRequest(
-        tokens=tokens,
-        message_starts=tuple(s + n for s in tok.message_starts),
-        header_len=tok.header_len + n,
-        prompt_len=tok.prompt_len + n,
-        message_ends=None if tok.message_ends is None else tuple(e + n for e in tok.message_ends),
+    if tokens is None:
+        tokens = np.concatenate([np.asarray(head, dtype=np.int64), tok.tokens])
+        tokens.flags.writeable = False
+    return TokenizedRequest.trusted(
+        tokens,
+        _shifted(tok.message_starts, n),
+        tok.header_len + n,
+        tok.prompt_len + n,
+        None if tok.message_ends is None else _shifted(tok.message_ends, n),
     )
 
 
-def with_opaque_head(tok: TokenizedRequest, record: RequestRecord) -> TokenizedRequest:
+def _shifted(offsets: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """``offsets`` each plus ``n`` (perf: one numpy pass, not a Python loop over a long prompt's messages)."""
+    import numpy as np
+
+    return tuple((np.asarray(offsets, dtype=np.int64) + n).tolist()) if offsets else ()
+
+
+def with_opaque_head(
+    tok: TokenizedRequest, record: RequestRecord, buffers: HeadBuffers | None = None
+) -> TokenizedRequest:
     """The engine's hook: ``tok`` with the record's opaque head in front (``tok`` itself without one).
+    ``buffers``: where the shifted tokens of a chain of requests are kept as views of one buffer
+    (:class:`~promptkit.formats.head_buffer.HeadBuffers`; else each request's are a copy).
 
     >>> import numpy as np
     >>> from promptkit.tokens.tokenize import TokenizedRequest
@@ -208,7 +225,9 @@ def with_opaque_head(tok: TokenizedRequest, record: RequestRecord) -> TokenizedR
     head = opaque_head_of(record)
     if head is None:
         return tok
-    return shift_tokenized(tok, placeholder_ids(head.key, head.tokens))
+    ids = placeholder_ids(head.key, head.tokens)
+    shared = buffers.tokens(tok.tokens, ids, head.key) if buffers is not None else None
+    return shift_tokenized(tok, ids, tokens=shared)
 
 
 def opaque_blocks_of(record: RequestRecord) -> list[tuple[str, int]]:
