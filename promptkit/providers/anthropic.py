@@ -507,11 +507,17 @@ def _breakpoint_targets(
 # caching" tables): 5-minute cache writes 1.25 x input, 1-hour writes 2 x input, cache hits and
 # refreshes 0.1 x input. Opus 4.5 and 4.6 cost $5 / $25, Opus 4 and 4.1 $15 / $75. Opus 4.7 and 4.8
 # (read 2026-12-07 from the page's "Model pricing" table: $5 base input, $6.25 5m writes, $10 1h writes,
-# $0.50 cache hits, $25 output). Sonnet 4.6 is not priced here: its row was not in the copy read.
+# $0.50 cache hits, $25 output). Sonnet 4.6, Sonnet 5 and 5.5, Opus 5 and 5.5: base input and output
+# from each model's page (read 2026-12-07; e.g. platform.claude.com/docs/en/models/sonnet-4-6/overview:
+# "Input pricing: $3 / MTok · Output pricing: $15 / MTok"), cache prices by the caching multipliers above.
+# Fable 5.x is left unpriced: its cache reads do not follow the multipliers and its pages disagree.
 _PRICE_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing"
+_MODEL_PAGE = "https://platform.claude.com/docs/en/models/{}/overview"
 
 
-def _price(model: str, base: float, output: float, as_of: str = PRICES_AS_OF) -> ModelPrice:
+def _price(
+    model: str, base: float, output: float, as_of: str = PRICES_AS_OF, page: str | None = None
+) -> ModelPrice:
     return ModelPrice(
         "anthropic",
         model,
@@ -520,13 +526,18 @@ def _price(model: str, base: float, output: float, as_of: str = PRICES_AS_OF) ->
         output=output,
         cache_write=round(1.25 * base, 6),
         cache_write_1h=2 * base,
-        source=_PRICE_PAGE,
+        source=_PRICE_PAGE if page is None else _MODEL_PAGE.format(page),
         as_of=as_of,
     )
 
 
 #: Its models' list prices, one per model version (USD per million tokens), dated and sourced.
 PRICES = (
+    _price("claude-opus-5-5", 4.00, 20.00, "2026-12-07", "opus-5-5"),
+    _price("claude-opus-5", 5.00, 25.00, "2026-12-07", "opus-5"),
+    _price("claude-sonnet-5-5", 2.00, 10.00, "2026-12-07", "sonnet-5-5"),
+    _price("claude-sonnet-5", 2.00, 10.00, "2026-12-07", "sonnet-5"),
+    _price("claude-sonnet-4-6", 3.00, 15.00, "2026-12-07", "sonnet-4-6"),
     _price("claude-opus-4-8", 5.00, 25.00, "2026-12-07"),
     _price("claude-opus-4-7", 5.00, 25.00, "2026-12-07"),
     _price("claude-opus-4-6", 5.00, 25.00),

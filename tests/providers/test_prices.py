@@ -135,7 +135,36 @@ def test_another_version_is_never_priced_as_a_neighbour(other: str) -> None:
     assert _priced(other) == []
 
 
-@pytest.mark.parametrize("unpriced", ["kimi-k2.5", "kimi-k2.6", "claude-sonnet-4-6"])
+@pytest.mark.parametrize("unpriced", ["kimi-k2.5", "kimi-k2.6", "claude-fable-5-1", "claude-haiku-5-5"])
 def test_models_whose_page_was_not_read_stay_unpriced(unpriced: str) -> None:
     # no price was found on the provider's own page for these: cost stays empty rather than guessed
     assert _priced(unpriced) == []
+
+
+@pytest.mark.parametrize(
+    ("model", "base", "output"),
+    [
+        ("claude-sonnet-4-6", 3.0, 15.0),
+        ("claude-sonnet-5", 2.0, 10.0),
+        ("claude-sonnet-5-5-20260928", 2.0, 10.0),
+        ("claude-opus-5", 5.0, 25.0),
+        ("claude-opus-5-5", 4.0, 20.0),
+    ],
+)
+def test_the_current_claude_models_are_priced_from_their_own_pages(
+    model: str, base: float, output: float
+) -> None:
+    from promptkit.providers.anthropic import PRICES
+
+    table = {p.model: p for p in PRICES}
+    key = lookup_model(model, table)
+    assert key is not None and model.startswith(key)
+    price = table[key]
+    assert (price.cache_miss, price.output) == (base, output)
+    # Anthropic's caching multipliers: 5-minute writes 1.25x, 1-hour writes 2x, hits 0.1x the base
+    assert (price.cache_write, price.cache_write_1h, price.cache_hit) == pytest.approx(
+        (1.25 * base, 2 * base, 0.1 * base)
+    )
+    assert price.as_of == "2026-12-07" and price.source.endswith(
+        f"/models/{key.removeprefix('claude-')}/overview"
+    )
