@@ -3,12 +3,14 @@ columns of its row that need no cache outcome.
 
 - :func:`prepare_request` turns a record's request into the chat body (an Anthropic top-level
   ``system`` becomes a leading message, its layout shifted);
-- :func:`tokenize_one` renders and tokenizes it (lone UTF-16 surrogates mended, an opaque head's
-  placeholder tokens added), :class:`SurrogateMemo` keeping the scan of repeated messages cheap;
+- :func:`tokenize_one` renders and tokenizes it, once: lone UTF-16 surrogates are found and mended
+  before (:class:`SurrogateMemo` keeping the scan of repeated messages cheap), and what the record says
+  of an opaque head is read in one go after (:func:`~promptkit.formats.opaque_head.opaque_head_facts`:
+  its placeholder tokens, its breakpoint, its span for the composition);
 - :func:`request_local` gives what its row needs of it alone (:class:`RequestLocal`: the cache plan,
   where its head ends, a marked head's breakpoint);
 - :func:`fixed_fields` gives its row's :data:`~promptkit.analysis.columns.FIXED_COLUMNS`, and
-  :func:`compose` its composition rows;
+  :func:`composition_frame` the frame of its composition rows;
 - :class:`Preparer` runs these for a chunk's records, one at a time, and keeps the problems, the mended
   records and the thinking renders they produce: every plan prepares its records through it.
 
@@ -30,19 +32,19 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import attrs
 
 from promptkit.analysis.columns import frame_schemas
+from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.ruler import Ruler, usage_contradictions
-from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
-from promptkit.formats.opaque_head import opaque_head_breakpoint, opaque_head_of, with_opaque_head
+from promptkit.errors import LONE_SURROGATE
+from promptkit.formats.opaque_head import NO_OPAQUE_HEAD, OpaqueHeadFacts, opaque_head_facts
 from promptkit.layout import LayoutEntry, LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.composition import CompositionRows
     from promptkit.analysis.spec import AnalysisContext
     from promptkit.tokens.cache_models import CachePlan
-    from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
     "PreparedRecord",
@@ -54,7 +56,6 @@ __all__ = [
     "Tokenized",
     "chat_body",
     "completion_tokens",
-    "compose",
     "composition_frame",
     "fixed_fields",
     "head_end",
@@ -142,10 +143,16 @@ class RequestLocal(NamedTuple):
 
 
 def request_local(
-    model: CacheModel, exact_units: bool, record: RequestRecord, p: PreparedRequest, tok: TokenizedRequest
+    model: CacheModel,
+    exact_units: bool,
+    record: RequestRecord,
+    p: PreparedRequest,
+    tok: TokenizedRequest,
+    opaque: OpaqueHeadFacts,
 ) -> RequestLocal:
-    """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``)."""
-    head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
+    """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``, its opaque head
+    ``opaque``)."""
+    head_bp = opaque.breakpoint  # the end of a head the log does not show, marked
     body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
     plan = model.plan(tok, body, p.layout, units=_own_units(tok, record.usage, exact_units))
     marked = None  # the head's breakpoint, where it stores an entry
@@ -256,18 +263,17 @@ class SurrogateMemo:
     messages start with that list (compared in C, by identity first: the loaders intern the messages a
     session's records repeat, :func:`~promptkit.formats.discovery.intern_messages`) scans only the
     messages after it. Other messages are remembered by identity (the memo holds them: an id is not
-    reused while its object lives). Both are emptied when ``size`` entries are held.
+    reused while its object lives). Both are emptied when ``size`` entries are held. A body field other
+    than the messages (the tools, say) is scanned when it differs from the last one found clean.
 
-    ``dirty`` holds the sessions whose text held a lone surrogate: their later requests are scanned
-    before tokenizing (the others are not: the tokenizer finds one in the texts it encodes)."""
+    Every request is scanned before it is tokenized (:meth:`mended`), so it is tokenized once."""
 
-    __slots__ = ("_clean", "_fields", "_seen", "dirty", "size")
+    __slots__ = ("_clean", "_fields", "_seen", "size")
 
     def __init__(self, size: int = 8192) -> None:
         self._seen: dict[int, tuple[Any, bool]] = {}
         self._clean: dict[str | None, list[Any]] = {}
         self._fields: dict[str, Any] = {}  # a body field -> its last value found clean
-        self.dirty: set[str | None] = set()
         self.size = size
 
     def message(self, value: Any) -> bool:
@@ -310,57 +316,56 @@ class SurrogateMemo:
                 return True
         return False
 
-
-def _tokenize_or_mend(
-    rt: RequestTokenizer,
-    prepared: PreparedRequest,
-    record: RequestRecord,
-    mended: list[str],
-    memo: SurrogateMemo | None = None,
-) -> TokenizedRequest:
-    """Tokenize a prepared request. Lone UTF-16 surrogates (JSON logs can hold ``\\ud800`` escapes;
-    DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) in the text the request renders
-    to are replaced by U+FFFD, the same way for every tokenizer, and the request's id goes to
-    ``mended`` for the note.
-
-    perf: ``rt`` rejects a text with one (``reject_surrogates``) as it encodes it, so a clean request is
-    not scanned; once a session had one, its requests are scanned (and mended) before tokenizing."""
-    body, completion = prepared.body, record.completion
-    memo = memo if memo is not None else SurrogateMemo()
-    if record.session not in memo.dirty:
-        try:
-            return rt.tokenize(body, completion=completion)
-        except LoneSurrogateError:
-            memo.dirty.add(record.session)
-    if memo.body(body, record.session) or (completion is not None and memo.message(completion)):
-        mended.append(request_id(record))
-        body = _without_surrogates(body)
-        completion = _without_surrogates(completion) if completion is not None else None
-    return rt.tokenize(body, completion=completion)
+    def mended(
+        self, body: Mapping[str, Any], completion: Any, session: str | None = None
+    ) -> tuple[Mapping[str, Any], Any] | None:
+        """``body`` and ``completion`` (of ``session``) with every lone UTF-16 surrogate in their strings
+        replaced by U+FFFD, where they hold one (JSON logs can hold ``\\ud800`` escapes; DeepSeek's
+        tokenizer rejects them, tiktoken replaces them quietly: mended first, every tokenizer reads the
+        same text); None where they hold none."""
+        if self.body(body, session) or (completion is not None and self.message(completion)):
+            return _without_surrogates(body), (
+                _without_surrogates(completion) if completion is not None else None
+            )
+        return None
 
 
 @attrs.frozen(slots=True)
 class Tokenized:
-    """One request's tokens (or why it could not be tokenized) and whether lone surrogates were mended."""
+    """One request's tokens (or why it could not be tokenized), whether lone surrogates were mended
+    and its opaque head (what its record says of the head its log does not show)."""
 
     value: TokenizedRequest | str
     mended: bool
+    opaque: OpaqueHeadFacts = NO_OPAQUE_HEAD
 
 
 def tokenize_one(
     ctx: AnalysisContext, record: RequestRecord, memo: SurrogateMemo | None = None
 ) -> tuple[PreparedRequest, Tokenized, str | None]:
-    """Stage 1 of one record: prepared, tokenized with its render (the thinking render's name when it
-    is one, else None), or why it cannot be."""
+    """Stage 1 of one record: prepared, tokenized once with its render (the thinking render's name
+    when it is one, else None), or why it cannot be.
+
+    The text is mended before it is tokenized (:meth:`SurrogateMemo.mended`; the prepared body stays
+    as the log has it), then the tokens get the placeholders of the record's opaque head
+    (:func:`~promptkit.formats.opaque_head.opaque_head_facts`, read once: its breakpoint and span
+    travel in the result). A lone surrogate the scan cannot reach (in a key) is still rejected by the
+    tokenizer (``reject_surrogates``), never encoded."""
     prepared = prepare_request(record)
-    rt, think = ctx.tokenizer_for(record)
-    mended: list[str] = []
+    body, completion = prepared.body, record.completion
+    memo = memo if memo is not None else SurrogateMemo()
+    text = memo.mended(body, completion, record.session)
+    if text is not None:
+        body, completion = text
+    think = ctx.thinking_name(record)
+    rt = ctx.request_tokenizer(think)
     try:
-        tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
-        tok = with_opaque_head(tok, record)  # placeholder tokens for a head the log omits
+        tok = rt.tokenize(body, completion=completion)
+        opaque = opaque_head_facts(record)  # placeholder tokens for a head the log omits, its breakpoint
+        tok = opaque.shift(tok)
     except (ValueError, KeyError, TypeError) as exc:
-        return prepared, Tokenized(f"{request_id(record)}: cannot tokenize: {exc}", bool(mended)), think
-    return prepared, Tokenized(tok, bool(mended)), think
+        return prepared, Tokenized(f"{request_id(record)}: cannot tokenize: {exc}", text is not None), think
+    return prepared, Tokenized(tok, text is not None, opaque), think
 
 
 def usage_problems(record: RequestRecord, last_usage: dict[str, Any]) -> list[LoadProblem]:
@@ -427,23 +432,6 @@ def completion_tokens(record: RequestRecord, tok: TokenizedRequest, plan: CacheP
     return len(tok.tokens) - plan.prompt_len if record.completion is not None else None
 
 
-def compose(
-    rows: CompositionRows, pos: int, record: RequestRecord, p: PreparedRequest, tok: TokenizedRequest
-) -> None:
-    """Add the composition rows of the record at ``pos`` (tokenized as ``tok``)."""
-    head = opaque_head_of(record)
-    rows.add(
-        record.session,
-        record.index,
-        p.body,
-        tok,
-        layout=p.layout,
-        shifted=p.shifted,
-        opaque=(head.tokens, head.key) if head is not None else None,
-        position=pos,
-    )
-
-
 def composition_frame(rows: CompositionRows) -> pl.DataFrame:
     """The composition frame of ``rows`` with the records' positions in ``_pos``."""
     _, comp_schema, _ = frame_schemas()
@@ -467,12 +455,19 @@ class Preparer:
     """Stage 1 over a chunk of records, a record at a time (:meth:`prepare`), for every plan: the local
     plan replays each record as it is prepared, a worker of a parallel simulated view ships what it
     prepared (:func:`~promptkit.analysis.wire.tokenize_chunk`). It keeps what the chunk's records
-    produce besides their rows: the problems (a record that cannot be tokenized, a usage that
+    produce besides their rows: their composition rows (``composition``: they need no cache outcome;
+    :func:`composition_frame`), the problems (a record that cannot be tokenized, a usage that
     contradicts itself or its session's previous one), the records whose lone surrogates were mended
-    and each thinking render's first position."""
+    and each thinking render's first position.
+
+    A record goes down through the layers once: its body and its lone surrogates here, its tokenizer
+    (:mod:`~promptkit.analysis.spec`), its tokens (:mod:`~promptkit.tokens.tokenize`), its opaque head
+    (:mod:`~promptkit.formats.opaque_head`), then its plan and row here, its usage's contradictions
+    (:mod:`~promptkit.analysis.ruler`) and its composition rows (:mod:`~promptkit.analysis.composition`)."""
 
     __slots__ = (
         "best_effort",
+        "composition",
         "ctx",
         "exact",
         "last_usage",
@@ -488,6 +483,7 @@ class Preparer:
         # the local tokenizer is the provider's: positions are exact and need no ruler
         self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
         self.memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
+        self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
@@ -506,10 +502,22 @@ class Preparer:
         if isinstance(tok, str):
             self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
             return None
-        local = request_local(self.ctx.model, self.exact, record, p, tok)
+        local = request_local(self.ctx.model, self.exact, record, p, tok, tokenized.opaque)
         events = log_events(record)
         ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
         plan = local.plan
         fixed = fixed_fields(record, plan, model_name(record), completion_tokens(record, tok, plan), ruler)
-        self.problems.extend((pos, problem) for problem in usage_problems(record, self.last_usage))
+        for problem in usage_problems(record, self.last_usage):
+            self.problems.append((pos, problem))
+        head = tokenized.opaque.head
+        self.composition.add(
+            record.session,
+            record.index,
+            p.body,
+            tok,
+            layout=p.layout,
+            shifted=p.shifted,
+            opaque=(head.tokens, head.key) if head is not None else None,
+            position=pos,
+        )
         return PreparedRecord(p, tok, think, local, fixed, events)
