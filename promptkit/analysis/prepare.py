@@ -34,7 +34,7 @@ import attrs
 from promptkit.analysis.columns import frame_schemas
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.ruler import Ruler, usage_contradictions
-from promptkit.errors import LONE_SURROGATE
+from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
 from promptkit.formats.opaque_head import NO_OPAQUE_HEAD, OpaqueHeadFacts, opaque_head_facts
 from promptkit.layout import LayoutEntry, LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
@@ -263,17 +263,19 @@ class SurrogateMemo:
     messages start with that list (compared in C, by identity first: the loaders intern the messages a
     session's records repeat, :func:`~promptkit.formats.discovery.intern_messages`) scans only the
     messages after it. Other messages are remembered by identity (the memo holds them: an id is not
-    reused while its object lives). Both are emptied when ``size`` entries are held. A body field other
-    than the messages (the tools, say) is scanned when it differs from the last one found clean.
+    reused while its object lives). Both are emptied when ``size`` entries are held.
 
-    Every request is scanned before it is tokenized (:meth:`mended`), so it is tokenized once."""
+    ``dirty`` holds the sessions whose text held a lone surrogate: their later requests are scanned
+    (and mended) before tokenizing (the others are not: the tokenizer finds one in the texts it encodes,
+    so a surrogate only in a field no render reads is left as it is)."""
 
-    __slots__ = ("_clean", "_fields", "_seen", "size")
+    __slots__ = ("_clean", "_fields", "_seen", "dirty", "size")
 
     def __init__(self, size: int = 8192) -> None:
         self._seen: dict[int, tuple[Any, bool]] = {}
         self._clean: dict[str | None, list[Any]] = {}
         self._fields: dict[str, Any] = {}  # a body field -> its last value found clean
+        self.dirty: set[str | None] = set()
         self.size = size
 
     def message(self, value: Any) -> bool:
@@ -321,8 +323,8 @@ class SurrogateMemo:
     ) -> tuple[Mapping[str, Any], Any] | None:
         """``body`` and ``completion`` (of ``session``) with every lone UTF-16 surrogate in their strings
         replaced by U+FFFD, where they hold one (JSON logs can hold ``\\ud800`` escapes; DeepSeek's
-        tokenizer rejects them, tiktoken replaces them quietly: mended first, every tokenizer reads the
-        same text); None where they hold none."""
+        tokenizer rejects them, tiktoken replaces them quietly: mended, every tokenizer reads the same
+        text); None where they hold none."""
         if self.body(body, session) or (completion is not None and self.message(completion)):
             return _without_surrogates(body), (
                 _without_surrogates(completion) if completion is not None else None
@@ -343,24 +345,36 @@ class Tokenized:
 def tokenize_one(
     ctx: AnalysisContext, record: RequestRecord, memo: SurrogateMemo | None = None
 ) -> tuple[PreparedRequest, Tokenized, str | None]:
-    """Stage 1 of one record: prepared, tokenized once with its render (the thinking render's name
-    when it is one, else None), or why it cannot be.
+    """Stage 1 of one record: prepared, tokenized with its render (the thinking render's name when it
+    is one, else None), or why it cannot be.
 
-    The text is mended before it is tokenized (:meth:`SurrogateMemo.mended`; the prepared body stays
-    as the log has it), then the tokens get the placeholders of the record's opaque head
+    Lone surrogates are mended where they are rendered: the tokenizer rejects a text holding one
+    (``reject_surrogates``; a clean request is not scanned), and the session is then marked
+    (:attr:`SurrogateMemo.dirty`): this request is mended (:meth:`SurrogateMemo.mended`; the prepared
+    body stays as the log has it) and tokenized again, the session's later ones are mended before they
+    are tokenized, once. Then the tokens get the placeholders of the record's opaque head
     (:func:`~promptkit.formats.opaque_head.opaque_head_facts`, read once: its breakpoint and span
-    travel in the result). A lone surrogate the scan cannot reach (in a key) is still rejected by the
-    tokenizer (``reject_surrogates``), never encoded."""
+    travel in the result)."""
     prepared = prepare_request(record)
-    body, completion = prepared.body, record.completion
     memo = memo if memo is not None else SurrogateMemo()
-    text = memo.mended(body, completion, record.session)
+    body, completion = prepared.body, record.completion
+    text = memo.mended(body, completion, record.session) if record.session in memo.dirty else None
     if text is not None:
         body, completion = text
     think = ctx.thinking_name(record)
     rt = ctx.request_tokenizer(think)
     try:
-        tok = rt.tokenize(body, completion=completion)
+        try:
+            tok = rt.tokenize(body, completion=completion)
+        except LoneSurrogateError:  # the session's first: mended where the scan finds it, tokenized again
+            if record.session in memo.dirty:
+                raise
+            memo.dirty.add(record.session)
+            text = memo.mended(body, completion, record.session)
+            if text is None:
+                raise
+            body, completion = text
+            tok = rt.tokenize(body, completion=completion)
         opaque = opaque_head_facts(record)  # placeholder tokens for a head the log omits, its breakpoint
         tok = opaque.shift(tok)
     except (ValueError, KeyError, TypeError) as exc:
