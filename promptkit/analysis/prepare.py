@@ -367,8 +367,6 @@ def tokenize_one(
         try:
             tok = rt.tokenize(body, completion=completion)
         except LoneSurrogateError:  # the session's first: mended where the scan finds it, tokenized again
-            if record.session in memo.dirty:
-                raise
             memo.dirty.add(record.session)
             text = memo.mended(body, completion, record.session)
             if text is None:
