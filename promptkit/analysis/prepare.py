@@ -3,10 +3,10 @@ columns of its row that need no cache outcome.
 
 - :func:`prepare_request` turns a record's request into the chat body (an Anthropic top-level
   ``system`` becomes a leading message, its layout shifted);
-- :func:`tokenize_one` renders and tokenizes it, once: lone UTF-16 surrogates are found and mended
-  before (:class:`SurrogateMemo` keeping the scan of repeated messages cheap), and what the record says
-  of an opaque head is read in one go after (:func:`~promptkit.formats.opaque_head.opaque_head_facts`:
-  its placeholder tokens, its breakpoint, its span for the composition);
+- :func:`tokenize_one` renders and tokenizes it, lone UTF-16 surrogates mended where they are rendered
+  (:class:`SurrogateMemo` keeping the scan of repeated messages cheap), and reads what the record says
+  of an opaque head in one go (:func:`~promptkit.formats.opaque_head.opaque_head_facts`: its
+  placeholder tokens, its breakpoint, its span for the composition);
 - :func:`request_local` gives what its row needs of it alone (:class:`RequestLocal`: the cache plan,
   where its head ends, a marked head's breakpoint);
 - :func:`fixed_fields` gives its row's :data:`~promptkit.analysis.columns.FIXED_COLUMNS`, and
