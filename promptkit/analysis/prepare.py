@@ -3,12 +3,14 @@ columns of its row that need no cache outcome.
 
 - :func:`prepare_request` turns a record's request into the chat body (an Anthropic top-level
   ``system`` becomes a leading message, its layout shifted);
-- :func:`tokenize_one` renders and tokenizes it (lone UTF-16 surrogates mended, an opaque head's
-  placeholder tokens added), :class:`SurrogateMemo` keeping the scan of repeated messages cheap;
+- :func:`tokenize_one` renders and tokenizes it, lone UTF-16 surrogates mended where they are rendered
+  (:class:`SurrogateMemo` keeping the scan of repeated messages cheap), and reads what the record says
+  of an opaque head in one go (:func:`~promptkit.formats.opaque_head.opaque_head_facts`: its
+  placeholder tokens, its breakpoint, its span for the composition);
 - :func:`request_local` gives what its row needs of it alone (:class:`RequestLocal`: the cache plan,
   where its head ends, a marked head's breakpoint);
 - :func:`fixed_fields` gives its row's :data:`~promptkit.analysis.columns.FIXED_COLUMNS`, and
-  :func:`compose` its composition rows;
+  :func:`composition_frame` the frame of its composition rows;
 - :class:`Preparer` runs these for a chunk's records, one at a time, and keeps the problems, the mended
   records and the thinking renders they produce: every plan prepares its records through it.
 
@@ -31,25 +33,20 @@ import attrs
 
 from promptkit.analysis.breakpoints import infer_breakpoints
 from promptkit.analysis.columns import frame_schemas
+from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.ruler import Ruler, usage_contradictions
 from promptkit.errors import LONE_SURROGATE, LoneSurrogateError
 from promptkit.formats.head_buffer import HeadBuffers
-from promptkit.formats.opaque_head import (
-    opaque_blocks_of,
-    opaque_head_breakpoint,
-    opaque_head_of,
-    with_opaque_head,
-)
+from promptkit.formats.opaque_head import NO_OPAQUE_HEAD, OpaqueHeadFacts, opaque_head_facts
 from promptkit.layout import LayoutEntry, LoadProblem, RequestRecord
 from promptkit.tokens.cache_models import OPAQUE_HEAD_BREAKPOINT, CacheModel
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
 
-    from promptkit.analysis.composition import CompositionRows
     from promptkit.analysis.spec import AnalysisContext
     from promptkit.tokens.cache_models import CachePlan
-    from promptkit.tokens.tokenize import RequestTokenizer, TokenizedRequest
+    from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
     "PreparedRecord",
@@ -61,7 +58,6 @@ __all__ = [
     "Tokenized",
     "chat_body",
     "completion_tokens",
-    "compose",
     "composition_frame",
     "fixed_fields",
     "head_end",
@@ -179,10 +175,16 @@ class RequestLocal(NamedTuple):
 
 
 def request_local(
-    model: CacheModel, exact_units: bool, record: RequestRecord, p: PreparedRequest, tok: TokenizedRequest
+    model: CacheModel,
+    exact_units: bool,
+    record: RequestRecord,
+    p: PreparedRequest,
+    tok: TokenizedRequest,
+    opaque: OpaqueHeadFacts,
 ) -> RequestLocal:
-    """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``)."""
-    head_bp = opaque_head_breakpoint(record)  # the end of a head the log does not show, marked
+    """The request-local facts of ``record`` (prepared as ``p``, tokenized as ``tok``, its opaque head
+    ``opaque``)."""
+    head_bp = opaque.breakpoint  # the end of a head the log does not show, marked
     body = p.body if head_bp is None else {**p.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
     units = _own_units(tok, record.usage, exact_units)
     plan = model.plan(tok, body, p.layout, units=units)
@@ -191,7 +193,7 @@ def request_local(
         # a breakpoint cache, and the log shows no breakpoint: the reported counts place them
         found = infer_breakpoints(tok, body, record.usage, exact_units=exact_units)
         if found is not None:
-            head_bp = _inferred_head(record, found.control)
+            head_bp = _inferred_head(opaque, found.control)
             body = found.body if head_bp is None else {**found.body, OPAQUE_HEAD_BREAKPOINT: head_bp}
             plan = model.plan(tok, body, p.layout, units=units)
             inferred = found.label(shifted=p.shifted)
@@ -202,12 +204,12 @@ def request_local(
     return RequestLocal(plan, head_end(tok, p.body), marked, inferred)
 
 
-def _inferred_head(record: RequestRecord, control: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The breakpoint at the end of the record's opaque head (the system prompt the log does not show),
-    inferred with the call's other breakpoints (``control``: their ``cache_control``); None without an
-    opaque head of one piece."""
-    head = opaque_head_of(record)
-    if head is None or opaque_blocks_of(record):
+def _inferred_head(opaque: OpaqueHeadFacts, control: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The breakpoint at the end of a record's opaque head (``opaque``: the system prompt the log does not
+    show), inferred with the call's other breakpoints (``control``: their ``cache_control``); None without
+    an opaque head of one piece."""
+    head = opaque.head
+    if head is None or opaque.blocks:
         return None
     return {"tokens": head.tokens, "cache_control": dict(control)}
 
@@ -317,7 +319,8 @@ class SurrogateMemo:
     reused while its object lives). Both are emptied when ``size`` entries are held.
 
     ``dirty`` holds the sessions whose text held a lone surrogate: their later requests are scanned
-    before tokenizing (the others are not: the tokenizer finds one in the texts it encodes)."""
+    (and mended) before tokenizing (the others are not: the tokenizer finds one in the texts it encodes,
+    so a surrogate only in a field no render reads is left as it is)."""
 
     __slots__ = ("_clean", "_fields", "_seen", "dirty", "size")
 
@@ -368,41 +371,28 @@ class SurrogateMemo:
                 return True
         return False
 
-
-def _tokenize_or_mend(
-    rt: RequestTokenizer,
-    prepared: PreparedRequest,
-    record: RequestRecord,
-    mended: list[str],
-    memo: SurrogateMemo | None = None,
-) -> TokenizedRequest:
-    """Tokenize a prepared request. Lone UTF-16 surrogates (JSON logs can hold ``\\ud800`` escapes;
-    DeepSeek's tokenizer rejects them, tiktoken replaces them quietly) in the text the request renders
-    to are replaced by U+FFFD, the same way for every tokenizer, and the request's id goes to
-    ``mended`` for the note.
-
-    perf: ``rt`` rejects a text with one (``reject_surrogates``) as it encodes it, so a clean request is
-    not scanned; once a session had one, its requests are scanned (and mended) before tokenizing."""
-    body, completion = prepared.body, record.completion
-    memo = memo if memo is not None else SurrogateMemo()
-    if record.session not in memo.dirty:
-        try:
-            return rt.tokenize(body, completion=completion)
-        except LoneSurrogateError:
-            memo.dirty.add(record.session)
-    if memo.body(body, record.session) or (completion is not None and memo.message(completion)):
-        mended.append(request_id(record))
-        body = _without_surrogates(body)
-        completion = _without_surrogates(completion) if completion is not None else None
-    return rt.tokenize(body, completion=completion)
+    def mended(
+        self, body: Mapping[str, Any], completion: Any, session: str | None = None
+    ) -> tuple[Mapping[str, Any], Any] | None:
+        """``body`` and ``completion`` (of ``session``) with every lone UTF-16 surrogate in their strings
+        replaced by U+FFFD, where they hold one (JSON logs can hold ``\\ud800`` escapes; DeepSeek's
+        tokenizer rejects them, tiktoken replaces them quietly: mended, every tokenizer reads the same
+        text); None where they hold none."""
+        if self.body(body, session) or (completion is not None and self.message(completion)):
+            return _without_surrogates(body), (
+                _without_surrogates(completion) if completion is not None else None
+            )
+        return None
 
 
 @attrs.frozen(slots=True)
 class Tokenized:
-    """One request's tokens (or why it could not be tokenized) and whether lone surrogates were mended."""
+    """One request's tokens (or why it could not be tokenized), whether lone surrogates were mended
+    and its opaque head (what its record says of the head its log does not show)."""
 
     value: TokenizedRequest | str
     mended: bool
+    opaque: OpaqueHeadFacts = NO_OPAQUE_HEAD
 
 
 def tokenize_one(
@@ -412,17 +402,39 @@ def tokenize_one(
     heads: HeadBuffers | None = None,
 ) -> tuple[PreparedRequest, Tokenized, str | None]:
     """Stage 1 of one record: prepared, tokenized with its render (the thinking render's name when it
-    is one, else None), or why it cannot be. ``heads``: where a chain of requests' tokens with their
-    opaque head in front share one buffer (memory: else each request's are a copy)."""
+    is one, else None), or why it cannot be.
+
+    Lone surrogates are mended where they are rendered: the tokenizer rejects a text holding one
+    (``reject_surrogates``; a clean request is not scanned), and the session is then marked
+    (:attr:`SurrogateMemo.dirty`): this request is mended (:meth:`SurrogateMemo.mended`; the prepared
+    body stays as the log has it) and tokenized again, the session's later ones are mended before they
+    are tokenized, once. Then the tokens get the placeholders of the record's opaque head
+    (:func:`~promptkit.formats.opaque_head.opaque_head_facts`, read once: its breakpoint and span
+    travel in the result). ``heads``: where a chain of requests' tokens with their opaque head in front
+    share one buffer (memory: else each request's are a copy)."""
     prepared = prepare_request(record)
-    rt, think = ctx.tokenizer_for(record)
-    mended: list[str] = []
+    memo = memo if memo is not None else SurrogateMemo()
+    body, completion = prepared.body, record.completion
+    text = memo.mended(body, completion, record.session) if record.session in memo.dirty else None
+    if text is not None:
+        body, completion = text
+    think = ctx.thinking_name(record)
+    rt = ctx.request_tokenizer(think)
     try:
-        tok = _tokenize_or_mend(rt, prepared, record, mended, memo)
-        tok = with_opaque_head(tok, record, heads)  # placeholder tokens for a head the log omits
+        try:
+            tok = rt.tokenize(body, completion=completion)
+        except LoneSurrogateError:  # the session's first: mended where the scan finds it, tokenized again
+            memo.dirty.add(record.session)
+            text = memo.mended(body, completion, record.session)
+            if text is None:
+                raise
+            body, completion = text
+            tok = rt.tokenize(body, completion=completion)
+        opaque = opaque_head_facts(record)  # placeholder tokens for a head the log omits, its breakpoint
+        tok = opaque.shift(tok, heads)
     except (ValueError, KeyError, TypeError) as exc:
-        return prepared, Tokenized(f"{request_id(record)}: cannot tokenize: {exc}", bool(mended)), think
-    return prepared, Tokenized(tok, bool(mended)), think
+        return prepared, Tokenized(f"{request_id(record)}: cannot tokenize: {exc}", text is not None), think
+    return prepared, Tokenized(tok, text is not None, opaque), think
 
 
 def usage_problems(record: RequestRecord) -> list[LoadProblem]:
@@ -495,23 +507,6 @@ def completion_tokens(record: RequestRecord, tok: TokenizedRequest, plan: CacheP
     return len(tok.tokens) - plan.prompt_len if record.completion is not None else None
 
 
-def compose(
-    rows: CompositionRows, pos: int, record: RequestRecord, p: PreparedRequest, tok: TokenizedRequest
-) -> None:
-    """Add the composition rows of the record at ``pos`` (tokenized as ``tok``)."""
-    head = opaque_head_of(record)
-    rows.add(
-        record.session,
-        record.index,
-        p.body,
-        tok,
-        layout=p.layout,
-        shifted=p.shifted,
-        opaque=(head.tokens, head.key) if head is not None else None,
-        position=pos,
-    )
-
-
 def composition_frame(rows: CompositionRows) -> pl.DataFrame:
     """The composition frame of ``rows`` with the records' positions in ``_pos``."""
     _, comp_schema, _ = frame_schemas()
@@ -535,12 +530,19 @@ class Preparer:
     """Stage 1 over a chunk of records, a record at a time (:meth:`prepare`), for every plan: the local
     plan replays each record as it is prepared, a worker of a parallel simulated view ships what it
     prepared (:func:`~promptkit.analysis.wire.tokenize_chunk`). It keeps what the chunk's records
-    produce besides their rows: the problems (a record that cannot be tokenized, a usage that
+    produce besides their rows: their composition rows (``composition``: they need no cache outcome;
+    :func:`composition_frame`), the problems (a record that cannot be tokenized, a usage that
     contradicts itself or its session's previous one), the records whose lone surrogates were mended
-    and each thinking render's first position."""
+    and each thinking render's first position.
+
+    A record goes down through the layers once: its body and its lone surrogates here, its tokenizer
+    (:mod:`~promptkit.analysis.spec`), its tokens (:mod:`~promptkit.tokens.tokenize`), its opaque head
+    (:mod:`~promptkit.formats.opaque_head`), then its plan and row here, its usage's contradictions
+    (:mod:`~promptkit.analysis.ruler`) and its composition rows (:mod:`~promptkit.analysis.composition`)."""
 
     __slots__ = (
         "best_effort",
+        "composition",
         "ctx",
         "exact",
         "heads",
@@ -558,6 +560,7 @@ class Preparer:
         self.exact, self.best_effort = ctx.profile.exact_tokenizer, ctx.profile.best_effort
         self.memo = SurrogateMemo()  # perf: per chunk, so it holds only messages the chunk's records hold
         self.heads = HeadBuffers()  # memory: a chain's tokens with their opaque head, one buffer
+        self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
         self.problems: list[tuple[int, LoadProblem]] = []
         self.mended: list[tuple[int, str]] = []
         self.thinking: dict[str, int] = {}  # render name -> position of its first request
@@ -576,11 +579,22 @@ class Preparer:
         if isinstance(tok, str):
             self.problems.append((pos, LoadProblem(record.file, record.line, tok)))
             return None
-        local = request_local(self.ctx.model, self.exact, record, p, tok)
+        local = request_local(self.ctx.model, self.exact, record, p, tok, tokenized.opaque)
         events = thinking_events(record, log_events(record), self.last_thinking)
         ruler = RulerFacts("exact" if self.exact else None, local.head_end, self.best_effort, events)
         plan = local.plan
         completion = completion_tokens(record, tok, plan)
         fixed = fixed_fields(record, plan, model_name(record), completion, ruler, local.inferred)
         self.problems.extend((pos, problem) for problem in usage_problems(record))
+        head = tokenized.opaque.head
+        self.composition.add(
+            record.session,
+            record.index,
+            p.body,
+            tok,
+            layout=p.layout,
+            shifted=p.shifted,
+            opaque=(head.tokens, head.key) if head is not None else None,
+            position=pos,
+        )
         return PreparedRecord(p, tok, think, local, fixed, events)

@@ -127,15 +127,10 @@ class AnalysisContext:
         """The thinking render of ``record`` (None: the profile's render)."""
         return _thinking_name(self.spec, self.profile, record)
 
-    def request_tokenizer(self, think: str | None) -> RequestTokenizer | None:
-        """The request tokenizer of the render ``think`` (None: the profile's)."""
+    def request_tokenizer(self, think: str | None) -> RequestTokenizer:
+        """The request tokenizer of the render ``think`` (None: the profile's; a record's is
+        ``request_tokenizer(thinking_name(record))``)."""
         return self.rt if think is None else self.tokenizer_for_render(think)
-
-    def tokenizer_for(self, record: RequestRecord) -> tuple[RequestTokenizer, str | None]:
-        """The request tokenizer for ``record`` and the thinking render's name when it is one (see
-        :meth:`thinking_name`)."""
-        name = _thinking_name(self.spec, self.profile, record)
-        return (self.rt, None) if name is None else (self.tokenizer_for_render(name), name)
 
     def tokenizer_for_render(self, name: str) -> RequestTokenizer:
         """The request tokenizer of the thinking render ``name``, made on first use."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import attrs
 
 from promptkit.analysis.columns import FIXED_COLUMNS, frame_schemas
-from promptkit.analysis.prepare import PreparedRecord, Preparer, RequestLocal, compose, composition_frame
+from promptkit.analysis.prepare import PreparedRecord, Preparer, RequestLocal, composition_frame
 from promptkit.analysis.runtime import gc_paused
 from promptkit.analysis.spec import AnalysisSpec, context_for
 from promptkit.layout import LoadProblem, RequestRecord
@@ -249,19 +249,15 @@ def tokenize_chunk(spec: AnalysisSpec, items: Sequence[tuple[int, RequestRecord]
     its composition rows and what each request's row needs of its record (:class:`ChunkFacts`)."""
     import numpy as np
 
-    from promptkit.analysis.composition import CompositionRows
-
     ctx = context_for(spec)
     stage1 = Preparer(ctx)
     last: dict[str, tuple[int, np.ndarray]] = {}
     rows: list[ShippedRequest] = []
-    composition = CompositionRows()
     fact_rows = FactRows(ctx.profile.exact_tokenizer)
     for pos, record in sorted(items, key=lambda t: t[0]):
         done = stage1.prepare(pos, record)
         if done is not None:  # one that is not is a problem of the facts
             result = done.tok
-            compose(composition, pos, record, done.prepared, result)
             tokens = result.tokens
             base, shared = -1, 0
             prev = last.get(record.session)
@@ -274,7 +270,7 @@ def tokenize_chunk(spec: AnalysisSpec, items: Sequence[tuple[int, RequestRecord]
         fact_rows.add(pos, record, stage1.think, done)
     return TokenizedChunk(
         DeltaStream.of(rows),
-        composition_frame(composition),
+        composition_frame(stage1.composition),
         fact_rows.facts(stage1.problems, stage1.mended),
         (ctx.tokenizer_name, ctx.render_name),
     )

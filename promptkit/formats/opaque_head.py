@@ -4,8 +4,9 @@ Some logs hold the conversation but not what the client put before it: Claude Co
 neither the system prompt nor the tool definitions, Codex rollouts have no tool definitions. The provider
 still tokenized and cached them, and its reported usage counts them. A log format that knows this puts
 ``meta={"opaque_head_tokens": N, "opaque_head_key": K}`` on each record (N estimated from the reported
-usage, K naming the head: the same K means the same head). Right after tokenization the engine calls
-:func:`with_opaque_head`, which puts N **placeholder tokens** in front of the rendered tokens: ids above
+usage, K naming the head: the same K means the same head). The analysis reads all a record says of its
+head at once (:func:`opaque_head_facts`), and right after tokenization :meth:`OpaqueHeadFacts.shift`
+(:func:`with_opaque_head` for one record) puts N **placeholder tokens** in front of the rendered tokens: ids above
 any vocabulary, derived from K and the position only, so two requests with the same K share their first
 ``min(N, N')`` tokens, in one session or across sessions, and a different K breaks the prefix at token 0.
 Every offset of the :class:`~promptkit.tokens.tokenize.TokenizedRequest` (message starts and ends, header
@@ -66,14 +67,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.tokens.tokenize import TokenizedRequest
 
 __all__ = [
+    "NO_OPAQUE_HEAD",
     "OPAQUE_HEAD_SLOT",
     "PLACEHOLDER_BASE",
     "OpaqueHead",
+    "OpaqueHeadFacts",
     "estimate_opaque_heads",
     "is_placeholder",
     "opaque_blocks_of",
     "opaque_decoder",
     "opaque_head_breakpoint",
+    "opaque_head_facts",
     "opaque_head_of",
     "placeholder_ids",
     "shift_tokenized",
@@ -125,23 +129,82 @@ def opaque_head_breakpoint(record: RequestRecord) -> dict[str, Any] | None:
     :data:`~promptkit.tokens.cache_models.OPAQUE_HEAD_BREAKPOINT` takes it (``{"tokens": N,
     "cache_control": {...}}``), from ``meta["opaque_head_cache_control"]``: a log format whose client
     marks the end of the head it does not show (Claude Code marks its system prompt) sets it. None when
-    the record has no opaque head or no such mark; raises
-    :class:`~promptkit.errors.RecordFormatError` naming the field when the mark is not an object.
+    the record has no opaque head, a head of blocks or no such mark; raises
+    :class:`~promptkit.errors.RecordFormatError` naming the field when the mark is not an object (see
+    :func:`opaque_head_facts`, which reads it with the rest of the head).
 
     >>> from promptkit.layout import RequestRecord
     >>> meta = {"opaque_head_tokens": 12, "opaque_head_key": "k", "opaque_head_cache_control": {"type": "ephemeral"}}
     >>> opaque_head_breakpoint(RequestRecord({"messages": []}, "s", meta=meta))
     {'tokens': 12, 'cache_control': {'type': 'ephemeral'}}
     """
-    cc = record.meta.get("opaque_head_cache_control")
+    return opaque_head_facts(record).breakpoint
+
+
+@attrs.frozen(slots=True)
+class OpaqueHeadFacts:
+    """Everything a record's ``meta`` says of the head its log does not show, read and checked at once
+    (:func:`opaque_head_facts`): what stage 1 of the analysis needs of it, in one value.
+
+    - ``blocks``: the head as a chain of blocks (:func:`opaque_blocks_of`; empty: none);
+    - ``head``: the head as one span of ``tokens`` named ``key`` (:func:`opaque_head_of`; None: none);
+    - ``breakpoint``: the cache breakpoint at the head's end (:func:`opaque_head_breakpoint`; None: the
+      record has none, or its head is made of blocks).
+
+    :meth:`shift` puts the head's placeholder tokens in front of the rendered tokens: the blocks' when
+    there are any, else the head's."""
+
+    blocks: tuple[tuple[str, int], ...] = ()
+    head: OpaqueHead | None = None
+    breakpoint: dict[str, Any] | None = None
+
+    def shift(self, tok: TokenizedRequest, buffers: HeadBuffers | None = None) -> TokenizedRequest:
+        """``tok`` with the head's placeholder tokens in front (``tok`` itself without a head).
+        ``buffers``: where the shifted tokens of a chain of requests are kept as views of one buffer
+        (:class:`~promptkit.formats.head_buffer.HeadBuffers`; else each request's are a copy)."""
+        if self.blocks:
+            import numpy as np
+
+            return shift_tokenized(tok, np.concatenate([placeholder_ids(k, n) for k, n in self.blocks]))
+        head = self.head
+        if head is None:
+            return tok
+        ids = placeholder_ids(head.key, head.tokens)
+        shared = buffers.tokens(tok.tokens, ids, head.key) if buffers is not None else None
+        return shift_tokenized(tok, ids, tokens=shared)
+
+
+#: The facts of a record whose ``meta`` says nothing of an opaque head.
+NO_OPAQUE_HEAD: Final[OpaqueHeadFacts] = OpaqueHeadFacts()
+_OPAQUE_KEYS: Final = frozenset({"opaque_head_tokens", "opaque_head_blocks", "opaque_head_cache_control"})
+
+
+def opaque_head_facts(record: RequestRecord) -> OpaqueHeadFacts:
+    """The record's opaque head, all of it: its blocks, its span and the breakpoint at its end
+    (:class:`OpaqueHeadFacts`). Raises :class:`~promptkit.errors.RecordFormatError` naming the field
+    when one is malformed (the blocks are checked first, then the span, then the mark).
+
+    >>> from promptkit.layout import RequestRecord
+    >>> meta = {"opaque_head_tokens": 12, "opaque_head_key": "k", "opaque_head_cache_control": {"type": "ephemeral"}}
+    >>> facts = opaque_head_facts(RequestRecord({"messages": []}, "s", meta=meta))
+    >>> facts.blocks, facts.head, facts.breakpoint
+    ((), OpaqueHead(tokens=12, key='k'), {'tokens': 12, 'cache_control': {'type': 'ephemeral'}})
+    >>> opaque_head_facts(RequestRecord({"messages": []}, "s")) is NO_OPAQUE_HEAD
+    True
+    """
+    meta: Mapping[str, Any] = record.meta
+    if not meta or _OPAQUE_KEYS.isdisjoint(meta):  # perf: most records have no opaque head
+        return NO_OPAQUE_HEAD
+    blocks = tuple(opaque_blocks_of(record))
+    head = opaque_head_of(record)
+    cc = meta.get("opaque_head_cache_control")
     if cc is None:
-        return None
+        return OpaqueHeadFacts(blocks, head)
     if not isinstance(cc, Mapping):
         raise RecordFormatError(f"meta.opaque_head_cache_control: expected an object, got {type_name(cc)}")
-    head = opaque_head_of(record)
-    if head is None or opaque_blocks_of(record):
-        return None
-    return {"tokens": head.tokens, "cache_control": dict(cc)}
+    if head is None or blocks:  # a head of blocks is marked by its blocks' own breakpoints
+        return OpaqueHeadFacts(blocks, head)
+    return OpaqueHeadFacts(blocks, head, {"tokens": head.tokens, "cache_control": dict(cc)})
 
 
 @functools.lru_cache(maxsize=256)
@@ -204,7 +267,8 @@ def _shifted(offsets: tuple[int, ...], n: int) -> tuple[int, ...]:
 def with_opaque_head(
     tok: TokenizedRequest, record: RequestRecord, buffers: HeadBuffers | None = None
 ) -> TokenizedRequest:
-    """The engine's hook: ``tok`` with the record's opaque head in front (``tok`` itself without one).
+    """``tok`` with the record's opaque head in front (``tok`` itself without one): the placeholders of
+    :meth:`OpaqueHeadFacts.shift`, without reading the head's breakpoint.
     ``buffers``: where the shifted tokens of a chain of requests are kept as views of one buffer
     (:class:`~promptkit.formats.head_buffer.HeadBuffers`; else each request's are a copy).
 
@@ -217,17 +281,8 @@ def with_opaque_head(
     >>> with_opaque_head(tok, rec).prompt_len
     5
     """
-    blocks = opaque_blocks_of(record)
-    if blocks:
-        import numpy as np
-
-        return shift_tokenized(tok, np.concatenate([placeholder_ids(k, n) for k, n in blocks]))
-    head = opaque_head_of(record)
-    if head is None:
-        return tok
-    ids = placeholder_ids(head.key, head.tokens)
-    shared = buffers.tokens(tok.tokens, ids, head.key) if buffers is not None else None
-    return shift_tokenized(tok, ids, tokens=shared)
+    blocks = tuple(opaque_blocks_of(record))
+    return OpaqueHeadFacts(blocks, None if blocks else opaque_head_of(record)).shift(tok, buffers)
 
 
 def opaque_blocks_of(record: RequestRecord) -> list[tuple[str, int]]:

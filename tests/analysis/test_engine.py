@@ -656,6 +656,26 @@ def test_lone_surrogates_are_mended_where_they_are_rendered(provider: str) -> No
     assert result.requests.select(cols).equals(expected.requests.select(cols))
 
 
+@pytest.mark.parametrize("provider", ["deepseek", "openai"])
+def test_a_lone_surrogate_in_the_completion_alone_is_mended(provider: str) -> None:
+    # the request is clean and its answer holds one: the answer is mended, the request noted, and its
+    # counts are those of the answer with U+FFFD written in
+    from promptkit.layout import RequestRecord
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+    def log(answer: str) -> list[RequestRecord]:
+        return [RequestRecord(body, "s", index=0, completion={"role": "assistant", "content": answer})]
+
+    result = analyze_requests(log("an answer \ud800 here"), provider=provider)
+    assert result.problems.height == 0
+    [note] = [n for n in result.notes if "U+FFFD" in n]
+    assert note.startswith("1 request(s)") and "s#0" in note
+    expected = analyze_requests(log("an answer \ufffd here"), provider=provider)
+    cols = ["prompt_tokens", "completion_tokens"]
+    assert result.requests.select(cols).equals(expected.requests.select(cols))
+
+
 def test_request_row_is_the_frame_schema() -> None:
     """The requests frame's columns and types are RequestRow's fields: names, order and polars types
     (strings, 64-bit integers, floats, booleans): the columns as they were before the frame was derived

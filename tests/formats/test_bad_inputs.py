@@ -268,6 +268,23 @@ def test_a_lone_surrogate_is_named_by_file_line_and_field(tmp_path: Path) -> Non
     assert f"{path}:2, request.messages[1].content" in note
 
 
+def test_a_mended_record_that_cannot_be_tokenized_is_both_noted_and_a_problem() -> None:
+    # its lone surrogate was mended before its malformed opaque head stopped it: the note names the
+    # one, the problems the other
+    from promptkit.analysis import analyze_requests
+    from promptkit.layout import RequestRecord
+
+    body = {"model": "deepseek-chat", "messages": [{"role": "user", "content": "x\ud800y"}]}
+    result = analyze_requests(
+        [RequestRecord(body, "s", meta={"opaque_head_tokens": -5})], provider="deepseek"
+    )
+    assert result.requests.height == 0
+    [reason] = result.problems["reason"].to_list()
+    assert "s#0: cannot tokenize" in reason and "meta.opaque_head_tokens" in reason
+    [note] = [n for n in result.notes if "surrogate" in n]
+    assert "s#0 (request.messages[0].content)" in note
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["read_logs", "stream_logs", "file plan"])
 def test_a_file_of_endless_bad_lines_keeps_a_bounded_number_of_problems_and_counts_the_rest(

@@ -9,9 +9,13 @@ from hypothesis import given, settings, strategies as st
 from promptkit.analysis import RequestTokenizer, analyze_requests
 from promptkit.errors import RecordFormatError
 from promptkit.formats.opaque_head import (
+    NO_OPAQUE_HEAD,
     OPAQUE_HEAD_SLOT,
+    OpaqueHead,
     is_placeholder,
     opaque_decoder,
+    opaque_head_breakpoint,
+    opaque_head_facts,
     opaque_head_of,
     placeholder_ids,
     with_opaque_head,
@@ -98,6 +102,72 @@ def test_a_malformed_head_is_a_problem_not_a_crash() -> None:
     result = analyze_requests([bad], provider="exact")
     assert result.requests.height == 0
     assert "meta.opaque_head_tokens" in result.problems["reason"][0]
+
+
+CC = {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_the_facts_of_a_head_are_read_at_once() -> None:
+    # what the analysis needs of a head the log omits, in one value: its span, its blocks, its mark
+    assert opaque_head_facts(record(None)) is NO_OPAQUE_HEAD
+    assert (
+        opaque_head_facts(RequestRecord({"messages": []}, "s", meta={"log_events": ["x"]})) is NO_OPAQUE_HEAD
+    )
+    marked = RequestRecord({"messages": []}, "s", meta={**record(40).meta, "opaque_head_cache_control": CC})
+    facts = opaque_head_facts(marked)
+    assert (facts.blocks, facts.head) == ((), OpaqueHead(40, "k"))
+    assert facts.breakpoint == {"tokens": 40, "cache_control": CC} == opaque_head_breakpoint(marked)
+    assert facts.breakpoint["cache_control"] is not CC  # a copy: the record's meta is not shared
+    # a head of blocks carries no breakpoint of its own; a head of 0 tokens is no head
+    blocks = RequestRecord(
+        {"messages": []}, "s", meta={**marked.meta, "opaque_head_blocks": [["b1", 5], ["b2", 3]]}
+    )
+    facts = opaque_head_facts(blocks)
+    assert (facts.blocks, facts.head, facts.breakpoint) == ((("b1", 5), ("b2", 3)), OpaqueHead(40, "k"), None)
+    zero = RequestRecord({"messages": []}, "s", meta={**record(0).meta, "opaque_head_cache_control": CC})
+    assert opaque_head_facts(zero) == NO_OPAQUE_HEAD
+    only_blocks = RequestRecord({"messages": []}, "s", meta={"opaque_head_blocks": [["b1", 2]]})
+    assert opaque_head_facts(only_blocks).blocks == (("b1", 2),)
+
+
+def test_the_facts_shift_by_the_blocks_else_by_the_span() -> None:
+    tok = RT.tokenize(record(None).request)
+    blocks = RequestRecord(
+        {"messages": []}, "s", meta={**record(40).meta, "opaque_head_blocks": [["b1", 5], ["b2", 3]]}
+    )
+    shifted = opaque_head_facts(blocks).shift(tok)
+    want = [*placeholder_ids("b1", 5).tolist(), *placeholder_ids("b2", 3).tolist(), *tok.tokens.tolist()]
+    assert shifted.tokens.tolist() == want
+    assert (
+        opaque_head_facts(record(7, "h")).shift(tok).tokens[:7].tolist() == placeholder_ids("h", 7).tolist()
+    )
+    assert NO_OPAQUE_HEAD.shift(tok) is tok
+
+
+@pytest.mark.parametrize(
+    ("meta", "field"),
+    [({"opaque_head_tokens": 9, "opaque_head_cache_control": "ephemeral"}, "meta.opaque_head_cache_control"),
+     ({"opaque_head_cache_control": ["x"]}, "meta.opaque_head_cache_control"),
+     ({"opaque_head_blocks": "b1", "opaque_head_tokens": -1, "opaque_head_cache_control": 3}, "meta.opaque_head_blocks"),
+     ({"opaque_head_tokens": -1, "opaque_head_cache_control": 3}, "meta.opaque_head_tokens")],
+)  # fmt: skip
+def test_malformed_facts_name_the_first_field(meta: dict[str, object], field: str) -> None:
+    # the blocks are checked first, then the span, then the mark
+    with pytest.raises(RecordFormatError, match=field):
+        opaque_head_facts(RequestRecord({"messages": []}, "s", meta=meta))
+
+
+def test_a_malformed_mark_is_a_problem_of_its_record() -> None:
+    # the mark is read with the rest of the head, where the record is tokenized: its record is a
+    # problem naming the field, and the other records are analyzed
+    good = record(30, index=0)
+    bad = RequestRecord(
+        good.request, "s", index=1, meta={**good.meta, "opaque_head_cache_control": "ephemeral"}
+    )
+    result = analyze_requests([good, bad], provider="exact")
+    assert result.requests["index"].to_list() == [0]
+    [reason] = result.problems["reason"].to_list()
+    assert "s#1: cannot tokenize" in reason and "meta.opaque_head_cache_control" in reason
 
 
 def test_docstring_examples() -> None:

@@ -16,8 +16,7 @@ from typing import Any
 from promptkit.analysis.assemble import ChunkResult
 from promptkit.analysis.attribute import ATTRIBUTED, attribute
 from promptkit.analysis.columns import ROW_VALUES, RowTable
-from promptkit.analysis.composition import CompositionRows
-from promptkit.analysis.prepare import PreparedRequest, Preparer, compose, composition_frame
+from promptkit.analysis.prepare import PreparedRequest, Preparer, composition_frame
 from promptkit.analysis.replay import Replayer
 from promptkit.analysis.runtime import gc_paused
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec, context_for
@@ -38,7 +37,6 @@ class LocalRun:
         self.model, self.view, self.timed = ctx.model, ctx.spec.view, ctx.spec.timed
         self.stage1 = Preparer(ctx)
         self.rows = RowTable()
-        self.composition = CompositionRows()  # perf: numpy rows per request, strings as codes
         self.replay = Replayer(self.model, self.view, ruled=not ctx.profile.exact_tokenizer)
         self.prepared: dict[int, PreparedRequest] = {}  # position -> request, to attribute divergences
         self.decoders: dict[str | None, Callable[[Sequence[int]], str]] = {}  # thinking render -> decode
@@ -83,7 +81,6 @@ class LocalRun:
             self.prepared.pop(replay.released, None)
         row.update(zip(replay.columns, values, strict=True))
         self.rows.add(ROW_VALUES(row), pos)
-        compose(self.composition, pos, record, p, tok)
 
     def attributed(self, values: tuple[Any, ...], tok: Any, think: str | None) -> tuple[Any, ...]:
         """``values`` with the columns stage 3 gives for the request the replay found divergent (a
@@ -108,7 +105,7 @@ class LocalRun:
         stage1 = self.stage1
         return ChunkResult(
             self.rows.frame(),
-            composition_frame(self.composition),
+            composition_frame(stage1.composition),
             stage1.problems,
             self.replay.writes_nothing,
             stage1.thinking,

@@ -116,9 +116,9 @@ class BoundedRun(LocalRun):
         frame = self.rows.frame()
         self.requests_frames.append(frame.with_columns(pl.col("_seq") + self.flushed))
         self.flushed += frame.height
-        self.composition_frames.append(composition_frame(self.composition))
+        self.composition_frames.append(composition_frame(self.stage1.composition))
         self.rows = RowTable()
-        self.composition = CompositionRows()
+        self.stage1.composition = CompositionRows()
 
     def partial(self) -> ChunkResult:
         """What the run produced, its frames joined."""
