@@ -229,7 +229,7 @@ def merge_answers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     >>> merge_answers([{"role": "assistant", "content": "r"}, {"role": "assistant", "content": "a",
     ...     "tool_calls": [{"id": "c"}]}, {"role": "tool", "content": "x"}])
-    [{'role': 'assistant', 'content': 'r\na', 'tool_calls': [{'id': 'c'}]}, {'role': 'tool', 'content': 'x'}]
+    [{'role': 'assistant', 'content': 'r\\na', 'tool_calls': [{'id': 'c'}]}, {'role': 'tool', 'content': 'x'}]
     """
     out: list[dict[str, Any]] = []
     for m in messages:
