@@ -1270,6 +1270,16 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("history40: read bar: the files not reported", "promptkit/analysis/api.py",
      "        loaded = read_logs(paths, format=format, on_file=bar.on_file)",
      "        loaded = read_logs(paths, format=format)", "tests/analysis/test_runtime.py"),
+    ("chain40: composition frame made by every chunk as it ends", "promptkit/analysis/plans/local.py",
+     "            PendingComposition((self.composition,)),", "            PendingComposition((self.composition,)).frame(),",
+     "tests/formats/test_claude_code_chain.py::test_a_chains_composition_is_held_in_linear_memory_and_made_when_read"),
+    ("chain40: composition frame made again on every read", "promptkit/analysis/result.py",
+     '            held = self._held["composition"] = made()', "            held = made()",
+     "tests/formats/test_claude_code_chain.py::test_a_chains_composition_is_held_in_linear_memory_and_made_when_read"),
+    ("chain40: lazy composition not put in record order", "promptkit/analysis/assemble.py",
+     '        return _by_position([part.frame() for part in self.parts]).drop("_pos")',
+     '        import polars as pl\n\n        return pl.concat([part.frame() for part in self.parts]).drop("_pos")',
+     "tests/analysis/test_streaming.py tests/analysis/test_timeline.py"),
 ]  # fmt: skip
 
 
