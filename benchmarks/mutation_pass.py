@@ -1280,6 +1280,14 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '        return _by_position([part.frame() for part in self.parts]).drop("_pos")',
      '        import polars as pl\n\n        return pl.concat([part.frame() for part in self.parts]).drop("_pos")',
      "tests/analysis/test_streaming.py tests/analysis/test_timeline.py"),
+    ("chain40: a continued match reads no exact entry", "promptkit/analysis/simulator.py",
+     "                    exact.append((p.depth, p.mark_source, p.mark_ttl))\n                else:  # an expired",
+     "                    pass\n                else:  # an expired",
+     "tests/analysis/test_simulator.py tests/analysis/test_replay.py tests/test_golden_frames.py"),
+    ("chain40: a continued match meets no expired exact entry", "promptkit/analysis/simulator.py",
+     "                    blocked = True\n        self._blocked = blocked",
+     "                    pass\n        self._blocked = blocked",
+     "tests/analysis/test_simulator.py tests/analysis/test_replay.py tests/test_golden_frames.py"),
 ]  # fmt: skip
 
 
