@@ -1288,6 +1288,18 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "                    blocked = True\n        self._blocked = blocked",
      "                    pass\n        self._blocked = blocked",
      "tests/analysis/test_simulator.py tests/analysis/test_replay.py tests/test_golden_frames.py"),
+    ("chain40: breakpoints: a content part's cache_control not read", "promptkit/tokens/cache_models.py",
+     "                        if cc is not None and isinstance(cc, Mapping):\n                            add(ends[i], self._ttl_of(cc))",
+     "                        pass", "tests/tokens/test_cache_models.py tests/analysis/test_breakpoints.py"),
+    ("chain40: breakpoints: a message's own cache_control not read", "promptkit/tokens/cache_models.py",
+     "            if cc is not None and isinstance(cc, Mapping):\n                add(ends[i], self._ttl_of(cc))\n",
+     "", "tests/tokens/test_cache_models.py tests/analysis/test_breakpoints.py"),
+    ("chain40: breakpoints: a subclass of dict taken for a message", "promptkit/tokens/cache_models.py",
+     "            if type(message) is not dict and not isinstance(message, Mapping):",
+     "            if type(message) is not dict:", "tests/tokens/test_cache_models.py tests/analysis/test_breakpoints.py"),
+    ("chain40: composition roles: the marked last message's role taken from before", "promptkit/analysis/composition.py",
+     "                    k, same = k - 1, True", "                    same = True",
+     "tests/analysis/test_composition.py tests/formats/test_claude_code_chain.py"),
 ]  # fmt: skip
 
 

@@ -656,16 +656,22 @@ class BreakpointCache(CacheModel):
             cc = _cache_control(tool)
             if cc is not None:
                 add(tokenized.header_len, self._ttl_of(cc))
+        # perf: every call of a conversation reads every message: a plain dict is told by its type
+        # (an isinstance against Mapping costs more than the rest), and a message's ends read only
+        # where it has a breakpoint
         for i, message in enumerate(messages):
-            if not isinstance(message, Mapping):
+            if type(message) is not dict and not isinstance(message, Mapping):
                 continue
-            ccs = [_cache_control(message)]
+            cc = message.get("cache_control")
+            if cc is not None and isinstance(cc, Mapping):
+                add(ends[i], self._ttl_of(cc))
             content = message.get("content")
-            if isinstance(content, list):
-                ccs += [_cache_control(part) for part in content]
-            for cc in ccs:
-                if cc is not None:
-                    add(ends[i], self._ttl_of(cc))
+            if type(content) is list:
+                for part in content:
+                    if type(part) is dict or isinstance(part, Mapping):
+                        cc = part.get("cache_control")
+                        if cc is not None and isinstance(cc, Mapping):
+                            add(ends[i], self._ttl_of(cc))
         top = _cache_control(request)
         if top is not None:
             add(tokenized.prompt_len, self._ttl_of(top))

@@ -216,6 +216,16 @@ def test_anthropic_breakpoints_from_messages_parts_tools_and_top_level() -> None
     assert m.plan(TOK, {"messages": messages(), "cache_control": eph}).breakpoints == (2601,)
 
 
+def test_anthropic_breakpoints_of_messages_that_are_mappings_but_not_dicts() -> None:
+    from types import MappingProxyType
+
+    m, eph = CLAUDE, {"type": "ephemeral"}
+    for marks, part in (({1: eph}, False), ({3: eph}, True)):
+        body = {"messages": messages(marks, part=part)}
+        frozen = {"messages": [MappingProxyType(message) for message in body["messages"]]}
+        assert m.plan(TOK, frozen).breakpoints == m.plan(TOK, body).breakpoints != ()
+
+
 def test_anthropic_ttl_5m_default_and_1h() -> None:
     m = CLAUDE
     p = m.plan(TOK, {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral", "ttl": "1h"}})})
