@@ -627,19 +627,18 @@ _MESSAGE_MARKS: Final = _MessageMarks()
 
 def _lookback_points(tokenized: TokenizedRequest, points: Sequence[int], lookback: int) -> set[int]:
     """The block boundaries (message ends, the header's end and the ``points``) where a breakpoint at
-    each of ``points`` is looked up: the ``lookback`` last at or before it. perf: numpy sorts them."""
-    import numpy as np
-
+    each of ``points`` is looked up: the ``lookback`` last at or before it. perf: the boundaries are
+    made a set and sorted in C, and each point found by bisection (no Python loop over the messages)."""
     if not points:
         return set()
     given = getattr(tokenized, "message_ends", None)
-    ends = np.asarray(message_ends(tokenized) if given is None else given, dtype=np.int64)
-    every = np.concatenate([ends, np.asarray([tokenized.header_len, *points], dtype=np.int64)])
-    boundaries = np.unique(every[(every > 0) & (every <= tokenized.prompt_len)])
+    ends = message_ends(tokenized) if given is None else given
+    every = sorted({*ends, tokenized.header_len, *points})
+    boundaries = every[bisect.bisect_right(every, 0) : bisect.bisect_right(every, tokenized.prompt_len)]
     lookup: set[int] = set()
     for pos in points:
-        k = int(np.searchsorted(boundaries, pos))  # each point is a boundary
-        lookup.update(boundaries[max(0, k + 1 - lookback) : k + 1].tolist())
+        k = bisect.bisect_left(boundaries, pos)  # each point is a boundary
+        lookup.update(boundaries[max(0, k + 1 - lookback) : k + 1])
     return lookup
 
 
