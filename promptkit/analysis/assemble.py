@@ -28,12 +28,62 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "VIEW_NOTE",
     "ChunkResult",
+    "PendingComposition",
     "combine_groups",
     "composition_frame_empty",
+    "composition_of",
     "defaulted_note",
     "finish_group",
     "merged",
 ]
+
+
+@attrs.frozen(slots=True, eq=False)
+class PendingComposition:
+    """A chunk's composition rows not yet made a frame: :meth:`frame` makes it (with ``_pos``).
+
+    memory: the composition frame has one row per message of every request, quadratic in a
+    conversation's length, while the rows (:class:`CompositionRows`) hold each request's message
+    offsets as views of one chain per session: linear. A chunk hands these on and the result makes
+    the frame only when something reads it (:attr:`AnalysisResult.composition`)."""
+
+    rows: tuple[CompositionRows, ...]
+
+    def frame(self) -> pl.DataFrame:
+        """The composition frame of every row set, in the order held, with ``_pos``."""
+        import polars as pl
+
+        _, comp_schema, _ = frame_schemas()
+        frames = [r.frame(comp_schema, position=True).rename({"_position": "_pos"}) for r in self.rows]
+        return pl.concat(frames) if frames else composition_frame_empty(comp_schema)
+
+
+@attrs.frozen(slots=True, eq=False)
+class _ResultComposition:
+    """A group's composition frame made on first read: the chunks' rows in record order, no ``_pos``."""
+
+    parts: tuple[PendingComposition, ...]
+
+    def __call__(self) -> pl.DataFrame:
+        return _by_position([part.frame() for part in self.parts]).drop("_pos")
+
+
+@attrs.frozen(slots=True, eq=False)
+class _JoinedComposition:
+    """The composition frames of several groups' results, joined on first read."""
+
+    results: tuple[AnalysisResult, ...]
+
+    def __call__(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.concat([part.composition for part in self.results])
+
+
+def composition_of(part: ChunkResult) -> pl.DataFrame:
+    """``part``'s composition frame (with ``_pos``), made now where it is still rows."""
+    held = part.composition
+    return held.frame() if isinstance(held, PendingComposition) else held
 
 
 @attrs.define(slots=True, eq=False)
@@ -42,7 +92,7 @@ class ChunkResult:
     place in the group) and ``_seq`` (the order it was analyzed in) to put chunks back in order."""
 
     requests: pl.DataFrame
-    composition: pl.DataFrame
+    composition: pl.DataFrame | PendingComposition  # rows until a frame is needed
     problems: list[tuple[int, LoadProblem]]
     writes_nothing: int
     thinking: dict[str, int]  # render name -> position of its first request
@@ -59,9 +109,17 @@ def merged(parts: Sequence[ChunkResult]) -> ChunkResult:
     for p in parts:
         for name, pos in p.thinking.items():
             thinking[name] = min(pos, thinking.get(name, pos))
+    held = [p.composition for p in parts]
+    composition: pl.DataFrame | PendingComposition
+    if all(isinstance(c, PendingComposition) for c in held):
+        composition = PendingComposition(
+            tuple(r for c in held if isinstance(c, PendingComposition) for r in c.rows)
+        )
+    else:
+        composition = pl.concat([composition_of(p) for p in parts], rechunk=True)
     return ChunkResult(
         pl.concat([p.requests for p in parts], rechunk=True),
-        pl.concat([p.composition for p in parts], rechunk=True),
+        composition,
         [q for p in parts for q in p.problems],
         sum(p.writes_nothing for p in parts),
         thinking,
@@ -115,11 +173,18 @@ def finish_group(
         if partials
         else pl.DataFrame(schema={**req_schema, "_pos": pl.Int64, "_seq": pl.Int64})
     )
-    composition = (
-        _by_position(_take_frames(partials, "composition"))
-        if partials
-        else composition_frame_empty(comp_schema)
-    )
+    pending = [p.composition for p in partials]
+    composition: pl.DataFrame | Callable[[], pl.DataFrame]
+    if partials and all(isinstance(c, PendingComposition) for c in pending):  # memory: made when read
+        composition = _ResultComposition(tuple(c for c in pending if isinstance(c, PendingComposition)))
+    else:
+        for p in partials:
+            p.composition = composition_of(p)
+        composition = (
+            _by_position(_take_frames(partials, "composition"))
+            if partials
+            else composition_frame_empty(comp_schema)
+        ).drop("_pos")
     consecutive = view == "consecutive"
     # the order requests were analyzed in: record order (consecutive), time order (simulated)
     analyzed = requests if consecutive else requests.sort("_seq")
@@ -146,7 +211,7 @@ def finish_group(
     )
     return AnalysisResult(
         requests=requests.drop("_pos", "_seq"),
-        composition=composition.drop("_pos"),
+        composition=composition,
         problems=problem_frame,
         provider=profile.name,
         tokenizer=ctx.tokenizer_name,
@@ -247,9 +312,8 @@ def _outside_notes(analyzed: pl.DataFrame) -> list[str]:
         return []
     row = outside.row(0, named=True)
     before = row["written_before"]
-    example = (
-        f"{row['session']}#{row['index']} read {row['reported_cached_tokens']:,} tokens, "
-        + ("the log's first call" if before is None else f"where earlier calls could write {before:,} at most")
+    example = f"{row['session']}#{row['index']} read {row['reported_cached_tokens']:,} tokens, " + (
+        "the log's first call" if before is None else f"where earlier calls could write {before:,} at most"
     )
     return [
         f"{outside.height} call(s) read more from the cache than the log's earlier calls could have written "
@@ -277,7 +341,7 @@ def combine_groups(results: list[AnalysisResult], notes: list[str], view: str) -
     first = results[0]
     return AnalysisResult(
         requests=pl.concat([part.requests for part in results]),
-        composition=pl.concat([part.composition for part in results]),
+        composition=_JoinedComposition(tuple(results)),
         problems=pl.concat([part.problems for part in results]),
         provider=", ".join(part.provider for part in results),
         tokenizer=", ".join(dict.fromkeys(part.tokenizer for part in results)),

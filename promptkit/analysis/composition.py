@@ -125,6 +125,10 @@ class CompositionRows:
             k = len(last[0])
             try:
                 same = bool(messages[:k] == last[0])
+                if not same and k > 1 and messages[: k - 1] == last[0][: k - 1]:
+                    # perf: the previous call's last message marked (a breakpoint the analysis placed
+                    # there, Claude Code's way): its role is read again with the new ones
+                    k, same = k - 1, True
             except (ValueError, TypeError):  # no truth value (an array inside): read every role
                 same = False
             if same:

@@ -5,6 +5,7 @@ into :mod:`promptkit.analysis.causes` once and holds the frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -32,7 +33,11 @@ class AnalysisResult:
       divergence on: what the cache held there, and what the prompt sent instead.
     - ``composition``: per request, the token span (``start``, ``tokens``) of the header (``tools`` or
       ``header``), of each message (its layout ``slot`` and ``key``, or its role without a layout)
-      and of the trailing generation prompt (``generation``); ``message`` is the message index.
+      and of the trailing generation prompt (``generation``); ``message`` is the message index. It has
+      one row per message of every request, so a conversation's frame grows with the square of its
+      length: the analysis holds each request's message offsets (linear: a request extending another
+      shares its arrays) and makes the frame when it is first read, then holds it (``composition=``
+      takes a frame, or a callable that makes it).
     - ``problems``: every line, record or request that could not be used (``file, line, reason``).
     - ``provider``, ``tokenizer``, ``render``, ``cache_model``, ``view``: the configuration; ``notes``:
       what the analysis had to assume (e.g. no timestamps, so no expiry); ``provider_assumed``: True when
@@ -41,7 +46,8 @@ class AnalysisResult:
     """
 
     requests: pl.DataFrame
-    composition: pl.DataFrame
+    # memory: the frame, or what makes it on first read (see the ``composition`` property)
+    _composition: pl.DataFrame | Callable[[], pl.DataFrame] = attrs.field(alias="composition")
     problems: pl.DataFrame
     provider: str
     tokenizer: str
@@ -52,6 +58,17 @@ class AnalysisResult:
     provider_assumed: bool = False
     # what is computed from the frames once and then held (a copy made by attrs.evolve starts empty)
     _held: dict[str, Any] = attrs.field(factory=dict, init=False)
+
+    @property
+    def composition(self) -> pl.DataFrame:
+        """The composition frame (see the class), made on first read and then held."""
+        made = self._composition
+        if not callable(made):
+            return made
+        held = self._held.get("composition")
+        if held is None:
+            held = self._held["composition"] = made()
+        return held
 
     @property
     def causes(self) -> pl.DataFrame:

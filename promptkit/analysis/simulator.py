@@ -194,8 +194,8 @@ class RadixCache:
     def _continued(self, resume: tuple[Hashable, int] | None, n: int) -> list[_Node] | None:
         """perf: the nodes from the leaf where the last insert with cursor ``resume[0]`` ended up to the
         root, when a prompt of ``n`` tokens whose first ``resume[1]`` are that insert's covers that whole
-        path and no exact entry is marked on it (a session's next prompt, continuing its previous one):
-        then a match or an insert walks it without comparing a token. None otherwise.
+        path (a session's next prompt, continuing its previous one): then a match or an insert walks it
+        without comparing a token (a match reads the exact entries marked on it). None otherwise.
 
         The path holds the prompt's first ``depth`` tokens: ``resume[1]`` is at most what the insert
         stored, and a node's run only changes by being split (its lower part keeps its depth), trimmed
@@ -206,12 +206,11 @@ class RadixCache:
         if node is None or node.children or resume[1] < node.depth or n < node.depth:
             return None
         path: list[_Node] = []
-        while node is not None and node is not self._root:
-            if node.mark_expires > -_INF:
-                return None
+        root = self._root
+        while node is not None and node is not root:
             path.append(node)
             node = node.parent
-        return path if node is self._root else None
+        return path if node is root else None
 
     # -- matching -------------------------------------------------------------------------------
 
@@ -235,15 +234,10 @@ class RadixCache:
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         continued = self._continued(resume, n)
-        if continued is not None and all(self._alive(p, now) for p in continued):
-            # the prompt continues past a live leaf with nothing marked on its path: it reads that path
-            # and stops there (no child to go on to, nothing diverges)
-            self._blocked = False
-            if touch:
-                tick = next(self._clock)
-                for p in continued:
-                    p.tick = tick
-            return CacheLookup(continued[0].depth, continued[0].source, False, ())
+        if continued is not None and (now is None or all(p.expires >= now for p in continued)):
+            # the prompt continues past a live leaf: it reads that path and stops there (no child to go
+            # on to, nothing diverges), and every exact entry marked on it, root first
+            return self._continue_match(continued, now, touch)
         on_path = self._resume_path(resume)
         node = self._root
         pos = 0
@@ -283,6 +277,24 @@ class RadixCache:
             for p in path:
                 p.tick = tick
         return CacheLookup(pos, source, diverged, tuple(exact))
+
+    def _continue_match(self, path: list[_Node], now: float | None, touch: bool) -> CacheLookup:
+        """The match of a prompt that continues past the live leaf of ``path`` (:meth:`_continued`):
+        what the walk of :meth:`match` finds there, without comparing a token."""
+        exact: list[tuple[int, str | None, float | None]] = []
+        blocked = False
+        for p in reversed(path):  # root first, as the walk meets them
+            if p.mark_expires > -_INF:
+                if now is None or p.mark_expires >= now:
+                    exact.append((p.depth, p.mark_source, p.mark_ttl))
+                else:  # an expired exact entry: the match passed it
+                    blocked = True
+        self._blocked = blocked
+        if touch:
+            tick = next(self._clock)
+            for p in path:
+                p.tick = tick
+        return CacheLookup(path[0].depth, path[0].source, False, tuple(exact))
 
     # -- inserting ------------------------------------------------------------------------------
 
@@ -668,7 +680,7 @@ class CacheSimulator:
             read = next(((s, ttl) for length, s, ttl in found.exact_entries if length == cached), None)
             source = None if read is None else read[0]
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
-                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True)
+                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True, resume=resume)
         write = self.model.write_tokens(plan, cached)
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known, resume)
         unexpired: int | None
@@ -795,7 +807,11 @@ class CacheSimulator:
             latest = self._latest.get(session)
             resume = self._resume(session, shared, latest)
             path = cache._continued(resume, min(plan.prompt_len, int(tokens.shape[0])))
-            if path is not None and (now is None or all(p.expires >= now for p in path)):
+            if (
+                path is not None
+                and all(p.mark_expires == -_INF for p in path)  # no exact entry to read
+                and (now is None or all(p.expires >= now for p in path))
+            ):
                 model = self.model
                 cached = model.cached_tokens(plan, path[0].depth, ())
                 outcome = CacheOutcome(

@@ -49,7 +49,9 @@ Example::
 from __future__ import annotations
 
 import abc
+import bisect
 import math
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -566,6 +568,80 @@ def _cache_control(obj: object) -> Mapping[str, Any] | None:
     return None
 
 
+def _marks_of(messages: Sequence[Any], start: int) -> list[tuple[int, Mapping[str, Any]]]:
+    """(index, cache_control) of every mark on ``messages[start:]``: a message's own, then its content
+    parts', in order. perf: a plain dict is told by its type (an isinstance against Mapping costs
+    more than the rest of the loop)."""
+    found: list[tuple[int, Mapping[str, Any]]] = []
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if type(message) is not dict and not isinstance(message, Mapping):
+            continue
+        cc = message.get("cache_control")
+        if cc is not None and isinstance(cc, Mapping):
+            found.append((i, cc))
+        content = message.get("content")
+        if type(content) is list:
+            for part in content:
+                if type(part) is dict or isinstance(part, Mapping):
+                    cc = part.get("cache_control")
+                    if cc is not None and isinstance(cc, Mapping):
+                        found.append((i, cc))
+    return found
+
+
+class _MessageMarks:
+    """The marks of the messages list read last (perf: a conversation's next call repeats its
+    messages, the same objects as the loaders intern them, so only its new messages are read; the
+    previous call's last message may have been marked since: then all but it are repeated)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[list[Any], list[tuple[int, Mapping[str, Any]]]] | None = None
+
+    def marks(self, messages: Sequence[Any]) -> list[tuple[int, Mapping[str, Any]]]:
+        """:func:`_marks_of` ``messages`` from the start."""
+        last = self._last  # one read: another thread may replace it
+        known: list[tuple[int, Mapping[str, Any]]] = []
+        start = 0
+        if last is not None and type(messages) is list:
+            before, marks = last
+            k = len(before)
+            for j in (k, k - 1) if len(messages) >= k else ():
+                try:
+                    same = j > 0 and messages[:j] == before[:j]
+                except (ValueError, TypeError):  # no truth value (an array inside): read them all
+                    same = False
+                if same:
+                    known, start = marks[: bisect.bisect_left(marks, j, key=operator.itemgetter(0))], j
+                    break
+        found = known + _marks_of(messages, start)
+        if type(messages) is list:
+            self._last = (messages, found)
+        return found
+
+
+_MESSAGE_MARKS: Final = _MessageMarks()
+
+
+def _lookback_points(tokenized: TokenizedRequest, points: Sequence[int], lookback: int) -> set[int]:
+    """The block boundaries (message ends, the header's end and the ``points``) where a breakpoint at
+    each of ``points`` is looked up: the ``lookback`` last at or before it. perf: the boundaries are
+    made a set and sorted in C, and each point found by bisection (no Python loop over the messages)."""
+    if not points:
+        return set()
+    given = getattr(tokenized, "message_ends", None)
+    ends = message_ends(tokenized) if given is None else given
+    every = sorted({*ends, tokenized.header_len, *points})
+    boundaries = every[bisect.bisect_right(every, 0) : bisect.bisect_right(every, tokenized.prompt_len)]
+    lookup: set[int] = set()
+    for pos in points:
+        k = bisect.bisect_left(boundaries, pos)  # each point is a boundary
+        lookup.update(boundaries[max(0, k + 1 - lookback) : k + 1])
+    return lookup
+
+
 @attrs.frozen(slots=True)
 class BreakpointCache(CacheModel):
     """A cache written only at explicit breakpoints, read whole: what Anthropic's prompt caching does
@@ -642,7 +718,8 @@ class BreakpointCache(CacheModel):
         layout: Sequence[LayoutEntry] | None = None,
     ) -> list[tuple[int, float | None]]:
         """(position, ttl) of each cache breakpoint of the request, sorted, positions in tokens."""
-        ends = message_ends(tokenized)
+        given = getattr(tokenized, "message_ends", None)
+        ends = message_ends(tokenized) if given is None else given  # perf: a tuple read where marked
         messages = request.get("messages") or []
         points: dict[int, float | None] = {}
 
@@ -656,16 +733,8 @@ class BreakpointCache(CacheModel):
             cc = _cache_control(tool)
             if cc is not None:
                 add(tokenized.header_len, self._ttl_of(cc))
-        for i, message in enumerate(messages):
-            if not isinstance(message, Mapping):
-                continue
-            ccs = [_cache_control(message)]
-            content = message.get("content")
-            if isinstance(content, list):
-                ccs += [_cache_control(part) for part in content]
-            for cc in ccs:
-                if cc is not None:
-                    add(ends[i], self._ttl_of(cc))
+        for i, cc in _MESSAGE_MARKS.marks(messages):
+            add(int(ends[i]), self._ttl_of(cc))
         top = _cache_control(request)
         if top is not None:
             add(tokenized.prompt_len, self._ttl_of(top))
@@ -674,6 +743,7 @@ class BreakpointCache(CacheModel):
         if mark is not None and isinstance(opaque, Mapping) and isinstance(opaque.get("tokens"), int):
             add(int(opaque["tokens"]), self._ttl_of(mark))
         if not points and layout is not None and self.auto_from_layout:
+            ends = message_ends(tokenized)
             aligned = layout[: len(ends)]
             head = head_end(aligned)  # the leading run of head slots
             last = last_history_index(aligned, head)
@@ -694,14 +764,7 @@ class BreakpointCache(CacheModel):
         model = request.get("model")
         minimum = self.min_cacheable_tokens(model if isinstance(model, str) else None)
         bps = self.breakpoints(tokenized, request, layout)
-        boundaries = sorted(
-            {p for p in (*message_ends(tokenized), tokenized.header_len) if 0 < p <= tokenized.prompt_len}
-            | {pos for pos, _ in bps}
-        )
-        lookup: set[int] = set()
-        for pos, _ in bps:
-            k = boundaries.index(pos)
-            lookup.update(boundaries[max(0, k + 1 - self.lookback) : k + 1])
+        lookup = _lookback_points(tokenized, [pos for pos, _ in bps], self.lookback)
         # a breakpoint's prefix is held to the minimum in the provider's units (ruler mode: ``units``)
         entries = tuple(
             CacheEntry(pos, ttl, True)

@@ -102,3 +102,31 @@ def test_rows_of_a_growing_session_equal_the_parts() -> None:
         *(["assistant", "user"] * 3),
         None,
     ]
+
+
+def test_a_session_whose_last_message_is_replaced_reads_its_new_role() -> None:
+    """Each request repeats the previous one's messages but its last, a new object: marked with a
+    breakpoint (Claude Code's way, the roles unchanged), or replaced by a message of another role."""
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    rows = CompositionRows()
+    parts = []
+    kept: list[dict[str, Any]] = [{"role": "system", "content": "Be terse."}]
+    bodies = []
+    for k, role in enumerate(["user", "assistant", "user"]):
+        last = {"role": role, "content": f"turn {k}", "cache_control": {"type": "ephemeral"}}
+        bodies.append({"messages": [*kept, last]})
+        kept = [*kept, {"role": role, "content": f"turn {k}"}]
+    bodies.append({"messages": [*bodies[-1]["messages"][:-1], {"role": "assistant", "content": "again"}]})
+    for k, body in enumerate(bodies):
+        tok = rt.tokenize(body)
+        rows.add("s", k, body, tok)
+        parts.append(composition_part("s", k, body, tok))
+    frame = rows.frame()
+    assert frame.equals(composition_frame(parts))
+    assert frame.filter(frame["index"] == 3)["role"].to_list() == [
+        "system",
+        "user",
+        "assistant",
+        "assistant",
+        None,
+    ]

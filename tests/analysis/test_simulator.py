@@ -719,3 +719,20 @@ def test_with_a_capacity_runs_are_not_extended_in_place() -> None:
     for probe in (arr(1, 2, 3, 4), arr(7, 8)):
         assert new.match(probe, touch=False).prefix_tokens == old.match(probe, touch=False).prefix_tokens
     assert new.match(arr(7, 8), touch=False).prefix_tokens == 2
+
+
+def test_a_resumed_match_over_exact_entries_finds_what_the_walk_finds() -> None:
+    # a session's prompt continuing its last write (the shortcut, no token compared) over an exact
+    # entry that expired under a live run and one that is live: the walk from the root finds the same
+    tokens = np.arange(100, dtype=np.int64)
+    found = []
+    for resume in (("s", 80), None):
+        cache = RadixCache()
+        cache.insert(tokens[:30], 0.0, ttl=10.0, exact=True, source="a", cursor="s")
+        cache.insert(tokens[:50], 0.0, ttl=300.0, exact=True, source="b", resume=("s", 30), cursor="s")
+        cache.insert(tokens[:80], 5.0, ttl=100.0, source="c", resume=("s", 50), cursor="s")
+        lookup = cache.match(tokens, 20.0, resume=resume)
+        found.append((lookup, cache._blocked))  # whether the match passed expired content
+    assert found[0] == found[1]
+    assert found[0][0].exact_entries == ((50, "b", 300.0),) and found[0][0].prefix_tokens == 80
+    assert found[0][1]  # the entry at 30 expired at 10

@@ -43,9 +43,10 @@ def assert_same(a: AnalysisResult, b: AnalysisResult | None) -> None:
     """Every public field of two results equal (frames cell by cell)."""
     assert b is not None
     for field in attrs.fields(type(a)):
-        if field.name.startswith("_"):
+        if not field.init:  # what a result computes from its frames and holds
             continue
-        x, y = getattr(a, field.name), getattr(b, field.name)
+        # a field's public name (``_composition`` is read through the ``composition`` property)
+        x, y = getattr(a, field.alias), getattr(b, field.alias)
         if hasattr(x, "columns"):
             assert_frame_equal(x, y)
         else:
@@ -291,3 +292,15 @@ def test_a_compressed_file_and_a_file_of_no_known_format(tmp_path: Path) -> None
     want = loaded(tmp_path)
     assert want.problems.height == 1
     assert_same(want, analyze_timeline(tmp_path, None))
+
+
+def test_the_composition_rows_follow_the_requests_order(tmp_path: Path) -> None:
+    # the composition frame is made when read, from rows added in time order: in record order, as the
+    # requests frame (each request's rows together)
+    _write_sessions(tmp_path)
+    for result in (loaded(tmp_path, view="simulated"), analyze_timeline(tmp_path, None, view="simulated")):
+        assert result is not None
+        spans = result.composition.select("session", "index")
+        requests = result.requests.select("session", "index").rows()
+        assert spans.unique(maintain_order=True).rows() == requests
+        assert spans.height > len(requests)

@@ -14,6 +14,7 @@ from benchmarks.whole_history import write_chain, write_corpus
 from promptkit.analysis import analyze
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans import local
+from promptkit.analysis.result import AnalysisResult
 from promptkit.formats import read_logs
 from promptkit.formats.head_buffer import HeadBuffers
 
@@ -51,6 +52,36 @@ def test_a_chains_held_tokens_grow_linearly_with_its_length(
     large = _held(write_chain(tmp_path / "large", 800).parent, monkeypatch)
     # linear: about 2 (a copy of each request's prompt: about 3 here, 4 in the limit)
     assert large / small < 2.2, (small, large)
+
+
+def _peak(folder: Path) -> tuple[int, AnalysisResult]:
+    """The most bytes the analysis of ``folder`` held at once (tracemalloc, numpy's arrays included),
+    and its result (its composition frame not read yet)."""
+    tracemalloc.start()
+    try:
+        result = analyze(folder)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak, result
+
+
+@pytest.mark.slow  # half a minute: two chains analyzed under tracemalloc
+def test_a_chains_composition_is_held_in_linear_memory_and_made_when_read(tmp_path: Path) -> None:
+    # the composition frame has a row per message of every request (quadratic): the analysis holds
+    # only each request's message offsets, views of one chain, and makes the frame on first read
+    analyze(write_chain(tmp_path / "warm", 20).parent)  # the tokenizer loaded before measuring
+    small, _ = _peak(write_chain(tmp_path / "small", 400).parent)
+    large, result = _peak(write_chain(tmp_path / "large", 800).parent)
+    # measured 2.33 (the frame made by every chunk as it ends: 3.52)
+    assert large / small < 2.6, (small, large)
+    assert "composition" not in result._held  # nothing read it yet
+    frame = result.composition
+    requests = result.requests.height
+    assert requests == 400
+    assert frame.height > requests * requests // 2  # quadratic: every request's messages
+    assert result.composition is frame  # made once, then held
+    assert frame["index"].n_unique() == requests
 
 
 def _copying(self: HeadBuffers, tokens: np.ndarray, head: np.ndarray, key: str) -> None:

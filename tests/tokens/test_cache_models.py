@@ -216,6 +216,35 @@ def test_anthropic_breakpoints_from_messages_parts_tools_and_top_level() -> None
     assert m.plan(TOK, {"messages": messages(), "cache_control": eph}).breakpoints == (2601,)
 
 
+def test_anthropic_breakpoints_of_messages_that_are_mappings_but_not_dicts() -> None:
+    from types import MappingProxyType
+
+    m, eph = CLAUDE, {"type": "ephemeral"}
+    for marks, part in (({1: eph}, False), ({3: eph}, True)):
+        body = {"messages": messages(marks, part=part)}
+        frozen = {"messages": [MappingProxyType(message) for message in body["messages"]]}
+        assert m.plan(TOK, frozen).breakpoints == m.plan(TOK, body).breakpoints != ()
+
+
+def test_anthropic_breakpoints_of_a_conversations_calls_read_call_after_call() -> None:
+    # each call repeats the previous call's messages (the same objects): its marks are the marks of
+    # its own messages, wherever the previous call had them
+    m, eph = CLAUDE, {"type": "ephemeral"}
+    marked = messages({2: eph, 4: eph})
+    plain = messages()
+    calls = [
+        marked[:3],  # a mark on its last message
+        [*marked[:2], plain[2], plain[3]],  # that last message unmarked: the same prefix but it
+        [*marked[:2], plain[2], marked[3], marked[4]],
+        plain[:5],  # another conversation
+        [*plain[:4], marked[4]],
+    ]
+    want = [(1600,), (), (2600,), (), (2600,)]
+    got = [m.plan(TOK, {"messages": call}).breakpoints for call in calls]
+    fresh = [BreakpointCache().plan(TOK, {"messages": [dict(x) for x in call]}).breakpoints for call in calls]
+    assert got == fresh == want
+
+
 def test_anthropic_ttl_5m_default_and_1h() -> None:
     m = CLAUDE
     p = m.plan(TOK, {"messages": messages({1: {"type": "ephemeral"}, 3: {"type": "ephemeral", "ttl": "1h"}})})

@@ -54,7 +54,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from promptkit.analysis.assemble import VIEW_NOTE, ChunkResult, combine_groups, defaulted_note, finish_group
+from promptkit.analysis.assemble import (
+    VIEW_NOTE,
+    ChunkResult,
+    combine_groups,
+    composition_of,
+    defaulted_note,
+    finish_group,
+)
 from promptkit.analysis.attribute import attribute_records, read_by
 from promptkit.analysis.plans.coordinator import replay_shipped
 from promptkit.analysis.plans.local import run_local
@@ -230,7 +237,7 @@ def _group_piece(
         len(items),
         timed,
         frame_out(part.requests, _shared(options)),
-        frame_out(part.composition, _shared(options)),
+        frame_out(composition_of(part), _shared(options)),
         tuple(part.problems),
         part.writes_nothing,
         part.thinking,

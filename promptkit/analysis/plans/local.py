@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from promptkit.analysis.assemble import ChunkResult
+from promptkit.analysis.assemble import ChunkResult, PendingComposition
 from promptkit.analysis.attribute import ATTRIBUTED, attribute
 from promptkit.analysis.columns import ROW_VALUES, RowTable
-from promptkit.analysis.prepare import PreparedRequest, Preparer, composition_frame
+from promptkit.analysis.prepare import PreparedRequest, Preparer
 from promptkit.analysis.replay import Replayer
 from promptkit.analysis.runtime import gc_paused
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec, context_for
@@ -105,7 +105,7 @@ class LocalRun:
         stage1 = self.stage1
         return ChunkResult(
             self.rows.frame(),
-            composition_frame(stage1.composition),
+            PendingComposition((stage1.composition,)),  # memory: a frame only when read
             stage1.problems,
             self.replay.writes_nothing,
             stage1.thinking,

@@ -32,12 +32,18 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from promptkit.analysis.assemble import VIEW_NOTE, ChunkResult, combine_groups, defaulted_note, finish_group
+from promptkit.analysis.assemble import (
+    VIEW_NOTE,
+    ChunkResult,
+    PendingComposition,
+    combine_groups,
+    defaulted_note,
+    finish_group,
+)
 from promptkit.analysis.columns import RowTable
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans.local import LocalRun
 from promptkit.analysis.plans.timeline_index import FileSpan, TimelineIndex, index_logs, stamp_of
-from promptkit.analysis.prepare import composition_frame
 from promptkit.analysis.simulator import CacheSimulator
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec
 from promptkit.errors import LogFileError
@@ -75,7 +81,7 @@ class BoundedRun(LocalRun):
         self.kept = 0  # requests remembered after the last sweep
         self.sweeps = 0
         self.requests_frames: list[pl.DataFrame] = []
-        self.composition_frames: list[pl.DataFrame] = []
+        self.composition_rows: list[CompositionRows] = []  # memory: made a frame only when read
         self.flushed = 0  # rows already in frames
 
     def release(self, session: str, last: bool) -> None:
@@ -116,7 +122,7 @@ class BoundedRun(LocalRun):
         frame = self.rows.frame()
         self.requests_frames.append(frame.with_columns(pl.col("_seq") + self.flushed))
         self.flushed += frame.height
-        self.composition_frames.append(composition_frame(self.stage1.composition))
+        self.composition_rows.append(self.stage1.composition)
         self.rows = RowTable()
         self.stage1.composition = CompositionRows()
 
@@ -127,8 +133,8 @@ class BoundedRun(LocalRun):
         self.flush()
         empty = super().partial()  # the problems and counts, and empty frames of the right schemas
         requests = pl.concat(self.requests_frames) if self.requests_frames else empty.requests
-        composition = pl.concat(self.composition_frames) if self.composition_frames else empty.composition
-        self.requests_frames, self.composition_frames = [], []
+        composition = PendingComposition(tuple(self.composition_rows))
+        self.requests_frames, self.composition_rows = [], []
         return attrs.evolve(empty, requests=requests, composition=composition)
 
 
