@@ -527,7 +527,11 @@ def unreported_note(requests: pl.DataFrame) -> str | None:
         return None
     rows = requests.filter(pl.col("session").is_in(sessions))
     allowed = int(rows["predicted_cached_tokens"].fill_null(0).sum())
-    model = rows["model"].drop_nulls()[0] if "model" in rows.columns and rows["model"].drop_nulls().len() else None
+    model = (
+        rows["model"].drop_nulls()[0]
+        if "model" in rows.columns and rows["model"].drop_nulls().len()
+        else None
+    )
     shown = f"{sessions[0]!r}" + (f", {model}" if model else "")
     return (
         f"{len(sessions)} session(s) report 0 cached tokens on every call although the cache rules allow "
@@ -577,32 +581,18 @@ def _shortfall(
     if expected is not None and float(expected) < int(row["predicted_cached_tokens"]):
         return "provider_miss", None
     head = row.get("head_end_tokens")
-    if head is not None and reads <= int(head) and "compaction" in (row.get("log_events") or "").split(","):
-        # a compaction keeps only the head: reads that stop in it are the compaction's (where the head's
-        # breakpoint lies was placed by proportions, not yet by a read that landed on it)
-        return (
-            "compaction",
-            f"reads stopped at {reads:,} tokens, in the head; the log shows a compaction here",
-        )
-    if (
-        head is not None
-        and reads <= int(head)
-        and "tools_changed" in (row.get("log_events") or "").split(",")
-    ):
-        return "tools_changed", (
-            f"reads fell back to {reads:,} tokens, inside the head; the log shows the tools changed "
-            "before this call (an MCP reconnect)"
-        )
-    if (
-        head is not None
-        and reads <= int(head)
-        and "thinking_changed" in (row.get("log_events") or "").split(",")
-    ):
-        return "thinking_changed", (
-            f"reads fell back to {reads:,} tokens, inside the head; the log shows the thinking settings "
-            "changed before this call (system prompt and tools stay cached, the messages do not)"
-        )
     if head is not None and reads <= int(head):
+        events = (row.get("log_events") or "").split(",")
+        if "compaction" in events:
+            # a compaction keeps only the head: reads that stop in it are the compaction's (where the
+            # head's breakpoint lies was placed by proportions, not yet by a read that landed on it)
+            return (
+                "compaction",
+                f"reads stopped at {reads:,} tokens, in the head; the log shows a compaction here",
+            )
+        for event, why in _HEAD_EVENTS:
+            if event in events:
+                return event, f"reads fell back to {reads:,} tokens, inside the head; the log shows {why}"
         return "head_changed", (
             f"reads fell back to {reads:,} tokens, inside the head ({int(head):,} tokens: system prompt, "
             "tools, what the log does not show); the prompt changed after that point"
@@ -610,6 +600,16 @@ def _shortfall(
     return "history_rewritten", (
         f"reads fell back to {reads:,} tokens, inside the history; the prompt changed after that point"
     )
+
+
+#: The log events that name a rebuild whose reads fell back into the head, and what the log shows.
+_HEAD_EVENTS: tuple[tuple[str, str], ...] = (
+    ("tools_changed", "the tools changed before this call (an MCP reconnect)"),
+    (
+        "thinking_changed",
+        "the thinking settings changed before this call (system prompt and tools stay cached, the messages do not)",
+    ),
+)
 
 
 def _relabelled(row: dict[str, Any], first: bool, model_before: str | None) -> dict[str, Any]:
