@@ -1359,6 +1359,23 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("chain40: composition roles: the marked last message's role taken from before", "promptkit/analysis/composition.py",
      "                    k, same = k - 1, True", "                    same = True",
      "tests/analysis/test_composition.py tests/formats/test_claude_code_chain.py"),
+    ("chainfast: a split keeps the paths through the split run", "promptkit/analysis/simulator.py",
+     "        self._paths.clear()  # the paths through ``child`` gain ``upper``\n", "",
+     "tests/analysis/test_simulator.py"),
+    ("chainfast: an eviction keeps the paths through removed runs", "promptkit/analysis/simulator.py",
+     "        self._paths.clear()  # runs are removed\n", "", "tests/analysis/test_simulator.py"),
+    ("chainfast: expiring keeps the paths through removed runs", "promptkit/analysis/simulator.py",
+     "        self._pruned = self._pruned or freed > 0\n        self._paths = self._paths if not freed else {}",
+     "        self._pruned = self._pruned or freed > 0\n", "tests/analysis/test_simulator.py"),
+    ("chainfast: forgetting keeps the paths through removed runs", "promptkit/analysis/simulator.py",
+     "        self._tokens -= freed\n        self._paths = self._paths if not freed else {}  # runs were removed\n        return freed",
+     "        self._tokens -= freed\n        return freed", "tests/analysis/test_simulator.py tests/analysis/test_timeline.py"),
+    ("chainfast: the kept path is not extended by the nodes below it", "promptkit/analysis/simulator.py",
+     "            kept.extend(path)\n", "", "tests/analysis/test_simulator.py"),
+    ("chainfast: the nodes below the kept path taken leaf first", "promptkit/analysis/simulator.py",
+     "        path.reverse()\n", "", "tests/analysis/test_simulator.py"),
+    ("chainfast: an ended session's path is kept", "promptkit/analysis/simulator.py",
+     "            cache._paths.pop(session, None)\n", "", "tests/analysis/test_timeline.py"),
 ]  # fmt: skip
 
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import numpy as np
 
+from promptkit.analysis._one_call import _stored_path
 from promptkit.errors import UsageError
 from promptkit.tokens.cache_models import CacheEntry, CacheModel, CachePlan
 
@@ -146,6 +147,9 @@ class RadixCache:
         self._pruned = False
         # key -> the node where the last insert given that ``cursor`` key ended (see ``resume``)
         self._cursors: dict[Hashable, _Node] = {}
+        # perf: key -> the nodes from the root to where that cursor ended (:meth:`_continued`), emptied
+        # whenever a node's parent changes (a split, a run removed)
+        self._paths: dict[Hashable, list[_Node]] = {}
 
     # -- inspection -----------------------------------------------------------------------------
 
@@ -178,6 +182,7 @@ class RadixCache:
         self._root.parent = None
         self._tokens = 0
         self._cursors.clear()
+        self._paths.clear()
 
     def _resume_path(self, resume: tuple[Hashable, int] | None) -> tuple[set[_Node], int] | None:
         """The nodes from the root to where the last insert with cursor ``resume[0]`` ended (none when
@@ -192,25 +197,32 @@ class RadixCache:
         return (path, resume[1]) if node is self._root else None
 
     def _continued(self, resume: tuple[Hashable, int] | None, n: int) -> list[_Node] | None:
-        """perf: the nodes from the leaf where the last insert with cursor ``resume[0]`` ended up to the
-        root, when a prompt of ``n`` tokens whose first ``resume[1]`` are that insert's covers that whole
+        """perf: the nodes from the root down to the leaf where the last insert with cursor ``resume[0]``
+        ended, when a prompt of ``n`` tokens whose first ``resume[1]`` are that insert's covers that whole
         path (a session's next prompt, continuing its previous one): then a match or an insert walks it
         without comparing a token (a match reads the exact entries marked on it). None otherwise.
 
         The path holds the prompt's first ``depth`` tokens: ``resume[1]`` is at most what the insert
         stored, and a node's run only changes by being split (its lower part keeps its depth), trimmed
-        from its end, or extended in place (its depth grows past what the insert stored)."""
-        if resume is None:
+        from its end, or extended in place (its depth grows past what the insert stored). The path is
+        kept per cursor, the walk up stops where it ends (a session's next call adds one node to it)."""
+        node = self._cursors.get(resume[0]) if resume is not None else None
+        if resume is None or node is None or node.children or resume[1] < node.depth or n < node.depth:
             return None
-        node = self._cursors.get(resume[0])
-        if node is None or node.children or resume[1] < node.depth or n < node.depth:
-            return None
+        kept = self._paths.get(resume[0])
+        stop = kept[-1] if kept else self._root
         path: list[_Node] = []
-        root = self._root
-        while node is not None and node is not root:
+        while node is not None and node is not stop and node is not self._root:
             path.append(node)
             node = node.parent
-        return path if node is root else None
+        if node is None:
+            return None
+        path.reverse()
+        if kept and node is stop:  # below the kept path (the caller reads the list, never changes it)
+            kept.extend(path)
+            path = kept
+        self._paths[resume[0]] = path
+        return path
 
     # -- matching -------------------------------------------------------------------------------
 
@@ -283,7 +295,7 @@ class RadixCache:
         what the walk of :meth:`match` finds there, without comparing a token."""
         exact: list[tuple[int, str | None, float | None]] = []
         blocked = False
-        for p in reversed(path):  # root first, as the walk meets them
+        for p in path:  # root first, as the walk meets them
             if p.mark_expires > -_INF:
                 if now is None or p.mark_expires >= now:
                     exact.append((p.depth, p.mark_source, p.mark_ttl))
@@ -294,7 +306,7 @@ class RadixCache:
             tick = next(self._clock)
             for p in path:
                 p.tick = tick
-        return CacheLookup(path[0].depth, path[0].source, False, tuple(exact))
+        return CacheLookup(path[-1].depth, path[-1].source, False, tuple(exact))
 
     # -- inserting ------------------------------------------------------------------------------
 
@@ -302,6 +314,7 @@ class RadixCache:
         """Split ``child``'s edge after ``k`` tokens; return the new upper node."""
         parent = child.parent
         assert parent is not None
+        self._paths.clear()  # the paths through ``child`` gain ``upper``
         upper = _Node(child.edge[:k].copy(), parent, child.depth - child.edge.shape[0] + k)
         upper.expires, upper.tick, upper.source = child.expires, child.tick, child.source
         child.edge = child.edge[k:].copy()
@@ -375,9 +388,9 @@ class RadixCache:
         """Store ``tokens`` (int64) along a continuation's ``path`` (:meth:`_continued`, which they
         cover): refresh the path, grow its leaf by the tokens past it; the node they end in."""
         for p in path:
-            p.expires = max(p.expires, expires)
+            p.expires = expires if p.expires < expires else p.expires
             p.tick, p.source = tick, source
-        leaf = path[0]
+        leaf = path[-1]
         if tokens.shape[0] > leaf.depth:
             return self._grow(leaf, tokens, leaf.depth, expires, tick, source)
         return leaf
@@ -426,6 +439,7 @@ class RadixCache:
             return (0 if not self._alive(node, now) else 1, node.tick, id(node))
 
         self._pruned = True
+        self._paths.clear()  # runs are removed
         heap = [(key(n), n) for n in self._nodes() if n is not self._root and not n.children]
         heapq.heapify(heap)
         while excess > 0 and heap:
@@ -461,6 +475,7 @@ class RadixCache:
                     stack.append(child)
         self._tokens -= freed
         self._pruned = self._pruned or freed > 0
+        self._paths = self._paths if not freed else {}  # runs were removed
         return freed
 
     def forget_expired(self, before: float) -> int:
@@ -480,6 +495,7 @@ class RadixCache:
                 else:
                     stack.append(child)
         self._tokens -= freed
+        self._paths = self._paths if not freed else {}  # runs were removed
         return freed
 
 
@@ -757,6 +773,7 @@ class CacheSimulator:
         self._written.pop(session, None)
         for cache, _ in self._caches():
             cache._cursors.pop(session, None)
+            cache._paths.pop(session, None)
 
     def store(
         self,
@@ -813,12 +830,12 @@ class CacheSimulator:
                 and (now is None or all(p.expires >= now for p in path))
             ):
                 model = self.model
-                cached = model.cached_tokens(plan, path[0].depth, ())
+                cached = model.cached_tokens(plan, path[-1].depth, ())
                 outcome = CacheOutcome(
-                    path[0].depth,
+                    path[-1].depth,
                     cached,
                     model.write_tokens(plan, cached),
-                    path[0].source if cached > 0 else None,
+                    path[-1].source if cached > 0 else None,
                     False,
                     cached if self._all_in_cache else None,
                 )
@@ -826,7 +843,7 @@ class CacheSimulator:
                 self._latest[session] = order
                 entries = plan.entries
                 n = entries[0].length if len(entries) == 1 and not entries[0].exact else 0
-                if n < path[0].depth:  # the store walks its own way
+                if n < path[-1].depth:  # the store walks its own way
                     self._write(tokens, plan, now, source, (session, shared, latest, order))
                     return outcome
                 ttl = entries[0].ttl
@@ -890,35 +907,6 @@ def _match_one(
                 blocked = True
         start = depth
     return CacheLookup(pos, found_source, diverged, tuple(exact)), blocked
-
-
-def _stored_path(
-    plan: CachePlan, size: int, stored_at: float | None, source: str | None
-) -> tuple[list[int], list[float], list[tuple[float, str | None, float | None] | None]]:
-    """The runs one call's ``plan`` leaves in an empty cache (its tokens: ``size``): one per distinct
-    entry length (ascending), each alive as long as the longest entry that covers it, marked by the
-    exact entries that end there (as :meth:`RadixCache.insert` leaves them, longest entry first)."""
-    by_length: dict[int, list[CacheEntry]] = {}
-    for entry in sorted(plan.entries, key=lambda e: -e.length):
-        depth = min(entry.length, size)  # RadixCache.insert stores tokens[:length]
-        if depth > 0:
-            by_length.setdefault(depth, []).append(entry)
-    depths = sorted(by_length)
-    expires: list[float] = []
-    marks: list[tuple[float, str | None, float | None] | None] = []
-    alive_until = -_INF
-    for depth in reversed(depths):
-        mark: tuple[float, str | None, float | None] | None = None
-        for entry in by_length[depth]:
-            until = _INF if entry.ttl is None or stored_at is None else stored_at + entry.ttl
-            alive_until = max(alive_until, until)
-            if entry.exact:
-                mark = (max(mark[0], until) if mark is not None else until, source, entry.ttl)
-        expires.append(alive_until)
-        marks.append(mark)
-    expires.reverse()
-    marks.reverse()
-    return depths, expires, marks
 
 
 def consecutive_outcome(

@@ -102,7 +102,7 @@ def test_claude_code_copies_give_the_loaded_result(
         assert self.sweeps > 0 and len(self.requests_frames) > 1
         assert self.replay.sims  # the simulated view
         for sim in self.replay.sims.values():  # every session ended, in every model's cache
-            assert not sim._latest and not sim.cache._cursors
+            assert not sim._latest and not sim.cache._cursors and not sim.cache._paths
         assert not self.replay.session_tokens
         out = partial(self)
         assert out.requests["_seq"].to_list() == list(range(out.requests.height))  # across flushes
@@ -256,9 +256,10 @@ def test_forgotten_content_reads_as_never_stored() -> None:
 def test_an_ended_session_is_forgotten() -> None:
     sim = CacheSimulator(get_cache_model("unit-prefix"))
     sim.step(np.arange(500), CachePlan(500, (CacheEntry(500),)), 0.0, "s#0", session="s")
-    assert "s" in sim.cache._cursors
+    sim.step(np.arange(600), CachePlan(600, (CacheEntry(600),)), 1.0, "s#1", session="s", shared=500)
+    assert "s" in sim.cache._cursors and "s" in sim.cache._paths  # the continuation kept its path
     sim.end_session("s")
-    assert "s" not in sim.cache._cursors
+    assert "s" not in sim.cache._cursors and "s" not in sim.cache._paths
 
 
 def test_the_sources_are_every_label_and_pending_write() -> None:
