@@ -736,3 +736,32 @@ def test_a_resumed_match_over_exact_entries_finds_what_the_walk_finds() -> None:
     assert found[0] == found[1]
     assert found[0][0].exact_entries == ((50, "b", 300.0),) and found[0][0].prefix_tokens == 80
     assert found[0][1]  # the entry at 30 expired at 10
+
+
+@pytest.mark.parametrize("remove", ["evict", "expire", "forget"])
+def test_a_kept_path_whose_run_was_removed_is_not_read(remove: str) -> None:
+    """The continuation's path kept per session (``RadixCache._continued``) is dropped when a run is
+    removed: a prompt that resumes from a removed run matches what the walk from the root finds."""
+    c = RadixCache(capacity=10 if remove == "evict" else None)
+    c.insert(np.arange(4), 0.0, ttl=1.0, cursor="s")
+    assert c.match(np.arange(6), 0.5, resume=("s", 4)).prefix_tokens == 4  # the path is kept here
+    if remove == "evict":
+        c.insert(np.arange(100, 110), 0.6, ttl=1.0)  # 14 tokens over a capacity of 10: the run "s" goes
+    elif remove == "expire":
+        assert c.expire(5.0) == 4
+    else:
+        assert c.forget_expired(5.0) == 4
+    assert c.match(np.arange(6), None, resume=("s", 4)).prefix_tokens == 0
+    assert c.match(np.arange(6), None).prefix_tokens == 0
+
+
+def test_a_kept_path_whose_run_was_split_reads_the_new_node() -> None:
+    """A run split under a session's kept path (an exact entry marked inside it) puts a node on that
+    path: the continuation reads its exact entry, as the walk from the root does."""
+    c = RadixCache()
+    c.insert(np.arange(4), cursor="s")
+    assert c.match(np.arange(6), resume=("s", 4)).exact_entries == ()  # the path is kept here
+    c.insert(np.arange(2), exact=True, source="x")  # splits the run after 2 tokens
+    found = c.match(np.arange(6), resume=("s", 4))
+    assert found.prefix_tokens == 4 and found.exact_entries == ((2, "x", None),)
+    assert found == c.match(np.arange(6))
