@@ -8,10 +8,11 @@ from typing import Any
 import attrs
 import polars as pl
 
+from benchmarks.inferred_breakpoints_accuracy import stripped  # the log without cache_control
 from promptkit.analysis.api import analyze, analyze_requests
 from promptkit.analysis.breakpoints import infer_breakpoints, shows_cache_control
 from promptkit.formats import read_logs
-from promptkit.layout import RequestRecord, Usage
+from promptkit.layout import Usage
 from promptkit.tokens.tokenize import RequestTokenizer
 
 LONG = "a line of the project's code, repeated so that the prompt is long enough to cache. " * 60
@@ -88,30 +89,15 @@ def test_an_hour_ttl_where_most_writes_were_reported_with_it() -> None:
     }  # type: ignore[union-attr]
 
 
-def _stripped(record: RequestRecord) -> RequestRecord:
-    """The record as a log that does not show cache_control holds it (OpenCode, LiteLLM, OTel, ATIF): no
-    cache_control anywhere, no mark at the end of the head."""
-
-    def clean(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {k: clean(v) for k, v in obj.items() if k != "cache_control"}
-        if isinstance(obj, list):
-            return [clean(v) for v in obj]
-        return obj
-
-    meta = {k: v for k, v in record.meta.items() if k != "opaque_head_cache_control"}
-    return attrs.evolve(record, request=clean(record.request), meta=meta)
-
-
 def _hit(requests: pl.DataFrame, column: str) -> float:
     return int(requests[column].sum()) / int(requests["reported_prompt_tokens"].sum())
 
 
 def test_a_real_claude_code_log_without_cache_control_is_predicted_as_with_it() -> None:
     load = read_logs("fixtures/claude-code")
-    stripped = [_stripped(r) for r in load.records]
-    assert not any(shows_cache_control(r.request) for r in stripped)
-    got = analyze_requests(stripped, provider="anthropic")
+    blind = [stripped(r) for r in load.records]
+    assert not any(shows_cache_control(r.request) for r in blind)
+    got = analyze_requests(blind, provider="anthropic")
     shown = analyze_requests(load.records, provider="anthropic")
     q = got.requests
     reported = _hit(q, "reported_cached_tokens")
@@ -130,7 +116,7 @@ def test_a_real_claude_code_log_without_cache_control_is_predicted_as_with_it() 
     assert note.startswith(f"{q.height} of {q.height} requests show no cache_control")
     # without the write counts nothing proves a breakpoint: nothing cached, the old answer
     blind = [
-        attrs.evolve(r, usage=attrs.evolve(r.usage, cache_write_tokens=None)) for r in stripped if r.usage
+        attrs.evolve(r, usage=attrs.evolve(r.usage, cache_write_tokens=None)) for r in blind if r.usage
     ]
     assert int(analyze_requests(blind, provider="anthropic").requests["predicted_cached_tokens"].sum()) == 0
 
