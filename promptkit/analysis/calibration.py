@@ -78,9 +78,7 @@ __all__ = [
     "fit_calibration",
     "leave_one_run_out",
     "load_calibration",
-    "miss_rates",
     "population_rate",
-    "reads_rule",
     "record_routes",
 ]
 
@@ -98,12 +96,6 @@ def _chi2_1_critical(alpha: float) -> float:
 
 
 FORMAT_VERSION: Final[int] = 2
-
-#: How a call's reported read is told fresh or stale: ``exact`` (it equals one of the two outcomes) or
-#: ``nearest`` (the outcome it is nearer to, misses apart; for caches with no documented unit).
-READS: Final[tuple[str, ...]] = ("exact", "nearest")
-#: The states a miss rate is kept for: a session's first call, the call after a miss, after a read.
-MISS_STATES: Final[tuple[str, ...]] = ("first", "after_miss", "after_read")
 
 
 def _counts(value: Any) -> tuple[tuple[int, int], ...]:
@@ -138,18 +130,6 @@ def _routes(value: Iterable[object]) -> tuple[str, ...]:
     return tuple(str(r) for r in value)
 
 
-def _miss_rates(value: Any) -> dict[str, float]:
-    """The ``miss_rates`` field: a probability for some of :data:`MISS_STATES`."""
-    if not isinstance(value, Mapping) or any(
-        k not in MISS_STATES or not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= v <= 1.0
-        for k, v in value.items()
-    ):
-        raise CalibrationError(
-            f"calibration miss_rates: expected probabilities for {', '.join(MISS_STATES)}, got {value!r}"
-        )
-    return {str(k): float(v) for k, v in value.items()}
-
-
 @attrs.frozen(slots=True)
 class Calibration:
     """A fitted stale-state model (see the module docstring).
@@ -171,13 +151,6 @@ class Calibration:
     fitted_on: Mapping[str, Any] = attrs.field(factory=dict)
     run_counts: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_counts, kw_only=True)
     routes: tuple[str, ...] = attrs.field(default=(), converter=_routes, kw_only=True)
-    reads: str = attrs.field(default="exact", kw_only=True)
-    miss_rates: Mapping[str, float] = attrs.field(factory=dict, converter=_miss_rates, kw_only=True)
-
-    @reads.validator
-    def _check_reads(self, attribute: attrs.Attribute[Any], value: str) -> None:
-        if value not in READS:
-            raise CalibrationError(f"calibration reads: expected one of {', '.join(READS)}, got {value!r}")
 
     @split_on.validator
     def _check_split(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -233,8 +206,6 @@ class Calibration:
                 fitted_on=dict(data.get("fitted_on") or {}),
                 run_counts=data.get("run_counts") or (),
                 routes=data.get("routes") or (),
-                reads=data.get("reads", "exact"),
-                miss_rates=data.get("miss_rates") or {},
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc}") from None
@@ -427,49 +398,15 @@ def population_rate(calibration: Calibration) -> float:
     return calibration.stale_probability if rate is None else rate
 
 
-def _outcome(reported: int, upper: int, stale_value: int, reads: str = "exact") -> str:
-    """``same`` when both outcomes are equal, else ``fresh``, ``stale`` or ``other``; with ``reads``
-    ``nearest``, ``miss`` for a call that read nothing, else the outcome the read is nearer to.
-
-    >>> _outcome(5811, 5825, 4000, "nearest"), _outcome(0, 5825, 4000, "nearest"), _outcome(5811, 5825, 4000)
-    ('fresh', 'miss', 'other')
-    """
+def _outcome(reported: int, upper: int, stale_value: int) -> str:
+    """``same`` when both outcomes are equal, else ``fresh``, ``stale`` or ``other``."""
     if stale_value == upper:
         return "same"
-    if reads == "nearest":
-        if reported == 0:
-            return "miss"
-        return "fresh" if abs(reported - upper) < abs(reported - stale_value) else "stale"
     if reported == upper:
         return "fresh"
     if reported == stale_value:
         return "stale"
     return "other"
-
-
-def _served(reported: int, upper: int, before: float | None, reads: str) -> float:
-    """The entry a session was last served after a call that reported ``reported`` (its bound ``upper``,
-    the entry before it ``before``): the read itself, except that with ``reads`` ``nearest`` a miss (0
-    read where the bound is positive) leaves the entry as it was (a first call's miss: its own prompt's
-    head, which the call wrote)."""
-    if reads == "nearest" and reported == 0 and upper > 0:
-        return float(upper) if before is None else before
-    return float(reported)
-
-
-def reads_rule(provider: str | None) -> str:
-    """``nearest`` for a best-effort cache with no documented unit (its reads land between the positions
-    the model names: Gemini's implicit cache reports 5,811 where the prefix is 5,825), else ``exact``.
-
-    >>> reads_rule("gemini"), reads_rule("deepseek"), reads_rule(None)
-    ('nearest', 'exact', 'exact')
-    """
-    from promptkit.providers.registry import available_providers
-
-    profile = available_providers().get(provider or "")
-    if profile is None or not profile.best_effort or profile.cache_unit is not None:
-        return "exact"
-    return "nearest"
 
 
 # -------------------------------------------------------------------------------------- fitting
@@ -494,34 +431,30 @@ def _frame(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
 
 def calibration_events(
     results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
-    reads: str = "exact",
 ) -> pl.DataFrame:
     """The requests a fit can learn from: one row per request with usage after the first of its session.
 
     Columns: ``session, index, gap_seconds, write_tokens`` (``C[n] - R[n-1]``: what the newest write
     would add), ``upper`` (``C[n]``), ``stale_value`` (``min(R[n-1], C[n])``), ``reported``,
-    ``outcome`` (``fresh``, ``stale``, ``same`` when both outcomes are equal, ``other``; with ``reads``
-    ``nearest`` (:func:`reads_rule`), ``miss`` and the nearer outcome, and the stale value after a miss
-    is the entry before it).
+    ``outcome`` (``fresh``, ``stale``, ``same`` when both outcomes are equal, ``other``).
     """
     import polars as pl
 
     items = _items(results)
     rows: list[dict[str, Any]] = []
     for item in items:
-        prev: dict[str, tuple[float | None, float | None]] = {}
+        prev: dict[str, tuple[int | None, float | None]] = {}
         for r in _frame(item).iter_rows(named=True):
             session = r["session"]
             rc = r.get("reported_cached_tokens")
-            upper = int(r["predicted_cached_tokens"])
             before = prev.get(session)
-            kept = None if before is None else before[0]
-            prev[session] = (None if rc is None else _served(int(rc), upper, kept, reads), r.get("timestamp"))
+            prev[session] = (rc, r.get("timestamp"))
             if before is None or rc is None or before[0] is None:
                 continue
+            upper = int(r["predicted_cached_tokens"])
             stale = min(int(before[0]), upper)
             gap = None if r.get("timestamp") is None or before[1] is None else r["timestamp"] - before[1]
-            outcome = _outcome(int(rc), upper, stale, reads)
+            outcome = _outcome(int(rc), upper, stale)
             rows.append(
                 {
                     "session": session,
@@ -549,8 +482,7 @@ def fit_calibration(
     routes: Sequence[str] = (),
 ) -> Calibration:
     """Fit the stale-state model on analyses of logs that report usage (see the module docstring);
-    ``routes`` (:func:`record_routes`) are recorded with the provider. For a provider whose reads
-    :func:`reads_rule` tells by the nearer outcome, the rates of misses are fitted too.
+    ``routes`` (:func:`record_routes`) are recorded with the provider.
 
     Raises :class:`CalibrationError` when no request can be told fresh or stale (no usage, or no
     request whose two outcomes differ).
@@ -572,8 +504,8 @@ def fit_calibration(
     if provider is None:
         names = {getattr(i, "provider", None) for i in items} - {None}
         provider = ", ".join(sorted(str(n) for n in names)) or "unknown"
-    reads = reads_rule(provider)
-    counted = calibration_events(items, reads).filter(pl.col("outcome").is_in(["fresh", "stale"]))
+    events = calibration_events(items)
+    counted = events.filter(pl.col("outcome").is_in(["fresh", "stale"]))
     stale = int((counted["outcome"] == "stale").sum())
     fresh = int((counted["outcome"] == "fresh").sum())
     if stale + fresh == 0:
@@ -589,38 +521,13 @@ def fit_calibration(
         "fresh": fresh,
         "runs": int(runs),
         "views": sorted({str(getattr(i, "view", "frame")) for i in items}),
-        "pooled_stale_probability": stale / (stale + fresh),
     }
     per_run: dict[str, list[int]] = {}
     for session, outcome in counted.select("session", "outcome").iter_rows():
         per_run.setdefault(session, [0, 0])[0 if outcome == "stale" else 1] += 1
     run_counts = tuple((s, f) for s, f in per_run.values())
-    extra: dict[str, Any] = {"run_counts": run_counts, "routes": routes, "reads": reads}
-    if reads == "nearest":
-        extra["miss_rates"] = miss_rates(items)
+    fitted["pooled_stale_probability"] = stale / (stale + fresh)
     mean = population_rate(Calibration(provider, 0.0, run_counts=run_counts))
-    if reads == "nearest":  # a read d tokens short of the bound is nearer the stale value whenever the
-        # write is under 2 d: the write size would decide the outcome it is tested against
-        splits = tuple(f for f in splits if f != "write_tokens")
-    best = _best_split(counted, splits, fitted)
-    if best is None:
-        return Calibration(provider, mean, fitted_on=fitted, **extra)
-    _, feature, threshold, ratio = best
-    above = counted.filter(pl.col(feature).is_not_null())[feature] >= threshold
-    share_hi = int(above.sum()) / max(1, above.len())
-    lo = mean / (share_hi * ratio + (1.0 - share_hi))
-    return Calibration(
-        provider, min(1.0, lo), feature, threshold, min(1.0, lo * ratio), fitted_on=fitted, **extra
-    )
-
-
-def _best_split(
-    counted: pl.DataFrame, splits: Sequence[str], fitted: dict[str, Any]
-) -> tuple[float, str, float, float] | None:
-    """The split of the rate the tests support best: ``(statistic, feature, threshold, ratio)``, or None;
-    each test's statistic is recorded in ``fitted``."""
-    import polars as pl
-
     best: tuple[float, str, float, float] | None = None
     critical = _chi2_1_critical(_ALPHA / max(1, len(splits)))
     for feature in splits:
@@ -635,46 +542,22 @@ def _best_split(
         fitted[f"split_{feature}_chi2"] = round(stat, 3)
         if stat > critical and (best is None or stat > best[0]):
             best = (stat, feature, threshold, ratio)
-    return best
-
-
-def _miss_state(before: tuple[float | None, bool] | None) -> str:
-    """The :data:`MISS_STATES` entry of a call after ``before`` (the session's previous call: what it
-    was served, whether it missed), None for a first call."""
-    if before is None:
-        return "first"
-    return "after_miss" if before[1] else "after_read"
-
-
-def miss_rates(
-    results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
-) -> dict[str, float]:
-    """The rate of misses (a call that reads nothing where its bound is positive) in each of
-    :data:`MISS_STATES`, over the calls with usage of ``results``: the posterior mean under the Jeffreys
-    prior, ``(misses + 1/2) / (calls + 1)``.
-
-    >>> import polars as pl
-    >>> df = pl.DataFrame({"session": ["a", "a", "a", "b", "b"], "index": [0, 1, 2, 0, 1],
-    ...     "predicted_cached_tokens": [900, 1000, 1200, 900, 1000],
-    ...     "reported_cached_tokens": [0, 0, 1100, 0, 950]})
-    >>> miss_rates(df)
-    {'first': 0.8333333333333334, 'after_miss': 0.5, 'after_read': 0.5}
-    """
-    counts = {state: [0, 0] for state in MISS_STATES}
-    for item in _items(results):
-        seen: dict[str, bool] = {}
-        for r in _frame(item).iter_rows(named=True):
-            rc, upper = r.get("reported_cached_tokens"), int(r["predicted_cached_tokens"])
-            if rc is None:
-                continue
-            missed = int(rc) == 0 and upper > 0
-            if upper > 0:
-                before = seen.get(r["session"])
-                c = counts[_miss_state(None if before is None else (None, before))]
-                c[0] += int(missed)
-                c[1] += 1
-            seen[r["session"]] = missed
-    return {state: (m + 0.5) / (n + 1.0) for state, (m, n) in counts.items()}
+    if best is None:
+        return Calibration(provider, mean, fitted_on=fitted, run_counts=run_counts, routes=routes)
+    _, feature, threshold, ratio = best
+    above = counted.filter(pl.col(feature).is_not_null())[feature] >= threshold
+    share_hi = int(above.sum()) / max(1, above.len())
+    lo = mean / (share_hi * ratio + (1.0 - share_hi))
+    return Calibration(
+        provider,
+        min(1.0, lo),
+        feature,
+        threshold,
+        min(1.0, lo * ratio),
+        fitted_on=fitted,
+        run_counts=run_counts,
+        routes=routes,
+    )
 
 
 def _split_test(data: pl.DataFrame, feature: str, threshold: float) -> tuple[float, float] | None:
@@ -742,11 +625,10 @@ def expected_cached(
         "reported_cached_tokens" if learn and "reported_cached_tokens" in frame.columns else None
     )
     base = population_rate(calibration) if calibration.learns else None
-    reads, misses = calibration.reads, calibration.miss_rates
     rows: list[tuple[str, int, float]] = []
     # per session: (what call n-1 was served, as a figure or an expectation; its reported figure;
-    # its timestamp; what the session has shown; whether it missed)
-    state: dict[str, tuple[float, int | None, float | None, _Session, bool]] = {}
+    # its timestamp; what the session has shown)
+    state: dict[str, tuple[float, int | None, float | None, _Session]] = {}
     for r in frame.iter_rows(named=True):
         session, upper = r["session"], float(r["predicted_cached_tokens"])
         reported = None if reported_column is None else r[reported_column]
@@ -755,7 +637,7 @@ def expected_cached(
         if before is None:
             value, seen = upper, _Session(calibration)
         else:
-            served, prev_reported, prev_ts, seen, _ = before
+            served, prev_reported, prev_ts, seen = before
             gap = None if ts is None or prev_ts is None else ts - prev_ts
             p = calibration.probability(gap_seconds=gap, write_tokens=upper - served)
             rate = seen.rate()
@@ -763,15 +645,11 @@ def expected_cached(
                 p = min(1.0, p * rate / base) if base > 0 else rate
             value = (1.0 - p) * upper + p * min(served, upper)
             if reported is not None and prev_reported is not None:
-                outcome = _outcome(int(reported), int(upper), int(min(served, upper)), reads)
+                outcome = _outcome(int(reported), int(upper), min(prev_reported, int(upper)))
                 if outcome in ("stale", "fresh"):
                     seen.observe(outcome == "stale")
-        if upper > 0 and misses:
-            value *= 1.0 - misses.get(_miss_state(None if before is None else (None, before[4])), 0.0)
-        kept = None if before is None else before[0]
-        served_now = value if reported is None else _served(int(reported), int(upper), kept, reads)
-        missed = reported is not None and int(reported) == 0 and upper > 0
-        state[session] = (served_now, None if reported is None else int(reported), ts, seen, missed)
+        served_now = value if reported is None else float(reported)
+        state[session] = (served_now, None if reported is None else int(reported), ts, seen)
         rows.append((session, r["index"], value))
     return pl.DataFrame(
         rows,
@@ -816,11 +694,8 @@ def apply_calibration(result: AnalysisResult, calibration: Calibration) -> Analy
     return attrs.evolve(result, requests=requests, notes=(*result.notes, note))
 
 
-def leave_one_run_out(
-    results: Mapping[str, AnalysisResult | pl.DataFrame], provider: str | None = None
-) -> pl.DataFrame:
-    """Honest error of the calibration: fit on every run but one (as ``provider``'s logs, see
-    :func:`fit_calibration`), predict the held-out run.
+def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> pl.DataFrame:
+    """Honest error of the calibration: fit on every run but one, predict the held-out run.
 
     ``results``: run name → its analysis (runs with usage). One row per held-out run and a last row
     ``(all)`` pooling every held-out prediction, with columns ``run, requests, stale_probability``
@@ -855,7 +730,7 @@ def leave_one_run_out(
     for run, held in results.items():
         train = [r for name, r in results.items() if name != run]
         try:
-            cal = fit_calibration(train, provider=provider)
+            cal = fit_calibration(train)
         except CalibrationError:
             cal = Calibration("none", 0.0)
         frame = _frame(held)

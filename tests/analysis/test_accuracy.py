@@ -84,7 +84,7 @@ def accuracy_row(
     expected_error = bundled_error = expected_mae = None
     if get_provider(provider).best_effort:
         runs = {s: frame.filter(pl.col("session") == s) for s in frame["session"].unique().sort()}
-        pooled = leave_one_run_out(runs, provider).filter(pl.col("run") == "(all)").row(0, named=True)
+        pooled = leave_one_run_out(runs).filter(pl.col("run") == "(all)").row(0, named=True)
         expected_error = float(pooled["error_pp"])
         expected = pl.concat(
             [
