@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     print(row)
     print("| Gemini CLI and OpenRouter (`gemini`, measured) | " + accuracy.doc_cells(row))
     runs = {s: every.filter(pl.col("session") == s) for s in every["session"].unique().sort()}
-    pooled = leave_one_run_out(runs).filter(pl.col("run") == "(all)").row(0, named=True)
+    pooled = leave_one_run_out(runs, "gemini").filter(pl.col("run") == "(all)").row(0, named=True)
     print(f"leave-one-run-out over {len(runs)} runs: error {pooled['error_pp']:+.2f} pp")
     if train is not None and test is not None:
         print("held out:", held_out(train, test))

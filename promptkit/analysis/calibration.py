@@ -78,7 +78,9 @@ __all__ = [
     "fit_calibration",
     "leave_one_run_out",
     "load_calibration",
+    "miss_rates",
     "population_rate",
+    "reads_rule",
     "record_routes",
 ]
 
@@ -96,6 +98,13 @@ def _chi2_1_critical(alpha: float) -> float:
 
 
 FORMAT_VERSION: Final[int] = 2
+
+#: How a call's reported read is told fresh or stale: ``exact`` (it equals one of the two outcomes) or
+#: ``nearest`` (the outcome it is nearer to, misses apart; for caches with no documented unit).
+READS: Final[tuple[str, ...]] = ("exact", "nearest")
+#: The states a miss rate is kept for: a session's first call, the call after a miss, after a read,
+#: after a read and a gap of at least ``idle_seconds``.
+MISS_STATES: Final[tuple[str, ...]] = ("first", "after_miss", "after_read", "after_idle")
 
 
 def _counts(value: Any) -> tuple[tuple[int, int], ...]:
@@ -130,6 +139,18 @@ def _routes(value: Iterable[object]) -> tuple[str, ...]:
     return tuple(str(r) for r in value)
 
 
+def _miss_rates(value: Any) -> dict[str, float]:
+    """The ``miss_rates`` field: a probability for some of :data:`MISS_STATES`."""
+    if not isinstance(value, Mapping) or any(
+        k not in MISS_STATES or not isinstance(v, int | float) or isinstance(v, bool) or not 0.0 <= v <= 1.0
+        for k, v in value.items()
+    ):
+        raise CalibrationError(
+            f"calibration miss_rates: expected probabilities for {', '.join(MISS_STATES)}, got {value!r}"
+        )
+    return {str(k): float(v) for k, v in value.items()}
+
+
 @attrs.frozen(slots=True)
 class Calibration:
     """A fitted stale-state model (see the module docstring).
@@ -141,6 +162,10 @@ class Calibration:
     records what the fit saw (requests, events, stale, fresh, runs, view); ``provider`` and ``routes``
     (:func:`record_routes`: the endpoints or model routes the calls went through) say where: applied to
     another provider's logs, the rate may not hold (``promptkit analyze --calibration`` warns).
+    ``reads`` is how a read is told fresh or stale (:data:`READS`, :func:`reads_rule`); with
+    ``nearest``, ``miss_rates`` holds the rate of misses (a read of nothing where the bound is positive)
+    in each of :data:`MISS_STATES`, ``after_idle`` from a gap of ``idle_seconds`` on: each call's
+    expectation is scaled by ``1 -`` its state's rate, and a miss leaves the session's entry as it was.
     """
 
     provider: str
@@ -151,6 +176,21 @@ class Calibration:
     fitted_on: Mapping[str, Any] = attrs.field(factory=dict)
     run_counts: tuple[tuple[int, int], ...] = attrs.field(default=(), converter=_counts, kw_only=True)
     routes: tuple[str, ...] = attrs.field(default=(), converter=_routes, kw_only=True)
+    reads: str = attrs.field(default="exact", kw_only=True)
+    miss_rates: Mapping[str, float] = attrs.field(factory=dict, converter=_miss_rates, kw_only=True)
+    idle_seconds: float | None = attrs.field(default=None, kw_only=True)
+
+    @idle_seconds.validator
+    def _check_idle(self, attribute: attrs.Attribute[Any], value: float | None) -> None:
+        if value is not None and (
+            not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value < math.inf
+        ):
+            raise CalibrationError(f"calibration idle_seconds: expected seconds >= 0 or null, got {value!r}")
+
+    @reads.validator
+    def _check_reads(self, attribute: attrs.Attribute[Any], value: str) -> None:
+        if value not in READS:
+            raise CalibrationError(f"calibration reads: expected one of {', '.join(READS)}, got {value!r}")
 
     @split_on.validator
     def _check_split(self, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -206,6 +246,9 @@ class Calibration:
                 fitted_on=dict(data.get("fitted_on") or {}),
                 run_counts=data.get("run_counts") or (),
                 routes=data.get("routes") or (),
+                reads=data.get("reads", "exact"),
+                miss_rates=data.get("miss_rates") or {},
+                idle_seconds=data.get("idle_seconds"),
             )
         except CalibrationError as exc:
             raise CalibrationError(f"{where}: {exc}") from None
@@ -398,15 +441,49 @@ def population_rate(calibration: Calibration) -> float:
     return calibration.stale_probability if rate is None else rate
 
 
-def _outcome(reported: int, upper: int, stale_value: int) -> str:
-    """``same`` when both outcomes are equal, else ``fresh``, ``stale`` or ``other``."""
+def _outcome(reported: int, upper: int, stale_value: int, reads: str = "exact") -> str:
+    """``same`` when both outcomes are equal, else ``fresh``, ``stale`` or ``other``; with ``reads``
+    ``nearest``, ``miss`` for a call that read nothing, else the outcome the read is nearer to.
+
+    >>> _outcome(5811, 5825, 4000, "nearest"), _outcome(0, 5825, 4000, "nearest"), _outcome(5811, 5825, 4000)
+    ('fresh', 'miss', 'other')
+    """
     if stale_value == upper:
         return "same"
+    if reads == "nearest":
+        if reported == 0:
+            return "miss"
+        return "fresh" if abs(reported - upper) < abs(reported - stale_value) else "stale"
     if reported == upper:
         return "fresh"
     if reported == stale_value:
         return "stale"
     return "other"
+
+
+def _served(reported: int, upper: int, before: float | None, reads: str) -> float:
+    """The entry a session was last served after a call that reported ``reported`` (its bound ``upper``,
+    the entry before it ``before``): the read itself, except that with ``reads`` ``nearest`` a miss (0
+    read where the bound is positive) leaves the entry as it was (a first call's miss: its own prompt's
+    head, which the call wrote)."""
+    if reads == "nearest" and reported == 0 and upper > 0:
+        return float(upper) if before is None else before
+    return float(reported)
+
+
+def reads_rule(provider: str | None) -> str:
+    """``nearest`` for a best-effort cache with no documented unit (its reads land between the positions
+    the model names: Gemini's implicit cache reports 5,811 where the prefix is 5,825), else ``exact``.
+
+    >>> reads_rule("gemini"), reads_rule("deepseek"), reads_rule(None)
+    ('nearest', 'exact', 'exact')
+    """
+    from promptkit.providers.registry import available_providers
+
+    profile = available_providers().get(provider or "")
+    if profile is None or not profile.best_effort or profile.cache_unit is not None:
+        return "exact"
+    return "nearest"
 
 
 # -------------------------------------------------------------------------------------- fitting
@@ -431,30 +508,34 @@ def _frame(result: AnalysisResult | pl.DataFrame) -> pl.DataFrame:
 
 def calibration_events(
     results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
+    reads: str = "exact",
 ) -> pl.DataFrame:
     """The requests a fit can learn from: one row per request with usage after the first of its session.
 
     Columns: ``session, index, gap_seconds, write_tokens`` (``C[n] - R[n-1]``: what the newest write
     would add), ``upper`` (``C[n]``), ``stale_value`` (``min(R[n-1], C[n])``), ``reported``,
-    ``outcome`` (``fresh``, ``stale``, ``same`` when both outcomes are equal, ``other``).
+    ``outcome`` (``fresh``, ``stale``, ``same`` when both outcomes are equal, ``other``; with ``reads``
+    ``nearest`` (:func:`reads_rule`), ``miss`` and the nearer outcome, and the stale value after a miss
+    is the entry before it).
     """
     import polars as pl
 
     items = _items(results)
     rows: list[dict[str, Any]] = []
     for item in items:
-        prev: dict[str, tuple[int | None, float | None]] = {}
+        prev: dict[str, tuple[float | None, float | None]] = {}
         for r in _frame(item).iter_rows(named=True):
             session = r["session"]
             rc = r.get("reported_cached_tokens")
+            upper = int(r["predicted_cached_tokens"])
             before = prev.get(session)
-            prev[session] = (rc, r.get("timestamp"))
+            kept = None if before is None else before[0]
+            prev[session] = (None if rc is None else _served(int(rc), upper, kept, reads), r.get("timestamp"))
             if before is None or rc is None or before[0] is None:
                 continue
-            upper = int(r["predicted_cached_tokens"])
             stale = min(int(before[0]), upper)
             gap = None if r.get("timestamp") is None or before[1] is None else r["timestamp"] - before[1]
-            outcome = _outcome(int(rc), upper, stale)
+            outcome = _outcome(int(rc), upper, stale, reads)
             rows.append(
                 {
                     "session": session,
@@ -482,7 +563,8 @@ def fit_calibration(
     routes: Sequence[str] = (),
 ) -> Calibration:
     """Fit the stale-state model on analyses of logs that report usage (see the module docstring);
-    ``routes`` (:func:`record_routes`) are recorded with the provider.
+    ``routes`` (:func:`record_routes`) are recorded with the provider. For a provider whose reads
+    :func:`reads_rule` tells by the nearer outcome, the rates of misses are fitted too.
 
     Raises :class:`CalibrationError` when no request can be told fresh or stale (no usage, or no
     request whose two outcomes differ).
@@ -504,8 +586,8 @@ def fit_calibration(
     if provider is None:
         names = {getattr(i, "provider", None) for i in items} - {None}
         provider = ", ".join(sorted(str(n) for n in names)) or "unknown"
-    events = calibration_events(items)
-    counted = events.filter(pl.col("outcome").is_in(["fresh", "stale"]))
+    reads = reads_rule(provider)
+    counted = calibration_events(items, reads).filter(pl.col("outcome").is_in(["fresh", "stale"]))
     stale = int((counted["outcome"] == "stale").sum())
     fresh = int((counted["outcome"] == "fresh").sum())
     if stale + fresh == 0:
@@ -521,13 +603,40 @@ def fit_calibration(
         "fresh": fresh,
         "runs": int(runs),
         "views": sorted({str(getattr(i, "view", "frame")) for i in items}),
+        "pooled_stale_probability": stale / (stale + fresh),
     }
     per_run: dict[str, list[int]] = {}
     for session, outcome in counted.select("session", "outcome").iter_rows():
         per_run.setdefault(session, [0, 0])[0 if outcome == "stale" else 1] += 1
     run_counts = tuple((s, f) for s, f in per_run.values())
-    fitted["pooled_stale_probability"] = stale / (stale + fresh)
+    extra: dict[str, Any] = {"run_counts": run_counts, "routes": routes, "reads": reads}
+    if reads == "nearest":
+        calls = _miss_calls(items)
+        extra["idle_seconds"] = _fit_idle(calls)
+        extra["miss_rates"] = miss_rates(items, extra["idle_seconds"])
     mean = population_rate(Calibration(provider, 0.0, run_counts=run_counts))
+    if reads == "nearest":  # a read d tokens short of the bound is nearer the stale value whenever the
+        # write is under 2 d: the write size would decide the outcome it is tested against
+        splits = tuple(f for f in splits if f != "write_tokens")
+    best = _best_split(counted, splits, fitted)
+    if best is None:
+        return Calibration(provider, mean, fitted_on=fitted, **extra)
+    _, feature, threshold, ratio = best
+    above = counted.filter(pl.col(feature).is_not_null())[feature] >= threshold
+    share_hi = int(above.sum()) / max(1, above.len())
+    lo = mean / (share_hi * ratio + (1.0 - share_hi))
+    return Calibration(
+        provider, min(1.0, lo), feature, threshold, min(1.0, lo * ratio), fitted_on=fitted, **extra
+    )
+
+
+def _best_split(
+    counted: pl.DataFrame, splits: Sequence[str], fitted: dict[str, Any]
+) -> tuple[float, str, float, float] | None:
+    """The split of the rate the tests support best: ``(statistic, feature, threshold, ratio)``, or None;
+    each test's statistic is recorded in ``fitted``."""
+    import polars as pl
+
     best: tuple[float, str, float, float] | None = None
     critical = _chi2_1_critical(_ALPHA / max(1, len(splits)))
     for feature in splits:
@@ -542,22 +651,96 @@ def fit_calibration(
         fitted[f"split_{feature}_chi2"] = round(stat, 3)
         if stat > critical and (best is None or stat > best[0]):
             best = (stat, feature, threshold, ratio)
-    if best is None:
-        return Calibration(provider, mean, fitted_on=fitted, run_counts=run_counts, routes=routes)
-    _, feature, threshold, ratio = best
-    above = counted.filter(pl.col(feature).is_not_null())[feature] >= threshold
-    share_hi = int(above.sum()) / max(1, above.len())
-    lo = mean / (share_hi * ratio + (1.0 - share_hi))
-    return Calibration(
-        provider,
-        min(1.0, lo),
-        feature,
-        threshold,
-        min(1.0, lo * ratio),
-        fitted_on=fitted,
-        run_counts=run_counts,
-        routes=routes,
-    )
+    return best
+
+
+def _miss_state(missed_before: bool | None, gap: float | None, idle_seconds: float | None) -> str:
+    """The :data:`MISS_STATES` entry of a call: ``first`` (no call before it in its session, then
+    ``missed_before`` is None), ``after_miss``, ``after_idle`` (after a read, ``gap`` seconds later, at
+    least ``idle_seconds``) or ``after_read``."""
+    if missed_before is None:
+        return "first"
+    if missed_before:
+        return "after_miss"
+    if idle_seconds is not None and gap is not None and gap >= idle_seconds:
+        return "after_idle"
+    return "after_read"
+
+
+#: The gaps (seconds) tried as the start of ``after_idle`` (the implicit cache has no documented
+#: lifetime: "send requests with similar prefix in a short amount of time").
+IDLE_CANDIDATES: Final[tuple[float, ...]] = (30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
+
+
+def _miss_calls(
+    results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
+) -> list[tuple[str, bool | None, float | None, bool]]:
+    """Per call with usage and a positive bound: (its session; whether the session's previous call
+    missed, None for a first call; the gap since it; whether this call missed)."""
+    calls: list[tuple[str, bool | None, float | None, bool]] = []
+    for item in _items(results):
+        seen: dict[str, tuple[bool, float | None]] = {}
+        for r in _frame(item).iter_rows(named=True):
+            rc, upper, ts = (
+                r.get("reported_cached_tokens"),
+                int(r["predicted_cached_tokens"]),
+                r.get("timestamp"),
+            )
+            if rc is None:
+                continue
+            missed = int(rc) == 0 and upper > 0
+            before = seen.get(r["session"])
+            if upper > 0:
+                gap = None if before is None or ts is None or before[1] is None else ts - before[1]
+                calls.append((r["session"], None if before is None else before[0], gap, missed))
+            seen[r["session"]] = (missed, ts)
+    return calls
+
+
+def _fit_idle(calls: Sequence[tuple[str, bool | None, float | None, bool]]) -> float | None:
+    """The gap of :data:`IDLE_CANDIDATES` that best splits the misses after a read (the largest binomial
+    log-likelihood of the two rates, each side at least 8 calls and the rate above the larger), or None
+    when no split beats one rate by the chi-square critical value (1 degree of freedom, 5%, Bonferroni
+    over the candidates)."""
+    after = [(gap, missed) for _, before, gap, missed in calls if before is False and gap is not None]
+
+    def loglik(m: int, n: int) -> float:
+        return sum(k * math.log(k / n) for k in (m, n - m) if k > 0) if n else 0.0
+
+    base = loglik(sum(m for _, m in after), len(after))
+    best: tuple[float, float] | None = None
+    for cut in IDLE_CANDIDATES:
+        hi = [m for g, m in after if g >= cut]
+        lo = [m for g, m in after if g < cut]
+        if len(hi) < 8 or len(lo) < 8 or sum(hi) * len(lo) <= sum(lo) * len(hi):
+            continue
+        gain = 2.0 * (loglik(sum(hi), len(hi)) + loglik(sum(lo), len(lo)) - base)
+        if gain > _chi2_1_critical(_ALPHA / len(IDLE_CANDIDATES)) and (best is None or gain > best[0]):
+            best = (gain, cut)
+    return None if best is None else best[1]
+
+
+def miss_rates(
+    results: AnalysisResult | pl.DataFrame | Iterable[AnalysisResult | pl.DataFrame],
+    idle_seconds: float | None = None,
+) -> dict[str, float]:
+    """The rate of misses (a call that reads nothing where its bound is positive) in each of
+    :data:`MISS_STATES` (``after_idle`` only with ``idle_seconds``), over the calls with usage of
+    ``results``: the posterior mean under the Jeffreys prior, ``(misses + 1/2) / (calls + 1)``.
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"session": ["a", "a", "a", "b", "b"], "index": [0, 1, 2, 0, 1],
+    ...     "timestamp": [0.0, 5, 10, 0, 900], "predicted_cached_tokens": [900, 1000, 1200, 900, 1000],
+    ...     "reported_cached_tokens": [0, 0, 1100, 0, 950]})
+    >>> miss_rates(df, idle_seconds=300)
+    {'first': 0.8333333333333334, 'after_miss': 0.5, 'after_read': 0.5, 'after_idle': 0.5}
+    """
+    counts = {state: [0, 0] for state in MISS_STATES if state != "after_idle" or idle_seconds is not None}
+    for _, before, gap, missed in _miss_calls(results):
+        c = counts[_miss_state(before, gap, idle_seconds)]
+        c[0] += int(missed)
+        c[1] += 1
+    return {state: (m + 0.5) / (n + 1.0) for state, (m, n) in counts.items()}
 
 
 def _split_test(data: pl.DataFrame, feature: str, threshold: float) -> tuple[float, float] | None:
@@ -625,19 +808,21 @@ def expected_cached(
         "reported_cached_tokens" if learn and "reported_cached_tokens" in frame.columns else None
     )
     base = population_rate(calibration) if calibration.learns else None
+    reads, misses = calibration.reads, calibration.miss_rates
     rows: list[tuple[str, int, float]] = []
     # per session: (what call n-1 was served, as a figure or an expectation; its reported figure;
-    # its timestamp; what the session has shown)
-    state: dict[str, tuple[float, int | None, float | None, _Session]] = {}
+    # its timestamp; what the session has shown; whether it missed)
+    state: dict[str, tuple[float, int | None, float | None, _Session, bool]] = {}
     for r in frame.iter_rows(named=True):
         session, upper = r["session"], float(r["predicted_cached_tokens"])
         reported = None if reported_column is None else r[reported_column]
         before = state.get(session)
         ts = r.get("timestamp")
+        gap = None
         if before is None:
             value, seen = upper, _Session(calibration)
         else:
-            served, prev_reported, prev_ts, seen = before
+            served, prev_reported, prev_ts, seen, _ = before
             gap = None if ts is None or prev_ts is None else ts - prev_ts
             p = calibration.probability(gap_seconds=gap, write_tokens=upper - served)
             rate = seen.rate()
@@ -645,11 +830,17 @@ def expected_cached(
                 p = min(1.0, p * rate / base) if base > 0 else rate
             value = (1.0 - p) * upper + p * min(served, upper)
             if reported is not None and prev_reported is not None:
-                outcome = _outcome(int(reported), int(upper), min(prev_reported, int(upper)))
+                outcome = _outcome(int(reported), int(upper), int(min(served, upper)), reads)
                 if outcome in ("stale", "fresh"):
                     seen.observe(outcome == "stale")
-        served_now = value if reported is None else float(reported)
-        state[session] = (served_now, None if reported is None else int(reported), ts, seen)
+        where = _miss_state(None if before is None else before[4], gap, calibration.idle_seconds)
+        if upper > 0 and misses:
+            rate = misses.get(where, 0.0)
+            value *= 1.0 - rate
+        kept = None if before is None else before[0]
+        served_now = value if reported is None else _served(int(reported), int(upper), kept, reads)
+        missed = reported is not None and int(reported) == 0 and upper > 0
+        state[session] = (served_now, None if reported is None else int(reported), ts, seen, missed)
         rows.append((session, r["index"], value))
     return pl.DataFrame(
         rows,
@@ -694,8 +885,11 @@ def apply_calibration(result: AnalysisResult, calibration: Calibration) -> Analy
     return attrs.evolve(result, requests=requests, notes=(*result.notes, note))
 
 
-def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> pl.DataFrame:
-    """Honest error of the calibration: fit on every run but one, predict the held-out run.
+def leave_one_run_out(
+    results: Mapping[str, AnalysisResult | pl.DataFrame], provider: str | None = None
+) -> pl.DataFrame:
+    """Honest error of the calibration: fit on every run but one (as ``provider``'s logs, see
+    :func:`fit_calibration`), predict the held-out run.
 
     ``results``: run name → its analysis (runs with usage). One row per held-out run and a last row
     ``(all)`` pooling every held-out prediction, with columns ``run, requests, stale_probability``
@@ -730,7 +924,7 @@ def leave_one_run_out(results: Mapping[str, AnalysisResult | pl.DataFrame]) -> p
     for run, held in results.items():
         train = [r for name, r in results.items() if name != run]
         try:
-            cal = fit_calibration(train)
+            cal = fit_calibration(train, provider=provider)
         except CalibrationError:
             cal = Calibration("none", 0.0)
         frame = _frame(held)

@@ -75,6 +75,8 @@ def run_calibrate(
     if len(sessions) >= 2:
         runs = {s: result.requests.filter(pl.col("session") == s) for s in sessions}
         with table_config(200):
-            lines.append("held-out error, leave one session out:\n" + str(leave_one_run_out(runs)))
+            lines.append(
+                "held-out error, leave one session out:\n" + str(leave_one_run_out(runs, cal.provider))
+            )
     lines.append(f"wrote {Path(out)}")
     return "\n".join(lines) + "\n"

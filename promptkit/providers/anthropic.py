@@ -510,7 +510,12 @@ def _breakpoint_targets(
 # $0.50 cache hits, $25 output). Sonnet 4.6, Sonnet 5 and 5.5, Opus 5 and 5.5: base input and output
 # from each model's page (read 2026-12-07; e.g. platform.claude.com/docs/en/models/sonnet-4-6/overview:
 # "Input pricing: $3 / MTok · Output pricing: $15 / MTok"), cache prices by the caching multipliers above.
-# Fable 5.x is left unpriced: its cache reads do not follow the multipliers and its pages disagree.
+# Fable 5 and 5.1 (read 2026-12-07 from the page's "Model pricing" table): $10 base input, $12.50 5m
+# writes, $20 1h writes, $50 output; cache hits $1 on Fable 5 and $0.25 on Fable 5.1, which do not follow
+# the multipliers (the Fable 5.1 overview, platform.claude.com/docs/en/models/fable-5-1/overview: input
+# and output prices unchanged from Fable 5, cache reads cut to a quarter), so they are given as listed.
+# Haiku 5.5 is left unpriced: its page lists two bands by prompt length (up to and over 100,000 tokens),
+# which one price per model cannot hold.
 _PRICE_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing"
 _MODEL_PAGE = "https://platform.claude.com/docs/en/models/{}/overview"
 
@@ -533,6 +538,8 @@ def _price(
 
 #: Its models' list prices, one per model version (USD per million tokens), dated and sourced.
 PRICES = (
+    ModelPrice("anthropic", "claude-fable-5-1", 0.25, 10.0, 50.0, 12.5, 20.0, _PRICE_PAGE, "2026-12-07"),
+    ModelPrice("anthropic", "claude-fable-5", 1.0, 10.0, 50.0, 12.5, 20.0, _PRICE_PAGE, "2026-12-07"),
     _price("claude-opus-5-5", 4.00, 20.00, "2026-12-07", "opus-5-5"),
     _price("claude-opus-5", 5.00, 25.00, "2026-12-07", "opus-5"),
     _price("claude-sonnet-5-5", 2.00, 10.00, "2026-12-07", "sonnet-5-5"),

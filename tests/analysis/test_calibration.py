@@ -285,3 +285,158 @@ def test_a_split_is_tried_only_on_eight_calls_or_more() -> None:
     assert "split_gap_seconds_chi2" not in few.fitted_on and few.split_on is None
     enough = fit_calibration(_one_run(4, 0, calls=8), provider="x")
     assert "split_gap_seconds_chi2" in enough.fitted_on
+
+
+# ---------------------------------------------------------------- reads without a documented unit
+
+
+def _frame(rows: list[tuple[str, int, int, int]]) -> pl.DataFrame:
+    """``(session, index, predicted, reported)`` rows as a frame of calls with usage."""
+    return pl.DataFrame(
+        rows,
+        schema={"session": pl.String, "index": pl.Int64, "predicted_cached_tokens": pl.Int64,
+                "reported_cached_tokens": pl.Int64},
+        orient="row",
+    ).with_columns(pl.col("index").cast(pl.Float64).alias("timestamp"))  # fmt: skip
+
+
+def test_the_reads_rule_follows_the_provider_s_documented_unit() -> None:
+    from promptkit.analysis.calibration import reads_rule
+
+    # Gemini and the open models document no unit and are best effort; DeepSeek (64) and OpenAI (128)
+    # document one; Anthropic is not best effort
+    assert [reads_rule(p) for p in ("gemini", "kimi", "deepseek", "openai", "anthropic", None)] == [
+        "nearest", "nearest", "exact", "exact", "exact", "exact",
+    ]  # fmt: skip
+
+
+def test_nearest_reads_tell_fresh_from_stale_by_distance_and_a_zero_read_is_a_miss() -> None:
+    frame = _frame([("s", 0, 900, 880), ("s", 1, 2000, 1950), ("s", 2, 3000, 2000), ("s", 3, 4000, 0)])
+    exact = calibration_events(frame)["outcome"].to_list()
+    nearest = calibration_events(frame, "nearest")["outcome"].to_list()
+    assert exact == ["other", "other", "other"]
+    # 1950 is nearer 2000 (fresh) than 880 (stale); 2000 is nearer the stale 1950 than 3000
+    assert nearest == ["fresh", "stale", "miss"]
+
+
+def test_a_miss_leaves_the_session_s_entry_as_it_was() -> None:
+    # call 2 reads nothing: the stale value of call 3 is call 1's read (5000), not 0
+    frame = _frame([("s", 0, 900, 900), ("s", 1, 5000, 5000), ("s", 2, 6000, 0), ("s", 3, 7000, 5200)])
+    assert calibration_events(frame, "nearest")["stale_value"].to_list() == [900, 5000, 5000]
+    assert calibration_events(frame)["stale_value"].to_list() == [900, 5000, 0]
+    cal = Calibration("gemini", 0.5, reads="nearest")
+    got = expected_cached(frame, cal)["expected_cached_tokens"].to_list()
+    assert got[3] == pytest.approx(0.5 * 7000 + 0.5 * 5000)
+    # the exact rule keeps the stale state's fallback at what call 2 read
+    assert expected_cached(frame, Calibration("gemini", 0.5))["expected_cached_tokens"][3] == 3500
+
+
+def test_the_miss_rate_of_the_call_s_state_scales_its_expectation() -> None:
+    frame = _frame([("s", 0, 1000, 0), ("s", 1, 2000, 1900), ("s", 2, 3000, 2900), ("s", 3, 0, 0)])
+    rates = {"first": 0.8, "after_miss": 0.3, "after_read": 0.1}
+    cal = Calibration("gemini", 0.0, reads="nearest", miss_rates=rates)
+    got = expected_cached(frame, cal)["expected_cached_tokens"].to_list()
+    # first call: its bound x (1 - 0.8); after a miss: x 0.7; after a read: x 0.9 (a 0 bound stays 0)
+    assert got == pytest.approx([200.0, 1400.0, 2700.0, 0.0])
+
+
+def test_miss_rates_count_each_state_with_a_jeffreys_prior() -> None:
+    from promptkit.analysis.calibration import miss_rates
+
+    frame = _frame(
+        [("a", 0, 900, 0), ("a", 1, 1000, 0), ("a", 2, 1200, 1100), ("a", 3, 1300, 1250), ("b", 0, 0, 0),
+         ("b", 1, 1000, 950)]
+    )  # fmt: skip
+    # first: 1 miss of 1 (b's first call has a 0 bound: not counted); after a miss: 1 of 2 (a1, a2);
+    # after a read: 0 of 2 (a3, and b1 after b0's 0-bound read)
+    assert miss_rates(frame) == {"first": 1.5 / 2, "after_miss": 1.5 / 3, "after_read": 0.5 / 3}
+
+
+def test_a_gemini_fit_uses_nearest_reads_misses_and_no_write_size_split() -> None:
+    rows = []
+    for s in range(6):
+        for i in range(12):  # the bound grows by 1,000 a call; reads alternate fresh-ish and stale
+            upper = 1000 * (i + 1)
+            rows.append((f"r{s}", i, upper, 0 if i == 0 else upper - 30 if i % 2 else upper - 1000))
+    frame = _frame(rows)
+    cal = fit_calibration(frame, provider="gemini")
+    assert cal.reads == "nearest" and set(cal.miss_rates) == {"first", "after_miss", "after_read"}
+    assert cal.fitted_on["stale"] > 0 and cal.fitted_on["fresh"] > 0
+    assert "split_write_tokens_chi2" not in cal.fitted_on
+    with pytest.raises(CalibrationError):  # no read equals either outcome exactly
+        fit_calibration(frame, provider="deepseek")
+
+
+def test_reads_and_miss_rates_round_trip_and_are_checked(tmp_path: Path) -> None:
+    cal = Calibration("gemini", 0.6, reads="nearest", miss_rates={"first": 0.9, "after_read": 0.05})
+    assert load_calibration(cal.save(tmp_path / "c.json")) == cal
+    with pytest.raises(CalibrationError, match="reads"):
+        Calibration.from_json({"provider": "x", "stale_probability": 0.1, "reads": "fuzzy"})
+    with pytest.raises(CalibrationError, match="miss_rates"):
+        Calibration("x", 0.1, miss_rates={"second": 0.5})
+    with pytest.raises(CalibrationError, match="miss_rates"):
+        Calibration("x", 0.1, miss_rates={"first": 1.5})
+
+
+def test_the_bundled_gemini_calibration_reads_by_the_nearer_outcome() -> None:
+    cal = default_calibration("gemini")
+    assert cal is not None and cal.reads == "nearest" and cal.split_on != "write_tokens"
+    assert cal.miss_rates["first"] > cal.miss_rates["after_miss"] > cal.miss_rates["after_read"]
+
+
+def _idle_frame(gaps_and_misses: list[tuple[float, bool]]) -> pl.DataFrame:
+    """One session per pair: a first read, then a call ``gap`` seconds later that misses or reads."""
+    rows = []
+    for i, (gap, miss) in enumerate(gaps_and_misses):
+        rows.append((f"s{i}", 0, 0.0, 1000, 900))
+        rows.append((f"s{i}", 1, gap, 2000, 0 if miss else 1900))
+    return pl.DataFrame(
+        rows,
+        schema={"session": pl.String, "index": pl.Int64, "timestamp": pl.Float64,
+                "predicted_cached_tokens": pl.Int64, "reported_cached_tokens": pl.Int64},
+        orient="row",
+    )  # fmt: skip
+
+
+def test_the_idle_gap_is_fitted_where_misses_after_a_read_jump() -> None:
+    from promptkit.analysis.calibration import miss_rates
+
+    # after a read: 1 miss in 40 calls within 20 s, 12 in 20 calls 400 s or more later
+    calls = [(5.0, i == 0) for i in range(40)] + [(400.0 + i, i < 12) for i in range(20)]
+    cal = fit_calibration(_idle_frame(calls), provider="gemini")
+    # 30 s to 300 s split these calls alike: the smallest of the tied candidates is kept
+    assert cal.idle_seconds == 30.0
+    assert cal.miss_rates["after_idle"] == pytest.approx(12.5 / 21)
+    assert cal.miss_rates["after_read"] == pytest.approx(1.5 / 41)
+    assert miss_rates(_idle_frame(calls)).keys() == {"first", "after_miss", "after_read"}
+    # the same misses spread evenly over the gaps: no split is kept
+    even = [(5.0, i % 5 == 0) for i in range(40)] + [(400.0, i % 5 == 0) for i in range(20)]
+    flat = fit_calibration(_idle_frame(even), provider="gemini")
+    assert flat.idle_seconds is None and "after_idle" not in flat.miss_rates
+
+
+def test_a_call_after_an_idle_gap_takes_the_idle_rate(tmp_path: Path) -> None:
+    frame = _idle_frame([(5.0, False), (700.0, False)])
+    rates = {"first": 0.0, "after_miss": 0.0, "after_read": 0.1, "after_idle": 0.5}
+    cal = Calibration("gemini", 0.0, reads="nearest", miss_rates=rates, idle_seconds=600.0)
+    got = expected_cached(frame, cal)["expected_cached_tokens"].to_list()
+    assert got == pytest.approx([1000.0, 1800.0, 1000.0, 1000.0])
+    at = Calibration("gemini", 0.0, reads="nearest", miss_rates=rates, idle_seconds=700.0)
+    assert expected_cached(frame, at)["expected_cached_tokens"][3] == pytest.approx(1000.0)
+    assert load_calibration(cal.save(tmp_path / "c.json")) == cal
+    with pytest.raises(CalibrationError, match="idle_seconds"):
+        Calibration("x", 0.1, idle_seconds=-1.0)
+
+
+def test_a_first_call_s_miss_leaves_the_head_it_wrote() -> None:
+    # the first call reads nothing of its 1,000-token head but writes it: the stale value of the next
+    # call is that head, not 0
+    frame = _frame([("s", 0, 1000, 0), ("s", 1, 5000, 1000), ("s", 2, 6000, 5900)])
+    assert calibration_events(frame, "nearest")["stale_value"].to_list() == [1000, 1000]
+
+
+def test_fewer_misses_after_long_gaps_are_no_idle_split() -> None:
+    # misses after a read are rarer after 400 s than within 5 s: the cache did not age out, no split
+    calls = [(5.0, i < 12) for i in range(40)] + [(400.0 + i, False) for i in range(20)]
+    cal = fit_calibration(_idle_frame(calls), provider="gemini")
+    assert cal.idle_seconds is None and "after_idle" not in cal.miss_rates

@@ -25,6 +25,8 @@ def _priced(model: str) -> list[tuple[str, ModelPrice]]:
 CURRENT = [
     ("claude-opus-4-7", "anthropic", 0.50, 5.00, 25.00),
     ("claude-opus-4-8", "anthropic", 0.50, 5.00, 25.00),
+    ("claude-fable-5-1", "anthropic", 0.25, 10.00, 50.00),
+    ("claude-fable-5", "anthropic", 1.00, 10.00, 50.00),
     ("gpt-5-codex", "openai", 0.125, 1.25, 10.00),
     ("gpt-5.1-codex", "openai", 0.125, 1.25, 10.00),
     ("gpt-5.3-codex", "openai", 0.175, 1.75, 14.00),
@@ -48,6 +50,16 @@ def test_current_models_are_priced_once_by_their_provider(
 def test_anthropic_write_prices_follow_the_pages_multipliers() -> None:
     [(_, opus)] = _priced("claude-opus-4-7")
     assert (opus.cache_write, opus.cache_write_1h) == (6.25, 10.0)
+
+
+def test_fable_prices_are_the_pricing_page_s_not_the_multipliers() -> None:
+    # the "Model pricing" table: writes follow 1.25x / 2x of $10, cache hits do not ($0.25 on 5.1 is
+    # 0.025x, $1 on Fable 5 0.1x); a Fable 5.1 snapshot is priced as 5.1, never as Fable 5
+    [(_, fable51)] = _priced("claude-fable-5-1")
+    [(_, fable5)] = _priced("claude-fable-5-20260609")
+    assert (fable51.cache_write, fable51.cache_write_1h, fable51.cache_hit) == (12.5, 20.0, 0.25)
+    assert (fable5.model, fable5.cache_hit) == ("claude-fable-5", 1.0)
+    assert fable51.source == "https://platform.claude.com/docs/en/about-claude/pricing"
 
 
 def test_every_price_names_its_page_and_date() -> None:
@@ -135,7 +147,7 @@ def test_another_version_is_never_priced_as_a_neighbour(other: str) -> None:
     assert _priced(other) == []
 
 
-@pytest.mark.parametrize("unpriced", ["kimi-k2.5", "kimi-k2.6", "claude-fable-5-1", "claude-haiku-5-5"])
+@pytest.mark.parametrize("unpriced", ["kimi-k2.5", "kimi-k2.6", "claude-haiku-5-5"])
 def test_models_whose_page_was_not_read_stay_unpriced(unpriced: str) -> None:
     # no price was found on the provider's own page for these: cost stays empty rather than guessed
     assert _priced(unpriced) == []
