@@ -49,8 +49,9 @@ import contextlib
 import os
 import pickle
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -110,6 +111,7 @@ __all__ = [
     "chunk_task_held",
     "file_task",
     "file_task_held",
+    "finish_group_task",
     "plan_chunks",
 ]
 
@@ -625,11 +627,66 @@ def _assemble(
     if defaulted:
         notes.append(defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
+    shares = [problems if i == 0 else [] for i in range(len(order))]
+    # the simulated view's groups are caches of their own: all but the largest replay on the (idle)
+    # workers while this process replays the largest
+    away = _replayed_away(order, groups, options, executor)
+    futures = {
+        key: executor.submit(finish_group_task, key, groups[key], shares[i], options, loaded)
+        for i, key in enumerate(order)
+        if key in away
+    }
     results = [
-        _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
+        futures[key].result()
+        if key in futures
+        else _finish_group(key, groups[key], shares[i], options, loaded, executor)
         for i, key in enumerate(order)
     ]
     return combine_groups(results, notes, options.view or "consecutive")
+
+
+def _replayed_away(
+    order: Sequence[_Key],
+    groups: dict[_Key, list[tuple[int, GroupPiece]]],
+    options: FileOptions,
+    executor: Executor,
+) -> set[_Key]:
+    """The provider groups whose replay runs on a worker: in the simulated view, on workers of this
+    machine (they read the pieces' files), every group but the one of the most requests (which this
+    process replays meanwhile). Each group is a cache of its own (its provider's), replayed in its own
+    time order: the frames are the ones of one process, joined in the same order."""
+    if options.view == "consecutive" or not executor.shares_files or len(order) < 2:
+        return set()
+    largest = max(order, key=lambda key: sum(group.count for _, group in groups[key]))
+    return {key for key in order if key != largest}
+
+
+class _Submits(Protocol):
+    """What the simulated view's finishing asks of an executor: to run the attribution somewhere."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class _InThisProcess:
+    """Runs a submitted call at once (a worker that replays a group attributes its divergences itself)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
+def finish_group_task(
+    key: _Key,
+    parts: list[tuple[int, GroupPiece]],
+    problems: list[LoadProblem],
+    options: FileOptions,
+    loaded: list[tuple[int, Any]],
+) -> AnalysisResult:
+    """One provider group's replay and attribution on a worker of this machine (it maps the pieces'
+    files and reads the records the workers left): the group's result, as the coordinator makes it."""
+    return _finish_group(key, parts, problems, options, loaded, _InThisProcess())
 
 
 def _finish_group(
@@ -638,7 +695,7 @@ def _finish_group(
     problems: list[LoadProblem],
     options: FileOptions,
     loaded: list[tuple[int, Any]],
-    executor: Executor,
+    executor: _Submits,
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the replay over
     their token deltas (simulated)."""
@@ -660,7 +717,7 @@ def _simulate(
     parts: list[tuple[int, GroupPiece]],
     problems: list[LoadProblem],
     loaded: list[tuple[int, Any]],
-    executor: Executor,
+    executor: _Submits,
 ) -> AnalysisResult:
     """Stage 2 of the simulated view over one group: the replay in this process, with no tokenizer
     loaded here and no record read: stage 1's columns of every request
