@@ -121,7 +121,7 @@ _Key = str | ProviderProfile  # a provider group: the name (or profile) its reco
 #: the workers to finish together, few enough that a task's fixed costs stay small.
 TASKS_PER_WORKER: Final[int] = 4
 #: The most bytes of logs one task reads (unless one file is larger): what a worker holds at once.
-CHUNK_MAX_BYTES: Final[int] = 4 * 1024 * 1024
+CHUNK_MAX_BYTES: Final[int] = 2 * 1024 * 1024
 
 
 @attrs.frozen(slots=True)
