@@ -71,6 +71,38 @@ def test_a_session_across_two_files_of_one_chunk_is_flagged() -> None:
     assert any("README" in str(p.file) for p in piece.problems)
 
 
+class _Here:
+    """An executor that runs each call in this process (one worker; its files are this machine's)."""
+
+    workers = 1
+    shares_files = True
+    holds_results = False
+
+    def map(self, fn: Any, calls: Any) -> Any:
+        return (fn(*args) for args in calls)
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        from concurrent.futures import Future
+
+        done: Future[Any] = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def test_a_session_across_two_files_of_one_chunk_steps_back(tmp_path: Path, monkeypatch: Any) -> None:
+    """Both files of 'group:73921' in one task: the file plan answers None (the caller ships records),
+    as when they are read by two tasks."""
+    import shutil
+
+    for name in ("session-after.jsonl", "session-before.jsonl"):
+        shutil.copy(Path("fixtures/logs") / name, tmp_path / name)
+    assert filetasks.analyze_files(tmp_path, executor=_Here(), view="consecutive") is None  # two tasks
+    monkeypatch.setattr(filetasks, "plan_chunks", lambda sizes, workers: [range(len(sizes))])
+    assert filetasks.analyze_files(tmp_path, executor=_Here(), view="consecutive") is None  # one task
+    (tmp_path / "session-after.jsonl").unlink()
+    assert filetasks.analyze_files(tmp_path, executor=_Here(), view="consecutive") is not None
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("view", [None, "simulated"])
 def test_chunks_of_many_files_give_the_frames_of_one_process(tmp_path: Path, view: str | None) -> None:
