@@ -165,3 +165,22 @@ def test_a_process_keeps_its_last_few_contexts(monkeypatch: Any) -> None:
     assert specs.context_for(spec(1)) is first  # used more recently than the second one
     assert specs.context_for(spec(2)) is not second  # the least recently used: dropped, made again
     assert len(specs._CONTEXTS) == specs.CONTEXTS_KEPT
+
+
+def test_the_command_starts_no_fork_server_for_small_logs(tmp_path: Path, monkeypatch: Any) -> None:
+    """``promptkit analyze DIR --jobs 2`` on logs under the threshold starts no fork server (the analysis
+    runs in its own process); over it, the server is started before the command's imports."""
+    from promptkit import cli
+    from promptkit.analysis import executors
+    from promptkit.commands import analyze as command
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(executors, "start_fork_server", lambda names=(): started.append(list(names)))
+    monkeypatch.setattr(command, "run_analyze", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
+    out = str(tmp_path / "out")
+    monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", str(10**9))
+    assert cli.main(["analyze", "fixtures/real-logs/deepseek", "--jobs", "2", "--out", out]) == 130
+    assert started == []
+    monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", "1000")
+    assert cli.main(["analyze", "fixtures/real-logs/deepseek", "--jobs", "2", "--out", out]) == 130
+    assert started == [[]]
