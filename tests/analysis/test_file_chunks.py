@@ -184,3 +184,40 @@ def test_the_command_starts_no_fork_server_for_small_logs(tmp_path: Path, monkey
     monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", "1000")
     assert cli.main(["analyze", "fixtures/real-logs/deepseek", "--jobs", "2", "--out", out]) == 130
     assert started == [[]]
+
+
+def test_the_file_plan_shows_a_bar_over_the_files_and_the_requests_read(monkeypatch: Any) -> None:
+    """With ``progress``, a bar counts the files as their chunks come back, and the requests read."""
+    import tqdm.auto
+
+    bars: list[Any] = []
+
+    class Bar:
+        def __init__(self, **options: Any) -> None:
+            self.options, self.n, self.postfix = options, 0, ""
+            bars.append(self)
+
+        def __enter__(self) -> Any:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def update(self, n: int) -> None:
+            self.n += n
+
+        def set_postfix_str(self, text: str, refresh: bool = True) -> None:
+            self.postfix = text
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    result = filetasks.analyze_files(
+        "fixtures/real-logs/deepseek",
+        executor=_Here(),
+        view="consecutive",
+        provider="deepseek",
+        progress=True,
+    )
+    assert result is not None
+    (bar,) = bars
+    assert bar.options["total"] == bar.n == 4 and bar.options["unit"] == "file"
+    assert bar.postfix == f"{result.requests.height:,} requests"  # every record read is a request here
