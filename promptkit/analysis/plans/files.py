@@ -2,9 +2,12 @@
 paths and joins columnar pieces.
 
 :func:`~promptkit.analysis.api.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
-(:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
+(:func:`analyze_files`). One task per chunk of consecutive files of the listing (:func:`plan_chunks`:
+about four a worker, at most :data:`CHUNK_MAX_BYTES` of logs each), on any
+:class:`~promptkit.analysis.executors.Executor`; a chunk's files are read one after the other and
+analyzed as one load, so below "the file" means the chunk's files:
 
-- the coordinator lists the files and sends a worker the path, never records; it reads none of a
+- the coordinator lists the files and sends a worker the paths, never records; it reads none of a
   file found in a directory (the worker sniffs its format), and sniffs a file named explicitly first,
   so that one of no known format fails before any work;
 - the worker reads and parses the file (each session's calls in time order, as
