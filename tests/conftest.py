@@ -41,6 +41,10 @@ settings.register_profile(
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
+# ``jobs=2`` on the small fixtures runs the workers, as on large logs (not the one-process fallback below
+# promptkit.analysis.api.JOBS_MIN_BYTES, which tests/analysis/test_parallel.py checks on its own)
+os.environ["PROMPTKIT_JOBS_MIN_BYTES"] = "0"
+
 
 @pytest.fixture(scope="session")
 def real_deepseek() -> Callable[..., Any]:

@@ -35,7 +35,7 @@ from typing import Any, Final
 import attrs
 
 from promptkit.analysis.assemble import VIEW_NOTE, combine_groups, defaulted_note
-from promptkit.analysis.executors import Executor, make_executor, named_tokenizers
+from promptkit.analysis.executors import Executor, jobs_min_bytes, make_executor, named_tokenizers
 from promptkit.analysis.plans import files as file_plan
 from promptkit.analysis.plans.records import analyze_group
 from promptkit.analysis.plans.stream import analyze_stream
@@ -298,7 +298,11 @@ def analyze(
     if stream:
         return analyze_stream(paths, format, **{**options, "view": view or "consecutive"})
     if jobs != 1 or engine != "local":
-        return _analyze_by_file(paths, format, **options)
+        small = _too_small_for_jobs(paths) if engine == "local" and client is None else None
+        if small is None:
+            return _analyze_by_file(paths, format, **options)
+        result = analyze(paths, format=format, **{**options, "jobs": 1})
+        return attrs.evolve(result, notes=(*result.notes, small))
     if view in (None, "simulated") and logs_size(paths) >= TIMELINE_MIN_BYTES:
         _check_arguments((), provider=provider, progress=progress)
         streamed = analyze_timeline(paths, format, **{k: options[k] for k in TIMELINE_OPTIONS})
@@ -308,6 +312,19 @@ def analyze(
         loaded = read_logs(paths, format=format, on_file=bar.on_file)
         bar.done(len(loaded.records))
     return analyze_requests(loaded, **options)
+
+
+def _too_small_for_jobs(paths: Any) -> str | None:
+    """The note that says ``paths`` are analyzed in this process although ``jobs`` > 1 (None: their logs
+    are large enough for the workers, or cannot be sized without reading them: standard input)."""
+    size, least = logs_size(paths), jobs_min_bytes()
+    if not 0 < size < least:
+        return None
+    return (
+        f"jobs: {size / 1e6:.1f} MB of logs analyzed in one process (workers start from "
+        f"{least / 1e6:.1f} MB on: below that they cost more than they save; PROMPTKIT_JOBS_MIN_BYTES=0 "
+        "forces them)"
+    )
 
 
 def _analyze_by_file(

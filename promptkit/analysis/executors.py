@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -35,10 +36,13 @@ from promptkit.errors import UsageError
 
 __all__ = [
     "ENGINES",
+    "JOBS_MIN_BYTES",
     "DaskExecutor",
     "Executor",
     "ProcessPool",
+    "jobs_min_bytes",
     "make_executor",
+    "may_start_workers",
     "named_tokenizers",
     "start_fork_server",
     "warm_worker",
@@ -46,6 +50,48 @@ __all__ = [
 
 #: The engines ``analyze(engine=...)`` / ``--engine`` accept.
 ENGINES: tuple[str, ...] = ("local", "dask")
+
+
+#: Below this many bytes of logs, :func:`~promptkit.analysis.api.analyze` with ``jobs`` > 1 on this
+#: machine (``engine="local"``) runs in its own process, as ``jobs=1`` does, and a note says so: starting
+#: the workers and joining their pieces costs more than they save on a small input. The environment
+#: variable ``PROMPTKIT_JOBS_MIN_BYTES`` overrides it (0: always the workers). Measured in
+#: docs/concepts/performance.md.
+JOBS_MIN_BYTES: Final[int] = 8 * 1024 * 1024
+
+
+def jobs_min_bytes() -> int:
+    """The bytes of logs from which :func:`~promptkit.analysis.api.analyze` starts local workers for
+    ``jobs`` > 1: ``PROMPTKIT_JOBS_MIN_BYTES`` when set to a whole number, else :data:`JOBS_MIN_BYTES`.
+
+    >>> jobs_min_bytes() >= 0
+    True
+    """
+    value = os.environ.get("PROMPTKIT_JOBS_MIN_BYTES", "").strip()
+    return int(value) if value.isdigit() else JOBS_MIN_BYTES
+
+
+def may_start_workers(paths: Iterable[str | os.PathLike[str]]) -> bool:
+    """Whether the files under ``paths`` (walked, stopping at :func:`jobs_min_bytes`) may be large enough
+    for local workers: the command line starts their fork server early only then. A cheap walk with no
+    format sniffing (it may count a file the analysis passes over: then a server is started for
+    nothing); what cannot be listed counts as large (standard input: the analysis decides).
+
+    >>> may_start_workers(["-"])
+    True
+    """
+    least, total = jobs_min_bytes(), 0
+    todo = [os.fspath(p) for p in paths]
+    while todo and total < least:
+        path = todo.pop()
+        try:
+            if os.path.isdir(path):
+                todo.extend(entry.path for entry in os.scandir(path))
+            else:
+                total += os.stat(path).st_size
+        except OSError:
+            return True
+    return total >= least
 
 
 class Executor(Protocol):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.tokens.tokenize import RequestTokenizer
 
 __all__ = [
+    "CONTEXTS_KEPT",
     "DEFAULT_PROVIDER",
     "VIEWS",
     "AnalysisContext",
@@ -161,14 +162,21 @@ class DescribedContext:
     render_name: str
 
 
-_CONTEXTS: dict[bytes, AnalysisContext] = {}  # per process: worker processes rebuild a context once
+# per process: worker processes build a context once per spec and keep the last few (the most recently
+# used last), so that a worker sent files of several providers in turn keeps each one's tokenizer caches
+_CONTEXTS: dict[bytes, AnalysisContext] = {}
+#: How many analysis contexts a process keeps (:func:`context_for`).
+CONTEXTS_KEPT: Final[int] = 4
 
 
 def context_for(spec: AnalysisSpec) -> AnalysisContext:
+    """The live context of ``spec``, made once per process and kept among the :data:`CONTEXTS_KEPT` most
+    recently used. perf: a worker sent DeepSeek and Gemini files in turn rebuilt its request tokenizer
+    (and lost its content-keyed cache) on every file when it kept one context only."""
     key = pickle.dumps(attrs.evolve(spec, timed=False))
-    if key not in _CONTEXTS:
-        _CONTEXTS.clear()
-        _CONTEXTS[key] = AnalysisContext(spec)
-    ctx = _CONTEXTS[key]
+    ctx = _CONTEXTS.pop(key, None) or AnalysisContext(spec)
+    _CONTEXTS[key] = ctx
+    while len(_CONTEXTS) > CONTEXTS_KEPT:
+        del _CONTEXTS[next(iter(_CONTEXTS))]
     ctx.spec = spec  # the same but for ``timed``, which a context made for another analysis may differ in
     return ctx

@@ -270,10 +270,12 @@ def _add_progress_options(analyze: argparse.ArgumentParser) -> None:
 
 def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.jobs > 1 and args.engine == "local":
-        # perf: the workers' fork server imports the analysis while this process does the same
-        from promptkit.analysis.executors import named_tokenizers, start_fork_server
+        # perf: the workers' fork server imports the analysis while this process does the same (not for
+        # logs too small for workers: the analysis then runs in this process)
+        from promptkit.analysis.executors import may_start_workers, named_tokenizers, start_fork_server
 
-        start_fork_server(named_tokenizers(args.tokenizer, args.provider))
+        if may_start_workers(args.paths or ["-"]):
+            start_fork_server(named_tokenizers(args.tokenizer, args.provider))
     from promptkit.commands.analyze import run_analyze
     from promptkit.errors import ReportInputError
     from promptkit.report.files import check_out_dir, report_formats

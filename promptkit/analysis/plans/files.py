@@ -2,9 +2,12 @@
 paths and joins columnar pieces.
 
 :func:`~promptkit.analysis.api.analyze` with ``jobs`` > 1 or ``engine="dask"`` runs this plan
-(:func:`analyze_files`). One task per log file, on any :class:`~promptkit.analysis.executors.Executor`:
+(:func:`analyze_files`). One task per chunk of consecutive files of the listing (:func:`plan_chunks`:
+about four a worker, at most :data:`CHUNK_MAX_BYTES` of logs each), on any
+:class:`~promptkit.analysis.executors.Executor`; a chunk's files are read one after the other and
+analyzed as one load, so below "the file" means the chunk's files:
 
-- the coordinator lists the files and sends a worker the path, never records; it reads none of a
+- the coordinator lists the files and sends a worker the paths, never records; it reads none of a
   file found in a directory (the worker sniffs its format), and sniffs a file named explicitly first,
   so that one of no known format fails before any work;
 - the worker reads and parses the file (each session's calls in time order, as
@@ -49,8 +52,9 @@ import contextlib
 import os
 import pickle
 import tempfile
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -99,16 +103,28 @@ if TYPE_CHECKING:  # pragma: no cover
     from promptkit.formats.base import LogFormat
 
 __all__ = [
+    "CHUNK_MAX_BYTES",
+    "TASKS_PER_WORKER",
     "FileOptions",
     "FilePiece",
     "GroupPiece",
     "analyze_files",
     "attribute_files",
+    "chunk_task",
+    "chunk_task_held",
     "file_task",
     "file_task_held",
+    "finish_group_task",
+    "plan_chunks",
 ]
 
 _Key = str | ProviderProfile  # a provider group: the name (or profile) its records are analyzed with
+
+#: About how many tasks the file plan cuts the listing into per worker (:func:`plan_chunks`): enough for
+#: the workers to finish together, few enough that a task's fixed costs stay small.
+TASKS_PER_WORKER: Final[int] = 4
+#: The most bytes of logs one task reads (unless one file is larger): what a worker holds at once.
+CHUNK_MAX_BYTES: Final[int] = 2 * 1024 * 1024
 
 
 @attrs.frozen(slots=True)
@@ -158,9 +174,10 @@ class GroupPiece:
 
 @attrs.frozen(slots=True)
 class FilePiece:
-    """What a worker returns for one file: its record count, load problems, sessions (in first-seen
-    order), the sessions whose calls it reordered and those no provider was recognised for, and one
-    piece per provider group."""
+    """What a worker returns for one task (a file, or a chunk of consecutive files of the listing read
+    as one: :func:`chunk_task`): its record count, load problems, sessions (in first-seen order), the
+    sessions whose calls it reordered and those no provider was recognised for, and one piece per
+    provider group (positions: the task's own, its first file's first record 0)."""
 
     records: int
     problems: tuple[LoadProblem, ...]
@@ -172,9 +189,11 @@ class FilePiece:
     # future of a Dask worker that holds it
     loaded: bytes | str | Any = b""
     view: str | None = None  # the view the file was analyzed in (None: it has no records)
-    format: LogFormat | None = None  # the format it was read in (None: none known)
+    # the format each file of the task was read in (None: none known), in the task's order
+    formats: tuple[LogFormat | None, ...] = ()
     # what the format noted while reading (a resumed session's copies left out), as read_logs collects them
     notes: tuple[str, ...] = ()
+    spans: bool = False  # a session of one of the task's files has calls in another of them
 
 
 def _shared(options: FileOptions) -> str | None:
@@ -247,21 +266,50 @@ def _group_piece(
     )
 
 
-@gc_paused()  # perf: a worker holds a file's records while it builds many objects (api.analyze's reason)
-def file_task(
-    options: FileOptions, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
-) -> FilePiece:
-    """A worker's task: read, parse and analyze (or tokenize) one log file (``untimed``: the groups to
-    analyze without times, as some record of theirs elsewhere has none). ``fmt`` None: a file found in
-    a directory, sniffed here (perf: the coordinator reads none of it); one of no known format is the
-    piece's one problem."""
-
-    if fmt is None:
-        sniffed: list[LoadProblem] = []
-        fmt = format_of(Source.open(path), None, named=False, problems=sniffed, formats=options.formats)
+def _read_chunk(
+    options: FileOptions, files: Sequence[tuple[str, LogFormat | None]]
+) -> tuple[list[RequestRecord], list[LoadProblem], list[str], list[LogFormat | None], bool]:
+    """The records of ``files`` read one after the other (each file's sessions' calls in time order),
+    with their load problems, reordered sessions, each file's format (a file found in a directory, None,
+    is sniffed here: one of no known format adds the problem that says so) and whether a session has
+    calls in two of the files."""
+    records: list[RequestRecord] = []
+    problems: list[LoadProblem] = []
+    reordered: list[str] = []
+    formats: list[LogFormat | None] = []
+    owner: dict[str, int] = {}  # session -> the file it was first seen in
+    spans = False
+    for k, (path, fmt) in enumerate(files):
         if fmt is None:
-            return FilePiece(0, tuple(sniffed), (), (), (), ())
-    records, problems, reordered = read_file(Source.open(path), fmt, in_time_order=True)
+            fmt = format_of(Source.open(path), None, named=False, problems=problems, formats=options.formats)
+            if fmt is None:
+                formats.append(None)
+                continue
+        got, found, moved = read_file(Source.open(path), fmt, in_time_order=True)
+        for r in got:
+            spans = spans or owner.setdefault(r.session, k) != k
+        records.extend(got)
+        problems.extend(found)
+        reordered.extend(moved)
+        formats.append(fmt)
+    return records, problems, reordered, formats, spans
+
+
+@gc_paused()  # perf: a worker holds a chunk's records while it builds many objects (api.analyze's reason)
+def chunk_task(
+    options: FileOptions,
+    files: Sequence[tuple[str, LogFormat | None]],
+    untimed: frozenset[_Key] = frozenset(),
+) -> FilePiece:
+    """A worker's task: read and parse the log files ``files`` (consecutive files of the listing, each
+    with its format; None: a file found in a directory, sniffed here, perf: the coordinator reads none
+    of it) and analyze (or tokenize) their records as one load (``untimed``: the groups to analyze
+    without times, as some record of theirs elsewhere has none). A file of no known format is a
+    problem of the piece. perf: one task per chunk of files, not per file: a task's fixed costs (its
+    frames built, written and read back, its pickles, the pool's round trip: about 5 ms) were most of
+    the work for the small files of an agent's history (:func:`plan_chunks`)."""
+
+    records, problems, reordered, formats, spans = _read_chunk(options, files)
     if options.view is None:  # the view the records call for (the coordinator checks that all agree)
         options = attrs.evolve(options, view=default_view(records))
     groups: dict[_Key, list[tuple[int, RequestRecord]]] = {}
@@ -282,7 +330,7 @@ def file_task(
     # it passes them on to the worker that reads the divergences' messages without unpickling them
     # (promptkit.analysis.plans.coordinator)
     loaded: bytes | str = b""
-    if options.view != "consecutive":
+    if options.view != "consecutive" and records:
         loaded = pickle.dumps(tuple(records), protocol=5)
         if options.spill is not None:
             loaded = spill_records(options.spill, loaded)
@@ -297,17 +345,57 @@ def file_task(
         pieces,
         loaded,
         view,
-        fmt,
+        tuple(formats),
         noted,
+        spans,
     )
 
 
-def file_task_held(options: FileOptions, path: str, fmt: LogFormat | None) -> tuple[FilePiece, bytes]:
-    """:func:`file_task`, its piece without the records, and the records (which a Dask cluster keeps on
+def file_task(
+    options: FileOptions, path: str, fmt: LogFormat | None, untimed: frozenset[_Key] = frozenset()
+) -> FilePiece:
+    """:func:`chunk_task` of the one file at ``path``."""
+    return chunk_task(options, ((path, fmt),), untimed)
+
+
+def chunk_task_held(
+    options: FileOptions, files: Sequence[tuple[str, LogFormat | None]]
+) -> tuple[FilePiece, bytes]:
+    """:func:`chunk_task`, its piece without the records, and the records (which a Dask cluster keeps on
     the worker: :meth:`~promptkit.analysis.executors.DaskExecutor.map_held`)."""
-    piece = file_task(options, path, fmt)
+    piece = chunk_task(options, files)
     assert not isinstance(piece.loaded, str)  # no folder to write to: they are bytes
     return attrs.evolve(piece, loaded=b""), piece.loaded
+
+
+def file_task_held(options: FileOptions, path: str, fmt: LogFormat | None) -> tuple[FilePiece, bytes]:
+    """:func:`chunk_task_held` of the one file at ``path``."""
+    return chunk_task_held(options, ((path, fmt),))
+
+
+def plan_chunks(sizes: Sequence[int], workers: int) -> list[range]:
+    """The tasks of a listing of files of ``sizes`` bytes for ``workers`` workers: runs of consecutive
+    files (so that a task's positions follow the ones before it), each filled up to its share of the
+    bytes (about :data:`TASKS_PER_WORKER` tasks a worker) and never past :data:`CHUNK_MAX_BYTES` unless one
+    file is larger (a worker holds a task's records at once: memory per worker stays flat however large
+    the history).
+
+    >>> plan_chunks([10] * 8, 1)
+    [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
+    >>> plan_chunks([100, 1, 1, 1], 1)
+    [range(0, 1), range(1, 4)]
+    """
+    target = min(CHUNK_MAX_BYTES, max(1, -(-sum(sizes) // (TASKS_PER_WORKER * max(1, workers)))))
+    chunks: list[range] = []
+    start, held = 0, 0
+    for k, size in enumerate(sizes):
+        if k > start and held + size > target:
+            chunks.append(range(start, k))
+            start, held = k, 0
+        held += size
+    if start < len(sizes):
+        chunks.append(range(start, len(sizes)))
+    return chunks
 
 
 def _shifted(piece: GroupPiece, offset: int) -> ChunkResult:
@@ -395,33 +483,56 @@ def analyze_files(
     mapped = executor.shares_files and maps_arrow()
     with _spill_folder(executor, view, mapped) as spill:
         options = FileOptions(provider, tokenizer, render, cache_model, view, formats, spill, mapped)
-        calls = [(options, path, fmt) for path, fmt in files]
+        chunks = [tuple(files[k] for k in run) for run in plan_chunks(_sizes(files), executor.workers)]
+        calls = [(options, chunk) for chunk in chunks]
         results: Any
         if view != "consecutive" and spill is None and executor.holds_results:
-            # a Dask cluster: each file's records stay on its worker (a future), not sent to the client
-            results = (attrs.evolve(p, loaded=kept) for p, kept in executor.map_held(file_task_held, calls))
+            # a Dask cluster: each chunk's records stay on its worker (a future), not sent to the client
+            results = (attrs.evolve(p, loaded=kept) for p, kept in executor.map_held(chunk_task_held, calls))
         else:
-            results = executor.map(file_task, calls)
-        if progress:  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
-            from tqdm.auto import tqdm
-
-            results = tqdm(
-                results, total=len(files), desc=f"analyze ({view}, by file)", unit="file", delay=0.5
-            )
-        pieces = dict(enumerate(results))
+            results = executor.map(chunk_task, calls)
+        pieces = dict(enumerate(_shown(results, chunks, view) if progress else results))
         seen: set[str] = set()
         for piece in pieces.values():
-            if seen.intersection(piece.sessions):
+            if piece.spans or seen.intersection(piece.sessions):
                 return None  # a session spans files: its calls are merged before any is analyzed
             seen.update(piece.sessions)
         if not seen:
             return None
         if view is None:
-            options = _choose_view(pieces, files, options, executor)
+            options = _choose_view(pieces, chunks, options, executor)
         if options.view == "consecutive":
-            _retime(pieces, files, options, executor)
+            _retime(pieces, chunks, options, executor)
         chosen_view = view is None and options.view == "simulated"
         return _assemble(pieces, notes, options, executor, chosen_view, walked)
+
+
+def _sizes(files: Sequence[tuple[str, LogFormat | None]]) -> list[int]:
+    """Each file's size in bytes (0 where it cannot be read: its task says why)."""
+    sizes = []
+    for path, _ in files:
+        try:
+            sizes.append(os.stat(path).st_size)
+        except OSError:
+            sizes.append(0)
+    return sizes
+
+
+def _shown(
+    results: Iterable[FilePiece], chunks: Sequence[Sequence[Any]], view: str | None
+) -> Iterator[FilePiece]:
+    """``results`` with a progress bar over the files of ``chunks`` (a chunk's files counted when its piece
+    comes back) and the requests read."""
+    from tqdm.auto import tqdm  # imported only when asked for: tqdm.auto warns in a kernel without ipywidgets
+
+    total = sum(len(chunk) for chunk in chunks)
+    with tqdm(total=total, desc=f"analyze ({view}, by file)", unit="file", delay=0.5) as bar:
+        requests = 0
+        for chunk, piece in zip(chunks, results, strict=False):
+            requests += piece.records
+            bar.set_postfix_str(f"{requests:,} requests", refresh=False)
+            bar.update(len(chunk))
+            yield piece
 
 
 def _spill_folder(
@@ -436,30 +547,37 @@ def _spill_folder(
     return tempfile.TemporaryDirectory(prefix="promptkit-pieces-", ignore_cleanup_errors=True)
 
 
+def _again(
+    chunk: Sequence[tuple[str, LogFormat | None]], piece: FilePiece
+) -> tuple[tuple[str, LogFormat | None], ...]:
+    """The files of ``chunk`` with the formats its piece found (none is sniffed twice)."""
+    return tuple((path, fmt) for (path, _), fmt in zip(chunk, piece.formats, strict=True))
+
+
 def _choose_view(
     pieces: dict[int, FilePiece],
-    files: list[tuple[str, LogFormat | None]],
+    chunks: Sequence[Sequence[tuple[str, LogFormat | None]]],
     options: FileOptions,
     executor: Executor,
 ) -> FileOptions:
-    """The default view of all the files' records: ``simulated`` when every file with records chose it,
-    else ``consecutive`` (the files that chose ``simulated`` are analyzed again in it)."""
+    """The default view of all the files' records: ``simulated`` when every chunk with records chose it,
+    else ``consecutive`` (the chunks that chose ``simulated`` are analyzed again in it)."""
     chosen = {piece.view for piece in pieces.values() if piece.view is not None}
     options = attrs.evolve(options, view="simulated" if chosen == {"simulated"} else "consecutive")
     redo = [k for k, piece in pieces.items() if piece.view not in (None, options.view)]
-    calls = [(options, files[k][0], pieces[k].format) for k in redo]
-    for k, piece in zip(redo, executor.map(file_task, calls), strict=True):
+    calls = [(options, _again(chunks[k], pieces[k])) for k in redo]
+    for k, piece in zip(redo, executor.map(chunk_task, calls), strict=True):
         pieces[k] = piece
     return options
 
 
 def _retime(
     pieces: dict[int, FilePiece],
-    files: list[tuple[str, LogFormat | None]],
+    chunks: Sequence[Sequence[tuple[str, LogFormat | None]]],
     options: FileOptions,
     executor: Executor,
 ) -> None:
-    """Re-analyze without times the files whose group assumed times some other file's records lack."""
+    """Re-analyze without times the chunks whose group assumed times some other chunk's records lack."""
     timed: dict[_Key, bool] = {}
     for piece in pieces.values():
         for group in piece.groups:
@@ -469,8 +587,8 @@ def _retime(
         for k, piece in pieces.items()
     }
     redo = {k: keys for k, keys in redo.items() if keys}
-    calls = [(options, files[k][0], pieces[k].format, keys) for k, keys in redo.items()]
-    for k, piece in zip(redo, executor.map(file_task, calls), strict=True):
+    calls = [(options, _again(chunks[k], pieces[k]), keys) for k, keys in redo.items()]
+    for k, piece in zip(redo, executor.map(chunk_task, calls), strict=True):
         pieces[k] = piece
 
 
@@ -512,11 +630,66 @@ def _assemble(
     if defaulted:
         notes.append(defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
+    shares = [problems if i == 0 else [] for i in range(len(order))]
+    # the simulated view's groups are caches of their own: all but the largest replay on the (idle)
+    # workers while this process replays the largest
+    away = _replayed_away(order, groups, options, executor)
+    futures = {
+        key: executor.submit(finish_group_task, key, groups[key], shares[i], options, loaded)
+        for i, key in enumerate(order)
+        if key in away
+    }
     results = [
-        _finish_group(key, groups[key], problems if i == 0 else [], options, loaded, executor)
+        futures[key].result()
+        if key in futures
+        else _finish_group(key, groups[key], shares[i], options, loaded, executor)
         for i, key in enumerate(order)
     ]
     return combine_groups(results, notes, options.view or "consecutive")
+
+
+def _replayed_away(
+    order: Sequence[_Key],
+    groups: dict[_Key, list[tuple[int, GroupPiece]]],
+    options: FileOptions,
+    executor: Executor,
+) -> set[_Key]:
+    """The provider groups whose replay runs on a worker: in the simulated view, on workers of this
+    machine (they read the pieces' files), every group but the one of the most requests (which this
+    process replays meanwhile). Each group is a cache of its own (its provider's), replayed in its own
+    time order: the frames are the ones of one process, joined in the same order."""
+    if options.view == "consecutive" or not executor.shares_files or len(order) < 2:
+        return set()
+    largest = max(order, key=lambda key: sum(group.count for _, group in groups[key]))
+    return {key for key in order if key != largest}
+
+
+class _Submits(Protocol):
+    """What the simulated view's finishing asks of an executor: to run the attribution somewhere."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any: ...
+
+
+class _InThisProcess:
+    """Runs a submitted call at once (a worker that replays a group attributes its divergences itself)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+@gc_paused()  # perf: a worker's task (see promptkit.analysis.runtime)
+def finish_group_task(
+    key: _Key,
+    parts: list[tuple[int, GroupPiece]],
+    problems: list[LoadProblem],
+    options: FileOptions,
+    loaded: list[tuple[int, Any]],
+) -> AnalysisResult:
+    """One provider group's replay and attribution on a worker of this machine (it maps the pieces'
+    files and reads the records the workers left): the group's result, as the coordinator makes it."""
+    return _finish_group(key, parts, problems, options, loaded, _InThisProcess())
 
 
 def _finish_group(
@@ -525,7 +698,7 @@ def _finish_group(
     problems: list[LoadProblem],
     options: FileOptions,
     loaded: list[tuple[int, Any]],
-    executor: Executor,
+    executor: _Submits,
 ) -> AnalysisResult:
     """One provider group's result: its pieces' frames (consecutive) or the replay over
     their token deltas (simulated)."""
@@ -547,7 +720,7 @@ def _simulate(
     parts: list[tuple[int, GroupPiece]],
     problems: list[LoadProblem],
     loaded: list[tuple[int, Any]],
-    executor: Executor,
+    executor: _Submits,
 ) -> AnalysisResult:
     """Stage 2 of the simulated view over one group: the replay in this process, with no tokenizer
     loaded here and no record read: stage 1's columns of every request
