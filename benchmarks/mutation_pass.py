@@ -1440,6 +1440,16 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "tests/analysis/test_file_chunks.py"),
     ("jobs40: the command starts the fork server for small logs", "promptkit/cli/__init__.py",
      "        if may_start_workers(args.paths or [\"-\"]):", "        if True:", "tests/analysis/test_file_chunks.py"),
+    ("timeline40: the first pass reads a flat log to the end", "promptkit/analysis/plans/timeline_index.py",
+     "if scan.untimed or (flat_stops and not scan.tree):", "if scan.untimed:", "tests/analysis/test_timeline.py"),
+    ("timeline40: the first pass reads an untimed log to the end", "promptkit/analysis/plans/timeline_index.py",
+     "if scan.untimed or (flat_stops and not scan.tree):", "if flat_stops and not scan.tree:",
+     "tests/analysis/test_timeline.py"),
+    ("timeline40: the default view never stops the pass", "promptkit/analysis/plans/timeline.py",
+     "provider, flat_stops=view is None)", "provider, flat_stops=False)", "tests/analysis/test_timeline.py"),
+    ("timeline40: a stopped pass read as an index", "promptkit/analysis/plans/timeline_index.py",
+     "        if count is None:\n            return None\n", "        count = count or 0\n",
+     "tests/analysis/test_timeline.py"),
 ]  # fmt: skip
 
 

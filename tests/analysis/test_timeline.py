@@ -80,6 +80,46 @@ def test_a_log_of_the_consecutive_view_is_left_to_the_loaded_plan() -> None:
     assert analyze_timeline(str(ROOT / "fixtures/real-logs/deepseek"), None) is None
 
 
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many items the first pass took from each file it read (read_items wrapped)."""
+    taken: list[int] = []
+    real = timeline_index.read_items
+
+    def counted(fmt: Any, source: Any) -> Any:
+        taken.append(0)
+        for item in real(fmt, source):
+            taken[-1] += 1
+            yield item
+
+    monkeypatch.setattr(timeline_index, "read_items", counted)
+    return taken
+
+
+def test_the_first_pass_stops_at_the_first_record_it_cannot_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a flat log (no conversation tree) with the view left to the records: the default view is the
+    # consecutive one, so the pass stops at the first record instead of reading every file to the end
+    _write_sessions(tmp_path)
+    taken = _counting_reads(monkeypatch)
+    assert index_logs(tmp_path, None, None, flat_stops=True) is None
+    assert taken == [1]
+    assert analyze_timeline(tmp_path, None) is None
+    assert taken == [1, 1]
+    # the view named: the same log is indexed whole
+    taken.clear()
+    index = index_logs(tmp_path, None, None)
+    assert index is not None and index.records == len(read_logs(tmp_path).records) > 2
+    assert len(taken) == 2 and sum(taken) >= index.records
+    # a record without a time stops it whatever the view: the streamed plan replays only timed groups
+    for f in tmp_path.iterdir():
+        f.unlink()
+    _write_sessions(tmp_path, untimed=True)
+    taken.clear()
+    assert index_logs(tmp_path, None, None) is None
+    assert sum(taken) < len(read_logs(tmp_path).records)
+
+
 def test_logs_without_records_are_left_to_the_loaded_plan(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     assert analyze_timeline(tmp_path, None) is None

@@ -210,7 +210,9 @@ def analyze_timeline(
     the same result as :func:`~promptkit.analysis.api.analyze` with one job. None (nothing done but
     the first pass) where the plan does not apply: no records, the view is the consecutive one, or a
     provider group has a record without a timestamp (the simulated view then replays in load order)."""
-    index = index_logs(paths, get_format(fmt) if isinstance(fmt, str) else fmt, provider)
+    index = index_logs(paths, get_format(fmt) if isinstance(fmt, str) else fmt, provider, flat_stops=view is None)
+    if index is None:
+        return None
     chosen = view if view is not None else ("simulated" if index.tree else "consecutive")
     if not index.records or chosen != "simulated" or not all(index.timed):
         return None
