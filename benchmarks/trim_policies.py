@@ -30,11 +30,11 @@ Policies: ``sliding`` (drop unit by unit), ``chunked`` at each ``--low-water`` m
 each dropped question, bounded to about 300 tokens; a real one costs one model call per cut, not
 counted here).
 
-    python benchmarks/trim_policies.py [--turns 240] [--budgets 4000,8000,16000]
+    python benchmarks/trim_policies.py [--turns 120] [--budgets 4000,8000,16000]
         [--low-water 0.4,0.5,0.6,0.7,0.8] [--jobs 2] [--deepseek-tokenizer deepseek|cl100k_base]
 
-About 190 s of CPU with the defaults, measured on a shared 2-core machine (two worker processes). The
-figures themselves are deterministic: tests/test_figures.py recomputes them with :func:`tasks` and
+About 40 s of CPU with the defaults (99 s at 240 turns, the default before), measured on a shared 2-core
+machine (two worker processes). The figures themselves are deterministic: tests/test_figures.py recomputes them with :func:`tasks` and
 :func:`measure` and compares them with docs/how-to/trimming.md (:func:`markdown` prints its tables).
 """
 
@@ -224,7 +224,7 @@ def analyze(
 
 
 #: The defaults: what docs/how-to/trimming.md shows.
-TURNS = 240
+TURNS = 120
 SEED = 7
 BUDGETS: tuple[int, ...] = (4000, 8000, 16000)
 LOW_WATERS: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8)

@@ -137,19 +137,34 @@ def assert_same(a: Any, b: Any) -> None:
     assert (a.provider, a.tokenizer, a.render, a.view) == (b.provider, b.tokenizer, b.render, b.view)
 
 
+def _watch_the_file_plan(monkeypatch: Any) -> list[str]:
+    """What :func:`~promptkit.analysis.plans.files.analyze_files` did in each call :func:`analyze` made of
+    it: the executor's class where the file plan itself ran, "stepped back" where it returned None (a
+    session spans files: the records are loaded here and shipped by session)."""
+    from promptkit.analysis.plans import files as file_plan
+
+    ran: list[str] = []
+    plan = file_plan.analyze_files
+
+    def watched(*args: Any, executor: Any, **kwargs: Any) -> Any:
+        result = plan(*args, executor=executor, **kwargs)
+        ran.append("stepped back" if result is None else type(executor).__name__)
+        return result
+
+    monkeypatch.setattr(file_plan, "analyze_files", watched)
+    return ran
+
+
 @pytest.mark.parametrize(
     ("view", "untimed"),
     [("consecutive", False), ("consecutive", True), ("simulated", False), ("simulated", True)],
 )
 def test_jobs_and_dask_give_the_frames_of_one_process(
-    client: Any, tmp_path: Path, view: str, untimed: bool
+    client: Any, tmp_path: Path, monkeypatch: Any, view: str, untimed: bool
 ) -> None:
     """The file plan (workers read their own files) on a local pool and on a real Dask cluster gives
     the frames of the single-process run, in both views; with a file whose call has no time, the
     OpenAI group is analyzed without times everywhere (its files that assumed times are redone)."""
-    from promptkit.analysis.executors import DaskExecutor, ProcessPool
-    from promptkit.analysis.plans.files import analyze_files
-
     logs = write_logs(tmp_path / "logs", untimed_file=untimed)
     one = analyze(logs, view=view)
     assert one.problems.height == 2  # the bad line and the file of no known format
@@ -158,24 +173,17 @@ def test_jobs_and_dask_give_the_frames_of_one_process(
     assert any("surrogate" in note for note in one.notes)
     expired = one.requests.filter((pl.col("session") == "a1") & (pl.col("index") == 3))
     assert (expired["predicted_cached_tokens"][0] > 0) == untimed  # expired after two hours, if timed
+    ran = _watch_the_file_plan(monkeypatch)
     assert_same(one, analyze(logs, view=view, jobs=2))
     assert_same(one, analyze(logs, view=view, engine="dask", client=client))
-    with ProcessPool(2) as pool:  # the file plan itself ran (no session spans files here)
-        by_file = analyze_files(logs, executor=pool, view=view)
-    assert by_file is not None
-    assert_same(one, by_file)
-    dask = analyze_files(logs, executor=DaskExecutor(client), view=view)
-    assert dask is not None
-    assert_same(one, dask)
+    # the file plan itself ran on both (no session spans files here), not the records plan it steps back to
+    assert ran == ["ProcessPool", "DaskExecutor"]
 
 
-def test_a_session_across_files_steps_back_to_shipping_records() -> None:
-    from promptkit.analysis.executors import ProcessPool
-    from promptkit.analysis.plans.files import analyze_files
-
-    with ProcessPool(2) as pool:
-        assert analyze_files("fixtures/logs", executor=pool) is None  # 'group:73921' spans two files
+def test_a_session_across_files_steps_back_to_shipping_records(monkeypatch: Any) -> None:
+    ran = _watch_the_file_plan(monkeypatch)
     assert_same(analyze("fixtures/logs"), analyze("fixtures/logs", jobs=2))
+    assert ran == ["stepped back"]  # 'group:73921' spans two files
 
 
 def test_dask_keeps_the_records_on_the_workers(client: Any, tmp_path: Path, monkeypatch: Any) -> None:
