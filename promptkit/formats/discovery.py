@@ -264,7 +264,8 @@ def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> Re
     # perf: a conversation's next call repeats the previous call's messages (the same objects where the
     # loader keeps them), all of them or all but the last (where the previous call had its breakpoint):
     # that head is compared in one C pass (identity first, as the loop does), and the loop reads the rest
-    head = n if old[:n] == new[:n] else n - 1 if n > 1 and old[: n - 1] == new[: n - 1] else 0
+    last_same = n > 0 and (old[n - 1] is new[n - 1] or old[n - 1] == new[n - 1])
+    head = n if last_same and old[:n] == new[:n] else n - 1 if n > 1 and old[: n - 1] == new[: n - 1] else 0
     shared = old[:head] + [
         o if o is m or o == m else m for o, m in zip(old[head:n], new[head:n], strict=True)
     ]

@@ -56,7 +56,7 @@ def test_write_accounting_reads_each_session_on_its_own() -> None:
             "timestamp": [0.0, 0.0, 10.0, 10.0, 1000.0],
             "predicted_cached_tokens": [0, 0, 900, 100, 500],
             "reported_cached_tokens": [None, None, None, None, None],
-            "predicted_cache_write_tokens": [1000, 200, 0, 400, 0],
+            "predicted_cache_write_tokens": [1000, 200, 0, 400, 300],
             "predicted_cache_write_1h_tokens": [0, 0, 0, 0, 0],
         },
         schema_overrides={"reported_cached_tokens": pl.Int64},
@@ -65,7 +65,7 @@ def test_write_accounting_reads_each_session_on_its_own() -> None:
     assert table.select("session", "index", "read_later_tokens", "wasted_5m_tokens").rows() == [
         ("a", 0, 100, 100),  # read to 100 by call 1 (10 s later); call 2 came after 5 minutes
         ("a", 1, 0, 400),
-        ("a", 2, 0, 0),
+        ("a", 2, 0, 300),  # session b's calls, later in the frame, do not read it
         ("b", 0, 900, 100),
         ("b", 1, 0, 0),
     ]
