@@ -7,8 +7,9 @@ interleaved in time order like a chat service's log, each session ``--calls`` ca
 drawn from ``--prompts`` shared ones, then user questions and assistant answers: each call's prompt is
 the previous call's plus its answer and the next question), rotated into files of ``--file-requests``
 calls. Then runs the default command a user types, ``python -m promptkit analyze DIR --no-plots
---no-html -q`` (``--view`` adds a view; the default view of this log, whose records are plain calls, is
-the consecutive one), and a process that only parses every line (``json.loads``: the JSON-parse bound),
+--no-html -q`` (``--view`` adds a view, ``--stream`` adds ``--stream``: the default view of this log,
+whose records are plain calls, is the consecutive one, which loads every record; ``--stream`` reads it
+session by session), and a process that only parses every line (``json.loads``: the JSON-parse bound),
 each in a fresh child process, and prints: requests, MB of logs, wall, CPU, peak RSS (the child's own,
 ``os.wait4``), requests per CPU second and the ratio to the parse bound.
 
@@ -111,10 +112,12 @@ def write_log(
     return files
 
 
-def analyze_argv(folder: Path, out: Path, view: str | None) -> list[str]:
-    """The default command a user types, without plots or the HTML page."""
+def analyze_argv(folder: Path, out: Path, view: str | None, stream: bool = False) -> list[str]:
+    """The default command a user types, without plots or the HTML page (``view``, ``stream``: with
+    ``--view`` / ``--stream``)."""
     argv = [sys.executable, "-m", "promptkit", "analyze", str(folder), "--no-plots", "--no-html", "-q"]
-    return [*argv, "--out", str(out), "--no-progress", *(["--view", view] if view else [])]
+    extra = [*(["--view", view] if view else []), *(["--stream"] if stream else [])]
+    return [*argv, "--out", str(out), "--no-progress", *extra]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -125,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--prompts", type=int, default=8, help="distinct shared system prompts (default 8)")
     parser.add_argument("--file-requests", type=int, default=100_000, help="calls per log file")
     parser.add_argument("--view", choices=["consecutive", "simulated"], help="a view (default: the default)")
+    parser.add_argument("--stream", action="store_true", help="add --stream (the consecutive view streamed)")
     parser.add_argument("--keep", type=Path, help="write the logs here and keep them")
     parser.add_argument("--no-parse", action="store_true", help="leave out the JSON-parse bound")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds a child may run")
@@ -148,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             if not args.no_parse:
                 parse = run_child([sys.executable, "-c", _PARSE, *map(str, files)], "", args.timeout)
             for label, path in revisions.items():
-                m = run_child(analyze_argv(folder, work / f"out{n}-{label}", args.view), path, args.timeout)
+                m = run_child(
+                    analyze_argv(folder, work / f"out{n}-{label}", args.view, args.stream), path, args.timeout
+                )
                 rate = f"{n / m.cpu:9.0f}" if m.cpu else "   -"
                 print(f"{n:>10,}  {mb:7.0f}  {_fmt(parse, args.timeout):<30}  {label:<8}  "
                       f"{_fmt(m, args.timeout):<30}  {rate}  {_ratio(m.cpu, parse.cpu if parse else None)}",
