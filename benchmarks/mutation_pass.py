@@ -1412,6 +1412,9 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
     ("chain40b tokenizer resume: the latest taken on its last message alone", "promptkit/tokens/tokenize.py",
      "            and latest == messages[: len(latest)]\n", "",
      "tests/tokens/test_tokenize.py"),
+    ("chain40b composition chains: a token buffer's room per session", "promptkit/analysis/composition.py",
+     "TokenBuffer.extend(buffer, known, values, room=n + n // 2 + 16)", "TokenBuffer.extend(buffer, known, values)",
+     "tests/analysis/test_composition.py -k short_sessions"),
 ]  # fmt: skip
 
 
