@@ -266,15 +266,14 @@ def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> Re
     # that head is compared in one C pass (identity first, as the loop does), and the loop reads the rest
     last_same = n > 0 and (old[n - 1] is new[n - 1] or old[n - 1] == new[n - 1])
     head = n if last_same and old[:n] == new[:n] else n - 1 if n > 1 and old[: n - 1] == new[: n - 1] else 0
-    shared = old[:head] + [
-        o if o is m or o == m else m for o, m in zip(old[head:n], new[head:n], strict=True)
-    ]
+    rest = [o if o is m or o == m else m for o, m in zip(old[head:n], new[head:n], strict=True)]
     if len(new) > n:
         message = new[n]
         if n == len(old) and previous.completion is not None and previous.completion == message:
             message = previous.completion
-        shared += [message, *new[n + 1 :]]
-    record.request["messages"] = shared
+        rest += [message, *new[n + 1 :]]
+    # memory: one list of exactly its length (a list grown in place keeps an eighth more of room)
+    record.request["messages"] = (old if head == len(old) else old[:head]) + rest
     tools = record.request.get("tools")
     if tools is not None:  # the tool definitions, usually the same on every call: held once too
         old_tools = previous.request.get("tools")
