@@ -115,7 +115,10 @@ class CompositionRows:
                 differ = np.flatnonzero(held[1][:m] != values[:m])
                 known = int(differ[0]) if differ.shape[0] else m
             values = values[known:]
-        view, buffer, _ = TokenBuffer.extend(buffer, known, values)
+        # memory: a chain grows by a few messages per request, and every session keeps its chains to
+        # the end: half again plus 16 of room, not the token buffers' 1,024 (per session and field)
+        n = known + int(values.shape[0])
+        view, buffer, _ = TokenBuffer.extend(buffer, known, values, room=n + n // 2 + 16)
         self._chains[key] = (buffer, view)
         return view
 

@@ -260,15 +260,20 @@ def intern_messages(previous: RequestRecord | None, record: RequestRecord) -> Re
     new = record.request.get("messages")
     if not isinstance(old, list) or not isinstance(new, list) or not isinstance(record.request, dict):
         return record
-    shared = []
-    for i, message in enumerate(new):
-        if i < len(old) and (old[i] is message or old[i] == message):
-            shared.append(old[i])
-        elif i == len(old) and previous.completion is not None and previous.completion == message:
-            shared.append(previous.completion)
-        else:
-            shared.append(message)
-    record.request["messages"] = shared
+    n = min(len(old), len(new))
+    # perf: a conversation's next call repeats the previous call's messages (the same objects where the
+    # loader keeps them), all of them or all but the last (where the previous call had its breakpoint):
+    # that head is compared in one C pass (identity first, as the loop does), and the loop reads the rest
+    last_same = n > 0 and (old[n - 1] is new[n - 1] or old[n - 1] == new[n - 1])
+    head = n if last_same and old[:n] == new[:n] else n - 1 if n > 1 and old[: n - 1] == new[: n - 1] else 0
+    rest = [o if o is m or o == m else m for o, m in zip(old[head:n], new[head:n], strict=True)]
+    if len(new) > n:
+        message = new[n]
+        if n == len(old) and previous.completion is not None and previous.completion == message:
+            message = previous.completion
+        rest += [message, *new[n + 1 :]]
+    # memory: one list of exactly its length (a list grown in place keeps an eighth more of room)
+    record.request["messages"] = (old if head == len(old) else old[:head]) + rest
     tools = record.request.get("tools")
     if tools is not None:  # the tool definitions, usually the same on every call: held once too
         old_tools = previous.request.get("tools")

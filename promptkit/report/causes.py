@@ -34,6 +34,7 @@ from promptkit.analysis.causes import (
     LAYOUT_CAUSES,
     PROVIDER_CAUSES,
 )
+from promptkit.report._later_reads import reads_within
 from promptkit.report.metrics import requests_of
 from promptkit.report.pricing import ModelPrice
 
@@ -218,18 +219,9 @@ def causes_basis(result: AnalysisResult | pl.DataFrame) -> str:
 
 # ---------------------------------------------------------------------------------- cache writes
 
-
-def _read_within(
-    items: Sequence[Mapping[str, Any]], reads: Sequence[int], k: int, ts: float | None, ttl: float
-) -> int:
-    """The furthest point any call after ``k`` read within ``ttl`` seconds of call ``k``."""
-    best = 0
-    for j in range(k + 1, len(items)):
-        tj = items[j].get("timestamp")
-        if ts is not None and tj is not None and tj - ts > ttl:
-            break
-        best = max(best, reads[j])
-    return best
+_WRITE_COLUMNS: Final = (
+    "write_5m_tokens", "write_1h_tokens", "read_later_tokens", "wasted_5m_tokens", "wasted_1h_tokens",
+)  # fmt: skip
 
 
 def write_accounting(
@@ -250,51 +242,47 @@ def write_accounting(
     frame = result if isinstance(result, pl.DataFrame) else result.requests
     frame = frame.sort("session", "index", maintain_order=True)
 
-    def get(row: Mapping[str, Any], name: str) -> Any:
-        return row.get(name)
+    def column(name: str) -> list[Any]:  # a column the frame may lack: None on every row
+        return frame[name].to_list() if name in frame.columns else [None] * frame.height
 
-    rows: list[dict[str, Any]] = []
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for r in frame.iter_rows(named=True):
-        by_session.setdefault(r["session"], []).append(r)
-    for session, items in by_session.items():
-        reads = []
-        for r in items:
-            rc = get(r, "reported_cached_tokens")
-            reads.append(int(rc) if rc is not None else int(r["predicted_cached_tokens"]))
-        for k, r in enumerate(items):
-            rw = get(r, "reported_cache_write_tokens")
-            if rw is not None:
-                basis = "reported"
-                total = int(rw)
-                hour = int(get(r, "reported_cache_write_1h_tokens") or 0)
-            else:
-                basis = "predicted"
-                total = int(get(r, "predicted_cache_write_tokens") or 0)
-                hour = int(get(r, "predicted_cache_write_1h_tokens") or 0)
-            hour = min(hour, total)
-            five = total - hour
-            start = reads[k]
-            ts = get(r, "timestamp")
-
-            read_1h = min(max(0, _read_within(items, reads, k, ts, TTL_1H) - start), hour)
-            read_5m = min(max(0, _read_within(items, reads, k, ts, TTL_5M) - start - hour), five)
-            row: dict[str, Any] = {
-                "session": session,
-                "index": r["index"],
-                "basis": basis,
-                "write_5m_tokens": five,
-                "write_1h_tokens": hour,
-                "read_later_tokens": read_1h + read_5m,
-                "wasted_5m_tokens": five - read_5m,
-                "wasted_1h_tokens": hour - read_1h,
-            }
-            if price is not None:
-                p5 = price.cache_write if price.cache_write is not None else price.cache_miss
-                p1 = price.cache_write_1h if price.cache_write_1h is not None else p5
-                row["write_cost"] = (five * p5 + hour * p1) / 1e6
-                row["wasted_cost"] = ((five - read_5m) * p5 + (hour - read_1h) * p1) / 1e6
-            rows.append(row)
+    sessions, times = column("session"), column("timestamp")
+    reported_reads, predicted_reads = column("reported_cached_tokens"), column("predicted_cached_tokens")
+    reads = [
+        int(rc) if rc is not None else int(pc) for rc, pc in zip(reported_reads, predicted_reads, strict=True)
+    ]
+    reported, reported_1h = column("reported_cache_write_tokens"), column("reported_cache_write_1h_tokens")
+    predicted, predicted_1h = (
+        column("predicted_cache_write_tokens"),
+        column("predicted_cache_write_1h_tokens"),
+    )
+    within = {ttl: _within_by_session(sessions, times, reads, ttl) for ttl in (TTL_1H, TTL_5M)}
+    costs = ("write_cost", "wasted_cost") if price is not None else ()
+    out: dict[str, list[Any]] = {"session": sessions, "index": column("index")}
+    out |= {name: [] for name in ("basis", *_WRITE_COLUMNS, *costs)}
+    for k, start in enumerate(reads):
+        rw = reported[k]
+        if rw is not None:
+            out["basis"].append("reported")
+            total = int(rw)
+            hour = int(reported_1h[k] or 0)
+        else:
+            out["basis"].append("predicted")
+            total = int(predicted[k] or 0)
+            hour = int(predicted_1h[k] or 0)
+        hour = min(hour, total)
+        five = total - hour
+        read_1h = min(max(0, within[TTL_1H][k] - start), hour)
+        read_5m = min(max(0, within[TTL_5M][k] - start - hour), five)
+        out["write_5m_tokens"].append(five)
+        out["write_1h_tokens"].append(hour)
+        out["read_later_tokens"].append(read_1h + read_5m)
+        out["wasted_5m_tokens"].append(five - read_5m)
+        out["wasted_1h_tokens"].append(hour - read_1h)
+        if price is not None:
+            p5 = price.cache_write if price.cache_write is not None else price.cache_miss
+            p1 = price.cache_write_1h if price.cache_write_1h is not None else p5
+            out["write_cost"].append((five * p5 + hour * p1) / 1e6)
+            out["wasted_cost"].append(((five - read_5m) * p5 + (hour - read_1h) * p1) / 1e6)
     schema: dict[str, Any] = {
         "session": pl.String, "index": pl.Int64, "basis": pl.String, "write_5m_tokens": pl.Int64,
         "write_1h_tokens": pl.Int64, "read_later_tokens": pl.Int64, "wasted_5m_tokens": pl.Int64,
@@ -302,7 +290,21 @@ def write_accounting(
     }  # fmt: skip
     if price is not None:
         schema |= {"write_cost": pl.Float64, "wasted_cost": pl.Float64}
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return pl.DataFrame(out, schema=schema)
+
+
+def _within_by_session(
+    sessions: Sequence[str], times: Sequence[float | None], reads: Sequence[int], ttl: float
+) -> list[int]:
+    """:func:`~promptkit.report._later_reads.reads_within` of every row, each session's rows (consecutive:
+    the frame is sorted by session) read as one session."""
+    out: list[int] = []
+    start = 0
+    for end in range(1, len(sessions) + 1):
+        if end == len(sessions) or sessions[end] != sessions[start]:
+            out += reads_within(times[start:end], reads[start:end], ttl)
+            start = end
+    return out
 
 
 def reads_invariant(result: AnalysisResult, *, tolerance: int = 0) -> pl.DataFrame:

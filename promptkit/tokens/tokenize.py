@@ -509,7 +509,13 @@ class RequestTokenizer:
         # perf: the latest snapshot, when the request extends all of it (a conversation's next call),
         # is taken without reading the others (which snapshot is resumed from changes no token)
         latest = self._snapshots[-1].messages if self._snapshots else None
-        if latest is not None and 1 < len(latest) <= n and latest == messages[: len(latest)]:
+        if (
+            latest is not None
+            and 1 < len(latest) <= n
+            # perf: the last message first (where a breakpoint was placed), before a pass over all
+            and (latest[-1] is messages[len(latest) - 1] or latest[-1] == messages[len(latest) - 1])
+            and latest == messages[: len(latest)]
+        ):
             best, best_lcp = self._snapshots[-1], len(latest)
         for snap in reversed(self._snapshots if best is None else ()):
             old = snap.messages
@@ -527,6 +533,10 @@ class RequestTokenizer:
                 continue
             elif (old[m - 1] is messages[m - 1] or old[m - 1] == messages[m - 1]) and old[:m] == messages[:m]:
                 lcp = m
+            elif m > 2 and old[: m - 1] == messages[: m - 1]:
+                # perf: all but the last (the breakpoint the analysis placed on the snapshot's last
+                # message), compared in one C pass; the last differs, or the branch above had taken it
+                lcp = m - 1
             else:
                 lcp = 2 if m > 1 else 1
                 while lcp < m and (old[lcp] is messages[lcp] or old[lcp] == messages[lcp]):

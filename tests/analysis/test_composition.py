@@ -130,3 +130,31 @@ def test_a_session_whose_last_message_is_replaced_reads_its_new_role() -> None:
         "assistant",
         None,
     ]
+
+
+def test_many_short_sessions_hold_their_rows_not_a_token_buffer_of_room_each() -> None:
+    """Every session keeps its per-message chains until the frame is made: a chain grows by a few
+    messages per request, so its buffers hold about what was written (half again), not the token
+    buffers' 1,024 values of room per session and field."""
+    import tracemalloc
+
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    system = {"role": "system", "content": "Be terse."}
+    items = []
+    for s in range(200):
+        messages: list[dict[str, Any]] = [system]
+        for k in range(3):
+            messages = [*messages, {"role": "user", "content": f"question {k}"}]
+            body = {"messages": messages}
+            items.append((f"s{s}", k, body, rt.tokenize(body)))
+    tracemalloc.start()
+    try:
+        rows = CompositionRows()
+        for item in items:
+            rows.add(*item)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # 600 requests of 2-4 messages: a few hundred bytes each; 1,024 int64 of room per session and
+    # field would be 200 x 3 x 8 kB = 4.9 MB
+    assert held < 1_500_000, held

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from hypothesis import given, settings, strategies as st
 
 from promptkit.analysis import analyze, analyze_requests
 from promptkit.errors import LogFileError, PromptkitError
@@ -185,3 +186,63 @@ def test_read_file_reads_one_file_as_read_logs_does(tmp_path: Path) -> None:
     empty.write_text("")
     _, problems, _ = read_file(Source.open(empty), fmt)
     assert [(p.file, p.reason) for p in problems] == [(str(empty), "no requests in this promptkit log")]
+
+
+def _interned_reference(old: list, new: list, completion: object) -> list:
+    """intern_messages' messages, one message at a time (the loop it replaces)."""
+    shared = []
+    for i, message in enumerate(new):
+        if i < len(old) and (old[i] is message or old[i] == message):
+            shared.append(old[i])
+        elif i == len(old) and completion is not None and completion == message:
+            shared.append(completion)
+        else:
+            shared.append(message)
+    return shared
+
+
+_MESSAGE = st.builds(
+    lambda role, text: {"role": role, "content": text},
+    st.sampled_from(["user", "assistant"]),
+    st.sampled_from("abc"),
+)
+
+
+@given(
+    st.lists(_MESSAGE, max_size=8),
+    st.lists(st.sampled_from(["same", "copy", "marked", "other"]), max_size=8),
+    st.lists(_MESSAGE, max_size=3),
+    st.sampled_from(["none", "equal", "other"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_interned_messages_are_the_objects_the_message_by_message_loop_picks(
+    old: list, kinds: list, added: list, completion_kind: str
+) -> None:
+    """The next call's messages: the previous call's objects, equal copies, a copy with a breakpoint
+    (the loaders mark a call's last message), other messages, then new ones; the completion of the
+    previous call equal to the message after its prompt or not. The result holds the very objects the
+    one-at-a-time loop picks."""
+    from promptkit.formats import intern_messages
+    from promptkit.layout import RequestRecord
+
+    new: list = []
+    for message, kind in zip(old, kinds, strict=False):
+        new.append(
+            message
+            if kind == "same"
+            else dict(message)
+            if kind == "copy"
+            else {**message, "cache_control": {"type": "ephemeral"}}
+            if kind == "marked"
+            else {"role": "user", "content": "z"}
+        )
+    new += [dict(m) for m in added]
+    completion = None
+    if completion_kind != "none" and len(new) > len(old):
+        completion = (
+            dict(new[len(old)]) if completion_kind == "equal" else {"role": "assistant", "content": "y"}
+        )
+    previous = RequestRecord({"messages": old}, "s", completion=completion)
+    expected = _interned_reference(old, new, completion)
+    got = intern_messages(previous, RequestRecord({"messages": list(new)}, "s")).request["messages"]
+    assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected, strict=True))

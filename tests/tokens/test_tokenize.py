@@ -611,3 +611,29 @@ def test_a_lone_surrogate_is_rejected_on_request() -> None:
         rt.tokenize(request)
     clean = {"messages": [{"role": "user", "content": "fine"}]}
     assert_same(rt.tokenize(clean), rt.tokenize_naive(clean))
+
+
+@pytest.mark.parametrize("change", ["marked", "edited"])
+def test_a_call_whose_previous_last_message_changed_resumes_from_all_the_others(change: str) -> None:
+    """The analysis marks each call's last message with a breakpoint (a new object), and the next call
+    repeats it unmarked: the next call resumes after every message but that one, so it tokenizes only
+    that message and its new ones (the segments read per call stay flat as the conversation grows), and
+    equals the naive tokenization (an edited last message is read again)."""
+    rt = RequestTokenizer("chatml", "cl100k_base")
+    history: list[dict[str, Any]] = [{"role": "system", "content": "Be terse. " * 20}]
+    read: list[int] = []
+    for k in range(40):
+        history += [{"role": "user", "content": f"question {k}"}]
+        last = {**history[-1], "cache_control": {"type": "ephemeral"}}
+        if change == "edited":
+            last["content"] += " (as sent)"
+        request = {"messages": [*history[:-1], last]}
+        before = rt.cache_info()
+        assert_same(rt.tokenize(request), rt.tokenize_naive(request))
+        after = rt.cache_info()
+        read.append(after["hits"] + after["misses"] - before["hits"] - before["misses"])
+        history += [{"role": "assistant", "content": f"answer {k}"}]
+    assert rt.cache_info()["resumed"] == 39
+    # every call reads what the second does (which resumes after the system message): the message
+    # changed since the previous call and the new ones, however long the history
+    assert read[1:] == [read[1]] * 39, read
