@@ -4,7 +4,8 @@
 (a numpy array), so a conversation of hundreds of calls is a handful of nodes, and matching a prompt
 costs one vectorized comparison per edge. Every node knows when it expires (the latest
 ``last use + ttl`` of the entries through it), when it was last used (for LRU eviction) and which
-call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
+call stored it last (perf: held by the node a refresh ends in, :mod:`promptkit.analysis._radix_node`);
+an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
 
 :class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
 order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
@@ -62,7 +63,7 @@ class CacheLookup:
     call that last stored the deepest matched run (None when nothing matched); ``diverged``: whether
     the cached content continues past the match with a different token (the prompt *changed* there,
     as opposed to simply extending what was cached); ``exact_entries``: (length, source, ttl) of every
-    live exact entry that is a prefix of the prompt.
+    live exact entry that is a prefix of the prompt (of those at the match's ``points``, given them).
     """
 
     prefix_tokens: int = 0

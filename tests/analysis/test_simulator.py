@@ -874,11 +874,11 @@ def test_a_long_conversation_with_agents_between_answers_like_the_reference(
 @st.composite
 def cache_operations(draw: st.DrawFn) -> tuple[int | None, list[tuple[str, list[int], float, float, bool]]]:
     """A capacity and a sequence of ``(operation, tokens, time step, ttl, exact or touch)`` over
-    prompts that share prefixes: inserts, matches and expiries."""
+    prompts that share prefixes: inserts, matches, expiries and forgets."""
     pool = draw(sequences())
     ops = []
     for _ in range(draw(st.integers(1, 40))):
-        op = draw(st.sampled_from(["insert", "insert", "match", "match", "expire"]))
+        op = draw(st.sampled_from(["insert", "insert", "match", "match", "expire", "forget"]))
         ops.append((op, draw(st.sampled_from(pool)), draw(st.sampled_from([0.0, 1.0, 4.0, 20.0])),
                     draw(st.sampled_from([3.0, 10.0, 100.0])), draw(st.booleans())))  # fmt: skip
     return draw(st.sampled_from([None, 4, 8, 15, 30])), ops
@@ -887,6 +887,21 @@ def cache_operations(draw: st.DrawFn) -> tuple[int | None, list[tuple[str, list[
 @pytest.mark.slow
 @given(workload=cache_operations())
 @settings(max_examples=400, deadline=None)
+@example(  # an expired run removed below a stale node: the node keeps the newer write that passed it
+    workload=(None, [("insert", [1, 2], 0.0, 100.0, False), ("insert", [1, 2, 3], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3], 1.0, 3.0, False), ("expire", [1, 2], 18.0, 0.0, False),
+                     ("match", [1, 2], 0.0, 0.0, True)]),
+)  # fmt: skip
+@example(  # the same, forgotten
+    workload=(None, [("insert", [1, 2], 0.0, 100.0, False), ("insert", [1, 2, 3], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3], 1.0, 3.0, False), ("forget", [1, 2], 18.0, 0.0, False),
+                     ("match", [1, 2], 0.0, 0.0, True)]),
+)  # fmt: skip
+@example(  # a run split under a stale node: its upper part takes what is held below (a later walk reads it)
+    workload=(None, [("insert", [1, 2, 3, 4], 0.0, 100.0, False), ("insert", [1, 2, 3, 4, 5], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3, 4, 5, 6], 1.0, 1000.0, False), ("insert", [1, 2], 1.0, 3.0, False),
+                     ("match", [1, 2, 3, 4, 5, 6], 197.0, 0.0, True)]),
+)  # fmt: skip
 @example(  # a run held by a stale parent outlived its expired child: the parent is then evicted by its tick
     workload=(5, [("insert", [1, 2], 0.0, 100.0, True), ("insert", [5], 1.0, 100.0, False),
                   ("insert", [1, 2, 3], 1.0, 3.0, False), ("insert", [5], 1.0, 100.0, False),
@@ -898,7 +913,8 @@ def test_refreshes_held_below_answer_like_the_reference_radix_cache(
 ) -> None:
     """Every match (its prefix, source, divergence, exact entries: all of them, or those at some
     points), every size and every source named equal the reference tree's, where each refresh was
-    written along its whole path; a prompt resumes from the last insert of its own tokens."""
+    written along its whole path; a prompt resumes from the last insert that began with its first token
+    (a continuation, when it extends what that insert stored)."""
     from tests.analysis import simulator_reference as ref
 
     capacity, ops = workload
@@ -906,7 +922,7 @@ def test_refreshes_held_below_answer_like_the_reference_radix_cache(
     now, last = 0.0, {}
     for op, tokens, step, ttl, flag in ops:
         now += step
-        key = tuple(tokens)
+        key = tokens[0] if tokens else None
         resume = (key, _lcp(last[key], tokens)) if key in last else None
         array = np.array(tokens, dtype=np.int64)
         if op == "insert":
@@ -920,8 +936,35 @@ def test_refreshes_held_below_answer_like_the_reference_radix_cache(
             assert at_points.exact_entries == tuple(e for e in theirs.exact_entries if e[0] in points)
             assert (at_points.prefix_tokens, at_points.source) == (theirs.prefix_tokens, theirs.source)
             assert attrs.astuple(new.match(array, now, touch=flag, resume=resume)) == attrs.astuple(theirs)
-        else:
+        elif op == "expire":
             assert new.expire(now) == old.expire(now)
+        else:  # forgetting removes what expiring removes (the reference has no forget)
+            assert new.forget_expired(now) == old.expire(now)
         assert new.stored_tokens == old.stored_tokens
-        named = {s for n in new._settled_nodes() for s in (n.source, n.mark_source) if s is not None}
-        assert named == {s for n in old._nodes() for s in (n.source, n.mark_source) if s is not None}
+    # at the end only: naming the sources settles every node, and what is stale must be met by the walks
+    named = {s for n in new._settled_nodes() for s in (n.source, n.mark_source) if s is not None}
+    assert named == {s for n in old._nodes() for s in (n.source, n.mark_source) if s is not None}
+
+
+def test_a_continued_read_at_lookup_points_tells_an_expired_entry_from_one_never_stored() -> None:
+    """A continuing prompt whose lookup points pass an expired exact entry (below its live leaf, which
+    is not a lookup point) reads the live one above it, and says what it would have read had nothing
+    expired, and who wrote it, as the reference does."""
+    from tests.analysis import simulator_reference as ref
+
+    model = BreakpointCache(min_tokens=0, ttl=10.0)
+    new, old = CacheSimulator(model), ref.CacheSimulator(model)
+    calls = [  # (tokens, time, entries (length, ttl), lookup points)
+        (20, 0.0, ((5, 1000.0), (20, 10.0)), (5, 20)),
+        (30, 1.0, ((5, 1000.0), (30, 100.0)), (5, 20, 30)),
+        (40, 50.0, ((5, 1000.0), (40, 100.0)), (5, 20)),  # the entry at 20 expired at 11; the leaf (30) lives
+    ]
+    outcomes = []
+    for k, (n, now, entries, points) in enumerate(calls):
+        plan = CachePlan(n, tuple(CacheEntry(e, ttl, True) for e, ttl in entries), points, tuple(e for e, _ in entries))
+        tokens = np.arange(n, dtype=np.int64)
+        got = new.step(tokens, plan, now, f"r{k}", session="s", shared=calls[k - 1][0] if k else 0)
+        assert attrs.astuple(got) == attrs.astuple(old.step(tokens, plan, now, f"r{k}"))
+        outcomes.append(got)
+    last = outcomes[-1]
+    assert (last.cached_tokens, last.unexpired_cached_tokens, last.lost_source) == (5, 20, "r1")
