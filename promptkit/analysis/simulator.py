@@ -4,7 +4,8 @@
 (a numpy array), so a conversation of hundreds of calls is a handful of nodes, and matching a prompt
 costs one vectorized comparison per edge. Every node knows when it expires (the latest
 ``last use + ttl`` of the entries through it), when it was last used (for LRU eviction) and which
-call stored it last; an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
+call stored it last (perf: held by the node a refresh ends in, :mod:`promptkit.analysis._radix_node`);
+an *exact* entry (Anthropic's breakpoints) is a mark at a node's end.
 
 :class:`CacheSimulator` runs one cache model (:mod:`promptkit.tokens.cache_models`) over calls in time
 order: look the call's prompt up, then store the call's entries (after the model's ``delay``), and
@@ -26,16 +27,19 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+import operator
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
 
 from promptkit.analysis._one_call import _stored_path
+from promptkit.analysis._radix_node import _Node, absorb, alive, mark_used, settle, stamp, subtree
 from promptkit.errors import UsageError
 from promptkit.tokens.cache_models import CacheEntry, CacheModel, CachePlan
 
@@ -48,29 +52,7 @@ __all__ = ["CacheLookup", "CacheOutcome", "CacheSimulator", "RadixCache", "conse
 _INF = math.inf
 _NO_TOKENS = np.zeros(0, np.int64)  # the root's edge (read-only: shared by every cache)
 _NO_TOKENS.flags.writeable = False
-
-
-class _Node:
-    """A radix-tree node: the run of tokens on the edge into it, and its bookkeeping."""
-
-    __slots__ = (
-        "buffer", "children", "depth", "edge", "expires", "mark_expires", "mark_source", "mark_ttl", "parent",
-        "source", "tick",
-    )  # fmt: skip
-
-    def __init__(self, edge: np.ndarray, parent: _Node | None, depth: int) -> None:
-        self.edge = edge  # tokens on the edge from the parent (int64: an owned copy, or a read-only view)
-        # the owned array ``edge`` is the start of, with room to grow (a run extended in place), or None
-        self.buffer: np.ndarray | None = None
-        self.parent = parent
-        self.depth = depth  # tokens from the root to this node's end
-        self.children: dict[int, _Node] = {}
-        self.expires = -_INF  # alive while now <= expires
-        self.tick = 0  # last use, for LRU
-        self.source: str | None = None  # the call that stored this run last
-        self.mark_expires = -_INF  # an exact entry ends here while now <= mark_expires
-        self.mark_source: str | None = None
-        self.mark_ttl: float | None = None
+_DEPTH = operator.attrgetter("depth")
 
 
 @attrs.frozen(slots=True)
@@ -81,7 +63,7 @@ class CacheLookup:
     call that last stored the deepest matched run (None when nothing matched); ``diverged``: whether
     the cached content continues past the match with a different token (the prompt *changed* there,
     as opposed to simply extending what was cached); ``exact_entries``: (length, source, ttl) of every
-    live exact entry that is a prefix of the prompt.
+    live exact entry that is a prefix of the prompt (of those at the match's ``points``, given them).
     """
 
     prefix_tokens: int = 0
@@ -145,6 +127,7 @@ class RadixCache:
         # whether any run was ever removed (evicted or expired away)
         self._blocked = False
         self._pruned = False
+        self._marked = False  # whether an exact entry was ever marked
         # key -> the node where the last insert given that ``cursor`` key ended (see ``resume``)
         self._cursors: dict[Hashable, _Node] = {}
         # perf: key -> the nodes from the root to where that cursor ended (:meth:`_continued`), emptied
@@ -169,10 +152,6 @@ class RadixCache:
             yield node
             stack.extend(node.children.values())
 
-    @staticmethod
-    def _alive(node: _Node, now: float | None) -> bool:
-        return now is None or node.expires >= now
-
     def clear(self) -> None:
         """Drop every stored run. perf: memory: the nodes' links to their parents are cut, so the
         dropped nodes are freed by reference counting, with no cyclic collection."""
@@ -184,17 +163,43 @@ class RadixCache:
         self._cursors.clear()
         self._paths.clear()
 
-    def _resume_path(self, resume: tuple[Hashable, int] | None) -> tuple[set[_Node], int] | None:
+    def _settled_nodes(self) -> Iterator[_Node]:
+        """Every node, each with its exact values (the refreshes held below stale nodes taken)."""
+        for child in self._root.children.values():
+            settle(child)
+        return self._nodes()
+
+    def _path(self, key: Hashable) -> list[_Node] | None:
+        """perf: the nodes from the root down to where the last insert with cursor ``key`` ended (None
+        when that node was removed since). The path is kept per cursor, and the walk up stops where it
+        ends (a session's next call adds a node or two to it); it is dropped whenever a node's parent
+        changes. The caller reads the list, never changes it."""
+        node = self._cursors.get(key)
+        if node is None:
+            return None
+        kept = self._paths.get(key)
+        stop = kept[-1] if kept else self._root
+        path: list[_Node] = []
+        while node is not None and node is not stop and node is not self._root:
+            path.append(node)
+            node = node.parent
+        if node is None:
+            return None
+        path.reverse()
+        if kept and node is stop:  # below the kept path
+            kept.extend(path)
+            path = kept
+        self._paths[key] = path
+        return path
+
+    def _resume_path(self, resume: tuple[Hashable, int] | None) -> tuple[list[_Node], int] | None:
         """The nodes from the root to where the last insert with cursor ``resume[0]`` ended (none when
-        it was removed since), and ``resume[1]``: its first tokens that the caller's tokens equal."""
+        it was removed since), and ``resume[1]``: its first tokens that the caller's tokens equal. A
+        walk from the root is on that path while its ``i``-th node is the path's ``i``-th."""
         if resume is None or resume[1] <= 0:
             return None
-        node = self._cursors.get(resume[0])
-        path: set[_Node] = set()
-        while node is not None and node is not self._root:
-            path.add(node)
-            node = node.parent
-        return (path, resume[1]) if node is self._root else None
+        path = self._path(resume[0])
+        return None if path is None else (path, resume[1])
 
     def _continued(self, resume: tuple[Hashable, int] | None, n: int) -> list[_Node] | None:
         """perf: the nodes from the root down to the leaf where the last insert with cursor ``resume[0]``
@@ -204,25 +209,11 @@ class RadixCache:
 
         The path holds the prompt's first ``depth`` tokens: ``resume[1]`` is at most what the insert
         stored, and a node's run only changes by being split (its lower part keeps its depth), trimmed
-        from its end, or extended in place (its depth grows past what the insert stored). The path is
-        kept per cursor, the walk up stops where it ends (a session's next call adds one node to it)."""
+        from its end, or extended in place (its depth grows past what the insert stored)."""
         node = self._cursors.get(resume[0]) if resume is not None else None
         if resume is None or node is None or node.children or resume[1] < node.depth or n < node.depth:
             return None
-        kept = self._paths.get(resume[0])
-        stop = kept[-1] if kept else self._root
-        path: list[_Node] = []
-        while node is not None and node is not stop and node is not self._root:
-            path.append(node)
-            node = node.parent
-        if node is None:
-            return None
-        path.reverse()
-        if kept and node is stop:  # below the kept path (the caller reads the list, never changes it)
-            kept.extend(path)
-            path = kept
-        self._paths[resume[0]] = path
-        return path
+        return self._path(resume[0])
 
     # -- matching -------------------------------------------------------------------------------
 
@@ -234,6 +225,7 @@ class RadixCache:
         touch: bool = True,
         known: tuple[np.ndarray, int] | None = None,
         resume: tuple[Hashable, int] | None = None,
+        points: Collection[int] | None = None,
     ) -> CacheLookup:
         """Match ``tokens`` against live content; mark the matched runs used (LRU) when ``touch``.
 
@@ -242,71 +234,86 @@ class RadixCache:
         ``resume=(key, k)``: the caller knows that ``tokens[:k]`` equals the first ``k`` tokens of what
         the last :meth:`insert` with ``cursor=key`` stored; the runs on that insert's path are then
         compared from ``k`` on only (perf: a session's next prompt costs its new tokens).
+        ``points``: list only the exact entries of these lengths (a plan's lookup points; perf: a
+        continuing prompt reads the entries there, not every one on its path).
         """
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         continued = self._continued(resume, n)
-        if continued is not None and (now is None or all(p.expires >= now for p in continued)):
+        # a parent's expiry is at least its child's: the path is alive where its leaf is
+        if continued is not None and (now is None or continued[-1].expires >= now):
             # the prompt continues past a live leaf: it reads that path and stops there (no child to go
-            # on to, nothing diverges), and every exact entry marked on it, root first
-            return self._continue_match(continued, now, touch)
+            # on to, nothing diverges), and the exact entries marked on it, root first
+            return self._continue_match(continued, now, touch, points)
         on_path = self._resume_path(resume)
+        wanted = None if points is None else frozenset(points)
         node = self._root
         pos = 0
-        source: str | None = None
         diverged = False
         exact: list[tuple[int, str | None, float | None]] = []
         path: list[_Node] = []
         blocked = False
         while pos < n:
             child = node.children.get(int(tokens[pos]))
-            if child is None or not self._alive(child, now):
+            if child is None or not alive(child, now):
                 # an expired run stops the match here; an expired exact entry met before still counts
                 blocked = blocked or child is not None
-                diverged = any(self._alive(c, now) for c in node.children.values())
+                diverged = any(alive(c, now) for c in node.children.values())
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
             skip = _known_equal(edge, pos, known, m)
-            if on_path is not None and child in on_path[0]:
+            if on_path is not None and len(path) < len(on_path[0]) and on_path[0][len(path)] is child:
                 skip = max(skip, min(on_path[1] - pos, m))
             k = skip + _shared(edge[skip:m], tokens[pos + skip : pos + m])
             pos += k
             path.append(child)
-            source = child.source
             if k < edge.shape[0]:
                 diverged = k < m
                 break
             if child.mark_expires > -_INF:
-                if now is None or child.mark_expires >= now:
-                    exact.append((child.depth, child.mark_source, child.mark_ttl))
-                else:
+                if now is not None and child.mark_expires < now:
                     blocked = True
+                elif wanted is None or child.depth in wanted:
+                    exact.append((child.depth, child.mark_source, child.mark_ttl))
             node = child
         self._blocked = blocked
         if touch and path:
-            tick = next(self._clock)
-            for p in path:
-                p.tick = tick
+            mark_used(path[-1], next(self._clock))
+        # the call that last stored the deepest run matched
+        source = settle(path[-1]).source if path else None
         return CacheLookup(pos, source, diverged, tuple(exact))
 
-    def _continue_match(self, path: list[_Node], now: float | None, touch: bool) -> CacheLookup:
+    def _continue_match(
+        self, path: list[_Node], now: float | None, touch: bool, points: Collection[int] | None
+    ) -> CacheLookup:
         """The match of a prompt that continues past the live leaf of ``path`` (:meth:`_continued`):
-        what the walk of :meth:`match` finds there, without comparing a token."""
+        what the walk of :meth:`match` finds there, without comparing a token. perf: with ``points``,
+        only the nodes at those depths are read (found by bisection: depths grow down the path), and
+        the match is taken as having passed an expired exact entry wherever it may have (then a
+        caller that needs to know asks the cache read with nothing expired)."""
+        leaf = path[-1]
         exact: list[tuple[int, str | None, float | None]] = []
         blocked = False
-        for p in path:  # root first, as the walk meets them
-            if p.mark_expires > -_INF:
-                if now is None or p.mark_expires >= now:
-                    exact.append((p.depth, p.mark_source, p.mark_ttl))
-                else:  # an expired exact entry: the match passed it
-                    blocked = True
+        if points is None:
+            for p in path:  # root first, as the walk meets them
+                if p.mark_expires > -_INF:
+                    if now is None or p.mark_expires >= now:
+                        exact.append((p.depth, p.mark_source, p.mark_ttl))
+                    else:  # an expired exact entry: the match passed it
+                        blocked = True
+        else:
+            blocked = now is not None and self._marked
+            for depth in sorted({d for d in points if d > 0}):
+                if depth > leaf.depth:
+                    break
+                p = path[bisect.bisect_left(path, depth, key=_DEPTH)]
+                if p.depth == depth and p.mark_expires > -_INF and (now is None or p.mark_expires >= now):
+                    exact.append((depth, p.mark_source, p.mark_ttl))
         self._blocked = blocked
         if touch:
-            tick = next(self._clock)
-            for p in path:
-                p.tick = tick
-        return CacheLookup(path[-1].depth, path[-1].source, False, tuple(exact))
+            mark_used(leaf, next(self._clock))
+        return CacheLookup(leaf.depth, leaf.source, False, tuple(exact))
 
     # -- inserting ------------------------------------------------------------------------------
 
@@ -316,7 +323,9 @@ class RadixCache:
         assert parent is not None
         self._paths.clear()  # the paths through ``child`` gain ``upper``
         upper = _Node(child.edge[:k].copy(), parent, child.depth - child.edge.shape[0] + k)
-        upper.expires, upper.tick, upper.source = child.expires, child.tick, child.source
+        # what was held for ``child`` was held for the run's upper part (the same refreshes passed it)
+        upper.expires, upper.tick, upper.source, upper.written = child.expires, child.tick, child.source, child.written
+        upper.stale = child.stale
         child.edge = child.edge[k:].copy()
         child.buffer = None
         child.parent = upper
@@ -358,23 +367,30 @@ class RadixCache:
         if continued is not None:  # the walk below would refresh that path and grow its leaf
             node, pos = self._extend(continued, tokens, expires, tick, source), n
         on_path = self._resume_path(resume) if continued is None else None
+        walked = 0
         while pos < n:
             first = int(tokens[pos])
             child = node.children.get(first)
             if child is None:
+                if node is not self._root:  # the walk refreshed the path to ``node``, then grows past it
+                    stamp(node, expires, tick, source)
                 node = self._grow(node, tokens, pos, expires, tick, source)
                 break
             edge = child.edge
             m = min(edge.shape[0], n - pos)
-            skip = min(on_path[1] - pos, m) if on_path is not None and child in on_path[0] else 0
-            k = max(skip, 0) + _shared(edge[max(skip, 0) : m], tokens[pos + max(skip, 0) : pos + m])
+            on = on_path is not None and walked < len(on_path[0]) and on_path[0][walked] is child
+            skip = max(min(on_path[1] - pos, m), 0) if on and on_path is not None else 0
+            k = skip + _shared(edge[skip:m], tokens[pos + skip : pos + m])
             if k < edge.shape[0]:
                 child = self._split(child, k)
-            child.expires = max(child.expires, expires)
-            child.tick, child.source = tick, source
             node = child
             pos += k
+            walked += 1
+        else:
+            if continued is None:  # the walk refreshed the path to the node it ends in
+                stamp(node, expires, tick, source)
         if exact:
+            self._marked = True
             node.mark_source, node.mark_ttl = source, ttl
             node.mark_expires = max(node.mark_expires, expires)
         if cursor is not None:
@@ -386,11 +402,10 @@ class RadixCache:
         self, path: list[_Node], tokens: np.ndarray, expires: float, tick: int, source: str | None
     ) -> _Node:
         """Store ``tokens`` (int64) along a continuation's ``path`` (:meth:`_continued`, which they
-        cover): refresh the path, grow its leaf by the tokens past it; the node they end in."""
-        for p in path:
-            p.expires = expires if p.expires < expires else p.expires
-            p.tick, p.source = tick, source
+        cover): refresh the path (held by its leaf), grow its leaf by the tokens past it; the node
+        they end in."""
         leaf = path[-1]
+        stamp(leaf, expires, tick, source)
         if tokens.shape[0] > leaf.depth:
             return self._grow(leaf, tokens, leaf.depth, expires, tick, source)
         return leaf
@@ -398,8 +413,8 @@ class RadixCache:
     def _grow(
         self, node: _Node, tokens: np.ndarray, pos: int, expires: float, tick: int, source: str | None
     ) -> _Node:
-        """Store ``tokens[pos:]`` below ``node`` (a new leaf, or ``node``'s run extended); the node
-        they end in."""
+        """Store ``tokens[pos:]`` below ``node``, which the write refreshed (a new leaf, or ``node``'s
+        run extended); the node they end in."""
         n = int(tokens.shape[0])
         self._tokens += n - pos
         tail = tokens[pos:]
@@ -427,7 +442,7 @@ class RadixCache:
             return node
         leaf = _Node(tail if self.share_tokens and not tokens.flags.writeable else tail.copy(), node, n)
         node.children[int(tail[0])] = leaf
-        leaf.expires, leaf.tick, leaf.source = expires, tick, source
+        leaf.expires, leaf.tick, leaf.source, leaf.written = expires, tick, source, tick
         return leaf
 
     # -- eviction -------------------------------------------------------------------------------
@@ -436,7 +451,7 @@ class RadixCache:
         """Drop ``excess`` tokens: expired leaves first, then least recently used ones."""
 
         def key(node: _Node) -> tuple[int, int, int]:
-            return (0 if not self._alive(node, now) else 1, node.tick, id(node))
+            return (0 if not alive(node, now) else 1, node.tick, id(node))  # a leaf: its values exact
 
         self._pruned = True
         self._paths.clear()  # runs are removed
@@ -453,6 +468,7 @@ class RadixCache:
                 leaf.mark_expires, leaf.mark_source, leaf.mark_ttl = -_INF, None, None
                 self._tokens -= excess
                 return
+            absorb(parent, leaf)  # the refreshes held by the leaf passed its parent
             del parent.children[int(leaf.edge[0])]
             leaf.parent = None  # removed: no cursor resumes from it
             self._tokens -= size
@@ -467,8 +483,9 @@ class RadixCache:
         while stack:
             node = stack.pop()
             for first, child in list(node.children.items()):
-                if child.expires < now:
-                    freed += sum(int(d.edge.shape[0]) for d in _subtree(child))
+                if not alive(child, now):  # settled: what it held passed ``node``
+                    absorb(node, child)
+                    freed += sum(int(d.edge.shape[0]) for d in subtree(child))
                     del node.children[first]
                     child.parent = None
                 else:
@@ -487,9 +504,10 @@ class RadixCache:
         while stack:
             node = stack.pop()
             for first, child in list(node.children.items()):
-                if child.expires < before:
+                if not alive(child, before):  # settled: what it held passed ``node``
+                    absorb(node, child)
                     del node.children[first]
-                    for gone in list(_subtree(child)):
+                    for gone in list(subtree(child)):
                         freed += int(gone.edge.shape[0])
                         gone.children, gone.parent = {}, None
                 else:
@@ -497,14 +515,6 @@ class RadixCache:
         self._tokens -= freed
         self._paths = self._paths if not freed else {}  # runs were removed
         return freed
-
-
-def _subtree(node: _Node) -> Iterator[_Node]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(n.children.values())
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -666,7 +676,7 @@ class CacheSimulator:
         """(cached tokens, source) of ``prompt`` in a shadow cache (None without one)."""
         if cache is None:
             return None, None
-        found = cache.match(prompt, now, touch=False, known=known, resume=resume)
+        found = cache.match(prompt, now, touch=False, known=known, resume=resume, points=plan.lookup_points)
         cached = self.model.cached_tokens(plan, found.prefix_tokens, [n for n, _, _ in found.exact_entries])
         return cached, found.source
 
@@ -687,7 +697,8 @@ class CacheSimulator:
         self._release(now)
         prompt = np.asarray(tokens)[: plan.prompt_len]
         resume = self._resume(session, shared, self._latest.get(session)) if session is not None else None
-        found = self.cache.match(prompt, now, known=known, resume=resume)
+        # the model reads an exact entry only at a lookup point (where it has them)
+        found = self.cache.match(prompt, now, known=known, resume=resume, points=plan.lookup_points)
         blocked = self.cache._blocked
         exact = [length for length, _, _ in found.exact_entries]
         cached = self.model.cached_tokens(plan, found.prefix_tokens, exact)
@@ -748,7 +759,7 @@ class CacheSimulator:
         """
         found: set[str] = {p.source for _, _, p in self._pending if p.source is not None}
         for cache, _ in self._caches():
-            for node in cache._nodes():
+            for node in cache._settled_nodes():
                 if node.source is not None:
                     found.add(node.source)
                 if node.mark_source is not None:
@@ -826,8 +837,9 @@ class CacheSimulator:
             path = cache._continued(resume, min(plan.prompt_len, int(tokens.shape[0])))
             if (
                 path is not None
-                and all(p.mark_expires == -_INF for p in path)  # no exact entry to read
-                and (now is None or all(p.expires >= now for p in path))
+                # no exact entry to read; the path is alive where its leaf is
+                and (not cache._marked or all(p.mark_expires == -_INF for p in path))
+                and (now is None or path[-1].expires >= now)
             ):
                 model = self.model
                 cached = model.cached_tokens(plan, path[-1].depth, ())

@@ -765,3 +765,206 @@ def test_a_kept_path_whose_run_was_split_reads_the_new_node() -> None:
     found = c.match(np.arange(6), resume=("s", 4))
     assert found.prefix_tokens == 4 and found.exact_entries == ((2, "x", None),)
     assert found == c.match(np.arange(6))
+
+
+# ---------------------------------------------------------------------------------------------------
+# property: a long conversation, its refresh held by its leaf, answers like the reference simulator
+#
+# RadixCache keeps a write's or a read's refresh at the node its path ends in and lets the nodes above
+# take it when they are read (promptkit/analysis/_radix_node.py): a conversation's next call costs its
+# new nodes, not its path. Long chains with other sessions interleaved (sub-agents from the shared
+# head, forks, ended sessions), capacity eviction (LRU order: the ticks), TTL expiry, exact entries
+# read at lookup points and the calls named as sources must all be what the reference finds.
+
+
+def _ref_sources(sim: Any) -> set[str]:
+    """The sources a reference simulator's trees name (its runs' and its exact entries')."""
+    found: set[str] = set()
+    for cache in (sim.cache, sim._keep_all, sim._keep_ttl):
+        for node in [] if cache is None else cache._nodes():
+            found |= {s for s in (node.source, node.mark_source) if s is not None}
+    return found
+
+
+@st.composite
+def long_conversations(draw: st.DrawFn) -> tuple[Any, list[tuple[Any, list[int], int, list[int], float | None, float]]]:
+    """A cache model and the calls ``(session, tokens, prompt length, message ends, time, ttl)`` of one
+    conversation of 30 to 120 calls, mostly continuing its previous call whole, now and then cut back
+    to its head (a compaction), with sub-agents interleaved (they start from the shared head, continue,
+    and end: a session ``None`` is the end of the one before). The contents come from a drawn seed."""
+    import random
+
+    exact = draw(st.booleans())
+    ttl = draw(st.sampled_from([None, 30.0, 300.0]))
+    capacity = draw(st.sampled_from([None, None, 40, 150, 400]))
+    if exact:
+        model: Any = BreakpointCache(min_tokens=0, ttl=ttl or 30.0, capacity=capacity, lookback=draw(st.integers(1, 4)))
+    else:
+        model = UnitPrefixCache(unit=draw(st.sampled_from([1, 4])), ttl=ttl, capacity=capacity)
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    others, timed = draw(st.integers(0, 3)), draw(st.booleans())
+    gaps = draw(st.sampled_from([(0.0, 1.0, 5.0), (1.0, 5.0, 40.0), (0.0, 1.0, 40.0, 400.0)]))
+    head = [rng.randrange(4) for _ in range(rng.randrange(1, 7))]
+    sessions: dict[Any, tuple[list[int], list[int]]] = {}
+    now, calls, count = 0.0, [], 0
+    for _ in range(draw(st.integers(30, 120))):
+        s: Any = "main" if not others or rng.random() < 0.6 else f"agent{rng.randrange(others)}.{count}"
+        if s != "main" and rng.random() < 0.15:  # an agent ends; its next call starts a new one
+            calls.append((None, [], 0, [], None, 0.0))
+            count += 1
+            continue
+        tokens, ends = sessions.get(s, ([], []))
+        if not tokens or rng.random() < 0.04:  # a first call, or a compaction: back to the head
+            tokens, ends = list(head), [len(head)]
+        for _ in range(rng.randrange(1, 4)):  # the answer and the next messages
+            tokens = tokens + [rng.randrange(8) for _ in range(rng.randrange(1, 5))]
+            ends = [*ends, len(tokens)]
+        now += rng.choice(gaps)
+        ttl_call = model.ttl if rng.random() < 0.85 else (model.ttl or 30.0) * 20
+        calls.append((s, tokens, ends[-2] if len(ends) > 1 and not exact else len(tokens), ends, now if timed else None, ttl_call))
+        sessions[s] = (tokens, ends)
+    return model, calls
+
+
+def _chain_plan(model: Any, tokens: list[int], prompt_len: int, ends: list[int], ttl: float | None) -> CachePlan:
+    """A breakpoint model's plan: exact entries at the head's end and the prompt's, read at the
+    ``lookback`` message ends up to each; an any-prefix model's: the whole call."""
+    if isinstance(model, BreakpointCache):
+        points: set[int] = set()
+        breakpoints = sorted({ends[0], prompt_len})
+        for bp in breakpoints:
+            upto = [e for e in ends if e <= bp]
+            points.update(upto[-model.lookback :])
+        entries = tuple(CacheEntry(bp, ttl, True) for bp in breakpoints)
+        return CachePlan(prompt_len, entries, tuple(sorted(points)), tuple(breakpoints))
+    return CachePlan(prompt_len, (CacheEntry(len(tokens), ttl),))
+
+
+@pytest.mark.slow
+@given(workload=long_conversations())
+@settings(max_examples=150, deadline=None)
+def test_a_long_conversation_with_agents_between_answers_like_the_reference(
+    workload: tuple[Any, list[tuple[Any, list[int], int, list[int], float | None, float]]],
+) -> None:
+    from tests.analysis import simulator_reference as ref
+
+    model, calls = workload
+    old, new = ref.CacheSimulator(model), CacheSimulator(model)
+    last: dict[Any, list[int]] = {}
+    previous: Any = None
+    for k, (s, tokens, prompt_len, ends, now, ttl) in enumerate(calls):
+        if s is None:  # the session before ended
+            if previous is not None:
+                new.end_session(previous)
+            continue
+        plan = _chain_plan(model, tokens, prompt_len, ends, ttl)
+        array = np.array(tokens, dtype=np.int64)
+        expected = attrs.astuple(old.step(array, plan, now, f"r{k}"))
+        got = attrs.astuple(new.step(array, plan, now, f"r{k}", session=s, shared=_lcp(last.get(s, []), tokens)))
+        assert got == expected, k
+        last[s], previous = tokens, s
+        keep_all = new.cache if new._all_in_cache else new._keep_all
+        for mine, theirs in ((new.cache, old.cache), (keep_all, old._keep_all), (new._keep_ttl, old._keep_ttl)):
+            assert mine is None or theirs is None or mine.stored_tokens == theirs.stored_tokens, k
+        if k % 20 == 19 or k == len(calls) - 1:  # the calls the trees name as sources
+            assert new.sources() == _ref_sources(old), k
+    event(f"{type(model).__name__}, capacity {model.capacity}")
+
+
+@st.composite
+def cache_operations(draw: st.DrawFn) -> tuple[int | None, list[tuple[str, list[int], float, float, bool]]]:
+    """A capacity and a sequence of ``(operation, tokens, time step, ttl, exact or touch)`` over
+    prompts that share prefixes: inserts, matches, expiries and forgets."""
+    pool = draw(sequences())
+    ops = []
+    for _ in range(draw(st.integers(1, 40))):
+        op = draw(st.sampled_from(["insert", "insert", "match", "match", "expire", "forget"]))
+        ops.append((op, draw(st.sampled_from(pool)), draw(st.sampled_from([0.0, 1.0, 4.0, 20.0])),
+                    draw(st.sampled_from([3.0, 10.0, 100.0])), draw(st.booleans())))  # fmt: skip
+    return draw(st.sampled_from([None, 4, 8, 15, 30])), ops
+
+
+@pytest.mark.slow
+@given(workload=cache_operations())
+@settings(max_examples=400, deadline=None)
+@example(  # an expired run removed below a stale node: the node keeps the newer write that passed it
+    workload=(None, [("insert", [1, 2], 0.0, 100.0, False), ("insert", [1, 2, 3], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3], 1.0, 3.0, False), ("expire", [1, 2], 18.0, 0.0, False),
+                     ("match", [1, 2], 0.0, 0.0, True)]),
+)  # fmt: skip
+@example(  # the same, forgotten
+    workload=(None, [("insert", [1, 2], 0.0, 100.0, False), ("insert", [1, 2, 3], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3], 1.0, 3.0, False), ("forget", [1, 2], 18.0, 0.0, False),
+                     ("match", [1, 2], 0.0, 0.0, True)]),
+)  # fmt: skip
+@example(  # a run split under a stale node: its upper part takes what is held below (a later walk reads it)
+    workload=(None, [("insert", [1, 2, 3, 4], 0.0, 100.0, False), ("insert", [1, 2, 3, 4, 5], 1.0, 3.0, False),
+                     ("insert", [1, 2, 3, 4, 5, 6], 1.0, 1000.0, False), ("insert", [1, 2], 1.0, 3.0, False),
+                     ("match", [1, 2, 3, 4, 5, 6], 197.0, 0.0, True)]),
+)  # fmt: skip
+@example(  # a run held by a stale parent outlived its expired child: the parent is then evicted by its tick
+    workload=(5, [("insert", [1, 2], 0.0, 100.0, True), ("insert", [5], 1.0, 100.0, False),
+                  ("insert", [1, 2, 3], 1.0, 3.0, False), ("insert", [5], 1.0, 100.0, False),
+                  ("match", [1, 2, 3], 1.0, 0.0, True), ("insert", [7, 7, 7], 20.0, 100.0, False),
+                  ("match", [5], 0.0, 0.0, False)]),
+)  # fmt: skip
+def test_refreshes_held_below_answer_like_the_reference_radix_cache(
+    workload: tuple[int | None, list[tuple[str, list[int], float, float, bool]]],
+) -> None:
+    """Every match (its prefix, source, divergence, exact entries: all of them, or those at some
+    points), every size and every source named equal the reference tree's, where each refresh was
+    written along its whole path; a prompt resumes from the last insert that began with its first token
+    (a continuation, when it extends what that insert stored)."""
+    from tests.analysis import simulator_reference as ref
+
+    capacity, ops = workload
+    old, new = ref.RadixCache(capacity=capacity), RadixCache(capacity=capacity)
+    now, last = 0.0, {}
+    for op, tokens, step, ttl, flag in ops:
+        now += step
+        key = tokens[0] if tokens else None
+        resume = (key, _lcp(last[key], tokens)) if key in last else None
+        array = np.array(tokens, dtype=np.int64)
+        if op == "insert":
+            old.insert(array, now, ttl=ttl, source=f"w{now}", exact=flag)
+            new.insert(array, now, ttl=ttl, source=f"w{now}", exact=flag, resume=resume, cursor=key)
+            last[key] = tokens
+        elif op == "match":
+            theirs = old.match(array, now, touch=flag)
+            points = {len(tokens) // 2, len(tokens)}
+            at_points = new.match(array, now, touch=False, resume=resume, points=points)
+            assert at_points.exact_entries == tuple(e for e in theirs.exact_entries if e[0] in points)
+            assert (at_points.prefix_tokens, at_points.source) == (theirs.prefix_tokens, theirs.source)
+            assert attrs.astuple(new.match(array, now, touch=flag, resume=resume)) == attrs.astuple(theirs)
+        elif op == "expire":
+            assert new.expire(now) == old.expire(now)
+        else:  # forgetting removes what expiring removes (the reference has no forget)
+            assert new.forget_expired(now) == old.expire(now)
+        assert new.stored_tokens == old.stored_tokens
+    # at the end only: naming the sources settles every node, and what is stale must be met by the walks
+    named = {s for n in new._settled_nodes() for s in (n.source, n.mark_source) if s is not None}
+    assert named == {s for n in old._nodes() for s in (n.source, n.mark_source) if s is not None}
+
+
+def test_a_continued_read_at_lookup_points_tells_an_expired_entry_from_one_never_stored() -> None:
+    """A continuing prompt whose lookup points pass an expired exact entry (below its live leaf, which
+    is not a lookup point) reads the live one above it, and says what it would have read had nothing
+    expired, and who wrote it, as the reference does."""
+    from tests.analysis import simulator_reference as ref
+
+    model = BreakpointCache(min_tokens=0, ttl=10.0)
+    new, old = CacheSimulator(model), ref.CacheSimulator(model)
+    calls = [  # (tokens, time, entries (length, ttl), lookup points)
+        (20, 0.0, ((5, 1000.0), (20, 10.0)), (5, 20)),
+        (30, 1.0, ((5, 1000.0), (30, 100.0)), (5, 20, 30)),
+        (40, 50.0, ((5, 1000.0), (40, 100.0)), (5, 20)),  # the entry at 20 expired at 11; the leaf (30) lives
+    ]
+    outcomes = []
+    for k, (n, now, entries, points) in enumerate(calls):
+        plan = CachePlan(n, tuple(CacheEntry(e, ttl, True) for e, ttl in entries), points, tuple(e for e, _ in entries))
+        tokens = np.arange(n, dtype=np.int64)
+        got = new.step(tokens, plan, now, f"r{k}", session="s", shared=calls[k - 1][0] if k else 0)
+        assert attrs.astuple(got) == attrs.astuple(old.step(tokens, plan, now, f"r{k}"))
+        outcomes.append(got)
+    last = outcomes[-1]
+    assert (last.cached_tokens, last.unexpired_cached_tokens, last.lost_source) == (5, 20, "r1")
