@@ -729,11 +729,12 @@ def miss_rates(
     ``results``: the posterior mean under the Jeffreys prior, ``(misses + 1/2) / (calls + 1)``.
 
     >>> import polars as pl
-    >>> df = pl.DataFrame({"session": ["a", "a", "a", "b", "b"], "index": [0, 1, 2, 0, 1],
-    ...     "timestamp": [0.0, 5, 10, 0, 900], "predicted_cached_tokens": [900, 1000, 1200, 900, 1000],
-    ...     "reported_cached_tokens": [0, 0, 1100, 0, 950]})
-    >>> miss_rates(df, idle_seconds=300)
-    {'first': 0.8333333333333334, 'after_miss': 0.5, 'after_read': 0.5, 'after_idle': 0.5}
+    >>> df = pl.DataFrame({"session": ["a", "a", "a", "a", "b", "b", "b"], "index": [0, 1, 2, 3, 0, 1, 2],
+    ...     "timestamp": [0.0, 5, 10, 20, 0, 900, 1900],
+    ...     "predicted_cached_tokens": [900, 1000, 1200, 1300, 900, 1000, 1100],
+    ...     "reported_cached_tokens": [0, 0, 1100, 1250, 0, 950, 0]})
+    >>> miss_rates(df, idle_seconds=300)  # after a miss: a1 missed, a2 and b1 read; b2 missed 1,000 s after a read
+    {'first': 0.8333333333333334, 'after_miss': 0.375, 'after_read': 0.25, 'after_idle': 0.75}
     """
     counts = {state: [0, 0] for state in MISS_STATES if state != "after_idle" or idle_seconds is not None}
     for _, before, gap, missed in _miss_calls(results):
