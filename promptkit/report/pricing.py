@@ -218,7 +218,8 @@ def load_prices(path: str | Path) -> dict[str, ModelPrice]:
 
     JSON: ``{"model-name": {"cache_hit": 0.1, "cache_miss": 1.0, "output": 4.0, "cache_write": 1.25}}``.
     CSV: a header ``model,cache_hit,cache_miss,output`` (optional ``cache_write``, ``provider``).
-    Errors name the file (and row).
+    Either may carry a band above a prompt length (``above_tokens`` and ``above_*``, as
+    :class:`ModelPrice` has them). Errors name the file (and row) and the field.
     """
     path = Path(path)
     try:
