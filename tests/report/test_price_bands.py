@@ -164,3 +164,14 @@ def test_the_cache_clock_prices_a_long_prompt_at_its_band() -> None:
     long = price.cost(prompt=100_001, cached=1, written=0, written_1h=0, output=100)
     assert short == pytest.approx((100_000 * 0.1 + 100 * 0.5) / 1e6)
     assert long == pytest.approx((1 * 0.05 + 100_000 * 0.5 + 100 * 2.5) / 1e6)
+
+
+def test_promptkit_providers_lists_the_band() -> None:
+    from promptkit.commands.catalog import provider_rows
+
+    rows = {m["model"]: m for r in provider_rows() for m in r["priced_models"]}
+    assert (rows["claude-haiku-5-5"]["above_tokens"], rows["claude-haiku-5-5"]["above_cache_miss"]) == (
+        100_000,
+        0.5,
+    )
+    assert rows["claude-haiku-4-5"]["above_tokens"] is None
