@@ -64,9 +64,34 @@ class ClockPrice:
     output: float
     write: float | None = None
     write_1h: float | None = None
+    #: A band above a prompt length (ModelPrice's ``above_tokens`` and ``above_*``): a call whose
+    #: prompt is longer than ``above_tokens`` costs the ``above_*`` prices.
+    above_tokens: int | None = None
+    above_hit: float | None = None
+    above_miss: float | None = None
+    above_output: float | None = None
+    above_write: float | None = None
+    above_write_1h: float | None = None
 
     def cost(self, *, prompt: int, cached: int, written: int, written_1h: int, output: int) -> float:
-        """The USD cost of one call (the formula of :func:`promptkit.report.pricing.request_costs`)."""
+        """The USD cost of one call (the formula of :func:`promptkit.report.pricing.request_costs`),
+        at the band its ``prompt`` length falls in.
+
+        >>> p = ClockPrice(0.01, 0.1, 0.5, above_tokens=100, above_hit=0.05, above_miss=0.5, above_output=2.5)
+        >>> p.cost(prompt=100, cached=0, written=0, written_1h=0, output=0) * 1e6, p.cost(prompt=101, cached=0, written=0, written_1h=0, output=0) * 1e6
+        (10.0, 50.5)
+        """
+        if self.above_tokens is not None and prompt > self.above_tokens:
+            band = ClockPrice(
+                self.above_hit if self.above_hit is not None else self.hit,
+                self.above_miss if self.above_miss is not None else self.miss,
+                self.above_output if self.above_output is not None else self.output,
+                self.above_write,
+                self.above_write_1h,
+            )
+            return band.cost(
+                prompt=prompt, cached=cached, written=written, written_1h=written_1h, output=output
+            )
         write = self.miss if self.write is None else self.write
         write_1h = write if self.write_1h is None else self.write_1h
         hour = min(written_1h, written)
@@ -386,7 +411,19 @@ def clock_price(model: str | None, prices: Mapping[str, Any] | None = None) -> C
     if key is None:
         return None
     p = table[key]
-    return ClockPrice(p.cache_hit, p.cache_miss, p.output, p.cache_write, p.cache_write_1h)
+    return ClockPrice(
+        p.cache_hit,
+        p.cache_miss,
+        p.output,
+        p.cache_write,
+        p.cache_write_1h,
+        above_tokens=p.above_tokens,
+        above_hit=p.above_cache_hit,
+        above_miss=p.above_cache_miss,
+        above_output=p.above_output,
+        above_write=p.above_cache_write,
+        above_write_1h=p.above_cache_write_1h,
+    )
 
 
 def usage_call(

@@ -129,7 +129,8 @@ def _add_analyze_command(commands: Any) -> None:
         "--prices",
         metavar="FILE",
         type=Path,
-        help="JSON or CSV prices (USD per million tokens) overriding the built-in table",
+        help="JSON or CSV prices (USD per million tokens) overriding the built-in table; optional "
+        "above_tokens and above_* columns price prompts longer than above_tokens",
     )
     analyze.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     _add_engine_options(analyze)

@@ -60,7 +60,7 @@ def provider_rows() -> list[dict[str, Any]]:
     modelled), ``ttl_options`` (longer TTLs a request may ask for: ``{name: seconds}``),
     ``best_effort``, ``default_model`` and ``priced_models`` (``model, cache_hit, cache_miss, output,
     cache_write, cache_write_1h``, USD per million tokens, ``as_of``: the date the price was read,
-    ``source``)."""
+    ``source``, and the band above a prompt length: ``above_tokens`` and ``above_*``, None without one)."""
     from promptkit.providers.registry import available_providers
     from promptkit.report.pricing import resolve_prices
 
@@ -108,8 +108,14 @@ def _price_row(price: Any) -> dict[str, Any]:
         "cache_write_1h",
         "as_of",
         "source",
+        "above_tokens",  # a band above a prompt length: the prices of longer prompts (None: no band)
+        "above_cache_hit",
+        "above_cache_miss",
+        "above_output",
+        "above_cache_write",
+        "above_cache_write_1h",
     )
-    return {name: getattr(price, name) for name in fields}
+    return {name: getattr(price, name, None) for name in fields}
 
 
 def _ttl_text(row: dict[str, Any]) -> str:

@@ -514,8 +514,14 @@ def _breakpoint_targets(
 # writes, $20 1h writes, $50 output; cache hits $1 on Fable 5 and $0.25 on Fable 5.1, which do not follow
 # the multipliers (the Fable 5.1 overview, platform.claude.com/docs/en/models/fable-5-1/overview: input
 # and output prices unchanged from Fable 5, cache reads cut to a quarter), so they are given as listed.
-# Haiku 5.5 is left unpriced: its page lists two bands by prompt length (up to and over 100,000 tokens),
-# which one price per model cannot hold.
+# Haiku 5.5 is priced in two bands by prompt length (read 2026-12-08 from its page,
+# platform.claude.com/docs/en/models/haiku-5-5/overview, "Pricing": "Input $0.10 / MTok for prompts up
+# to 100,000 tokens, $0.50 / MTok for prompts over 100,000 tokens", output $0.50 / $2.50, "5m cache
+# write $0.125 / MTok for prompts up to 100,000 tokens, $0.625 / MTok for prompts over 100,000 tokens");
+# its 1-hour writes ($0.20 / $1.00) and cache hits ($0.01 / $0.05) by the caching multipliers above,
+# which its 5-minute writes follow (1.25 x input in each band). The page prices by "prompts"; promptkit
+# takes a prompt's length as the whole prompt, its cache reads and writes included (the page gives no
+# narrower count), from the reported usage where the log has it.
 _PRICE_PAGE = "https://platform.claude.com/docs/en/about-claude/pricing"
 _MODEL_PAGE = "https://platform.claude.com/docs/en/models/{}/overview"
 
@@ -540,6 +546,15 @@ def _price(
 PRICES = (
     ModelPrice("anthropic", "claude-fable-5-1", 0.25, 10.0, 50.0, 12.5, 20.0, _PRICE_PAGE, "2026-12-07"),
     ModelPrice("anthropic", "claude-fable-5", 1.0, 10.0, 50.0, 12.5, 20.0, _PRICE_PAGE, "2026-12-07"),
+    attrs.evolve(
+        _price("claude-haiku-5-5", 0.10, 0.50, "2026-12-08", "haiku-5-5"),
+        above_tokens=100_000,
+        above_cache_hit=0.05,
+        above_cache_miss=0.50,
+        above_output=2.50,
+        above_cache_write=0.625,
+        above_cache_write_1h=1.00,
+    ),
     _price("claude-opus-5-5", 4.00, 20.00, "2026-12-07", "opus-5-5"),
     _price("claude-opus-5", 5.00, 25.00, "2026-12-07", "opus-5"),
     _price("claude-sonnet-5-5", 2.00, 10.00, "2026-12-07", "sonnet-5-5"),

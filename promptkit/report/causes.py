@@ -234,7 +234,9 @@ def write_accounting(
     cached point on; it is *read* when a later call of the session reads past that point within the
     write's TTL (5 minutes; 1 hour for the 1-hour part, which comes first in the prompt). What no call
     read in time is ``wasted_*``. With ``price``, ``write_cost`` prices the 5-minute part at
-    ``cache_write`` and the 1-hour part at ``cache_write_1h`` (USD) and ``wasted_cost`` the waste.
+    ``cache_write`` and the 1-hour part at ``cache_write_1h`` (USD) and ``wasted_cost`` the waste, each
+    at the band of the request's prompt length where the price has bands (:meth:`ModelPrice.band`: the
+    reported prompt tokens, else the counted ones).
 
     Columns: ``session, index, basis, write_5m_tokens, write_1h_tokens, read_later_tokens,
     wasted_5m_tokens, wasted_1h_tokens`` (and ``write_cost, wasted_cost`` with a price).
@@ -256,6 +258,7 @@ def write_accounting(
         column("predicted_cache_write_1h_tokens"),
     )
     within = {ttl: _within_by_session(sessions, times, reads, ttl) for ttl in (TTL_1H, TTL_5M)}
+    reported_prompts, prompts = column("reported_prompt_tokens"), column("prompt_tokens")
     costs = ("write_cost", "wasted_cost") if price is not None else ()
     out: dict[str, list[Any]] = {"session": sessions, "index": column("index")}
     out |= {name: [] for name in ("basis", *_WRITE_COLUMNS, *costs)}
@@ -279,8 +282,10 @@ def write_accounting(
         out["wasted_5m_tokens"].append(five - read_5m)
         out["wasted_1h_tokens"].append(hour - read_1h)
         if price is not None:
-            p5 = price.cache_write if price.cache_write is not None else price.cache_miss
-            p1 = price.cache_write_1h if price.cache_write_1h is not None else p5
+            length = reported_prompts[k] if reported_prompts[k] is not None else prompts[k]
+            band = price.band(None if length is None else int(length))
+            p5 = band.cache_write if band.cache_write is not None else band.cache_miss
+            p1 = band.cache_write_1h if band.cache_write_1h is not None else p5
             out["write_cost"].append((five * p5 + hour * p1) / 1e6)
             out["wasted_cost"].append(((five - read_5m) * p5 + (hour - read_1h) * p1) / 1e6)
     schema: dict[str, Any] = {

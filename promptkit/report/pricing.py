@@ -28,7 +28,7 @@ import attrs
 import polars as pl
 
 from promptkit.errors import PriceError, UsageError
-from promptkit.providers.prices import ModelPrice, lookup_model
+from promptkit.providers.prices import BAND_FIELDS, ModelPrice, lookup_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from promptkit.analysis.result import AnalysisResult
@@ -94,13 +94,15 @@ _PRICE_SCHEMA: Final[dict[str, Any]] = {
     "cache_write_1h": pl.Float64,
     "source": pl.String,
     "as_of": pl.String,
+    "above_tokens": pl.Int64,
+    **dict.fromkeys(BAND_FIELDS, pl.Float64),
 }
 
 
 def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> ModelPrice:
     if not isinstance(values, Mapping):
         raise PriceError(f"{where}: the price of {model!r} must be a mapping of {', '.join(_PRICE_FIELDS)}")
-    unknown = sorted(set(values) - {*_PRICE_FIELDS, "provider", "model", "source", "as_of"})
+    unknown = sorted(set(values) - {*_PRICE_FIELDS, *_BAND_KEYS, "provider", "model", "source", "as_of"})
     if unknown:
         raise PriceError(f"{where}: unknown price field(s) {', '.join(unknown)} for {model!r}")
     missing = [f for f in ("cache_hit", "cache_miss", "output") if values.get(f) in (None, "")]
@@ -119,9 +121,39 @@ def _price_from_mapping(model: str, values: Mapping[str, Any], where: str) -> Mo
             else None,
             source=str(values["source"]) if values.get("source") not in (None, "") else where,
             as_of=str(values["as_of"]) if values.get("as_of") not in (None, "") else None,
+            above_tokens=_whole_tokens(values.get("above_tokens"), model),
+            **{name: _band_value(values.get(name), name, model) for name in BAND_FIELDS},
         )
+    except PriceError as exc:
+        raise PriceError(f"{where}: {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise PriceError(f"{where}: bad price for {model!r}: {exc}") from exc
+
+
+_BAND_KEYS: Final[tuple[str, ...]] = ("above_tokens", *BAND_FIELDS)
+
+
+def _whole_tokens(value: Any, model: str) -> int | None:
+    """``above_tokens`` of a price file: empty -> None, else a whole number (``100000``, ``"100000"``)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    raise PriceError(f"price {model}.above_tokens must be a whole number of tokens >= 1, got {value!r}")
+
+
+def _band_value(value: Any, name: str, model: str) -> float | None:
+    """One ``above_*`` price of a price file: empty -> None, else a number."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise PriceError(f"price {model}.{name} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except ValueError as exc:
+        raise PriceError(f"price {model}.{name} must be a number, got {value!r}") from exc
 
 
 #: What ``prices=`` accepts: model -> ModelPrice or a mapping of its fields, or a DataFrame.
@@ -186,7 +218,8 @@ def load_prices(path: str | Path) -> dict[str, ModelPrice]:
 
     JSON: ``{"model-name": {"cache_hit": 0.1, "cache_miss": 1.0, "output": 4.0, "cache_write": 1.25}}``.
     CSV: a header ``model,cache_hit,cache_miss,output`` (optional ``cache_write``, ``provider``).
-    Errors name the file (and row).
+    Either may carry a band above a prompt length (``above_tokens`` and ``above_*``, as
+    :class:`ModelPrice` has them). Errors name the file (and row) and the field.
     """
     path = Path(path)
     try:
@@ -265,6 +298,17 @@ def _with_prices(
     return work.join(price_rows.drop("provider"), on="_model", how="left", maintain_order="left")
 
 
+def _pick_bands(work: pl.DataFrame, length: pl.Expr) -> pl.DataFrame:
+    """``work`` with each request's price columns set to its band: the ``above_*`` prices where its
+    prompt ``length`` (the whole prompt, reported where known, else counted) is over ``above_tokens``.
+    A price without a band (``above_tokens`` null) keeps its prices on every request."""
+    over = (length > pl.col("above_tokens")).fill_null(value=False)
+    return work.with_columns(
+        pl.when(over).then(pl.col(f"above_{name}")).otherwise(pl.col(name)).alias(name)
+        for name in _PRICE_FIELDS
+    )
+
+
 def _prompt_cost(prompt: pl.Expr, cached: pl.Expr, written: pl.Expr, hour: pl.Expr) -> pl.Expr:
     """The USD cost of ``prompt`` tokens of which ``cached`` were read from the cache and ``written``
     written to it (``hour`` of them for an hour), at the priced model's columns."""
@@ -289,6 +333,10 @@ def request_costs(
 
     The priced model is ``model`` if given, else the request's ``model`` column (when the log recorded
     it), else the provider profile's ``default_model`` (``provider`` or ``result.provider``).
+    A price with a band above a prompt length (``above_tokens``, see
+    :class:`~promptkit.providers.prices.ModelPrice`) prices each request by the band its whole prompt
+    falls in: the reported prompt tokens where the log has usage, else promptkit's count; the same band
+    for every cost column of that request.
     Prompt tokens are billed: cached at ``cache_hit``, written to the cache (optional columns
     ``predicted_cache_write_tokens`` / ``reported_cache_write_tokens``) at ``cache_write`` — of which the
     1-hour writes (``*_cache_write_1h_tokens``) at ``cache_write_1h`` — the rest at ``cache_miss``.
@@ -305,12 +353,13 @@ def request_costs(
     table = resolve_prices(prices)
     provider = provider or provider_name(result)
     work = _with_prices(frame, table, model, provider, missing)
+    reported = has_reported(frame)
+    rp = pl.when(reported).then(col_or_null(frame, "reported_prompt_tokens")).cast(pl.Int64)
+    work = _pick_bands(work, pl.coalesce(rp, pl.col("prompt_tokens").cast(pl.Int64)))
     output = pl.coalesce(
         col_or_null(frame, "reported_completion_tokens"), col_or_null(frame, "completion_tokens")
     ).cast(pl.Int64)
-    reported = has_reported(frame)
     output_cost = output.fill_null(0) * pl.col("output") / MILLION
-    rp = pl.when(reported).then(col_or_null(frame, "reported_prompt_tokens")).cast(pl.Int64)
     rc = pl.when(reported).then(col_or_null(frame, "reported_cached_tokens")).cast(pl.Int64)
     pw = col_or_null(frame, "predicted_cache_write_tokens").fill_null(0)
     rw = col_or_null(frame, "reported_cache_write_tokens").fill_null(0)
