@@ -79,3 +79,32 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from promptkit.analysis.executors import start_fork_server
 
         start_fork_server(POOL_TOKENIZERS)
+
+
+#: ``(records, options, advice)`` of every :func:`~promptkit.whatif.advice.lint_advice` made through
+#: :func:`shared_lint_advice` in this session.
+_LINT_ADVICE: list[tuple[Any, dict[str, Any], Any]] = []
+
+
+@pytest.fixture
+def shared_lint_advice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``promptkit lint``'s advice (its replays are most of its time) made once per session for the same
+    records and options, so tests that print one log's lint as text and as JSON, through the command
+    line and through :func:`~promptkit.commands.lint.run_lint`, replay it once. Records that differ in
+    anything (an ``attrs`` comparison) get their own; a :class:`~promptkit.whatif.advice.LintAdvice`
+    is immutable, so sharing it is safe."""
+    from promptkit.layout import LoadResult
+    from promptkit.whatif import advice
+
+    made = advice.lint_advice
+
+    def once(records: Any, **options: Any) -> Any:
+        key = records if isinstance(records, LoadResult) else tuple(records)
+        for seen, seen_options, done in _LINT_ADVICE:
+            if seen_options == options and seen == key:
+                return done
+        done = made(key, **options)
+        _LINT_ADVICE.append((key, options, done))
+        return done
+
+    monkeypatch.setattr(advice, "lint_advice", once)

@@ -85,6 +85,7 @@ def test_lint_and_analyze_name_the_same_head_changes(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_lint_names_the_system_prompt_change_and_its_measured_fix_with_every_move() -> None:
     code, out, _ = run("lint", BEFORE)
     assert code == 0

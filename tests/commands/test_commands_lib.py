@@ -104,6 +104,7 @@ def test_run_check_passes_and_fails_on_the_thresholds() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_run_lint_json_and_text() -> None:
     bundled = ROOT / "promptkit" / "data" / "default-session.jsonl"
     items = json.loads(run_lint([bundled], as_json=True))

@@ -26,6 +26,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_following_the_first_lint_finding_as_printed_gives_the_promised_hit_ratio() -> None:
     code, out, err = _run(["lint"])  # the bundled log, as the README writes it
     assert code == 0 and "no PATH given, analyzing the bundled log" in err
