@@ -323,6 +323,7 @@ def test_whatif_suggest_never_shows_a_why_whose_two_sides_read_the_same(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_the_advice_fix_table_lists_each_fix_once_with_its_whole_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

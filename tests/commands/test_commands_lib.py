@@ -73,6 +73,7 @@ def test_run_analyze_writes_the_formats_asked_and_holds_what_is_printed(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_run_analyze_with_advice_puts_break_fixes_after_largest_breaks(tmp_path: Path) -> None:
     run = run_analyze([BEFORE], out=tmp_path, formats=["csv"], advice=True, replay_args="log.jsonl")
     names = list(run.tables)

@@ -109,6 +109,7 @@ def test_whatif_suggest_shows_costs_apart_with_their_trade_off(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_lint_advice")
 def test_analyze_advice_gives_each_break_a_fix_that_holds(tmp_path: Path) -> None:
     code, out, _ = _run(["analyze", "--advice", "--json", "--no-plots", "--out", str(tmp_path)])
     assert code == 0
