@@ -81,30 +81,37 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         start_fork_server(POOL_TOKENIZERS)
 
 
-#: ``(records, options, advice)`` of every :func:`~promptkit.whatif.advice.lint_advice` made through
-#: :func:`shared_lint_advice` in this session.
-_LINT_ADVICE: list[tuple[Any, dict[str, Any], Any]] = []
+
+#: ``(function name, records, options, answer)`` of every :func:`~promptkit.whatif.advice.lint_advice` and
+#: :func:`~promptkit.whatif.suggestions.suggest` made through :func:`shared_replays` in this session.
+_REPLAYED: list[tuple[str, Any, dict[str, Any], Any]] = []
 
 
 @pytest.fixture
-def shared_lint_advice(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``promptkit lint``'s advice (its replays are most of its time) made once per session for the same
-    records and options, so tests that print one log's lint as text and as JSON, through the command
-    line and through :func:`~promptkit.commands.lint.run_lint`, replay it once. Records that differ in
-    anything (an ``attrs`` comparison) get their own; a :class:`~promptkit.whatif.advice.LintAdvice`
-    is immutable, so sharing it is safe."""
+def shared_replays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``promptkit lint``'s advice and ``whatif --suggest``'s suggestions (their replays are most of
+    their time) made once per session for the same records and options, so tests that print one log's
+    lint as text and as JSON, through the command line and through the library, ``analyze --advice``
+    and ``whatif --suggest`` on the same log, replay it once. Records that differ in anything (an
+    ``attrs`` comparison) or other options get their own. A
+    :class:`~promptkit.whatif.advice.LintAdvice` and a :class:`~promptkit.whatif.suggestions.Suggestion`
+    are immutable; each caller gets its own list of suggestions."""
     from promptkit.layout import LoadResult
-    from promptkit.whatif import advice
+    from promptkit.whatif import advice, suggestions
 
-    made = advice.lint_advice
+    def once(name: str, made: Callable[..., Any], copy: Callable[[Any], Any]) -> Callable[..., Any]:
+        def call(records: Any, **options: Any) -> Any:
+            key = records if isinstance(records, LoadResult) else tuple(records)
+            for seen_name, seen, seen_options, done in _REPLAYED:
+                if seen_name == name and seen_options == options and seen == key:
+                    return copy(done)
+            done = made(key, **options)
+            _REPLAYED.append((name, key, options, done))
+            return copy(done)
 
-    def once(records: Any, **options: Any) -> Any:
-        key = records if isinstance(records, LoadResult) else tuple(records)
-        for seen, seen_options, done in _LINT_ADVICE:
-            if seen_options == options and seen == key:
-                return done
-        done = made(key, **options)
-        _LINT_ADVICE.append((key, options, done))
-        return done
+        return call
 
-    monkeypatch.setattr(advice, "lint_advice", once)
+    shared_suggest = once("suggest", suggestions.suggest, list)
+    monkeypatch.setattr(suggestions, "suggest", shared_suggest)
+    monkeypatch.setattr(advice, "suggest", shared_suggest)
+    monkeypatch.setattr(advice, "lint_advice", once("lint_advice", advice.lint_advice, lambda a: a))

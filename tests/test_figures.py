@@ -550,6 +550,7 @@ def _shown_commands(text: str) -> list[tuple[list[str], str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_the_whatif_commands_print_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
