@@ -79,3 +79,39 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from promptkit.analysis.executors import start_fork_server
 
         start_fork_server(POOL_TOKENIZERS)
+
+
+
+#: ``(function name, records, options, answer)`` of every :func:`~promptkit.whatif.advice.lint_advice` and
+#: :func:`~promptkit.whatif.suggestions.suggest` made through :func:`shared_replays` in this session.
+_REPLAYED: list[tuple[str, Any, dict[str, Any], Any]] = []
+
+
+@pytest.fixture
+def shared_replays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``promptkit lint``'s advice and ``whatif --suggest``'s suggestions (their replays are most of
+    their time) made once per session for the same records and options, so tests that print one log's
+    lint as text and as JSON, through the command line and through the library, ``analyze --advice``
+    and ``whatif --suggest`` on the same log, replay it once. Records that differ in anything (an
+    ``attrs`` comparison) or other options get their own. A
+    :class:`~promptkit.whatif.advice.LintAdvice` and a :class:`~promptkit.whatif.suggestions.Suggestion`
+    are immutable; each caller gets its own list of suggestions."""
+    from promptkit.layout import LoadResult
+    from promptkit.whatif import advice, suggestions
+
+    def once(name: str, made: Callable[..., Any], copy: Callable[[Any], Any]) -> Callable[..., Any]:
+        def call(records: Any, **options: Any) -> Any:
+            key = records if isinstance(records, LoadResult) else tuple(records)
+            for seen_name, seen, seen_options, done in _REPLAYED:
+                if seen_name == name and seen_options == options and seen == key:
+                    return copy(done)
+            done = made(key, **options)
+            _REPLAYED.append((name, key, options, done))
+            return copy(done)
+
+        return call
+
+    shared_suggest = once("suggest", suggestions.suggest, list)
+    monkeypatch.setattr(suggestions, "suggest", shared_suggest)
+    monkeypatch.setattr(advice, "suggest", shared_suggest)
+    monkeypatch.setattr(advice, "lint_advice", once("lint_advice", advice.lint_advice, lambda a: a))

@@ -85,6 +85,7 @@ def test_lint_and_analyze_name_the_same_head_changes(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_lint_names_the_system_prompt_change_and_its_measured_fix_with_every_move() -> None:
     code, out, _ = run("lint", BEFORE)
     assert code == 0
@@ -322,6 +323,7 @@ def test_whatif_suggest_never_shows_a_why_whose_two_sides_read_the_same(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_the_advice_fix_table_lists_each_fix_once_with_its_whole_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -118,6 +118,7 @@ def test_the_header_reads_provider_assumed_as_a_field_never_the_note_text() -> N
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_lint_json_gives_each_finding_its_measured_fix() -> None:
     code, out, _ = _run("lint", "--json")
     assert code == 0

@@ -70,6 +70,7 @@ def _link(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if command_lines(p)], ids=lambda p: str(p.relative_to(ROOT))
 )
+@pytest.mark.usefixtures("shared_replays")
 def test_the_commands_of_a_page_run_as_written(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -172,14 +172,14 @@ def benchmarks() -> dict[str, Any]:
     """Both benchmarks run with their defaults: the rows of trim_policies (every configuration, every
     provider, and DeepSeek with cl100k_base in the two compared configurations) and the two tables of
     whatif_tradeoffs."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     from benchmarks import trim_policies, whatif_tradeoffs
+    from promptkit.analysis.executors import ProcessPool
 
     trim_work = trim_policies.tasks()
     whatif_work = whatif_tradeoffs.tasks()
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+    # forked from the session's fork server (tests/conftest.py), which has the three tokenizers loaded:
+    # two spawned workers would each import the analysis and load them again
+    with ProcessPool(2, tokenizers=("deepseek", "o200k_base", "cl100k_base")) as pool:
         # the trimming replays (the largest budgets first), then the what-if replays (most expensive first):
         # the cheap ones last, so that the two workers finish together
         trim_futures = [pool.submit(trim_policies.measure, t) for t in trim_work]
@@ -550,6 +550,7 @@ def _shown_commands(text: str) -> list[tuple[list[str], str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_the_whatif_commands_print_what_the_page_shows(monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 

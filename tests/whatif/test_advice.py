@@ -26,6 +26,7 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_following_the_first_lint_finding_as_printed_gives_the_promised_hit_ratio() -> None:
     code, out, err = _run(["lint"])  # the bundled log, as the README writes it
     assert code == 0 and "no PATH given, analyzing the bundled log" in err
@@ -108,6 +109,7 @@ def test_whatif_suggest_shows_costs_apart_with_their_trade_off(tmp_path: Path) -
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shared_replays")
 def test_analyze_advice_gives_each_break_a_fix_that_holds(tmp_path: Path) -> None:
     code, out, _ = _run(["analyze", "--advice", "--json", "--no-plots", "--out", str(tmp_path)])
     assert code == 0
