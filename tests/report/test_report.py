@@ -423,7 +423,8 @@ def test_builtin_prices_are_complete_and_cheaper_when_cached() -> None:
     frame = report.prices_frame()
     assert set(frame.columns) == {
         "provider", "model", "cache_hit", "cache_miss", "output", "cache_write", "cache_write_1h",
-        "source", "as_of",
+        "source", "as_of", "above_tokens", "above_cache_hit", "above_cache_miss", "above_output",
+        "above_cache_write", "above_cache_write_1h",
     }  # fmt: skip
     # every built-in price is dated and names the page it was read from
     for price in report.pricing.builtin_prices().values():
