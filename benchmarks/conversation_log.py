@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from whole_history import _PARSE, ROOT, Measured, _fmt, _ratio, _sizes, run_child
+from whole_history import _PARSE, Measured, _fmt, _ratio, _sizes, add_revisions, revisions_of, run_child
 
 _WORDS = (
     "cache prefix token request session model prompt history answer question context window layout "
@@ -132,13 +132,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="write the logs here and keep them")
     parser.add_argument("--no-parse", action="store_true", help="leave out the JSON-parse bound")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds a child may run")
-    parser.add_argument(
-        "--revision", action="append", default=[], metavar="LABEL=PATH",
-        help="a revision to measure: the PYTHONPATH of its checkout (repeatable; default: this one)",
-    )  # fmt: skip
+    add_revisions(parser)
     args = parser.parse_args(argv)
-    revisions = dict(r.split("=", 1) for r in args.revision) or {"this": str(ROOT)}
-    revisions = {label: str(Path(path).resolve()) for label, path in revisions.items()}
+    revisions = revisions_of(args)
     work = args.keep or Path(tempfile.mkdtemp(prefix="conversation-log-"))
     print(f"{'requests':>10}  {'MB':>7}  {'JSON-parse bound':<30}  revision  {'analyze: wall (cpu) peak RSS':<30}"
           "  req/cpu s  x parse (cpu)", flush=True)  # fmt: skip

@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from whole_history import write_corpus
+from whole_history import add_revisions, revisions_of, write_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The bundled real agent runs :func:`write_agent_runs` copies (folders, relative to the repository root).
@@ -185,12 +185,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=30, help="copies of the bundled agent runs (30)")
     parser.add_argument("--repeat", type=int, default=1, help="runs of each pair; the fastest is kept")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a command may run (600)")
-    parser.add_argument(
-        "--revision", action="append", default=[], metavar="LABEL=PATH",
-        help="a revision to measure: the PYTHONPATH of its checkout (repeatable; default: this one)",
-    )  # fmt: skip
+    add_revisions(parser)
     args = parser.parse_args(argv)
-    revisions = dict(r.split("=", 1) for r in args.revision) or {"this": str(ROOT)}
+    revisions = revisions_of(args)
     work = Path(tempfile.mkdtemp(prefix="jobs-cli-"))
     try:
         history, runs = work / "history", work / "runs"

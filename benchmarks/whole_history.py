@@ -330,6 +330,20 @@ def _sizes(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+def add_revisions(parser: argparse.ArgumentParser) -> None:
+    """The ``--revision LABEL=PATH`` option every benchmark of this family takes (repeatable)."""
+    parser.add_argument(
+        "--revision", action="append", default=[], metavar="LABEL=PATH",
+        help="a revision to measure: the PYTHONPATH of its checkout (repeatable; default: this one)",
+    )  # fmt: skip
+
+
+def revisions_of(args: argparse.Namespace) -> dict[str, str]:
+    """The revisions ``--revision`` named, label -> absolute PYTHONPATH (default: this checkout)."""
+    revisions = dict(r.split("=", 1) for r in args.revision) or {"this": str(ROOT)}
+    return {label: str(Path(path).resolve()) for label, path in revisions.items()}
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=_sizes, default=[5, 20], help="N of the N x corpus (default 5,20)")
@@ -338,14 +352,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-jobs", action="store_true", help="leave out --jobs 2 vs --jobs 1")
     parser.add_argument("--tokenize", action="store_true", help="also measure tokenizing each piece once")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a child may run (default 600)")
-    parser.add_argument(
-        "--revision", action="append", default=[], metavar="LABEL=PATH",
-        help="a revision to measure: the PYTHONPATH of its checkout (repeatable; default: this one)",
-    )  # fmt: skip
+    add_revisions(parser)
     args = parser.parse_args(argv)
     copies, chain = ([2, 4], [500, 1000]) if args.quick else (args.copies, args.chain)
-    revisions = dict(r.split("=", 1) for r in args.revision) or {"this": str(ROOT)}
-    revisions = {label: str(Path(path).resolve()) for label, path in revisions.items()}
+    revisions = revisions_of(args)
     work = Path(tempfile.mkdtemp(prefix="whole-history-"))
     try:
         folders = bench_corpus(work, copies, revisions, args.timeout) if copies else {}

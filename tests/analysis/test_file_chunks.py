@@ -18,15 +18,7 @@ from promptkit.analysis import spec as specs
 from promptkit.analysis.api import analyze
 from promptkit.analysis.executors import JOBS_MIN_BYTES, jobs_min_bytes, may_start_workers
 from promptkit.analysis.plans import files as filetasks
-from promptkit.analysis.result import AnalysisResult
-
-
-def assert_same(a: AnalysisResult, b: AnalysisResult) -> None:
-    assert_frame_equal(a.requests, b.requests)
-    assert_frame_equal(a.composition, b.composition)
-    assert_frame_equal(a.problems, b.problems)
-    assert a.notes == b.notes
-    assert (a.provider, a.tokenizer, a.render, a.view) == (b.provider, b.tokenizer, b.render, b.view)
+from tests.analysis.test_parallel import assert_same
 
 
 @given(st.lists(st.integers(0, 3 * filetasks.CHUNK_MAX_BYTES), max_size=60), st.integers(1, 8))
