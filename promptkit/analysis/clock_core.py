@@ -49,6 +49,11 @@ CLOCK_CAUSES: Final[tuple[str, ...]] = (
 _MILLION: Final[float] = 1_000_000.0
 
 
+def _clock_price_of(value: ClockPrice | Mapping[str, Any] | None) -> ClockPrice | None:
+    """A band's price as given, or read from the dict saved state holds (``attrs.asdict``)."""
+    return ClockPrice(**value) if isinstance(value, Mapping) else value
+
+
 @attrs.frozen(slots=True)
 class ClockPrice:
     """A model's prices in USD per million tokens, as the clock needs them (a light copy of
@@ -64,32 +69,22 @@ class ClockPrice:
     output: float
     write: float | None = None
     write_1h: float | None = None
-    #: A band above a prompt length (ModelPrice's ``above_tokens`` and ``above_*``): a call whose
-    #: prompt is longer than ``above_tokens`` costs the ``above_*`` prices.
+    #: A band above a prompt length (ModelPrice's ``above_tokens``, its prices from
+    #: :meth:`~promptkit.providers.prices.ModelPrice.band`): a call whose prompt is longer than
+    #: ``above_tokens`` costs ``above``'s prices (a dict, as saved state holds it, is read as one).
     above_tokens: int | None = None
-    above_hit: float | None = None
-    above_miss: float | None = None
-    above_output: float | None = None
-    above_write: float | None = None
-    above_write_1h: float | None = None
+    above: ClockPrice | None = attrs.field(default=None, converter=_clock_price_of)
 
     def cost(self, *, prompt: int, cached: int, written: int, written_1h: int, output: int) -> float:
         """The USD cost of one call (the formula of :func:`promptkit.report.pricing.request_costs`),
         at the band its ``prompt`` length falls in.
 
-        >>> p = ClockPrice(0.01, 0.1, 0.5, above_tokens=100, above_hit=0.05, above_miss=0.5, above_output=2.5)
+        >>> p = ClockPrice(0.01, 0.1, 0.5, above_tokens=100, above=ClockPrice(0.05, 0.5, 2.5))
         >>> p.cost(prompt=100, cached=0, written=0, written_1h=0, output=0) * 1e6, p.cost(prompt=101, cached=0, written=0, written_1h=0, output=0) * 1e6
         (10.0, 50.5)
         """
-        if self.above_tokens is not None and prompt > self.above_tokens:
-            band = ClockPrice(
-                self.above_hit if self.above_hit is not None else self.hit,
-                self.above_miss if self.above_miss is not None else self.miss,
-                self.above_output if self.above_output is not None else self.output,
-                self.above_write,
-                self.above_write_1h,
-            )
-            return band.cost(
+        if self.above is not None and self.above_tokens is not None and prompt > self.above_tokens:
+            return self.above.cost(
                 prompt=prompt, cached=cached, written=written, written_1h=written_1h, output=output
             )
         write = self.miss if self.write is None else self.write
@@ -411,19 +406,12 @@ def clock_price(model: str | None, prices: Mapping[str, Any] | None = None) -> C
     if key is None:
         return None
     p = table[key]
-    return ClockPrice(
-        p.cache_hit,
-        p.cache_miss,
-        p.output,
-        p.cache_write,
-        p.cache_write_1h,
-        above_tokens=p.above_tokens,
-        above_hit=p.above_cache_hit,
-        above_miss=p.above_cache_miss,
-        above_output=p.above_output,
-        above_write=p.above_cache_write,
-        above_write_1h=p.above_cache_write_1h,
-    )
+    base = ClockPrice(p.cache_hit, p.cache_miss, p.output, p.cache_write, p.cache_write_1h)
+    if p.above_tokens is None:
+        return base
+    band = p.band(p.above_tokens + 1)  # the prices of a prompt past the threshold
+    above = ClockPrice(band.cache_hit, band.cache_miss, band.output, band.cache_write, band.cache_write_1h)
+    return attrs.evolve(base, above_tokens=p.above_tokens, above=above)
 
 
 def usage_call(

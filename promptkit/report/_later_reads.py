@@ -4,14 +4,12 @@
 For call *k* of a session (its calls in order, each with a timestamp or None and the point its prompt was
 read to), the answer is the furthest point read by calls *k+1, k+2, …* up to the first one more than
 ``ttl`` seconds after call *k* (a call without a timestamp, or call *k* without one, never ends the
-window), and 0 when no call reads in it. :func:`read_within` is the reference, one call at a time (a walk
-to the window's end: quadratic over a long session, whose windows hold every later call);
+window), and 0 when no call reads in it. A walk to each window's end is quadratic over a long session,
+whose windows hold every later call (it is the reference of tests/report/test_later_reads.py);
 :func:`reads_within` gives the same answer for every call at once in O(n log n): a window's end from the
 running maxima of the later timestamps, its maximum from the running maxima of the earlier reads.
 
 >>> reads_within([0.0, 10.0, 400.0, None], [5, 7, 3, 9], 300.0)
-[7, 0, 9, 0]
->>> [read_within([0.0, 10.0, 400.0, None], [5, 7, 3, 9], k, 300.0) for k in range(4)]
 [7, 0, 9, 0]
 """
 
@@ -21,24 +19,11 @@ import bisect
 import math
 from collections.abc import Sequence
 
-__all__ = ["read_within", "reads_within"]
-
-
-def read_within(times: Sequence[float | None], reads: Sequence[int], k: int, ttl: float) -> int:
-    """The furthest point any call after ``k`` read within ``ttl`` seconds of call ``k`` (the reference:
-    one call, read up to its window's end)."""
-    ts = times[k]
-    best = 0
-    for j in range(k + 1, len(reads)):
-        tj = times[j]
-        if ts is not None and tj is not None and tj - ts > ttl:
-            break
-        best = max(best, reads[j])
-    return best
+__all__ = ["reads_within"]
 
 
 def reads_within(times: Sequence[float | None], reads: Sequence[int], ttl: float) -> list[int]:
-    """:func:`read_within` of every call ``k`` of the session, in O(n log n)."""
+    """The furthest point read within ``ttl`` seconds after each call ``k`` of the session, in O(n log n)."""
     return _window_maxima(reads, _window_ends(times, ttl))
 
 

@@ -9,8 +9,22 @@ import math
 import polars as pl
 from hypothesis import given, settings, strategies as st
 
-from promptkit.report._later_reads import read_within, reads_within
+from promptkit.report._later_reads import reads_within
 from promptkit.report.causes import write_accounting
+
+
+def read_within(times: list[float | None], reads: list[int], k: int, ttl: float) -> int:
+    """The reference: the furthest point any call after ``k`` read within ``ttl`` seconds of call ``k``,
+    one call at a time, read up to its window's end."""
+    ts = times[k]
+    best = 0
+    for j in range(k + 1, len(reads)):
+        tj = times[j]
+        if ts is not None and tj is not None and tj - ts > ttl:
+            break
+        best = max(best, reads[j])
+    return best
+
 
 TIME = st.one_of(
     st.none(),
