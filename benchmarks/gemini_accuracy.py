@@ -65,6 +65,49 @@ def held_out(train: pl.DataFrame, test: pl.DataFrame) -> dict[str, float]:
     }
 
 
+def mechanisms(accuracy: ModuleType, every: pl.DataFrame) -> None:
+    """The candidate mechanisms, tested call by call over every run: is the answer cached with its
+    prompt (reads past the previous prompt), do reads sit on blocks (per route, beside units unrelated
+    to 2,048), how do misses after a read follow the gap since it."""
+    print("reads past the previous prompt:", accuracy.reads_past_the_previous_prompt(every))
+    routed = pl.col("session").str.contains("__")  # the OpenRouter runs are named by their task
+    for name, part in (("OpenRouter", every.filter(routed)), ("Gemini CLI", every.filter(~routed))):
+        shares = {u: round(accuracy.block_share(part, u), 2) for u in (1024, 1536, 2048, 2600, 4096)}
+        print(f"reads just under whole blocks, {name}: {shares}")
+    calls = accuracy.consecutive(every).filter(pl.col("predicted_cached_tokens") > 0)
+    cuts = [0.0, 5.0, 10.0, 60.0, 300.0, 600.0, float("inf")]
+    for lo, hi in zip(cuts, cuts[1:], strict=False):
+        part = calls.filter((pl.col("gap") >= lo) & (pl.col("gap") < hi))
+        missed = int((part["reported_cached_tokens"] == 0).sum())
+        print(f"misses after a read, gap {lo:g}-{hi:g} s: {missed}/{part.height}")
+
+
+def residuals(train: pl.DataFrame, test: pl.DataFrame) -> pl.DataFrame:
+    """The held-out error (points of the reported hit ratio) by the call's state and by session."""
+    cal = fit_calibration(train, provider="gemini")
+    mine = test.join(expected_cached(test, cal), on=["session", "index"]).sort("session", "index")
+    previous = pl.col("reported_cached_tokens").shift(1).over("session")
+    gap = pl.col("timestamp") - pl.col("timestamp").shift(1).over("session")
+    state = (
+        pl.when(previous.is_null())
+        .then(pl.lit("first"))
+        .when(previous == 0)
+        .then(pl.lit("after a miss"))
+        .when(gap >= (cal.idle_seconds or float("inf")))
+        .then(pl.lit("after an idle read"))
+        .otherwise(pl.lit("after a read"))
+    )
+    prompt = float(test["reported_prompt_tokens"].sum())
+    error = 100 * (pl.col("expected_cached_tokens").sum() - pl.col("reported_cached_tokens").sum()) / prompt
+    by = [
+        mine.with_columns(group=pl.concat_str(pl.lit(f"{key}: "), column))
+        .group_by("group")
+        .agg(calls=pl.len(), error_pp=error, misses=(pl.col("reported_cached_tokens") == 0).sum())
+        for key, column in (("state", state), ("session", pl.col("session").str.slice(0, 8)))
+    ]
+    return pl.concat(by).sort("group")
+
+
 def model_switch_share(paths: list[str]) -> float:
     """The share of the predicted lost tokens named ``model_switch`` over the logs at ``paths``."""
     from promptkit.analysis.api import analyze
@@ -97,6 +140,9 @@ def main(argv: list[str]) -> int:
     print(f"leave-one-run-out over {len(runs)} runs: error {pooled['error_pp']:+.2f} pp")
     if train is not None and test is not None:
         print("held out:", held_out(train, test))
+        with pl.Config(tbl_rows=40):
+            print(residuals(train, test))
+    mechanisms(accuracy, every)
     print(f"lost tokens named model_switch: {model_switch_share(args.paths + args.held_out):.1%}")
     return 0
 

@@ -233,6 +233,79 @@ def test_gemini_cli_recordings_hold_the_targets_under_the_bundled_calibration() 
     assert abs(error) <= 4.0, error
 
 
+def consecutive(frame: pl.DataFrame) -> pl.DataFrame:
+    """The calls of ``frame`` after a read of their session (the previous call with usage read more than
+    0), with ``previous_prompt`` and ``previous_output`` (that call's reported prompt and completion,
+    thoughts included) and ``gap`` (seconds since it)."""
+    before = pl.col("session")
+    return (
+        frame.sort("session", "index")
+        .with_columns(
+            previous_prompt=pl.col("reported_prompt_tokens").shift(1).over(before),
+            previous_output=pl.col("reported_completion_tokens").shift(1).over(before),
+            previous_read=pl.col("reported_cached_tokens").shift(1).over(before),
+            gap=pl.col("timestamp") - pl.col("timestamp").shift(1).over(before),
+        )
+        .filter(pl.col("previous_read") > 0)
+    )
+
+
+def reads_past_the_previous_prompt(frame: pl.DataFrame) -> dict[str, float]:
+    """Does the cache keep the answer with its prompt (as OpenAI's does)? Over the calls after a read:
+    the share whose read passes the previous call's prompt (``past``), the share of those that stay
+    within that prompt plus its output (``within_answer``), and the median shortfall of the reads
+    under the previous prompt (``median_short``)."""
+    calls = consecutive(frame)
+    past = calls.filter(pl.col("reported_cached_tokens") > pl.col("previous_prompt"))
+    within = past.filter(
+        pl.col("reported_cached_tokens") <= pl.col("previous_prompt") + pl.col("previous_output")
+    )
+    short = calls["previous_prompt"] - calls["reported_cached_tokens"]
+    return {
+        "calls": float(calls.height),
+        "past": past.height / calls.height if calls.height else 0.0,
+        "within_answer": within.height / past.height if past.height else 0.0,
+        "median_short": float(short.median() or 0.0),  # type: ignore[arg-type]
+    }
+
+
+def block_share(frame: pl.DataFrame, unit: int, slack: float = 0.04) -> float:
+    """The share of positive reads that sit just under a whole number of ``unit`` tokens: ``k * unit``
+    minus at most ``slack * k * unit`` (and at most a quarter of a unit), for the smallest ``k`` whose
+    blocks hold the read. Where reads ignore the unit, about ``slack * k`` (at most 1/4) land there."""
+    reads = frame.filter(pl.col("reported_cached_tokens") > 0)["reported_cached_tokens"]
+    k = (reads / unit).ceil()
+    short = k * unit - reads
+    return float((short <= (slack * k).clip(upper_bound=0.25) * unit).mean() or 0.0)
+
+
+def test_gemini_reads_stop_at_the_previous_prompt_the_answer_is_not_cached() -> None:
+    # OpenAI's cache keeps the answer (reads pass the previous prompt on 40-55% of Codex calls); on the
+    # Gemini runs and CLI recordings here a read passes the previous prompt on 1 of 132 calls after a
+    # read (django #26, within that prompt + its answer) and falls a median 1,444 tokens short of it
+    # (over the 19 runs of benchmarks/gemini_accuracy.py: 6 of 1,084), so the Gemini profile bounds a
+    # call by the prompt before it, not by that prompt and its answer
+    frame = pl.concat([provider_frame("gemini"), cli_frame()], how="vertical_relaxed")
+    facts = reads_past_the_previous_prompt(frame)
+    assert facts["calls"] > 90 and facts["past"] <= 0.02 and facts["median_short"] > 0, facts
+    calls = consecutive(frame).filter(pl.col("reported_cached_tokens") > 0)
+    # the bound of a call that extends the previous one is that call's prompt, with no answer added
+    extends = calls.filter(pl.col("predicted_cached_tokens") >= pl.col("previous_prompt"))
+    assert extends.height > 0.8 * calls.height
+    assert (extends["predicted_cached_tokens"] == extends["previous_prompt"]).all()
+
+
+def test_gemini_3_pro_reads_through_openrouter_sit_under_whole_2048_token_blocks() -> None:
+    # the reads of the two OpenRouter runs are k blocks of 2,048 tokens of Google's own count, reported
+    # at 0.97-0.98 of it (2,006, 3,979, 5,968, 8,035, ...); units unrelated to 2,048 find reads where
+    # chance puts them, and so does 2,048 on the Gemini CLI recordings (no block there): undocumented,
+    # so the profile has no unit and the calibration absorbs it (docs/concepts/cache-models.md)
+    frame = provider_frame("gemini")
+    assert block_share(frame, 2048) > 0.9
+    assert max(block_share(frame, u) for u in (1300, 1536, 1700, 2300, 2600)) < 0.3
+    assert block_share(cli_frame(), 2048) < 0.3
+
+
 def test_gemini_local_counts_are_estimates_and_the_reported_prompt_is_the_prompt() -> None:
     # Gemini's tokenizer is not public: the local count (ruler mode off) is almost never the reported
     # one, while the analysed prompt of every call with usage is its reported prompt (ruler mode)
