@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -76,7 +77,7 @@ def mechanisms(accuracy: ModuleType, every: pl.DataFrame) -> None:
         print(f"reads just under whole blocks, {name}: {shares}")
     calls = accuracy.consecutive(every).filter(pl.col("predicted_cached_tokens") > 0)
     cuts = [0.0, 5.0, 10.0, 60.0, 300.0, 600.0, float("inf")]
-    for lo, hi in zip(cuts, cuts[1:], strict=False):
+    for lo, hi in itertools.pairwise(cuts):
         part = calls.filter((pl.col("gap") >= lo) & (pl.col("gap") < hi))
         missed = int((part["reported_cached_tokens"] == 0).sum())
         print(f"misses after a read, gap {lo:g}-{hi:g} s: {missed}/{part.height}")
