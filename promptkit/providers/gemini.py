@@ -30,11 +30,12 @@ Rules, each from Google's documentation:
 - **The answer is not cached with its prompt** (unlike OpenAI's cache): over 19 real runs a read passes
   the previous call's prompt on 6 of 1,084 calls after a read, so ``include_completion`` stays off.
 - **TTL**: the Gemini API documents none ("send requests with similar prefix in a short amount of
-  time"); Vertex AI keeps implicit entries in memory, "evicted as capacity is reclaimed", then in a
-  durable tier, and they "expire within 24 hours after creation; most entries are evicted sooner"
-  (cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview, the Gemini
-  Enterprise Agent Platform revision). No lifetime is modelled in the bound (the Gemini API gives
-  none); the calibration's miss rate after an idle gap carries the eviction.
+  time"). Vertex AI keeps implicit entries in memory ("Memory capacity is limited, so prefixes are
+  evicted as capacity is reclaimed"), then in a durable tier; the page's Japanese and Korean versions
+  add that a cached prefix expires within 24 hours of its creation and that most are evicted sooner
+  (docs.cloud.google.com/gemini-enterprise-agent-platform/models/context-cache/context-cache-overview).
+  No lifetime is modelled in the bound (the Gemini API gives none); the calibration's miss rate after
+  an idle gap carries the eviction.
 - **Tokenizer**: Gemini's is not public. The local tokenizer (o200k_base) is a proportion estimate
   (``exact_tokenizer=False``); the counts the provider reports are the ruler.
 
