@@ -73,6 +73,8 @@ def mechanisms(accuracy: ModuleType, every: pl.DataFrame) -> None:
     print("reads past the previous prompt:", accuracy.reads_past_the_previous_prompt(every))
     routed = pl.col("session").str.contains("__")  # the OpenRouter runs are named by their task
     for name, part in (("OpenRouter", every.filter(routed)), ("Gemini CLI", every.filter(~routed))):
+        if part.is_empty():
+            continue
         shares = {u: round(accuracy.block_share(part, u), 2) for u in (1024, 1536, 2048, 2600, 4096)}
         print(f"reads just under whole blocks, {name}: {shares}")
     calls = accuracy.consecutive(every).filter(pl.col("predicted_cached_tokens") > 0)
