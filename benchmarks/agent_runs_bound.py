@@ -166,7 +166,9 @@ def report(
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--logs", type=Path, default=DEFAULT_LOGS, help=f"runs to pick from (default {DEFAULT_LOGS})")
+    parser.add_argument(
+        "--logs", type=Path, default=DEFAULT_LOGS, help=f"runs to pick from (default {DEFAULT_LOGS})"
+    )
     parser.add_argument("--count", type=int, default=20, help="how many of the longest runs (default 20)")
     parser.add_argument("--tokenizer", default="cl100k_base", help="tokenizer (default cl100k_base)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each child (the least CPU counts)")

@@ -30,7 +30,9 @@ def log_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in (".json", ".jsonl", ".traj"))
+            files += sorted(
+                f for f in p.rglob("*") if f.is_file() and f.suffix in (".json", ".jsonl", ".traj")
+            )
         else:
             files.append(p)
     return files
