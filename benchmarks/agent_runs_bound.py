@@ -15,7 +15,8 @@ side by side in one run:
   ``python -c pass`` with the revision's ``PYTHONPATH``);
 - **the ratio** command CPU / bound (with the start).
 
-Each child runs ``--repeat`` times (default 3), taking turns; each is reported by its least CPU. The
+Each revision's ``promptkit`` is compiled to bytecode first (``compileall``), as an installed package
+has it. Each child runs ``--repeat`` times (default 3), taking turns; each is reported by its least CPU. The
 files each revision wrote (``requests.csv``, ``requests.parquet``, ``summary.txt``, ...) are compared
 with the first revision's, byte for byte.
 
@@ -80,6 +81,14 @@ def has_tokenizer_option(pythonpath: str) -> bool:
     return "--tokenizer" in proc.stdout
 
 
+def compile_bytecode(pythonpath: str) -> None:
+    """Compile the revision's ``promptkit`` to bytecode, as an installed package has it (with
+    ``PYTHONDONTWRITEBYTECODE`` set, every command would compile its sources again)."""
+    package = Path(pythonpath) / "promptkit"
+    if package.is_dir():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=False)
+
+
 def bound_child(folder: Path, tokenizer: str) -> dict[str, float]:
     """The lower bound's phases on ``folder`` (:func:`bounds.bound_phases`), in a fresh child of this checkout."""
     proc = subprocess.run(
@@ -109,6 +118,8 @@ def measure(
     folder: Path, work: Path, revisions: dict[str, str], tokenizer: str, repeat: int, timeout: float
 ) -> tuple[dict[str, Measured], dict[str, Measured], dict[str, float], dict[str, bool]]:
     """Each revision's command and interpreter start, and the bound, ``repeat`` times taking turns."""
+    for path in {*revisions.values(), str(ROOT)}:
+        compile_bytecode(path)
     options = {label: has_tokenizer_option(path) for label, path in revisions.items()}
     commands: dict[str, list[Measured]] = {label: [] for label in revisions}
     starts: dict[str, list[Measured]] = {label: [] for label in revisions}

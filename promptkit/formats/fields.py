@@ -11,6 +11,7 @@ a :class:`~promptkit.layout.LoadProblem` with its file and line.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -412,3 +413,35 @@ def mend_identifiers(record: RequestRecord) -> tuple[RequestRecord, str | None]:
         f"{', '.join(fields)}: a lone UTF-16 surrogate replaced by U+FFFD (no text can be written with one)"
     )
     return attrs.evolve(record, **changes), said
+
+
+#: how many JSON lines :func:`first_json_lines` gives a sniffer (the most any built-in sniffer reads)
+SNIFF_LINES: Final[int] = 8
+#: a JSON text never ends with one of these (its last character closes a value): a line ending with one,
+#: as most lines of a pretty-printed document do, cannot parse and is not tried
+_NEVER_LAST: Final[frozenset[str]] = frozenset(",:{[")
+
+
+@functools.lru_cache(maxsize=4)
+def first_json_lines(head: str) -> tuple[Any, ...]:
+    """The first :data:`SNIFF_LINES` lines of ``head`` that parse as JSON (:func:`loads_json`), parsed,
+    for a format's ``sniff``; blank lines and lines that do not parse are passed over (a corrupt line
+    is the reader's problem to count). A line whose last non-blank character is ``,``, ``:``, ``{`` or
+    ``[`` is passed over unparsed: no JSON text ends so. The last few heads' are kept, since every
+    sniffer reads the same head: read the values, never change them.
+
+    >>> first_json_lines('{"a": 1}\\n\\nnot json\\n{"b": [\\n2')
+    ({'a': 1}, 2)
+    """
+    out: list[Any] = []
+    for raw in head.split("\n"):
+        if len(out) >= SNIFF_LINES:
+            break
+        line = raw.rstrip()
+        if not line or line[-1] in _NEVER_LAST:
+            continue
+        try:
+            out.append(loads_json(raw))
+        except json.JSONDecodeError:
+            continue
+    return tuple(out)
