@@ -38,20 +38,23 @@ _blanks = st.sampled_from(["", " ", "\t", "\r", "\x0b", "\x1c", "\u00a0", "\u202
 @st.composite
 def _lines(draw: st.DrawFn) -> str:
     value = draw(_values)
-    kind = draw(st.sampled_from(["compact", "pretty", "suffix", "garbage"]))
+    kind = draw(st.sampled_from(["compact", "pretty", "suffix", "quoted", "garbage"]))
     if kind == "compact":
-        text = json.dumps(value)
+        text = json.dumps(value, ensure_ascii=draw(st.booleans()))
     elif kind == "pretty":  # every line of a pretty-printed document, one of them
         lines = json.dumps({"v": value}, indent=2).split("\n")
         text = lines[draw(st.integers(0, len(lines) - 1))]
     elif kind == "suffix":  # a value followed by what a document's line ends with
         text = json.dumps(value) + draw(st.sampled_from([",", ":", "{", "[", '"', "}", "]", ", {"]))
+    elif kind == "quoted":  # raw text between quotes: control characters, escapes, quotes, key-like
+        text = '"' + draw(st.text(alphabet='ab"\\:\t\x01\u2028 nu0', max_size=10)) + '"'
+        text += draw(st.sampled_from(["", ": 1", ' "x"']))
     else:
         text = draw(st.text(alphabet='{}[]:," \\0123abnulltrue', max_size=12))
     return draw(_blanks) + text + draw(_blanks)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(_lines(), max_size=20))
 def test_the_json_lines_of_a_head_are_those_of_parsing_every_line(lines: list[str]) -> None:
     head = "\n".join(lines)

@@ -697,3 +697,14 @@ def test_layout_entries_of_the_assembler_and_unknown_slots_are_accepted(tmp_path
     result = load_log(write_jsonl(tmp_path / "l.jsonl", [line]))
     assert result.problems == ()
     assert result.records[0].layout == (LayoutEntry("tool-loop"), LayoutEntry("future-slot", "k"))
+
+
+def test_every_call_of_a_trajectory_carries_the_provider_of_its_model() -> None:
+    """The provider is recognised once per trajectory (one model for all its calls) and every record
+    carries it: DeepSeek's runs are deepseek, Gemini's (routed by OpenRouter, ``google/...``) gemini."""
+    records = load_requests(Path("fixtures/real-logs")).records
+    by_session = {r.session: r.provider for r in records}
+    assert {r.provider for r in records} == {"deepseek", "gemini"}
+    assert all(r.provider == by_session[r.session] for r in records)
+    assert by_session["django__django-14376"] == "gemini"
+    assert by_session["deepseek_chat_dev__pvlib__pvlib-python-1072"] == "deepseek"
