@@ -15,12 +15,16 @@ side by side in one run:
   ``python -c pass`` with the revision's ``PYTHONPATH``);
 - **the ratio** command CPU / bound (with the start).
 
+``--copies N`` (N > 1) adds N-1 copies of the runs, every message text prefixed with its copy number,
+for a corpus of more calls than the runs at hand (no text piece is shared between copies, so neither
+the bound nor the analysis encodes one once for all of them).
+
 Each revision's ``promptkit`` is compiled to bytecode first (``compileall``), as an installed package
 has it. Each child runs ``--repeat`` times (default 3), taking turns; each is reported by its least CPU. The
 files each revision wrote (``requests.csv``, ``requests.parquet``, ``summary.txt``, ...) are compared
 with the first revision's, byte for byte.
 
-    python benchmarks/agent_runs_bound.py [--logs DIR] [--count 20] [--repeat 3] \\
+    python benchmarks/agent_runs_bound.py [--logs DIR] [--count 20] [--copies 1] [--repeat 3] \\
         [--revision before=/tmp/base --revision after=.]
 """
 
@@ -35,6 +39,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,12 +68,32 @@ def longest_runs(folder: Path, count: int) -> list[tuple[Path, int]]:
     return runs[:count]
 
 
-def copy_runs(runs: Sequence[tuple[Path, int]], folder: Path, into: Path) -> None:
-    """Copy ``runs`` (found under ``folder``) into ``into``, keeping their paths relative to ``folder``."""
+def _marked(messages: list[Any], copy: int) -> None:
+    """Prefix every text of ``messages`` (a string content or a text part's) with ``[copy N]``."""
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            message["content"] = f"[copy {copy}] {content}"
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part["text"] = f"[copy {copy}] {part['text']}"
+
+
+def copy_runs(runs: Sequence[tuple[Path, int]], folder: Path, into: Path, copies: int = 1) -> None:
+    """Copy ``runs`` (found under ``folder``) into ``into``, keeping their paths relative to ``folder``;
+    ``copies`` > 1: also copies 1 .. N-1 of each (``copyN-NAME``: a session of its own), every message
+    text prefixed with ``[copy N]`` so that no text piece is shared between copies (nor encoded once for
+    all of them)."""
     for path, _ in runs:
         target = into / path.relative_to(folder)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
+        for copy in range(1, copies):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            _marked(data["messages"], copy)
+            target = into / path.relative_to(folder).with_name(f"copy{copy}-{path.name}")  # its own session
+            target.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
 
 
 def has_tokenizer_option(pythonpath: str) -> bool:
@@ -141,13 +166,14 @@ def measure(
 
 
 def report(
-    runs: Sequence[tuple[Path, int]], folder: Path, work: Path, revisions: dict[str, str],
+    runs: Sequence[tuple[Path, int]], copies: int, folder: Path, work: Path, revisions: dict[str, str],
     tokenizer: str, repeat: int, timeout: float,
 ) -> None:  # fmt: skip
     """Measure (:func:`measure`) and print the table."""
     commands, starts, bound, options = measure(folder, work, revisions, tokenizer, repeat, timeout)
-    calls = sum(n for _, n in runs)
-    print(f"{len(runs)} longest runs ({calls} calls, {bound['requests']:.0f} requests read, "
+    calls = sum(n for _, n in runs) * copies
+    copied = f" x {copies} copies" if copies > 1 else ""
+    print(f"{len(runs)} longest runs{copied} ({calls} calls, {bound['requests']:.0f} requests read, "
           f"{bound['pieces']:.0f} unique pieces, {bound['tokens']:.0f} tokens in them); "
           f"least CPU of {max(1, repeat)} runs each")  # fmt: skip
     core = bound["render"] + bound["encode"]
@@ -182,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--count", type=int, default=20, help="how many of the longest runs (default 20)")
     parser.add_argument("--tokenizer", default="cl100k_base", help="tokenizer (default cl100k_base)")
+    parser.add_argument(
+        "--copies", type=int, default=1,
+        help="N > 1: also N-1 copies of the runs, each message text prefixed with its copy number (more "
+        "calls than the runs at hand, no piece shared between copies)",
+    )  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3, help="runs of each child (the least CPU counts)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a child may run (default 600)")
     add_revisions(parser)
@@ -196,8 +227,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="agent-runs-bound-"))
     try:
         folder = work / "runs"
-        copy_runs(runs, args.logs, folder)
-        report(runs, folder, work, revisions_of(args), args.tokenizer, args.repeat, args.timeout)
+        copy_runs(runs, args.logs, folder, args.copies)
+        report(runs, args.copies, folder, work, revisions_of(args), args.tokenizer, args.repeat, args.timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
