@@ -88,3 +88,14 @@ def test_the_sniffers_still_tell_their_formats_and_a_trajectory_from_both(tmp_pa
     assert claude_code.sniff(Source.open(claude)) and not codex.sniff(Source.open(claude))
     assert codex.sniff(Source.open(rollout)) and not claude_code.sniff(Source.open(rollout))
     assert not claude_code.sniff(Source.open(trajectory)) and not codex.sniff(Source.open(trajectory))
+
+
+def test_the_codex_sniffer_judges_the_first_five_json_lines_only(tmp_path: Any) -> None:
+    """Codex's rule is "most of the first five": three rollout lines of five are a rollout, whatever
+    follows in the rest of the head's eight."""
+    rollout = [json.dumps({"type": "response_item", "payload": {"i": i}}) for i in range(3)]
+    other = [json.dumps({"note": i}) for i in range(5)]
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(rollout + other) + "\n", encoding="utf-8")
+    assert len(first_json_lines(Source.open(path).head)) == SNIFF_LINES
+    assert codex.sniff(Source.open(path))
