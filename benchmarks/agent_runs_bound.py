@@ -13,7 +13,8 @@ side by side in one run:
   as JSON, load the tokenizer and the render models, render every request, encode each unique text
   piece once; printed without and with the interpreter start any command pays (the CPU of
   ``python -c pass`` with the revision's ``PYTHONPATH``);
-- **the ratio** command CPU / bound (with the start).
+- **the ratios** command CPU / bound, / (bound + start), and / (render + encode + start): the bound
+  without the parse and the loading.
 
 ``--copies N`` (N > 1) adds N-1 copies of the runs, every message text prefixed with its copy number,
 for a corpus of more calls than the runs at hand (no text piece is shared between copies, so neither
@@ -183,8 +184,8 @@ def report(
           f"once {bound['encode']:.3f} s = {required:.3f} s (render + encode alone {core:.3f} s; "
           f"promptkit's reader, not in the bound: {bound['read']:.3f} s)")  # fmt: skip
     header = ["revision", "tokenizer", "command: wall (cpu) peak RSS", "start (cpu)", "bound + start",
-              "cpu / bound", "cpu / (bound + start)", "files"]  # fmt: skip
-    widths = [10, 26, 30, 12, 14, 12, 22, 30]
+              "cpu / bound", "cpu / (bound + start)", "cpu / (render + encode + start)", "files"]  # fmt: skip
+    widths = [10, 26, 30, 12, 14, 12, 22, 31, 30]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
     first = next(iter(revisions))
@@ -196,7 +197,7 @@ def report(
             label, f"{tokenizer} (--tokenizer)" if options[label] else "provider's (no option)",
             f"{m.wall or float('nan'):.2f} s ({cpu:.2f}) {m.rss_mb or 0:.0f} MB{flag}", f"{start:.3f} s",
             f"{required + start:.3f} s", f"{cpu / required:.2f}x", f"{cpu / (required + start):.2f}x",
-            "-" if label == first else same_files(work / f"out-{first}", work / f"out-{label}"),
+            f"{cpu / (core + start):.2f}x", "-" if label == first else same_files(work / f"out-{first}", work / f"out-{label}"),
         ]  # fmt: skip
         print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
 
