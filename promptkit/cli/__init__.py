@@ -138,7 +138,7 @@ def _add_analyze_command(commands: Any) -> None:
     _add_engine_options(analyze)
     _add_output_options(analyze)
     _add_progress_options(analyze)
-    analyze.set_defaults(handler=_run_analyze)
+    analyze.set_defaults(handler=_run_analyze_paused)
 
 
 class _ProviderOption(argparse.Action):
@@ -271,7 +271,7 @@ def _add_progress_options(analyze: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def _run_analyze_paused(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     # perf: what the command imports and reads lives until it exits, and the analysis pauses the cyclic
     # GC anyway (promptkit.analysis.runtime.gc_paused): with it on, its collections rescan every module
     # object imported so far; garbage is still freed by reference count. At exit the interpreter's last
@@ -282,10 +282,10 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
     atexit.unregister(gc.freeze)  # once, however many commands a process runs
     atexit.register(gc.freeze)
     with gc_paused():
-        return _analyze_command(args, stdout, stderr)
+        return _run_analyze(args, stdout, stderr)
 
 
-def _analyze_command(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.jobs > 1 and args.engine == "local":
         # perf: the workers' fork server imports the analysis while this process does the same (not for
         # logs too small for workers: the analysis then runs in this process)
