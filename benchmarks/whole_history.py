@@ -14,11 +14,11 @@ its commands run with; default: this checkout):
   (:func:`claude_code_chain`), through the same command (time, CPU time, peak RSS): linear memory
   doubles with the events, quadratic quadruples;
 - **--jobs 2 vs --jobs 1** through the command on the largest N× corpus, and the ratio;
-- **tokenizing each unique piece once** (``--tokenize``, in this process, this checkout): every request
+- **tokenizing each unique piece once** (``--tokenize``, in a child of this checkout): every request
   of the largest N× corpus tokenized with the analysis's tokenizer (its content-keyed segment cache
   and its resume from an earlier request's prefix), then with a tokenizer that keeps neither (each
-  request from scratch), and the lower bound: every request rendered, each unique text piece encoded
-  once; segment cache hits and misses.
+  request from scratch), and the lower bound (:mod:`bounds`): every request rendered, each unique text
+  piece encoded once; segment cache hits and misses.
 
 Every measurement runs in a fresh child process; its peak RSS is the child's own (``os.wait4``).
 ``--timeout`` (seconds) stops a child that takes longer (shown as ``>T``). The machine's load moves the
@@ -283,6 +283,8 @@ def bench_jobs(work: Path, folder: Path, n: int, revisions: dict[str, str], time
 
 _TOKENIZE = """
 import sys, time
+sys.path.insert(0, sys.argv[2])
+from bounds import encode_each_once, unique_pieces
 from promptkit.formats import read_logs
 from promptkit.providers.registry import get_provider
 from promptkit.tokens.tokenize import RequestTokenizer
@@ -298,10 +300,8 @@ def run(rt):
 cached = RequestTokenizer(render, tokenizer)
 fresh = RequestTokenizer(render, tokenizer, cache_tokens=0, snapshots=0)
 t = time.perf_counter()
-pieces = {p.text for r in records for p in render.render(chat_body(r.request)[0], completion=r.completion)
-          if not p.special}
-for text in pieces:
-    tokenizer.encode(text)
+pieces = unique_pieces(records, [render] * len(records))
+encode_each_once(pieces, tokenizer)
 bound = time.perf_counter() - t
 a, b = run(cached), run(fresh)
 info = cached.cache_info()
@@ -315,7 +315,7 @@ def bench_tokenize(folder: Path, n: int, timeout: float) -> None:
     """Tokenizing every request of the ``n``x corpus: with the analysis's caches, without, and the bound."""
     print(f"\nTokenizing the {n}x corpus (anthropic profile: its render and local tokenizer)")
     proc = subprocess.run(
-        [sys.executable, "-c", _TOKENIZE, str(folder)],
+        [sys.executable, "-c", _TOKENIZE, str(folder), str(ROOT / "benchmarks")],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         cwd=tempfile.gettempdir(),
         capture_output=True,

@@ -75,3 +75,54 @@ def test_the_deprecated_engine_module_re_exports_the_stages_names(monkeypatch: p
         "REQUEST_COLUMNS",
         "PROBLEM_COLUMNS",
     }
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    import json
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+def test_the_analysis_reads_messages_and_profiles_without_the_platform_grammars_or_the_builders() -> None:
+    """``promptkit.chat`` and ``promptkit.providers`` load a submodule when one of its names is first
+    used: reading the message types and the provider profiles (what an analysis needs) leaves out the
+    chat platform's grammars, the delivery's asyncio and the request builders' record writer."""
+    loaded = _modules_after(
+        "from promptkit.chat.egress import to_llm_role\n"
+        "from promptkit.providers.registry import available_providers\n"
+        "available_providers()"
+    )
+    assert {"promptkit.chat.message", "promptkit.providers.deepseek"} <= loaded
+    assert not loaded & {
+        "asyncio",
+        "promptkit.chat.platform",
+        "promptkit.chat.mentions",
+        "promptkit.providers.record",
+    }
+
+
+def test_every_name_of_chat_and_providers_is_its_submodules_object() -> None:
+    import importlib
+
+    import promptkit.chat
+    import promptkit.providers
+
+    for package in (promptkit.chat, promptkit.providers):
+        for name in package.__all__:
+            value = getattr(package, name)
+            assert name in dir(package)
+            owners = [m for m in list(sys.modules.values()) if m is not None
+                      and (m.__name__ or "").startswith(package.__name__ + ".")
+                      and getattr(m, name, None) is value]  # fmt: skip
+            assert owners, f"{package.__name__}.{name} is no submodule's object"
+    assert promptkit.chat.Message is importlib.import_module("promptkit.chat.message").Message
+    assert (
+        promptkit.providers.request_record
+        is importlib.import_module("promptkit.providers.record").request_record
+    )

@@ -11,154 +11,174 @@ of the documents to its name.
 
 from __future__ import annotations
 
-from promptkit.chat.archive import (
-    TURN_ENTRIES as TURN_ENTRIES,
-    TURN_OUTCOMES as TURN_OUTCOMES,
-    ArchivedAttachment as ArchivedAttachment,
-    ArchivedForward as ArchivedForward,
-    TurnEntry as TurnEntry,
-    TurnOutcome as TurnOutcome,
-    TurnRecord as TurnRecord,
-    archive_address as archive_address,
-    archive_record as archive_record,
-    outbound_records as outbound_records,
-    speaker_of as speaker_of,
-    turn_marker as turn_marker,
-)
-from promptkit.chat.attachments import (
-    ATTACHMENT_REF_KINDS as ATTACHMENT_REF_KINDS,
-    MATCHER_NESTED_OPENERS as MATCHER_NESTED_OPENERS,
-    AttachmentRef as AttachmentRef,
-    AttachmentRefError as AttachmentRefError,
-    AttachmentRefKind as AttachmentRefKind,
-    build_attachment_ref_matcher as build_attachment_ref_matcher,
-    format_attachment_ref as format_attachment_ref,
-    parse_attachment_refs as parse_attachment_refs,
-    sanitize_desc as sanitize_desc,
-)
-from promptkit.chat.delivery import (
-    DELIVERY_WAIT_MS as DELIVERY_WAIT_MS,
-    DeliveryFailed as DeliveryFailed,
-    DeliveryOk as DeliveryOk,
-    DeliveryReceipt as DeliveryReceipt,
-    await_delivery as await_delivery,
-    delivery_failure_metadata as delivery_failure_metadata,
-)
-from promptkit.chat.egress import (
-    CUSTOM_ROLE_MAP as CUSTOM_ROLE_MAP,
-    CUSTOM_ROLE_PREFIX as CUSTOM_ROLE_PREFIX,
-    KIND_PREFIX as KIND_PREFIX,
-    TOOL_IMAGES_NOTE as TOOL_IMAGES_NOTE,
-    prepare_llm_messages as prepare_llm_messages,
-    to_llm_role as to_llm_role,
-    tool_images_note as tool_images_note,
-    well_formed as well_formed,
-)
-from promptkit.chat.history import (
-    UNIT_SHAPES as UNIT_SHAPES,
-    HistoryEntry as HistoryEntry,
-    MessageUnit as MessageUnit,
-    UnitShape as UnitShape,
-    drop_control_kinds as drop_control_kinds,
-    group_tool_calls as group_tool_calls,
-    history_for_model as history_for_model,
-)
-from promptkit.chat.identity import (
-    MESSAGE_NAME_MAX_LEN as MESSAGE_NAME_MAX_LEN,
-    get_message_name as get_message_name,
-    get_sender_label as get_sender_label,
-    prefix_sender as prefix_sender,
-    strip_sender_prefix as strip_sender_prefix,
-)
-from promptkit.chat.mentions import (
-    AT_SELF_PATTERN as AT_SELF_PATTERN,
-    MARKUP_TAG_NAMES as MARKUP_TAG_NAMES,
-    MENTION_PATTERN as MENTION_PATTERN,
-    CQSegment as CQSegment,
-    MarkupError as MarkupError,
-    check_immediate_mention as check_immediate_mention,
-    escape_markup as escape_markup,
-    extract_mentions as extract_mentions,
-    format_at as format_at,
-    format_at_all as format_at_all,
-    format_at_self as format_at_self,
-    normalize_cq_message as normalize_cq_message,
-    parse_cq_segments as parse_cq_segments,
-    render_cq_segments as render_cq_segments,
-    split_markup_text as split_markup_text,
-)
-from promptkit.chat.message import (
-    CONTROL_KINDS as CONTROL_KINDS,
-    DIRECTIVE_KINDS as DIRECTIVE_KINDS,
-    WELL_KNOWN_ROLES as WELL_KNOWN_ROLES,
-    ContentSegment as ContentSegment,
-    Message as Message,
-    MessageFormatError as MessageFormatError,
-    ToolCall as ToolCall,
-    WellKnownKinds as WellKnownKinds,
-    WellKnownMetadataKeys as WellKnownMetadataKeys,
-    WellKnownRole as WellKnownRole,
-    from_openai_dict as from_openai_dict,
-    is_directive as is_directive,
-    is_directive_block as is_directive_block,
-    is_directive_kind as is_directive_kind,
-    to_openai_dict as to_openai_dict,
-)
-from promptkit.chat.platform import (
-    ATTACHMENT_KINDS as ATTACHMENT_KINDS,
-    FORWARD_PLACEHOLDER_TEXT as FORWARD_PLACEHOLDER_TEXT,
-    GROUP_ROLES as GROUP_ROLES,
-    HOST_NOTICE_INJECTOR as HOST_NOTICE_INJECTOR,
-    HOST_NOTICE_PREFIX as HOST_NOTICE_PREFIX,
-    OUTGOING_SOURCES as OUTGOING_SOURCES,
-    PRIVATE_SESSION as PRIVATE_SESSION,
-    REPLY_QUOTE as REPLY_QUOTE,
-    TRIGGER_TYPES as TRIGGER_TYPES,
-    Actor as Actor,
-    AttachmentKind as AttachmentKind,
-    ForwardedChat as ForwardedChat,
-    ForwardFacts as ForwardFacts,
-    FromTurn as FromTurn,
-    HostNotice as HostNotice,
-    IncomingMessage as IncomingMessage,
-    MessageAttachment as MessageAttachment,
-    ModelInfo as ModelInfo,
-    OutgoingMessage as OutgoingMessage,
-    OutgoingSource as OutgoingSource,
-    PlatformMessageError as PlatformMessageError,
-    ReplyTo as ReplyTo,
-    SessionTypeDecl as SessionTypeDecl,
-    Speaker as Speaker,
-    TriggerType as TriggerType,
-    arrival_tag as arrival_tag,
-    build_incoming_content as build_incoming_content,
-    forward_placeholder as forward_placeholder,
-    host_notice_message as host_notice_message,
-    one_speaker as one_speaker,
-    outbound_marker_message as outbound_marker_message,
-    outbound_media_message as outbound_media_message,
-    reply_quote_line as reply_quote_line,
-    self_initiated_actor as self_initiated_actor,
-    session_type_of as session_type_of,
-    was_addressed as was_addressed,
-    with_forwards as with_forwards,
-)
-from promptkit.chat.request import (
-    ChatModelRequest as ChatModelRequest,
-    ChatModelRequestError as ChatModelRequestError,
-)
-from promptkit.chat.stream import (
-    ChatStreamChunk as ChatStreamChunk,
-    ChatUsage as ChatUsage,
-    StreamAccumulator as StreamAccumulator,
-    StreamChunkMessage as StreamChunkMessage,
-    StreamError as StreamError,
-    ToolCallProgress as ToolCallProgress,
-    accumulate_stream as accumulate_stream,
-    segment_mirrors_hold as segment_mirrors_hold,
-    with_segment_mirrors as with_segment_mirrors,
-)
+from typing import TYPE_CHECKING, Any
 
+from promptkit.lazy import LazyExports
+
+if TYPE_CHECKING:  # the names as mypy and readers see them; at run time each loads on first use
+    from promptkit.chat.archive import (
+        TURN_ENTRIES as TURN_ENTRIES,
+        TURN_OUTCOMES as TURN_OUTCOMES,
+        ArchivedAttachment as ArchivedAttachment,
+        ArchivedForward as ArchivedForward,
+        TurnEntry as TurnEntry,
+        TurnOutcome as TurnOutcome,
+        TurnRecord as TurnRecord,
+        archive_address as archive_address,
+        archive_record as archive_record,
+        outbound_records as outbound_records,
+        speaker_of as speaker_of,
+        turn_marker as turn_marker,
+    )
+    from promptkit.chat.attachments import (
+        ATTACHMENT_REF_KINDS as ATTACHMENT_REF_KINDS,
+        MATCHER_NESTED_OPENERS as MATCHER_NESTED_OPENERS,
+        AttachmentRef as AttachmentRef,
+        AttachmentRefError as AttachmentRefError,
+        AttachmentRefKind as AttachmentRefKind,
+        build_attachment_ref_matcher as build_attachment_ref_matcher,
+        format_attachment_ref as format_attachment_ref,
+        parse_attachment_refs as parse_attachment_refs,
+        sanitize_desc as sanitize_desc,
+    )
+    from promptkit.chat.delivery import (
+        DELIVERY_WAIT_MS as DELIVERY_WAIT_MS,
+        DeliveryFailed as DeliveryFailed,
+        DeliveryOk as DeliveryOk,
+        DeliveryReceipt as DeliveryReceipt,
+        await_delivery as await_delivery,
+        delivery_failure_metadata as delivery_failure_metadata,
+    )
+    from promptkit.chat.egress import (
+        CUSTOM_ROLE_MAP as CUSTOM_ROLE_MAP,
+        CUSTOM_ROLE_PREFIX as CUSTOM_ROLE_PREFIX,
+        KIND_PREFIX as KIND_PREFIX,
+        TOOL_IMAGES_NOTE as TOOL_IMAGES_NOTE,
+        prepare_llm_messages as prepare_llm_messages,
+        to_llm_role as to_llm_role,
+        tool_images_note as tool_images_note,
+        well_formed as well_formed,
+    )
+    from promptkit.chat.history import (
+        UNIT_SHAPES as UNIT_SHAPES,
+        HistoryEntry as HistoryEntry,
+        MessageUnit as MessageUnit,
+        UnitShape as UnitShape,
+        drop_control_kinds as drop_control_kinds,
+        group_tool_calls as group_tool_calls,
+        history_for_model as history_for_model,
+    )
+    from promptkit.chat.identity import (
+        MESSAGE_NAME_MAX_LEN as MESSAGE_NAME_MAX_LEN,
+        get_message_name as get_message_name,
+        get_sender_label as get_sender_label,
+        prefix_sender as prefix_sender,
+        strip_sender_prefix as strip_sender_prefix,
+    )
+    from promptkit.chat.mentions import (
+        AT_SELF_PATTERN as AT_SELF_PATTERN,
+        MARKUP_TAG_NAMES as MARKUP_TAG_NAMES,
+        MENTION_PATTERN as MENTION_PATTERN,
+        CQSegment as CQSegment,
+        MarkupError as MarkupError,
+        check_immediate_mention as check_immediate_mention,
+        escape_markup as escape_markup,
+        extract_mentions as extract_mentions,
+        format_at as format_at,
+        format_at_all as format_at_all,
+        format_at_self as format_at_self,
+        normalize_cq_message as normalize_cq_message,
+        parse_cq_segments as parse_cq_segments,
+        render_cq_segments as render_cq_segments,
+        split_markup_text as split_markup_text,
+    )
+    from promptkit.chat.message import (
+        CONTROL_KINDS as CONTROL_KINDS,
+        DIRECTIVE_KINDS as DIRECTIVE_KINDS,
+        WELL_KNOWN_ROLES as WELL_KNOWN_ROLES,
+        ContentSegment as ContentSegment,
+        Message as Message,
+        MessageFormatError as MessageFormatError,
+        ToolCall as ToolCall,
+        WellKnownKinds as WellKnownKinds,
+        WellKnownMetadataKeys as WellKnownMetadataKeys,
+        WellKnownRole as WellKnownRole,
+        from_openai_dict as from_openai_dict,
+        is_directive as is_directive,
+        is_directive_block as is_directive_block,
+        is_directive_kind as is_directive_kind,
+        to_openai_dict as to_openai_dict,
+    )
+    from promptkit.chat.platform import (
+        ATTACHMENT_KINDS as ATTACHMENT_KINDS,
+        FORWARD_PLACEHOLDER_TEXT as FORWARD_PLACEHOLDER_TEXT,
+        GROUP_ROLES as GROUP_ROLES,
+        HOST_NOTICE_INJECTOR as HOST_NOTICE_INJECTOR,
+        HOST_NOTICE_PREFIX as HOST_NOTICE_PREFIX,
+        OUTGOING_SOURCES as OUTGOING_SOURCES,
+        PRIVATE_SESSION as PRIVATE_SESSION,
+        REPLY_QUOTE as REPLY_QUOTE,
+        TRIGGER_TYPES as TRIGGER_TYPES,
+        Actor as Actor,
+        AttachmentKind as AttachmentKind,
+        ForwardedChat as ForwardedChat,
+        ForwardFacts as ForwardFacts,
+        FromTurn as FromTurn,
+        HostNotice as HostNotice,
+        IncomingMessage as IncomingMessage,
+        MessageAttachment as MessageAttachment,
+        ModelInfo as ModelInfo,
+        OutgoingMessage as OutgoingMessage,
+        OutgoingSource as OutgoingSource,
+        PlatformMessageError as PlatformMessageError,
+        ReplyTo as ReplyTo,
+        SessionTypeDecl as SessionTypeDecl,
+        Speaker as Speaker,
+        TriggerType as TriggerType,
+        arrival_tag as arrival_tag,
+        build_incoming_content as build_incoming_content,
+        forward_placeholder as forward_placeholder,
+        host_notice_message as host_notice_message,
+        one_speaker as one_speaker,
+        outbound_marker_message as outbound_marker_message,
+        outbound_media_message as outbound_media_message,
+        reply_quote_line as reply_quote_line,
+        self_initiated_actor as self_initiated_actor,
+        session_type_of as session_type_of,
+        was_addressed as was_addressed,
+        with_forwards as with_forwards,
+    )
+    from promptkit.chat.request import (
+        ChatModelRequest as ChatModelRequest,
+        ChatModelRequestError as ChatModelRequestError,
+    )
+    from promptkit.chat.stream import (
+        ChatStreamChunk as ChatStreamChunk,
+        ChatUsage as ChatUsage,
+        StreamAccumulator as StreamAccumulator,
+        StreamChunkMessage as StreamChunkMessage,
+        StreamError as StreamError,
+        ToolCallProgress as ToolCallProgress,
+        accumulate_stream as accumulate_stream,
+        segment_mirrors_hold as segment_mirrors_hold,
+        with_segment_mirrors as with_segment_mirrors,
+    )
+
+#: each public name -> the submodule that defines it (imported on first use: the analysis needs only
+#: the message types, not the platform grammars nor asyncio)
+_MODULES: dict[str, str] = {
+    **dict.fromkeys(("TURN_ENTRIES", "TURN_OUTCOMES", "ArchivedAttachment", "ArchivedForward", "TurnEntry", "TurnOutcome", "TurnRecord", "archive_address", "archive_record", "outbound_records", "speaker_of", "turn_marker",), "promptkit.chat.archive"),
+    **dict.fromkeys(("ATTACHMENT_REF_KINDS", "MATCHER_NESTED_OPENERS", "AttachmentRef", "AttachmentRefError", "AttachmentRefKind", "build_attachment_ref_matcher", "format_attachment_ref", "parse_attachment_refs", "sanitize_desc",), "promptkit.chat.attachments"),
+    **dict.fromkeys(("DELIVERY_WAIT_MS", "DeliveryFailed", "DeliveryOk", "DeliveryReceipt", "await_delivery", "delivery_failure_metadata",), "promptkit.chat.delivery"),
+    **dict.fromkeys(("CUSTOM_ROLE_MAP", "CUSTOM_ROLE_PREFIX", "KIND_PREFIX", "TOOL_IMAGES_NOTE", "prepare_llm_messages", "to_llm_role", "tool_images_note", "well_formed",), "promptkit.chat.egress"),
+    **dict.fromkeys(("UNIT_SHAPES", "HistoryEntry", "MessageUnit", "UnitShape", "drop_control_kinds", "group_tool_calls", "history_for_model",), "promptkit.chat.history"),
+    **dict.fromkeys(("MESSAGE_NAME_MAX_LEN", "get_message_name", "get_sender_label", "prefix_sender", "strip_sender_prefix",), "promptkit.chat.identity"),
+    **dict.fromkeys(("AT_SELF_PATTERN", "MARKUP_TAG_NAMES", "MENTION_PATTERN", "CQSegment", "MarkupError", "check_immediate_mention", "escape_markup", "extract_mentions", "format_at", "format_at_all", "format_at_self", "normalize_cq_message", "parse_cq_segments", "render_cq_segments", "split_markup_text",), "promptkit.chat.mentions"),
+    **dict.fromkeys(("CONTROL_KINDS", "DIRECTIVE_KINDS", "WELL_KNOWN_ROLES", "ContentSegment", "Message", "MessageFormatError", "ToolCall", "WellKnownKinds", "WellKnownMetadataKeys", "WellKnownRole", "from_openai_dict", "is_directive", "is_directive_block", "is_directive_kind", "to_openai_dict",), "promptkit.chat.message"),
+    **dict.fromkeys(("ATTACHMENT_KINDS", "FORWARD_PLACEHOLDER_TEXT", "GROUP_ROLES", "HOST_NOTICE_INJECTOR", "HOST_NOTICE_PREFIX", "OUTGOING_SOURCES", "PRIVATE_SESSION", "REPLY_QUOTE", "TRIGGER_TYPES", "Actor", "AttachmentKind", "ForwardedChat", "ForwardFacts", "FromTurn", "HostNotice", "IncomingMessage", "MessageAttachment", "ModelInfo", "OutgoingMessage", "OutgoingSource", "PlatformMessageError", "ReplyTo", "SessionTypeDecl", "Speaker", "TriggerType", "arrival_tag", "build_incoming_content", "forward_placeholder", "host_notice_message", "one_speaker", "outbound_marker_message", "outbound_media_message", "reply_quote_line", "self_initiated_actor", "session_type_of", "was_addressed", "with_forwards",), "promptkit.chat.platform"),
+    **dict.fromkeys(("ChatModelRequest", "ChatModelRequestError",), "promptkit.chat.request"),
+    **dict.fromkeys(("ChatStreamChunk", "ChatUsage", "StreamAccumulator", "StreamChunkMessage", "StreamError", "ToolCallProgress", "accumulate_stream", "segment_mirrors_hold", "with_segment_mirrors",), "promptkit.chat.stream"),
+}  # fmt: skip
 __all__ = [
     "ATTACHMENT_KINDS",
     "ATTACHMENT_REF_KINDS",
@@ -286,3 +306,12 @@ __all__ = [
     "with_forwards",
     "with_segment_mirrors",
 ]
+_EXPORTS = LazyExports(__name__, _MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    return _EXPORTS.load(name, globals())
+
+
+def __dir__() -> list[str]:
+    return _EXPORTS.dir(globals())

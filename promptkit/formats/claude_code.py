@@ -85,7 +85,7 @@ from promptkit.errors import LogFileError, RecordFormatError
 from promptkit.formats.base import COMPRESSED_SUFFIXES, Item, LogFormat, Source, json_values, reporter
 from promptkit.formats.claude_code_resume import earlier_copies
 from promptkit.formats.claude_code_thinking import set_by_words, thinking_setting
-from promptkit.formats.fields import chat_body, loads_json, optional_field, parse_timestamp
+from promptkit.formats.fields import chat_body, first_json_lines, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.layout import LoadProblem, RequestRecord, Usage, type_name
 from promptkit.providers.registry import native_provider, normalize_usage
@@ -290,7 +290,9 @@ class _Transcript:
                     if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
                         self.answers.setdefault(b["tool_use_id"], []).append(e)
         self.missing_parents: list[tuple[int, str]] = []
-        self.loops: list[tuple[int, str]] = []  # a call's line, and the uuid its parentUuid chain loops back to
+        self.loops: list[
+            tuple[int, str]
+        ] = []  # a call's line, and the uuid its parentUuid chain loops back to
         self.session: str = next((e.session_id for e in events if e.session_id), stem)
         self._contexts: dict[str, list[dict[str, Any]]] = {}  # first line's uuid of a call -> its context
         self.compacted: set[int] = set()  # lines of calls whose context starts at a compact boundary
@@ -705,27 +707,13 @@ def _main_head(record: RequestRecord, heads: Mapping[str, tuple[int, str | None]
     return attrs.evolve(record, meta=meta)
 
 
-def _first_objects(head: str, n: int = 8) -> list[Any]:
-    out: list[Any] = []
-    for raw in head.split("\n"):
-        if len(out) >= n:
-            break
-        if not raw.strip():
-            continue
-        try:
-            out.append(loads_json(raw))
-        except json.JSONDecodeError:
-            continue  # a corrupt line (the reader counts it as a problem): the next ones still tell
-    return out
-
-
 def sniff(source: Source) -> bool:
     """JSONL whose first events look like Claude Code's: ``sessionId`` with ``parentUuid`` or
     ``isSidechain``, or Claude Code's own bookkeeping events (``summary`` with ``leafUuid``,
     ``file-history-snapshot``, ``queue-operation``). Lines that are not JSON are passed over, so a
     transcript whose first line is corrupt is still recognised (the reader counts that line as a
     problem)."""
-    for obj in _first_objects(source.head):
+    for obj in first_json_lines(source.head):
         if not isinstance(obj, Mapping):
             return False
         if "sessionId" in obj and ("parentUuid" in obj or "isSidechain" in obj):

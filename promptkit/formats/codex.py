@@ -45,7 +45,6 @@ file, line and field; the item is left out and reading goes on.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
@@ -53,7 +52,7 @@ import attrs
 
 from promptkit.errors import RecordFormatError
 from promptkit.formats.base import Item, LogFormat, Source, json_values
-from promptkit.formats.fields import loads_json, optional_field, parse_timestamp
+from promptkit.formats.fields import first_json_lines, optional_field, parse_timestamp
 from promptkit.formats.opaque_head import estimate_opaque_heads
 from promptkit.formats.wire.responses import responses_request_to_chat, responses_response_to_chat
 from promptkit.layout import LoadProblem, RequestRecord, token_count, type_name
@@ -244,7 +243,10 @@ def merge_answers(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and set(m) <= {"role", "content", "tool_calls"}
             and set(last) <= {"role", "content", "tool_calls"}
         ):
-            merged: dict[str, Any] = {"role": "assistant", "content": "\n".join(t for t in (before, text) if t)}
+            merged: dict[str, Any] = {
+                "role": "assistant",
+                "content": "\n".join(t for t in (before, text) if t),
+            }
             if m.get("tool_calls"):
                 merged["tool_calls"] = list(m["tool_calls"])
             out[-1] = merged
@@ -528,23 +530,10 @@ def _is_joining(item: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and (kind in _JOINING or kind == "reasoning")
 
 
-def _first_objects(head: str, n: int = 5) -> list[Any]:
-    out: list[Any] = []
-    for raw in head.split("\n"):
-        if len(out) >= n:
-            break
-        if raw.strip():
-            try:
-                out.append(loads_json(raw))
-            except json.JSONDecodeError:
-                continue  # a torn line is reported by read
-    return out
-
-
 def sniff(source: Source) -> bool:
     """JSONL whose first lines are rollout lines, ``{"type": "session_meta" | "response_item" | ...,
     "payload": {...}}``: most of the first five that parse, and none a chat request."""
-    objs = _first_objects(source.head)
+    objs = first_json_lines(source.head)[:5]
     rollout = sum(
         isinstance(o, Mapping) and _is_line_type(o.get("type")) and isinstance(o.get("payload"), Mapping)
         for o in objs

@@ -11,8 +11,10 @@ a :class:`~promptkit.layout.LoadProblem` with its file and line.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, ParamSpec, TypeVar
@@ -412,3 +414,46 @@ def mend_identifiers(record: RequestRecord) -> tuple[RequestRecord, str | None]:
         f"{', '.join(fields)}: a lone UTF-16 surrogate replaced by U+FFFD (no text can be written with one)"
     )
     return attrs.evolve(record, **changes), said
+
+
+#: how many JSON lines :func:`first_json_lines` gives a sniffer (the most any built-in sniffer reads)
+SNIFF_LINES: Final[int] = 8
+#: what a JSON text may start with, and what it never ends with (its last character closes a value)
+_JSON_FIRST: Final[frozenset[str]] = frozenset('{["-0123456789tfn')
+_NEVER_LAST: Final[frozenset[str]] = frozenset(",:{[")
+#: a JSON text that starts with a quote is one string literal (looser than JSON's: what it rejects, JSON does)
+_ONE_STRING: Final = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+
+
+def _may_be_json(raw: str) -> bool:
+    """False when ``raw`` cannot be a JSON text, by its ends alone: it starts with what no JSON value
+    starts with, ends with ``,``, ``:``, ``{`` or ``[``, or starts with a quote and is not one string
+    literal (the lines of a pretty-printed document: ``"key": value,``, ``}``)."""
+    line = raw.strip()
+    if not line or line[0] not in _JSON_FIRST or line[-1] in _NEVER_LAST:
+        return False
+    return line[0] != '"' or _ONE_STRING.fullmatch(line) is not None
+
+
+@functools.lru_cache(maxsize=4)
+def first_json_lines(head: str) -> tuple[Any, ...]:
+    """The first :data:`SNIFF_LINES` lines of ``head`` that parse as JSON (:func:`loads_json`), parsed,
+    for a format's ``sniff``; blank lines and lines that do not parse are passed over (a corrupt line
+    is the reader's problem to count). A line that cannot be a JSON text by its ends alone (most lines
+    of a pretty-printed document) is passed over unparsed. The last few heads' are kept, since every
+    sniffer reads the same head: read the values, never change them.
+
+    >>> first_json_lines('{"a": 1}\\n\\nnot json\\n{"b": [\\n2')
+    ({'a': 1}, 2)
+    """
+    out: list[Any] = []
+    for raw in head.split("\n"):
+        if len(out) >= SNIFF_LINES:
+            break
+        if not _may_be_json(raw):
+            continue
+        try:
+            out.append(loads_json(raw))
+        except json.JSONDecodeError:
+            continue
+    return tuple(out)

@@ -107,6 +107,7 @@ def trajectory_records(
         for m in messages
     )
     model = _model_name(data)
+    provider = _provider_of(model)  # one model for the whole trajectory: recognised once
     chat: list[dict[str, Any]] = []
     records: list[RequestRecord] = []
     for k, message in enumerate(messages):
@@ -146,7 +147,7 @@ def trajectory_records(
                     completion=cleaned,
                     usage=usage,
                     file=file,
-                    provider=_provider_of(model),
+                    provider=provider,
                 )
             )
         chat.append(cleaned)

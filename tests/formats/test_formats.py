@@ -697,3 +697,19 @@ def test_layout_entries_of_the_assembler_and_unknown_slots_are_accepted(tmp_path
     result = load_log(write_jsonl(tmp_path / "l.jsonl", [line]))
     assert result.problems == ()
     assert result.records[0].layout == (LayoutEntry("tool-loop"), LayoutEntry("future-slot", "k"))
+
+
+def test_every_call_of_a_trajectory_carries_the_provider_of_its_model() -> None:
+    """The trajectory reader recognises the provider once per trajectory (one model for all its calls)
+    and every record carries it: DeepSeek's runs are deepseek, Gemini's (routed by OpenRouter,
+    ``google/...``) gemini; the loader keeps it."""
+    from promptkit.formats.mini_swe_agent import trajectory_records
+
+    for path, provider in [
+        (REAL / "deepseek_chat_dev__pvlib__pvlib-python-1072.traj.json", "deepseek"),
+        (Path("fixtures/real-logs/gemini/django__django-14376.traj.json"), "gemini"),
+    ]:
+        records = trajectory_records(json.loads(path.read_text(encoding="utf-8")), str(path), path.stem, [])
+        assert records and {r.provider for r in records} == {provider}
+    loaded = load_requests(Path("fixtures/real-logs")).records
+    assert {r.provider for r in loaded} == {"deepseek", "gemini"}
