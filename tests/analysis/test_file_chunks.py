@@ -213,3 +213,43 @@ def test_the_file_plan_shows_a_bar_over_the_files_and_the_requests_read(monkeypa
     (bar,) = bars
     assert bar.options["total"] == bar.n == 4 and bar.options["unit"] == "file"
     assert bar.postfix == f"{result.requests.height:,} requests"  # every record read is a request here
+
+
+class _Recording(_Here):
+    """:class:`_Here` with ``workers`` workers, naming each call submitted to them."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.submitted: list[str] = []
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        self.submitted.append(fn.__name__)
+        return super().submit(fn, *args)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_each_provider_group_replays_on_a_worker_of_its_own_when_there_is_one(
+    tmp_path: Path, workers: int
+) -> None:
+    """The real DeepSeek and Gemini runs (two provider groups, each a cache of its own) in the simulated
+    view: with a worker for each group, both replay on the workers and this process replays none; with
+    one worker, the largest (DeepSeek) replays here, the other on the worker. The frames are those of
+    ``jobs=1`` either way."""
+    write_agent_runs(tmp_path, 1)
+    executor = _Recording(workers)
+    result = filetasks.analyze_files(tmp_path, executor=executor, view="simulated")
+    assert result is not None and set(result.provider.split(", ")) == {"deepseek", "gemini"}
+    replays = executor.submitted.count("finish_group_task")
+    assert replays == (2 if workers >= 2 else 1)
+    # the coordinator's own replay sends its divergences to a worker; a worker's replay attributes its own
+    assert executor.submitted.count("attribute_files") == (0 if workers >= 2 else 1)
+    assert_same(analyze(tmp_path, view="simulated"), result)
+
+
+def test_a_single_provider_group_replays_here(tmp_path: Path) -> None:
+    """One provider group: this process replays it (a worker would do it no sooner), whatever the workers."""
+    write_agent_runs(tmp_path, 1, sources=("fixtures/real-logs/deepseek",))
+    executor = _Recording(4)
+    result = filetasks.analyze_files(tmp_path, executor=executor, view="simulated")
+    assert result is not None and result.provider == "deepseek"
+    assert "finish_group_task" not in executor.submitted and "attribute_files" in executor.submitted

@@ -630,8 +630,8 @@ def _assemble(
         notes.append(defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
     shares = [problems if i == 0 else [] for i in range(len(order))]
-    # the simulated view's groups are caches of their own: all but the largest replay on the (idle)
-    # workers while this process replays the largest
+    # the simulated view's groups are caches of their own: they replay on the (idle) workers, side by
+    # side; this process replays the largest only when there are more groups than workers
     away = _replayed_away(order, groups, options, executor)
     futures = {
         key: executor.submit(finish_group_task, key, groups[key], shares[i], options, loaded)
@@ -654,11 +654,17 @@ def _replayed_away(
     executor: Executor,
 ) -> set[_Key]:
     """The provider groups whose replay runs on a worker: in the simulated view, on workers of this
-    machine (they read the pieces' files), every group but the one of the most requests (which this
-    process replays meanwhile). Each group is a cache of its own (its provider's), replayed in its own
-    time order: the frames are the ones of one process, joined in the same order."""
+    machine (they read the pieces' files), when there are two groups or more: every group when each
+    has a worker of its own (the workers are idle once stage 1 is done: this process then replays
+    nothing and only waits, and holds no group's cache), else every group but the one of the most
+    requests (which this process replays meanwhile). Each group is a cache of its own (its
+    provider's), replayed in its own time order: the frames are the ones of one process, joined in the
+    same order. A single group stays here (a worker would replay it no sooner, and its frames would
+    cross the pipe)."""
     if options.view == "consecutive" or not executor.shares_files or len(order) < 2:
         return set()
+    if len(order) <= executor.workers:
+        return set(order)
     largest = max(order, key=lambda key: sum(group.count for _, group in groups[key]))
     return {key for key in order if key != largest}
 
