@@ -19,6 +19,9 @@ frames (every CSV byte for byte, ``requests.parquet`` frame for frame).
 
     python benchmarks/jobs_cli.py [--copies 500] [--runs 30] [--repeat 1] [--revision LABEL=PATH ...]
 
+Each revision's bytecode is compiled first (``compileall``), as an installed package's is, so that no
+command compiles its modules (``PYTHONDONTWRITEBYTECODE`` would make every run do it).
+
 The machine's load moves the wall-clock figures (the processes share its cores with whatever else runs);
 the CPU figures move less. ``--repeat`` runs each pair that many times and keeps the fastest wall time.
 """
@@ -200,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             (f"whole history {args.copies}x, --view simulated", history, "simulated"),
             (f"agent runs {args.runs}x ({len(agent)} files, {runs_size:.0f} MB), --view simulated", runs, "simulated"),
         ]  # fmt: skip
+        for path in revisions.values():  # an installed package has its bytecode: no run compiles it
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(path) / "promptkit")], check=False,
+                           stdout=subprocess.DEVNULL)  # fmt: skip
         print(f"promptkit analyze DIR --jobs 1 | --jobs 2 (os.cpu_count() = {os.cpu_count()}; "
               f"load average {os.getloadavg()[0]:.1f} at the start)")  # fmt: skip
         for title, folder, view in cases:

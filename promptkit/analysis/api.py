@@ -358,7 +358,9 @@ def _analyze_by_file(
     settings: dict[str, Any] = dict(
         provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
     )
-    executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
+    named = named_tokenizers(tokenizer, provider)
+    logs = [] if named or listing is None else ([paths] if isinstance(paths, str | os.PathLike) else paths)
+    executor = make_executor(engine, jobs, client=client, tokenizers=named, logs=logs)
     try:
         if executor is not None:
             result = file_plan.analyze_files(

@@ -43,6 +43,7 @@ __all__ = [
     "find_log_files",
     "format_of",
     "intern_messages",
+    "is_log_name",
     "iter_sessions",
     "list_log_files",
     "order_session",
@@ -61,7 +62,13 @@ LOG_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".traj", "
 _COMPRESSED: Final[tuple[str, ...]] = ("", ".gz", ".zst", ".zstd")
 
 
-def _is_log_name(name: str) -> bool:
+def is_log_name(name: str) -> bool:
+    """Whether a directory search reads a file of this name (:data:`LOG_SUFFIXES`, each also gzip- or
+    zstd-compressed).
+
+    >>> is_log_name("a.traj.json"), is_log_name("calls.jsonl.zst"), is_log_name("notes.txt")
+    (True, True, False)
+    """
     return any(name.endswith(s + c) for s in LOG_SUFFIXES for c in _COMPRESSED)
 
 
@@ -94,7 +101,7 @@ def _walk(root: Path, errors: list[LoadProblem], hidden: list[str] | None = None
             if entry.name.startswith("."):
                 if hidden is not None and is_dir:
                     hidden.append(entry.path + "/")
-                elif hidden is not None and _is_log_name(entry.name):
+                elif hidden is not None and is_log_name(entry.name):
                     hidden_names.append(entry.path)
             elif not is_dir or entry.is_symlink():  # a symlink to a folder is listed, not followed
                 yield Path(entry.path)
@@ -157,14 +164,14 @@ def find_log_files(
             for f in sorted(_walk(p, walk_errors, hidden)):
                 why = _skipped(f)
                 if why is not None:
-                    if _is_log_name(f.name) or f.is_symlink():
+                    if is_log_name(f.name) or f.is_symlink():
                         skipped += 1
                         if problems is not None:
                             problems.append(LoadProblem(str(f), None, why))
                     else:
                         passed[f.suffix or f.name] += 1
                     continue
-                if _is_log_name(f.name):
+                if is_log_name(f.name):
                     found.append((f, False))
                 else:
                     passed[f.suffix or f.name] += 1

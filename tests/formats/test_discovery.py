@@ -253,7 +253,7 @@ def test_interned_messages_are_the_objects_the_message_by_message_loop_picks(
 def _os_walk(root: Path, errors: list[Any], hidden: list[str] | None = None) -> Any:
     """The directory walk as it was (``os.walk``, a ``Path`` per folder): the reference the scandir walk
     of :func:`~promptkit.formats.discovery.find_log_files` is compared with."""
-    from promptkit.formats.discovery import _is_log_name
+    from promptkit.formats.discovery import is_log_name
     from promptkit.layout import LoadProblem
 
     def unreadable(exc: OSError) -> None:
@@ -268,7 +268,7 @@ def _os_walk(root: Path, errors: list[Any], hidden: list[str] | None = None) -> 
         base = Path(folder)
         if hidden is not None:
             hidden.extend(str(base / d) + "/" for d in sorted(dirs) if d.startswith("."))
-            hidden.extend(str(base / n) for n in sorted(names) if n.startswith(".") and _is_log_name(n))
+            hidden.extend(str(base / n) for n in sorted(names) if n.startswith(".") and is_log_name(n))
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(names):
             if not name.startswith("."):
