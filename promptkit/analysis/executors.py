@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -106,7 +107,7 @@ def sniffed_files(paths: Iterable[str | os.PathLike[str]], seen_at_most: int = 6
     log files of a walk (each folder's entries in name order; a file named in ``paths`` counts whatever
     its name), the first of each folder name (an agent's folders name its provider or project:
     ``deepseek/``, ``claude-code/<project>/``, ``subagents/``), at most :data:`SNIFF_FILES`, none over
-    :data:`SNIFF_MAX_BYTES`."""
+    :data:`SNIFF_MAX_BYTES`, regular files only."""
     from promptkit.formats.discovery import is_log_name
 
     picked: dict[str, str] = {}
@@ -121,7 +122,8 @@ def sniffed_files(paths: Iterable[str | os.PathLike[str]], seen_at_most: int = 6
                 todo.extend((os.path.join(path, name), False) for name in reversed(names))
             elif named or is_log_name(os.path.basename(path)):
                 seen += 1
-                if os.path.getsize(path) <= SNIFF_MAX_BYTES:
+                info = os.stat(path)  # a regular file only: reading a FIFO would wait for a writer
+                if stat.S_ISREG(info.st_mode) and info.st_size <= SNIFF_MAX_BYTES:
                     picked.setdefault(os.path.basename(os.path.dirname(path)), path)
         except OSError:
             continue

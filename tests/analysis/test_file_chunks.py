@@ -5,6 +5,7 @@ as one across chunks does; small logs run in one process with a note; a worker k
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -297,6 +298,8 @@ def test_a_few_small_files_are_read_to_guess_the_providers(tmp_path: Path, monke
     assert len(executors.sniffed_files([tmp_path])) == 2
     assert executors.sniffed_files([tmp_path / "p00" / "notes.txt"]) == [str(tmp_path / "p00" / "notes.txt")]
     assert executors.likely_tokenizers([tmp_path, "-"]) == ()  # no request in "{}" lines
+    os.mkfifo(tmp_path / "p00" / "0.jsonl")  # first in its folder: never read (it would wait for a writer)
+    assert executors.sniffed_files([tmp_path / "p00"]) == [str(tmp_path / "p00" / "a.jsonl")]
 
 
 def test_analyze_on_workers_names_the_logs_to_the_fork_server_when_no_provider_is(monkeypatch: Any) -> None:
