@@ -14,10 +14,15 @@ One command builds the corpora and prints, side by side in one run, for each of 
 (the coordinator, each worker, the fork server; read from ``/proc`` while it runs), the peak RSS of the
 largest process, the wall ratio jobs 2 / jobs 1, a CPU bound of the critical path at ``--jobs 2`` (the
 coordinator's CPU plus the busiest worker's: what the wall time would be on two idle cores if the
-coordinator never ran beside a worker) over ``--jobs 1``'s CPU, and whether the two runs wrote identical
-frames (every CSV byte for byte, ``requests.parquet`` frame for frame).
+coordinator never ran beside a worker) over ``--jobs 1``'s CPU, the same with the fork server's CPU
+added (``+ server``: as if the workers waited for all of it; they wait for its imports and the
+tokenizers it loads, while the coordinator imports and lists the logs beside it), and whether the two
+runs wrote identical frames (every CSV byte for byte, ``requests.parquet`` frame for frame).
 
     python benchmarks/jobs_cli.py [--copies 500] [--runs 30] [--repeat 1] [--revision LABEL=PATH ...]
+
+Each revision's bytecode is compiled first (``compileall``), as an installed package's is, so that no
+command compiles its modules (``PYTHONDONTWRITEBYTECODE`` would make every run do it).
 
 The machine's load moves the wall-clock figures (the processes share its cores with whatever else runs);
 the CPU figures move less. ``--repeat`` runs each pair that many times and keeps the fastest wall time.
@@ -72,12 +77,13 @@ def _later(m: re.Match[str], days: int) -> str:
 
 class Tree(NamedTuple):
     """One command's process tree: wall seconds, each process' CPU seconds and peak RSS (MB) by pid (the
-    command's own first), and whether it exited 0."""
+    command's own first), whether it exited 0, and each process' parent (by pid)."""
 
     wall: float
     cpu: dict[int, float]
     rss: dict[int, float]
     ok: bool
+    parent: dict[int, int]
 
 
 def _children() -> dict[int, list[int]]:
@@ -94,12 +100,13 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
-def _sample(root: int, cpu: dict[int, float], rss: dict[int, float]) -> None:
-    """Record the CPU time and resident set of ``root`` and its descendants now."""
+def _sample(root: int, cpu: dict[int, float], rss: dict[int, float], parent: dict[int, int]) -> None:
+    """Record the CPU time and resident set of ``root`` and its descendants now, and their parents."""
     kids, todo = _children(), [root]
     while todo:
         pid = todo.pop()
         todo.extend(kids.get(pid, ()))
+        parent.update((kid, pid) for kid in kids.get(pid, ()))
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             status = Path(f"/proc/{pid}/status").read_text()
@@ -120,8 +127,9 @@ def run_tree(argv: Sequence[str], pythonpath: str, timeout: float) -> Tree:
     )
     cpu: dict[int, float] = {}
     rss: dict[int, float] = {}
+    parent: dict[int, int] = {}
     while proc.poll() is None:
-        _sample(proc.pid, cpu, rss)
+        _sample(proc.pid, cpu, rss, parent)
         if time.perf_counter() - start > timeout:
             proc.kill()
         time.sleep(0.05)
@@ -129,7 +137,7 @@ def run_tree(argv: Sequence[str], pythonpath: str, timeout: float) -> Tree:
     err = proc.stderr.read().decode(errors="replace") if proc.stderr is not None else ""
     if proc.returncode != 0:
         print(f"  (exit {proc.returncode}: {err.strip()[-300:]})", file=sys.stderr)
-    return Tree(wall, cpu, rss, proc.returncode == 0)
+    return Tree(wall, cpu, rss, proc.returncode == 0, parent)
 
 
 def analyze_argv(folder: Path, out: Path, jobs: int, view: str | None) -> list[str]:
@@ -168,14 +176,21 @@ def _pair(folder: Path, work: Path, view: str | None, pythonpath: str, repeat: i
     own = next(iter(two.cpu.values()), 0.0)  # the command's own process is sampled first
     pids = list(two.cpu)
     workers = sorted((two.cpu[p] for p in pids[1:] if two.cpu[p] > 0.2), reverse=True)  # not the tracker
+    # the fork server: the parent of the workers (a child of the command that has children itself)
+    servers = {two.parent[p] for p in pids if two.parent.get(p, pids[0]) != pids[0]}
+    server = sum(two.cpu.get(p, 0.0) for p in servers)
+    busiest = max(
+        (two.cpu[p] for p in pids if two.parent.get(p) in servers), default=max(workers, default=0.0)
+    )
     one_cpu = sum(one.cpu.values())
-    bound = own + (workers[0] if workers else 0.0)
+    bound = own + busiest
     equal = one.ok and two.ok and same_frames(work / "out1", work / "out2")
     return (
         f"{one.wall:6.1f} s ({one_cpu:5.1f} cpu, {max(one.rss.values(), default=0):5.0f} MB) | "
         f"{two.wall:6.1f} s (coordinator {own:4.1f} cpu, others {' + '.join(f'{w:.1f}' for w in workers)}; "
         f"largest {max(two.rss.values(), default=0):5.0f} MB) | wall 2/1 {two.wall / one.wall:5.2f} | "
-        f"cpu bound 2/1 {bound / one_cpu:5.2f} | frames {'identical' if equal else 'DIFFER'}"
+        f"cpu bound 2/1 {bound / one_cpu:5.2f} (+ server {(bound + server) / one_cpu:4.2f}) | "
+        f"frames {'identical' if equal else 'DIFFER'}"
     )
 
 
@@ -200,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             (f"whole history {args.copies}x, --view simulated", history, "simulated"),
             (f"agent runs {args.runs}x ({len(agent)} files, {runs_size:.0f} MB), --view simulated", runs, "simulated"),
         ]  # fmt: skip
+        for path in revisions.values():  # an installed package has its bytecode: no run compiles it
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(path) / "promptkit")], check=False,
+                           stdout=subprocess.DEVNULL)  # fmt: skip
         print(f"promptkit analyze DIR --jobs 1 | --jobs 2 (os.cpu_count() = {os.cpu_count()}; "
               f"load average {os.getloadavg()[0]:.1f} at the start)")  # fmt: skip
         for title, folder, view in cases:

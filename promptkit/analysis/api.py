@@ -27,7 +27,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -44,7 +43,8 @@ from promptkit.analysis.result import AnalysisResult
 from promptkit.analysis.runtime import ReadProgress, gc_paused
 from promptkit.analysis.spec import DEFAULT_PROVIDER, VIEWS, AnalysisSpec, default_view
 from promptkit.errors import PromptkitError, RecordFormatError, UsageError
-from promptkit.formats import find_log_files, read_logs, records_from_requests
+from promptkit.formats import read_logs, records_from_requests
+from promptkit.formats.discovery import LogListing, list_log_files
 from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
 from promptkit.tokens.cache_models import CacheModel
@@ -67,22 +67,25 @@ def logs_size(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) 
     >>> logs_size("fixtures/claude-code") > 0, logs_size("-")
     (True, 0)
     """
+    listing = _listing(paths)
+    return listing.size if listing is not None else 0
+
+
+def _listing(paths: Any) -> LogListing | None:
+    """The log files under ``paths`` with their sizes (:func:`~promptkit.formats.discovery.list_log_files`);
+    None for standard input or an iterator of paths (read once only: never listed before) and for what
+    cannot be listed (the load that follows says what is wrong)."""
     from promptkit.formats.base import STDIN_PATHS
 
     if not isinstance(paths, str | os.PathLike | list | tuple):
-        return 0  # an iterator is read once only: never streamed in two passes
+        return None
     items = [paths] if isinstance(paths, str | os.PathLike) else paths
-    if any(str(p) in STDIN_PATHS for p in items):  # read once only: never streamed in two passes
-        return 0
-    total = 0
+    if any(str(p) in STDIN_PATHS for p in items):
+        return None
     try:
-        found, _ = find_log_files(paths, problems=[])
+        return list_log_files(paths)
     except PromptkitError:
-        return 0  # the load that follows says what is wrong
-    for path, _ in found:
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size
-    return total
+        return None
 
 
 def _check_arguments(records: object, *, provider: object, progress: object) -> None:
@@ -298,9 +301,10 @@ def analyze(
     if stream:
         return analyze_stream(paths, format, **{**options, "view": view or "consecutive"})
     if jobs != 1 or engine != "local":
-        small = _too_small_for_jobs(paths) if engine == "local" and client is None else None
+        listing = _listing(paths)  # perf: listed once, for the size and for the workers' tasks
+        small = _too_small_for_jobs(listing) if engine == "local" and client is None else None
         if small is None:
-            return _analyze_by_file(paths, format, **options)
+            return _analyze_by_file(paths, format, listing=listing, **options)
         result = analyze(paths, format=format, **{**options, "jobs": 1})
         return attrs.evolve(result, notes=(*result.notes, small))
     if view in (None, "simulated") and logs_size(paths) >= TIMELINE_MIN_BYTES:
@@ -314,10 +318,11 @@ def analyze(
     return analyze_requests(loaded, **options)
 
 
-def _too_small_for_jobs(paths: Any) -> str | None:
-    """The note that says ``paths`` are analyzed in this process although ``jobs`` > 1 (None: their logs
-    are large enough for the workers, or cannot be sized without reading them: standard input)."""
-    size, least = logs_size(paths), jobs_min_bytes()
+def _too_small_for_jobs(listing: LogListing | None) -> str | None:
+    """The note that says the logs of ``listing`` are analyzed in this process although ``jobs`` > 1
+    (None: they are large enough for the workers, or could not be listed and sized without reading
+    them: standard input)."""
+    size, least = (listing.size if listing is not None else 0), jobs_min_bytes()
     if not 0 < size < least:
         return None
     return (
@@ -340,10 +345,12 @@ def _analyze_by_file(
     jobs: int = 1,
     engine: str = "local",
     client: Any = None,
+    listing: LogListing | None = None,
 ) -> AnalysisResult:
     """:func:`analyze` on workers, one task per log file (:func:`~promptkit.analysis.plans.files.analyze_files`),
     also with ``view=None`` (each worker chooses its file's default view), or, when a session spans
-    files, by loading the records here and shipping them by session."""
+    files, by loading the records here and shipping them by session (``listing``: the files under
+    ``paths``, listed already)."""
 
     if view is not None and (not isinstance(view, str) or view not in VIEWS):
         raise UsageError(f"view: unknown view {view!r}; expected one of {', '.join(VIEWS)}")
@@ -351,11 +358,13 @@ def _analyze_by_file(
     settings: dict[str, Any] = dict(
         provider=provider, tokenizer=tokenizer, render=render, cache_model=cache_model, view=view
     )
-    executor = make_executor(engine, jobs, client=client, tokenizers=named_tokenizers(tokenizer, provider))
+    named = named_tokenizers(tokenizer, provider)
+    logs = [] if named or listing is None else ([paths] if isinstance(paths, str | os.PathLike) else paths)
+    executor = make_executor(engine, jobs, client=client, tokenizers=named, logs=logs)
     try:
         if executor is not None:
             result = file_plan.analyze_files(
-                paths, executor=executor, format=fmt, progress=progress, **settings
+                paths, executor=executor, format=fmt, progress=progress, listing=listing, **settings
             )
             if result is not None:
                 return result

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol
 
@@ -41,9 +42,11 @@ __all__ = [
     "Executor",
     "ProcessPool",
     "jobs_min_bytes",
+    "likely_tokenizers",
     "make_executor",
     "may_start_workers",
     "named_tokenizers",
+    "sniffed_files",
     "start_fork_server",
     "warm_worker",
 ]
@@ -94,6 +97,79 @@ def may_start_workers(paths: Iterable[str | os.PathLike[str]]) -> bool:
     return total >= least
 
 
+#: At most how many log files :func:`likely_tokenizers` reads, and the largest it reads (bytes).
+SNIFF_FILES: Final[int] = 8
+SNIFF_MAX_BYTES: Final[int] = 2 * 1024 * 1024
+
+
+def sniffed_files(paths: Iterable[str | os.PathLike[str]], seen_at_most: int = 64) -> list[str]:
+    """A few log files under ``paths`` to guess their providers from: among the first ``seen_at_most``
+    log files of a walk (each folder's entries in name order; a file named in ``paths`` counts whatever
+    its name), the first of each folder name (an agent's folders name its provider or project:
+    ``deepseek/``, ``claude-code/<project>/``, ``subagents/``), at most :data:`SNIFF_FILES`, none over
+    :data:`SNIFF_MAX_BYTES`, regular files only."""
+    from promptkit.formats.discovery import is_log_name
+
+    picked: dict[str, str] = {}
+    seen = 0
+    todo = [(os.fspath(p), True) for p in reversed(list(paths))]
+    while todo and seen < seen_at_most and len(picked) < SNIFF_FILES:
+        path, named = todo.pop()
+        try:
+            if os.path.isdir(path):
+                with os.scandir(path) as entries:
+                    names = sorted(e.name for e in entries if not e.name.startswith("."))
+                todo.extend((os.path.join(path, name), False) for name in reversed(names))
+            elif named or is_log_name(os.path.basename(path)):
+                seen += 1
+                info = os.stat(path)  # a regular file only: reading a FIFO would wait for a writer
+                if stat.S_ISREG(info.st_mode) and info.st_size <= SNIFF_MAX_BYTES:
+                    picked.setdefault(os.path.basename(os.path.dirname(path)), path)
+        except OSError:
+            continue
+    return list(picked.values())
+
+
+def likely_tokenizers(paths: Iterable[str | os.PathLike[str]], format: str | None = None) -> tuple[str, ...]:
+    """The providers (tokenizer or provider names, as :func:`warm_worker` takes them) of a few of the log
+    files under ``paths`` (:func:`sniffed_files`; ``format``: the log format they are read in, else sniffed):
+    a guess of the tokenizers the workers will need, which the fork server makes and loads them with
+    (:func:`start_fork_server`'s ``logs``), once for all the workers. Never wrong in effect: a
+    provider it misses is loaded by each worker that needs it, one it adds costs the server its load.
+    What cannot be read adds nothing (the analysis reports it). It reads a file's first calls as its
+    format gives them (a format may load a tokenizer to estimate an opaque head: in the server, where
+    it is wanted).
+
+    >>> likely_tokenizers(["fixtures/real-logs/deepseek", "fixtures/real-logs/gemini"])
+    ('deepseek', 'gemini')
+    """
+    from itertools import islice
+
+    from promptkit.errors import PromptkitError
+    from promptkit.formats.base import STDIN_PATHS, Source, get_format, read_items
+    from promptkit.formats.discovery import format_of
+    from promptkit.layout import RequestRecord
+    from promptkit.providers.registry import infer_record_provider
+
+    found: dict[str, None] = {}
+    items = [p for p in paths if os.fspath(p) not in STDIN_PATHS]
+    for path in sniffed_files(items):
+        try:
+            forced = get_format(format) if format is not None else None
+            fmt = format_of(Source.open(path), forced, named=False, problems=[])
+            if fmt is None:
+                continue
+            # perf: the format's records as read, not read_file's (which estimates opaque heads with a
+            # tokenizer); a file's first calls name its provider
+            records = [
+                r for r in islice(read_items(fmt, Source.open(path)), 64) if isinstance(r, RequestRecord)
+            ]
+        except (PromptkitError, OSError, ValueError):
+            continue
+        found.update((name, None) for name in map(infer_record_provider, records) if name is not None)
+    return tuple(found)
+
+
 class Executor(Protocol):
     """Runs ``fn(*args)`` for each args tuple somewhere and yields the results in order, and declares
     what the plans may ask of it."""
@@ -136,6 +212,13 @@ class Executor(Protocol):
 #: its workers (:func:`start_fork_server`, :mod:`promptkit.analysis._workerinit`).
 TOKENIZERS_ENV: Final[str] = "PROMPTKIT_WORKER_TOKENIZERS"
 
+#: The environment variable naming log paths (separated by ``os.pathsep``) whose providers' tokenizers
+#: the fork server loads for its workers (:func:`start_fork_server`'s ``logs``).
+LOGS_ENV: Final[str] = "PROMPTKIT_WORKER_LOGS"
+
+#: The most characters of paths passed in :data:`LOGS_ENV` (the first paths only: a guess needs a few).
+_LOGS_MAX: Final[int] = 16 * 1024
+
 #: Modules a local pool's workers import before they are forked (see :class:`ProcessPool`).
 _PRELOAD: tuple[str, ...] = (
     "promptkit.analysis.api",
@@ -164,13 +247,14 @@ def named_tokenizers(tokenizer: Any, provider: Any) -> tuple[str, ...]:
     return ()
 
 
-def warm_worker(tokenizers: Iterable[str] = ()) -> None:
+def warm_worker(tokenizers: Iterable[str] = (), logs: Sequence[str] = ()) -> None:
     """What a worker starts with, before its first task: the analysis' modules (:data:`_PRELOAD`), the
     log-format and provider registries (each an entry-point scan of every installed distribution, about
     20 ms apiece) and ``tokenizers`` (tokenizer or provider names; cl100k_base takes about 0.1 s to load
     and 20 ms to encode its first text). A local pool's fork server runs it once for all its workers
     (:mod:`promptkit.analysis._workerinit`); :class:`DaskExecutor` runs it on each worker of its
-    cluster. It never fails: what does not load here (a broken plugin, an unknown tokenizer name) is
+    cluster. ``logs``: log paths whose providers' tokenizers it loads too (:func:`likely_tokenizers`).
+    It never fails: what does not load here (a broken plugin, an unknown tokenizer name) is
     left for the task that needs it, which raises the error naming it. No polars operation runs here:
     a process forked after polars has started its thread pool may deadlock.
 
@@ -191,21 +275,32 @@ def warm_worker(tokenizers: Iterable[str] = ()) -> None:
             load()
         except PromptkitError:  # pragma: no cover - a broken plugin: the task that needs it reports it
             pass
-    for name in filter(None, tokenizers):
+    names = list(filter(None, tokenizers))
+    if logs:
+        try:
+            names.extend(likely_tokenizers(logs))
+        except Exception:  # pragma: no cover - a guess: the analysis reads the logs and reports them
+            pass
+    for name in dict.fromkeys(names):
         try:
             resolve_tokenizer(name).encode("warm")  # loaded, and its first encoding's set-up done
         except Exception:  # the task that needs it raises the error naming it
             pass
 
 
-def start_fork_server(tokenizers: Sequence[str] = ()) -> bool:
+def start_fork_server(tokenizers: Sequence[str] = (), logs: Iterable[str | os.PathLike[str]] = ()) -> bool:
     """Start the fork server local pools fork their workers from, without waiting for it (False where
     the platform has none). Its imports (:data:`_PRELOAD`, about 0.4 s) then run beside this process'
     own work: the command line calls it as soon as it has read ``--jobs``, before its own imports and
     the listing of the files, and a :class:`ProcessPool` calls it when made, not at its first task.
     ``tokenizers``: tokenizer or provider names whose tokenizers the server loads for every worker
-    (:mod:`promptkit.analysis._workerinit`). A server already running is kept as it is (its preload
-    and tokenizers were set when it started; the workers load what else they need).
+    (:mod:`promptkit.analysis._workerinit`); ``logs``: log paths whose providers' tokenizers the server
+    loads as well, guessed from a few of their files (:func:`likely_tokenizers`: perf: the command
+    line names them when no tokenizer or provider is given; the server reads them while this process
+    imports and lists the logs, and no worker loads those tokenizers again: 0.6 s a worker for the
+    Claude Code and Codex logs, 1.2 s for DeepSeek and Gemini runs). A server already running is kept
+    as it is (its preload and tokenizers were set when it started; the workers load what else they
+    need).
 
     >>> start_fork_server() in (True, False)
     True
@@ -221,21 +316,25 @@ def start_fork_server(tokenizers: Sequence[str] = ()) -> bool:
         [*_PRELOAD, "promptkit.analysis._workerinit"]
     )
     names = ",".join(t for t in tokenizers if isinstance(t, str) and "," not in t)
-    before = os.environ.get(TOKENIZERS_ENV)
-    os.environ[TOKENIZERS_ENV] = names  # the server is started with this process' environment
+    paths = os.pathsep.join(os.fspath(p) for p in logs if os.pathsep not in os.fspath(p))[:_LOGS_MAX]
+    paths = paths if len(paths) < _LOGS_MAX else paths.rpartition(os.pathsep)[0]  # whole paths only
+    before = {env: os.environ.get(env) for env in (TOKENIZERS_ENV, LOGS_ENV)}
+    os.environ.update({TOKENIZERS_ENV: names, LOGS_ENV: paths})  # the server gets this environment
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
-        if before is None:
-            del os.environ[TOKENIZERS_ENV]
-        else:
-            os.environ[TOKENIZERS_ENV] = before
+        for env, value in before.items():
+            if value is None:
+                del os.environ[env]
+            else:
+                os.environ[env] = value
     return True
 
 
 class ProcessPool:
     """A local pool of ``workers`` processes, forked from a fresh ``forkserver`` process that imported
-    the analysis (:data:`_PRELOAD`) and loaded ``tokenizers`` (tokenizer or provider names) once, so no
+    the analysis (:data:`_PRELOAD`) and loaded ``tokenizers`` (tokenizer or provider names) and those of
+    the providers of the logs under ``logs`` (:func:`likely_tokenizers`) once, so no
     state of this process is inherited (spawned where there is no forkserver; see
     :func:`start_fork_server`).
 
@@ -247,14 +346,16 @@ class ProcessPool:
     #: What its workers return comes back to this process (:attr:`Executor.holds_results`).
     holds_results: Final = False
 
-    def __init__(self, workers: int, *, tokenizers: Sequence[str] = ()) -> None:
+    def __init__(
+        self, workers: int, *, tokenizers: Sequence[str] = (), logs: Iterable[str | os.PathLike[str]] = ()
+    ) -> None:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         if workers < 1:
             raise UsageError(f"jobs: expected at least 1 worker, got {workers}")
         self.workers = workers
-        if start_fork_server(tokenizers):
+        if start_fork_server(tokenizers, logs):
             # perf: a fresh server process imports the analysis once and forks each worker from it
             # (nothing of this process is inherited): a worker starts in milliseconds, not in the
             # half second a spawned one spends importing numpy, polars and the tokenizers
@@ -394,10 +495,12 @@ def make_executor(
     client: Any = None,
     address: str | None = None,
     tokenizers: Sequence[str] = (),
+    logs: Iterable[str | os.PathLike[str]] = (),
 ) -> Executor | None:
     """The executor for ``engine`` and ``jobs`` (None: run in this process); ``client`` is a
     ``distributed.Client`` or a scheduler address (engine ``"dask"`` only); ``tokenizers``: what a
-    local pool's workers are forked with (:class:`ProcessPool`).
+    local pool's workers are forked with (:class:`ProcessPool`), and ``logs``, whose providers'
+    tokenizers they are forked with too.
 
     >>> make_executor("local", 1) is None
     True
@@ -414,4 +517,4 @@ def make_executor(
         raise UsageError('engine: a client or scheduler address needs engine="dask"')
     if jobs < 1:
         raise UsageError(f"jobs: expected at least 1, got {jobs}")
-    return ProcessPool(jobs, tokenizers=tokenizers) if jobs > 1 else None
+    return ProcessPool(jobs, tokenizers=tokenizers, logs=logs) if jobs > 1 else None

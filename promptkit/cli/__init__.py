@@ -292,7 +292,10 @@ def _run_analyze(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         from promptkit.analysis.executors import may_start_workers, named_tokenizers, start_fork_server
 
         if may_start_workers(args.paths or ["-"]):
-            start_fork_server(named_tokenizers(args.tokenizer, args.provider))
+            # the tokenizers named, else the server finds those of the providers of a few of the logs:
+            # loaded once, in the server, rather than by every worker
+            named = named_tokenizers(args.tokenizer, args.provider)
+            start_fork_server(named, logs=() if named else args.paths or ())
     from promptkit.commands.analyze import run_analyze
     from promptkit.errors import ReportInputError
     from promptkit.report.files import check_out_dir, report_formats

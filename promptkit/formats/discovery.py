@@ -37,12 +37,15 @@ from promptkit.layout import LoadProblem, LoadResult, RequestRecord
 
 __all__ = [
     "LOG_SUFFIXES",
+    "LogListing",
     "LogStream",
     "choose_format",
     "find_log_files",
     "format_of",
     "intern_messages",
+    "is_log_name",
     "iter_sessions",
+    "list_log_files",
     "order_session",
     "passed_notes",
     "read_file",
@@ -59,32 +62,54 @@ LOG_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".ndjson", ".traj", "
 _COMPRESSED: Final[tuple[str, ...]] = ("", ".gz", ".zst", ".zstd")
 
 
-def _is_log_name(name: str) -> bool:
+def is_log_name(name: str) -> bool:
+    """Whether a directory search reads a file of this name (:data:`LOG_SUFFIXES`, each also gzip- or
+    zstd-compressed).
+
+    >>> is_log_name("a.traj.json"), is_log_name("calls.jsonl.zst"), is_log_name("notes.txt")
+    (True, True, False)
+    """
     return any(name.endswith(s + c) for s in LOG_SUFFIXES for c in _COMPRESSED)
 
 
 def _walk(root: Path, errors: list[LoadProblem], hidden: list[str] | None = None) -> Iterator[Path]:
-    """Every entry under ``root`` but hidden ones (named in ``hidden``, a folder with a trailing ``/``);
-    an unreadable directory is a problem naming it (appended to ``errors``), never passed over in
-    silence."""
+    """Every entry under ``root`` but hidden ones (named in ``hidden``, a folder with a trailing ``/``,
+    in a walk's order: top down, each folder's entries sorted) and folders; a symlink to a folder is an
+    entry (never followed); an unreadable directory is a problem naming it (appended to ``errors``),
+    never passed over in silence. perf: one ``scandir`` per folder, its entries' types from it, and a
+    path made for the entries yielded only (3,000 logs in 10,000 folders: 0.1 s, where ``os.walk`` and
+    a ``Path`` for every folder took 0.3 s)."""
 
-    def unreadable(exc: OSError) -> None:
-        where = exc.filename if exc.filename is not None else str(root)
-        reason = f"directory cannot be read: {exc.strerror or exc}; its logs were not read"
-        errors.append(LoadProblem(str(where), None, reason))
-
-    for folder, dirs, names in os.walk(root, onerror=unreadable):
-        base = Path(folder)
+    todo = [str(root)]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else str(root)
+            reason = f"directory cannot be read: {exc.strerror or exc}; its logs were not read"
+            errors.append(LoadProblem(str(where), None, reason))
+            continue
+        folders: list[str] = []
+        hidden_names: list[str] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # through a symlink, as os.walk sorts its entries
+            except OSError:
+                is_dir = False
+            if entry.name.startswith("."):
+                if hidden is not None and is_dir:
+                    hidden.append(entry.path + "/")
+                elif hidden is not None and is_log_name(entry.name):
+                    hidden_names.append(entry.path)
+            elif not is_dir or entry.is_symlink():  # a symlink to a folder is listed, not followed
+                yield Path(entry.path)
+            else:
+                folders.append(entry.path)
         if hidden is not None:
-            hidden.extend(str(base / d) + "/" for d in sorted(dirs) if d.startswith("."))
-            hidden.extend(str(base / n) for n in sorted(names) if n.startswith(".") and _is_log_name(n))
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(names):
-            if not name.startswith("."):
-                yield base / name
-        for d in dirs:  # a symlink to a directory is listed in dirs; os.walk does not follow it
-            if (base / d).is_symlink():
-                yield base / d
+            hidden.extend(hidden_names)
+        todo.extend(reversed(folders))  # top down, in name order
 
 
 def _skipped(f: Path) -> str | None:
@@ -139,14 +164,14 @@ def find_log_files(
             for f in sorted(_walk(p, walk_errors, hidden)):
                 why = _skipped(f)
                 if why is not None:
-                    if _is_log_name(f.name) or f.is_symlink():
+                    if is_log_name(f.name) or f.is_symlink():
                         skipped += 1
                         if problems is not None:
                             problems.append(LoadProblem(str(f), None, why))
                     else:
                         passed[f.suffix or f.name] += 1
                     continue
-                if _is_log_name(f.name):
+                if is_log_name(f.name):
                     found.append((f, False))
                 else:
                     passed[f.suffix or f.name] += 1
@@ -172,6 +197,43 @@ def find_log_files(
                 check_regular(p)  # standard input gets its own message
             raise LogFileError(p, "no such file or directory")
     return _once(files, problems), passed
+
+
+@attrs.frozen(slots=True, eq=False)
+class LogListing:
+    """The log files under some paths, listed once (:func:`list_log_files`): what
+    :func:`find_log_files` returns, the walk's problems, and each file's size in bytes (as stored; 0
+    where it cannot be read: its reader says why). perf: the analysis on workers sizes the logs (are
+    they worth the workers?) and cuts them into tasks from the one listing, where it walked the folders
+    twice (0.2-0.3 s each for 3,000 files in 10,000 folders)."""
+
+    files: tuple[tuple[Path, bool], ...]
+    passed: Counter[str]
+    problems: tuple[LoadProblem, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        """The bytes of all the files."""
+        return sum(self.sizes)
+
+
+def list_log_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> LogListing:
+    """:func:`find_log_files` of ``paths``, its problems kept, and each file's size; the same errors.
+
+    >>> listing = list_log_files("fixtures/real-logs/deepseek")
+    >>> len(listing.files), listing.size == sum(p.stat().st_size for p, _ in listing.files)
+    (4, True)
+    """
+    problems: list[LoadProblem] = []
+    files, passed = find_log_files(paths, problems=problems)
+    sizes = []
+    for path, _ in files:
+        try:
+            sizes.append(os.stat(path).st_size)
+        except OSError:
+            sizes.append(0)
+    return LogListing(tuple(files), passed, tuple(problems), tuple(sizes))
 
 
 #: A key of ``find_log_files``' passed-over counter that names a hidden entry (see :func:`passed_notes`).

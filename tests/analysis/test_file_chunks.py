@@ -5,6 +5,7 @@ as one across chunks does; small logs run in one process with a note; a worker k
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from polars.testing import assert_frame_equal
 
 from benchmarks.jobs_cli import write_agent_runs
 from benchmarks.whole_history import write_corpus
-from promptkit.analysis import spec as specs
+from promptkit.analysis import executors, spec as specs
 from promptkit.analysis.api import analyze
 from promptkit.analysis.executors import JOBS_MIN_BYTES, jobs_min_bytes, may_start_workers
 from promptkit.analysis.plans import files as filetasks
@@ -163,11 +164,12 @@ def test_the_command_starts_no_fork_server_for_small_logs(tmp_path: Path, monkey
     """``promptkit analyze DIR --jobs 2`` on logs under the threshold starts no fork server (the analysis
     runs in its own process); over it, the server is started before the command's imports."""
     from promptkit import cli
-    from promptkit.analysis import executors
     from promptkit.commands import analyze as command
 
-    started: list[list[str]] = []
-    monkeypatch.setattr(executors, "start_fork_server", lambda names=(): started.append(list(names)))
+    started: list[tuple[list[str], list[str]]] = []
+    monkeypatch.setattr(
+        executors, "start_fork_server", lambda names=(), logs=(): started.append((list(names), list(logs)))
+    )
     monkeypatch.setattr(command, "run_analyze", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     out = str(tmp_path / "out")
     monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", str(10**9))
@@ -175,7 +177,10 @@ def test_the_command_starts_no_fork_server_for_small_logs(tmp_path: Path, monkey
     assert started == []
     monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", "1000")
     assert cli.main(["analyze", "fixtures/real-logs/deepseek", "--jobs", "2", "--out", out]) == 130
-    assert started == [[]]
+    assert started == [([], [Path("fixtures/real-logs/deepseek")])]  # no provider named: the server guesses
+    argv = ["analyze", "fixtures/real-logs/deepseek", "--provider", "deepseek", "--jobs", "2", "--out", out]
+    assert cli.main(argv) == 130
+    assert started[-1] == (["deepseek"], [])  # named: its tokenizer, nothing to guess
 
 
 def test_the_file_plan_shows_a_bar_over_the_files_and_the_requests_read(monkeypatch: Any) -> None:
@@ -213,3 +218,102 @@ def test_the_file_plan_shows_a_bar_over_the_files_and_the_requests_read(monkeypa
     (bar,) = bars
     assert bar.options["total"] == bar.n == 4 and bar.options["unit"] == "file"
     assert bar.postfix == f"{result.requests.height:,} requests"  # every record read is a request here
+
+
+class _Recording(_Here):
+    """:class:`_Here` with ``workers`` workers, naming each call submitted to them."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.submitted: list[str] = []
+
+    def submit(self, fn: Any, *args: Any) -> Any:
+        self.submitted.append(fn.__name__)
+        return super().submit(fn, *args)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_each_provider_group_replays_on_a_worker_of_its_own_when_there_is_one(
+    tmp_path: Path, workers: int
+) -> None:
+    """The real DeepSeek and Gemini runs (two provider groups, each a cache of its own) in the simulated
+    view: with a worker for each group, both replay on the workers and this process replays none; with
+    one worker, the largest (DeepSeek) replays here, the other on the worker. The frames are those of
+    ``jobs=1`` either way."""
+    write_agent_runs(tmp_path, 1)
+    executor = _Recording(workers)
+    result = filetasks.analyze_files(tmp_path, executor=executor, view="simulated")
+    assert result is not None and set(result.provider.split(", ")) == {"deepseek", "gemini"}
+    replays = executor.submitted.count("finish_group_task")
+    assert replays == (2 if workers >= 2 else 1)
+    # the coordinator's own replay sends its divergences to a worker; a worker's replay attributes its own
+    assert executor.submitted.count("attribute_files") == (0 if workers >= 2 else 1)
+    assert_same(analyze(tmp_path, view="simulated"), result)
+
+
+def test_a_single_provider_group_replays_here(tmp_path: Path) -> None:
+    """One provider group: this process replays it (a worker would do it no sooner), whatever the workers."""
+    write_agent_runs(tmp_path, 1, sources=("fixtures/real-logs/deepseek",))
+    executor = _Recording(4)
+    result = filetasks.analyze_files(tmp_path, executor=executor, view="simulated")
+    assert result is not None and result.provider == "deepseek"
+    assert "finish_group_task" not in executor.submitted and "attribute_files" in executor.submitted
+
+
+def test_the_fork_server_loads_the_tokenizers_of_the_providers_of_the_logs(monkeypatch: Any) -> None:
+    """What the fork server starts with (``warm_worker``) loads the tokenizers named and those of the
+    providers found in a few of the logs: DeepSeek and Gemini runs, once each."""
+    from promptkit.providers import resolve
+
+    loaded: list[str] = []
+    real = resolve.resolve_tokenizer
+
+    def recording(name: Any, *args: Any, **kwargs: Any) -> Any:
+        loaded.append(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(resolve, "resolve_tokenizer", recording)
+    executors.warm_worker(["cl100k_base"], ["fixtures/real-logs/deepseek", "fixtures/real-logs/gemini"])
+    assert loaded == ["cl100k_base", "deepseek", "gemini"]
+    loaded.clear()
+    executors.warm_worker([], [])
+    assert loaded == []
+
+
+def test_a_few_small_files_are_read_to_guess_the_providers(tmp_path: Path, monkeypatch: Any) -> None:
+    """The guess reads the first file of each folder name, at most SNIFF_FILES, none over SNIFF_MAX_BYTES,
+    a file named explicitly whatever its name; what is no log of a known format adds nothing."""
+    for k in range(12):
+        (tmp_path / f"p{k:02d}").mkdir()
+        for name in ("a.jsonl", "b.jsonl", "notes.txt"):
+            (tmp_path / f"p{k:02d}" / name).write_text("{}\n" * (k + 1))
+    picked = executors.sniffed_files([tmp_path])
+    assert [Path(p).relative_to(tmp_path).as_posix() for p in picked] == [
+        f"p{k:02d}/a.jsonl" for k in range(executors.SNIFF_FILES)
+    ]
+    runs = write_agent_runs(tmp_path / "runs", 3)
+    assert executors.likely_tokenizers([tmp_path / "runs"]) == ("deepseek", "gemini")
+    assert len(executors.sniffed_files([tmp_path / "runs"])) == 2 < len(runs)  # one file of each folder name
+    monkeypatch.setattr(executors, "SNIFF_MAX_BYTES", 6)  # p00 and p01 hold 3 and 6 bytes a file
+    assert len(executors.sniffed_files([tmp_path])) == 2
+    assert executors.sniffed_files([tmp_path / "p00" / "notes.txt"]) == [str(tmp_path / "p00" / "notes.txt")]
+    assert executors.likely_tokenizers([tmp_path, "-"]) == ()  # no request in "{}" lines
+    os.mkfifo(tmp_path / "p00" / "0.jsonl")  # first in its folder: never read (it would wait for a writer)
+    assert executors.sniffed_files([tmp_path / "p00"]) == [str(tmp_path / "p00" / "a.jsonl")]
+
+
+def test_analyze_on_workers_names_the_logs_to_the_fork_server_when_no_provider_is(monkeypatch: Any) -> None:
+    """``analyze(paths, jobs=2)`` makes its pool with the paths (the server guesses their providers), or
+    with the tokenizer of the provider named (nothing to guess)."""
+    from promptkit.analysis import api
+
+    made: list[tuple[Any, Any]] = []
+
+    def make(engine: str, jobs: int, **kw: Any) -> None:
+        made.append((kw["tokenizers"], kw["logs"]))  # no pool: the records are shipped in this process
+
+    monkeypatch.setattr(api, "make_executor", make)
+    monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", "0")
+    analyze("fixtures/real-logs/deepseek", jobs=2)
+    analyze(["fixtures/real-logs/deepseek"], provider="deepseek", jobs=2)
+    assert made == [((), ["fixtures/real-logs/deepseek"]), (("deepseek",), [])]

@@ -693,7 +693,9 @@ def test_the_command_line_starts_the_fork_server_first(monkeypatch: Any, tmp_pat
         ran.append(options["jobs"])
         raise KeyboardInterrupt  # the analysis itself is not what this test is about
 
-    monkeypatch.setattr(executors, "start_fork_server", lambda names=(): started.append(list(names)))
+    monkeypatch.setattr(
+        executors, "start_fork_server", lambda names=(), logs=(): started.append([*names, *map(str, logs)])
+    )
     monkeypatch.setattr(command, "run_analyze", stop)
     out = str(tmp_path / "out")
     assert (
@@ -705,7 +707,7 @@ def test_the_command_line_starts_the_fork_server_first(monkeypatch: Any, tmp_pat
     )
     assert cli.main(["analyze", "fixtures/logs", "--jobs", "2", "--out", out]) == 130
     assert cli.main(["analyze", "fixtures/logs", "--out", out]) == 130
-    assert started == [["deepseek"], ["cl100k_base"], []]
+    assert started == [["deepseek"], ["cl100k_base"], ["fixtures/logs"]]  # else the logs, for a guess
     assert ran == [2, 3, 2, 1]
 
 

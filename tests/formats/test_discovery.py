@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -246,3 +248,106 @@ def test_interned_messages_are_the_objects_the_message_by_message_loop_picks(
     expected = _interned_reference(old, new, completion)
     got = intern_messages(previous, RequestRecord({"messages": list(new)}, "s")).request["messages"]
     assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected, strict=True))
+
+
+def _os_walk(root: Path, errors: list[Any], hidden: list[str] | None = None) -> Any:
+    """The directory walk as it was (``os.walk``, a ``Path`` per folder): the reference the scandir walk
+    of :func:`~promptkit.formats.discovery.find_log_files` is compared with."""
+    from promptkit.formats.discovery import is_log_name
+    from promptkit.layout import LoadProblem
+
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename if exc.filename is not None else str(root)
+        errors.append(
+            LoadProblem(
+                str(where), None, f"directory cannot be read: {exc.strerror or exc}; its logs were not read"
+            )
+        )
+
+    for folder, dirs, names in os.walk(root, onerror=unreadable):
+        base = Path(folder)
+        if hidden is not None:
+            hidden.extend(str(base / d) + "/" for d in sorted(dirs) if d.startswith("."))
+            hidden.extend(str(base / n) for n in sorted(names) if n.startswith(".") and is_log_name(n))
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if not name.startswith("."):
+                yield base / name
+        for d in dirs:
+            if (base / d).is_symlink():
+                yield base / d
+
+
+_NAMES = st.sampled_from(
+    ["a", "b-c", "b", "a b", ".h", "x.jsonl", ".y.jsonl", "z.txt", "a-b.json", "A.ndjson"]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(_NAMES, min_size=1, max_size=4), min_size=1, max_size=12),
+    st.lists(
+        st.tuples(st.lists(_NAMES, min_size=1, max_size=3), st.sampled_from(["dir", "file", "none"])),
+        max_size=3,
+    ),
+)
+def test_the_scandir_walk_lists_what_os_walk_listed(
+    files: list[list[str]], links: list[tuple[list[str], str]]
+) -> None:
+    """Random trees of folders, logs, other files, hidden entries and symlinks (to a folder, a file,
+    nothing): the files, the passed-over counts and the problems, in order, as the ``os.walk`` walk
+    found them."""
+    import tempfile
+
+    from promptkit.formats import discovery
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "logs"
+        root.mkdir()
+        for parts in files:
+            path = root.joinpath(*parts)
+            if any(p.exists() and not p.is_dir() for p in [*path.parents][: len(parts) - 1]) or path.is_dir():
+                continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("{}\n")
+        for parts, kind in links:
+            link = root.joinpath(*parts)
+            if link.exists() or link.is_symlink() or not link.parent.is_dir():
+                continue
+            target = {"dir": root, "file": next(root.rglob("*.jsonl"), root / "nope"), "none": root / "gone"}[
+                kind
+            ]
+            link.symlink_to(target)
+        got: list[Any] = []
+        try:
+            found = discovery.find_log_files(root, problems=got)
+        except LogFileError as exc:
+            found = exc  # type: ignore[assignment]
+        old = discovery._walk
+        want: list[Any] = []
+        try:
+            discovery._walk = _os_walk  # type: ignore[assignment]
+            expected = discovery.find_log_files(root, problems=want)
+        except LogFileError as exc:
+            expected = exc  # type: ignore[assignment]
+        finally:
+            discovery._walk = old  # type: ignore[assignment]
+        assert str(found) == str(expected) and got == want
+
+
+def test_the_analysis_on_workers_lists_the_logs_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``analyze(DIR, jobs=2)`` sizes the logs (are they worth the workers?) and cuts them into tasks from
+    one listing: the folder is walked once."""
+    from promptkit.formats import discovery
+
+    walks: list[object] = []
+    real = discovery.find_log_files
+
+    def counted(paths: Any, **kw: Any) -> Any:
+        walks.append(paths)
+        return real(paths, **kw)
+
+    monkeypatch.setattr(discovery, "find_log_files", counted)
+    monkeypatch.setenv("PROMPTKIT_JOBS_MIN_BYTES", "0")
+    result = analyze("fixtures/real-logs/deepseek", provider="deepseek", view="simulated", jobs=2)
+    assert result.requests.height == 154 and len(walks) == 1

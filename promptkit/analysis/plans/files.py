@@ -92,7 +92,14 @@ from promptkit.analysis.spec import (
 )
 from promptkit.analysis.wire import DeltaReader, DeltaStream, Divergent, tokenize_chunk
 from promptkit.formats.base import Source, available_formats, get_format
-from promptkit.formats.discovery import find_log_files, format_of, passed_notes, read_file, reordered_notes
+from promptkit.formats.discovery import (
+    LogListing,
+    format_of,
+    list_log_files,
+    passed_notes,
+    read_file,
+    reordered_notes,
+)
 from promptkit.layout import LoadProblem, RequestRecord
 from promptkit.providers.registry import ProviderProfile, infer_record_provider
 from promptkit.tokens.cache_models import CacheModel
@@ -415,22 +422,20 @@ def _shifted(piece: GroupPiece, offset: int) -> ChunkResult:
 
 
 def _tasks(
-    paths: Any, fmt: str | LogFormat | None
+    listing: LogListing, fmt: str | LogFormat | None
 ) -> tuple[list[tuple[str, LogFormat | None]], list[str], list[LoadProblem]]:
-    """The files to read, each with its format (None: a file found in a directory, which its worker
-    sniffs), the loader's notes on files passed over, and the directory walk's problems (a dangling
-    symlink, a FIFO, an unreadable folder, a file given twice), as :func:`~promptkit.formats.read_logs`
-    reports them. A file named explicitly is sniffed here: one of no known format raises before any work
-    starts, as :func:`~promptkit.formats.read_logs` does."""
+    """The files of ``listing`` to read, each with its format (None: a file found in a directory, which
+    its worker sniffs), the loader's notes on files passed over, and the directory walk's problems (a
+    dangling symlink, a FIFO, an unreadable folder, a file given twice), as
+    :func:`~promptkit.formats.read_logs` reports them. A file named explicitly is sniffed here: one of
+    no known format raises before any work starts, as :func:`~promptkit.formats.read_logs` does."""
 
     forced = get_format(fmt) if isinstance(fmt, str) else fmt
-    walked: list[LoadProblem] = []
-    files, passed = find_log_files(paths, problems=walked)
     out: list[tuple[str, LogFormat | None]] = []
-    for path, named in files:
+    for path, named in listing.files:
         chosen = format_of(Source.open(path), forced, named=True, problems=[]) if named else forced
         out.append((str(path), chosen))
-    return out, passed_notes(passed), walked
+    return out, passed_notes(listing.passed), list(listing.problems)
 
 
 def _shippable(notes: list[str]) -> tuple[LogFormat, ...] | None:
@@ -469,13 +474,18 @@ def analyze_files(
     cache_model: str | CacheModel | None = None,
     view: str | None = "consecutive",
     progress: bool = False,
+    listing: LogListing | None = None,
 ) -> AnalysisResult | None:
     """Analyze the logs under ``paths`` with one task per file on ``executor`` (see the module
     docstring; ``progress`` shows a bar over the files); None when a session spans files (the caller
     then loads the records and ships them). ``view`` None: the default view of the records
     (``simulated`` when all are conversation trees), chosen by each worker for its file; files that
-    chose ``simulated`` are analyzed again when another file's records make it ``consecutive``."""
-    files, notes, walked = _tasks(paths, format)
+    chose ``simulated`` are analyzed again when another file's records make it ``consecutive``.
+    ``listing``: the files under ``paths`` with their sizes, when the caller listed them already
+    (:func:`~promptkit.formats.discovery.list_log_files`)."""
+    if listing is None:
+        listing = list_log_files(paths)
+    files, notes, walked = _tasks(listing, format)
     formats = _shippable(notes) if any(fmt is None for _, fmt in files) else None
     # workers of this machine leave what the coordinator or a later task reads in a temporary folder
     # (removed when the analysis ends, whatever the outcome): the simulated view's records, and the
@@ -483,7 +493,7 @@ def analyze_files(
     mapped = executor.shares_files and maps_arrow()
     with _spill_folder(executor, view, mapped) as spill:
         options = FileOptions(provider, tokenizer, render, cache_model, view, formats, spill, mapped)
-        chunks = [tuple(files[k] for k in run) for run in plan_chunks(_sizes(files), executor.workers)]
+        chunks = [tuple(files[k] for k in run) for run in plan_chunks(listing.sizes, executor.workers)]
         calls = [(options, chunk) for chunk in chunks]
         results: Any
         if view != "consecutive" and spill is None and executor.holds_results:
@@ -505,17 +515,6 @@ def analyze_files(
             _retime(pieces, chunks, options, executor)
         chosen_view = view is None and options.view == "simulated"
         return _assemble(pieces, notes, options, executor, chosen_view, walked)
-
-
-def _sizes(files: Sequence[tuple[str, LogFormat | None]]) -> list[int]:
-    """Each file's size in bytes (0 where it cannot be read: its task says why)."""
-    sizes = []
-    for path, _ in files:
-        try:
-            sizes.append(os.stat(path).st_size)
-        except OSError:
-            sizes.append(0)
-    return sizes
 
 
 def _shown(
@@ -631,8 +630,8 @@ def _assemble(
         notes.append(defaulted_note(len(defaulted)))
     order = sorted(groups, key=lambda key: groups[key][0][0] + groups[key][0][1].first)
     shares = [problems if i == 0 else [] for i in range(len(order))]
-    # the simulated view's groups are caches of their own: all but the largest replay on the (idle)
-    # workers while this process replays the largest
+    # the simulated view's groups are caches of their own: they replay on the (idle) workers, side by
+    # side; this process replays the largest only when there are more groups than workers
     away = _replayed_away(order, groups, options, executor)
     futures = {
         key: executor.submit(finish_group_task, key, groups[key], shares[i], options, loaded)
@@ -655,11 +654,17 @@ def _replayed_away(
     executor: Executor,
 ) -> set[_Key]:
     """The provider groups whose replay runs on a worker: in the simulated view, on workers of this
-    machine (they read the pieces' files), every group but the one of the most requests (which this
-    process replays meanwhile). Each group is a cache of its own (its provider's), replayed in its own
-    time order: the frames are the ones of one process, joined in the same order."""
+    machine (they read the pieces' files), when there are two groups or more: every group when each
+    has a worker of its own (the workers are idle once stage 1 is done: this process then replays
+    nothing and only waits, and holds no group's cache), else every group but the one of the most
+    requests (which this process replays meanwhile). Each group is a cache of its own (its
+    provider's), replayed in its own time order: the frames are the ones of one process, joined in the
+    same order. A single group stays here (a worker would replay it no sooner, and its frames would
+    cross the pipe)."""
     if options.view == "consecutive" or not executor.shares_files or len(order) < 2:
         return set()
+    if len(order) <= executor.workers:
+        return set(order)
     largest = max(order, key=lambda key: sum(group.count for _, group in groups[key]))
     return {key for key in order if key != largest}
 
