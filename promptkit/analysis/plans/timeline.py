@@ -44,6 +44,7 @@ from promptkit.analysis.columns import RowTable
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans.local import LocalRun
 from promptkit.analysis.plans.sink import FrameSink, SpilledRows
+from promptkit.analysis.plans.stream import STREAM_CACHE_TOKENS
 from promptkit.analysis.plans.timeline_index import FileSpan, TimelineIndex, index_logs, stamp_of
 from promptkit.analysis.simulator import CacheSimulator
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec
@@ -248,8 +249,10 @@ def analyze_timeline(
     chosen = view if view is not None else ("simulated" if index.tree else "consecutive")
     if not index.records or not all(index.timed):
         return None
+    # memory: the consecutive view's segment cache bounded as the stream plan's (the heads sessions share)
+    bound = STREAM_CACHE_TOKENS if chosen == "consecutive" else None
     contexts = [
-        AnalysisContext(AnalysisSpec(key, tokenizer, render, cache_model, chosen, True))
+        AnalysisContext(AnalysisSpec(key, tokenizer, render, cache_model, chosen, True, bound))
         for key in index.groups
     ]
     runs = [BoundedRun(ctx, FrameSink() if spill else None) for ctx in contexts]
