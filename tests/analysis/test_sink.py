@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
 from promptkit.analysis import api
 from promptkit.analysis.composition import CompositionRows
-from promptkit.analysis.plans import sink as sink_module
-from promptkit.analysis.plans import timeline
+from promptkit.analysis.plans import sink as sink_module, timeline
 from promptkit.analysis.plans.sink import FrameSink
 from promptkit.analysis.plans.timeline import analyze_timeline
 from promptkit.commands.analyze import run_analyze
