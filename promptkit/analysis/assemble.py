@@ -317,7 +317,16 @@ def _outside_notes(analyzed: pl.DataFrame) -> list[str]:
     """The note on calls whose reported reads the log's earlier calls cannot have written
     (:func:`~promptkit.analysis.ruler.reads_from_outside`)."""
     timed = analyzed.height and analyzed["timestamp"].null_count() == 0
-    outside = reads_from_outside(analyzed.sort("timestamp", maintain_order=True) if timed else analyzed)
+    # memory: the columns the check reads, sorted, not a sorted copy of the whole frame
+    read = analyzed.select(
+        "timestamp",
+        "session",
+        "index",
+        "reported_prompt_tokens",
+        "reported_completion_tokens",
+        "reported_cached_tokens",
+    )
+    outside = reads_from_outside(read.sort("timestamp", maintain_order=True) if timed else read)
     if not outside.height:
         return []
     row = outside.row(0, named=True)

@@ -22,6 +22,7 @@ from promptkit.analysis import api
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans import sink as sink_module, timeline
 from promptkit.analysis.plans.sink import FrameSink
+from promptkit.analysis.plans.stream import STREAM_CACHE_TOKENS
 from promptkit.analysis.plans.timeline import analyze_timeline
 from promptkit.commands.analyze import run_analyze
 from promptkit.tokens.tokenize import RequestTokenizer
@@ -61,6 +62,7 @@ def _spy_runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 "previous": len(self.replay.previous),
                 "facts": len(self.replay.facts),
                 "prepared": len(self.prepared),
+                "cache_tokens": self.ctx.rt.cache_tokens,
             }
         )
         return partial(self)
@@ -94,6 +96,7 @@ def test_the_consecutive_view_streamed_holds_a_flush_of_rows_and_the_open_sessio
     (run,) = runs
     assert run["batches"] >= 300 // 16 and run["held_frames"] == 0 and 0 < run["most_rows"] <= 16
     assert run["previous"] == run["facts"] == run["prepared"] == 0  # every session ended
+    assert run["cache_tokens"] == STREAM_CACHE_TOKENS  # the segment cache bounded as the stream plan's
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

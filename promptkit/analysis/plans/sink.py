@@ -90,8 +90,8 @@ class FrameSink:
         """Every requests row written, batch after batch, as one frame (None written: an empty frame)."""
         import polars as pl
 
-        frames = [pl.read_ipc(path) for path in self._files]
-        return pl.concat(frames, rechunk=True) if frames else pl.DataFrame()
+        # memory: one scan of the batch files, kept in their chunks (joining them would copy the frame)
+        return self.scan().collect() if self._files else pl.DataFrame()
 
     def scan(self) -> pl.LazyFrame:
         """Every requests row written, as a lazy scan of the batch files (read when collected)."""
