@@ -1199,7 +1199,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '    notes[:0] = noted',
      '    pass', 'tests/formats/test_claude_code_resume.py'),
     ('stream40: timeline: no sweep of the requests no run names', 'promptkit/analysis/plans/timeline.py',
-     '        if len(replay.facts) >= max(SWEEP_MIN, 2 * self.kept):',
+     '        if replay.sim is not None and len(replay.facts) >= max(SWEEP_MIN, 2 * self.kept):',
      '        if False:', 'tests/analysis/test_timeline.py'),
     ('stream40: timeline: the sweep forgets live sources too', 'promptkit/analysis/plans/timeline.py',
      '        for source_id in [s for s in facts if s not in live]:',
