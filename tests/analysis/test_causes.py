@@ -693,11 +693,12 @@ def test_the_causes_are_the_same_made_a_chunk_at_a_time(rows: int, monkeypatch: 
     from promptkit.analysis import analyze, causes
 
     result = analyze("fixtures/real-logs/deepseek", view="consecutive")
-    # the sessions interleaved, so that session order is not the frame's order
-    requests = result.requests.sort("timestamp", maintain_order=True)
+    # the rows shuffled, so that session order is not the frame's order
+    requests = result.requests.sample(fraction=1.0, shuffle=True, seed=3)
+    reference = requests.sort("session", "index", maintain_order=True)
+    assert requests.select("session", "index").rows() != reference.select("session", "index").rows()
     want = explain_causes(requests, result.cache_model)
     assert want.height == requests.height and want["session"].n_unique() > 1
-    reference = requests.sort("session", "index", maintain_order=True)
     assert want.select("session", "index").rows() == reference.select("session", "index").rows()
     monkeypatch.setattr(causes, "_CAUSE_ROWS", rows)
     got = explain_causes(requests, result.cache_model)
