@@ -7,10 +7,8 @@ spill folder removed once nothing reads it."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import json
 import pickle
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from polars.testing import assert_frame_equal
 
+from benchmarks.conversation_log import write_log
 from promptkit.analysis import api
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans import sink as sink_module, timeline
@@ -27,25 +26,10 @@ from promptkit.analysis.plans.timeline import analyze_timeline
 from promptkit.commands.analyze import run_analyze
 from promptkit.tokens.tokenize import RequestTokenizer
 from tests.analysis.test_timeline import assert_same, loaded
-from tests.golden_frames import ROOT
-
-
-def _conversation_log() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "conversation_log", ROOT / "benchmarks" / "conversation_log.py"
-    )
-    assert spec is not None and spec.loader is not None
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # it imports whole_history
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["conversation_log"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write_log(folder: Path, requests: int, *, calls: int, active: int, file_requests: int = 10_000) -> None:
-    _conversation_log().write_log(
-        folder, requests, calls=calls, active=active, prompts=3, file_requests=file_requests
-    )
+    write_log(folder, requests, calls=calls, active=active, prompts=3, file_requests=file_requests)
 
 
 def _spy_runs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
