@@ -1,5 +1,6 @@
 """The timeline plan: the simulated view streamed in time order, holding what the cache can still read
-rather than the whole history (:func:`analyze_timeline`).
+rather than the whole history (:func:`analyze_timeline`); the consecutive view streamed the same way,
+holding each open session's previous request.
 
 A provider's cache holds live entries only, so the replay needs those, not every request before. The
 plan reads the logs twice:
@@ -14,13 +15,16 @@ plan reads the logs twice:
    (:class:`BoundedRun`): a request's prepared body, its facts and its ruler are kept while some run or
    exact entry of the cache (or of a shadow cache that tells an expiry from "never stored") names it
    as the request that stored it last (:meth:`~promptkit.analysis.simulator.CacheSimulator.sources`),
-   the only requests a later lookup can name; a session's resume state goes at its last call; the
-   result rows become columnar frames every :data:`FLUSH_ROWS` requests.
+   the only requests a later lookup can name; a session's resume state goes at its last call (in the
+   consecutive view, its previous request too); the result rows become columnar frames every
+   :data:`FLUSH_ROWS` requests, written to disk (:class:`~promptkit.analysis.plans.sink.FrameSink`)
+   and read back when the run ends.
 
 The frames are the local plan's, request for request (``tests/analysis/test_timeline.py`` compares
-them on every golden log and on generated corpora). What stays is what the frames hold (a row per
-request), the cache's content (a radix tree of the distinct prompts the shadow cache keeps to tell an
-expiry from "never stored"), the requests it names, and the sessions open at once.
+them on every golden log and on generated corpora). What stays is the cache's content (a radix tree
+of the distinct prompts the shadow cache keeps to tell an expiry from "never stored"), the requests it
+names, and the sessions open at once; the frames are on disk until the run ends, then read back whole
+for the report.
 """
 
 from __future__ import annotations
