@@ -51,10 +51,11 @@ from promptkit.tokens.cache_models import CacheModel
 
 __all__ = ["TIMELINE_MIN_BYTES", "analyze", "analyze_records", "analyze_requests", "logs_size"]
 
-#: From this many bytes of logs on, :func:`analyze` with one job runs the simulated view streamed in time
-#: order (:mod:`promptkit.analysis.plans.timeline`: the same frames, memory bounded by what the cache
-#: can still read); below it, it loads the records (faster: the logs are read once, not twice).
-#: Measured in docs/concepts/performance.md.
+#: From this many bytes of logs on, :func:`analyze` with one job runs either view streamed in time order
+#: (:mod:`promptkit.analysis.plans.timeline`: the same frames, written to disk as they are made; memory
+#: bounded by what the cache can still read, each open session's previous request in the consecutive
+#: view); below it, it loads the records (faster: the logs are read once, not twice). Measured in
+#: docs/concepts/performance.md.
 TIMELINE_MIN_BYTES: Final[int] = 32 * 1024 * 1024
 
 TIMELINE_OPTIONS: Final = ("provider", "tokenizer", "render", "cache_model", "view", "progress")
@@ -307,7 +308,7 @@ def analyze(
             return _analyze_by_file(paths, format, listing=listing, **options)
         result = analyze(paths, format=format, **{**options, "jobs": 1})
         return attrs.evolve(result, notes=(*result.notes, small))
-    if view in (None, "simulated") and logs_size(paths) >= TIMELINE_MIN_BYTES:
+    if logs_size(paths) >= TIMELINE_MIN_BYTES:
         _check_arguments((), provider=provider, progress=progress)
         streamed = analyze_timeline(paths, format, **{k: options[k] for k in TIMELINE_OPTIONS})
         if streamed is not None:  # else: the consecutive view, or records without a time

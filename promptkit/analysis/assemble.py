@@ -6,7 +6,7 @@ problems and the notes on what the analysis had to assume; then the groups joine
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "VIEW_NOTE",
     "ChunkResult",
+    "CompositionSource",
     "PendingComposition",
     "combine_groups",
     "composition_frame_empty",
@@ -36,6 +37,15 @@ __all__ = [
     "finish_group",
     "merged",
 ]
+
+
+class CompositionSource(Protocol):
+    """What makes a chunk's composition frame: its :class:`~promptkit.analysis.composition.CompositionRows`,
+    or the same rows spilled to disk by a streamed plan (:class:`~promptkit.analysis.plans.sink.SpilledRows`)."""
+
+    def frame(self, schema: Mapping[str, Any] | None = None, *, position: bool = False) -> pl.DataFrame:
+        """The composition frame (with ``_position`` after the columns when ``position``)."""
+        ...  # pragma: no cover
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -47,7 +57,7 @@ class PendingComposition:
     offsets as views of one chain per session: linear. A chunk hands these on and the result makes
     the frame only when something reads it (:attr:`AnalysisResult.composition`)."""
 
-    rows: tuple[CompositionRows, ...]
+    rows: tuple[CompositionSource, ...]
 
     def frame(self) -> pl.DataFrame:
         """The composition frame of every row set, in the order held, with ``_pos``."""
@@ -307,7 +317,16 @@ def _outside_notes(analyzed: pl.DataFrame) -> list[str]:
     """The note on calls whose reported reads the log's earlier calls cannot have written
     (:func:`~promptkit.analysis.ruler.reads_from_outside`)."""
     timed = analyzed.height and analyzed["timestamp"].null_count() == 0
-    outside = reads_from_outside(analyzed.sort("timestamp", maintain_order=True) if timed else analyzed)
+    # memory: the columns the check reads, sorted, not a sorted copy of the whole frame
+    read = analyzed.select(
+        "timestamp",
+        "session",
+        "index",
+        "reported_prompt_tokens",
+        "reported_completion_tokens",
+        "reported_cached_tokens",
+    )
+    outside = reads_from_outside(read.sort("timestamp", maintain_order=True) if timed else read)
     if not outside.height:
         return []
     row = outside.row(0, named=True)

@@ -69,7 +69,7 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -784,11 +784,15 @@ def explain_causes(requests: pl.DataFrame | Any, cache_model: CacheModel | None 
     routed = model is not None and model.routing_tokens is not None
     silent = set(unreported_sessions(requests))  # routes that report no cache read at all
     out: list[dict[str, Any]] = []
+    frames: list[pl.DataFrame] = []
     seen: set[str] = set()
     last_time: dict[str, float | None] = {}
     last_model: dict[str, str | None] = {}
     last_prompt: dict[str, int | None] = {}  # session -> its previous prompt, read whole (provider's units)
-    for row in requests.sort("session", "index", maintain_order=True).iter_rows(named=True):
+    for row in _in_session_order(requests):
+        if len(out) >= _CAUSE_ROWS:  # memory: a frame per chunk, not a dict per request of the whole log
+            frames.append(pl.DataFrame(out, schema=_causes_schema(), orient="row"))
+            out = []
         session = row["session"]
         first = session not in seen
         seen.add(session)
@@ -802,4 +806,23 @@ def explain_causes(requests: pl.DataFrame | Any, cache_model: CacheModel | None 
             last_prompt[session] = model.cached_tokens(CachePlan(before, (CacheEntry(before),)), before)
         out.append(_cause_row(row, loss, last_time.get(session)))
         last_time[session] = row.get("timestamp")
-    return pl.DataFrame(out, schema=_causes_schema(), orient="row")
+    frames.append(pl.DataFrame(out, schema=_causes_schema(), orient="row"))
+    return pl.concat(frames) if len(frames) > 1 else frames[0]
+
+
+#: Requests per chunk of :func:`explain_causes` (rows read in session order, then made a frame).
+_CAUSE_ROWS: Final[int] = 16_384
+
+
+def _in_session_order(requests: pl.DataFrame) -> Iterator[dict[str, Any]]:
+    """The rows of ``requests`` as dicts, sorted by session and index (stable), gathered a chunk at a
+    time (memory: the order is found on two columns, not by a sorted copy of the whole frame)."""
+    import polars as pl
+
+    order = (
+        requests.select(pl.int_range(pl.len()).alias("_row"), "session", "index")
+        .sort("session", "index", maintain_order=True)
+        .get_column("_row")
+    )
+    for start in range(0, order.len(), _CAUSE_ROWS):
+        yield from requests.select(pl.all().gather(order.slice(start, _CAUSE_ROWS))).iter_rows(named=True)

@@ -90,6 +90,16 @@ class CompositionRows:
         self._heads: list[tuple[int, int, int, int, int]] = []
         self._bad: list[tuple[int, int]] = []  # (request, first message) whose slot lies past the table
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The rows as pickled (a streamed plan spills them to disk): what :meth:`frame` reads, not the
+        sessions' last messages and chains that only :meth:`add` continues (memory, disk: the messages'
+        content would travel with them). Unpickled rows make the same frame (they take no more rows)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name not in ("_chains", "_last")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
     def _code(self, value: str | None) -> int:
         if value is None:
             return 0

@@ -571,8 +571,8 @@ class Preparer:
         """Stage 1 of the record at ``pos``: None (and a problem) when it cannot be tokenized."""
         p, tokenized, think = tokenize_one(self.ctx, record, self.memo, self.heads)
         self.think = think
-        if think is not None:
-            self.thinking.setdefault(think, pos)
+        if think is not None and pos < self.thinking.get(think, pos + 1):  # the first in record order
+            self.thinking[think] = pos  # (a streamed plan meets the records in time order)
         if tokenized.mended:
             self.mended.append((pos, surrogate_where(record)))
         tok = tokenized.value

@@ -209,7 +209,8 @@ def _add_engine_options(analyze: argparse.ArgumentParser) -> None:
     analyze.add_argument(
         "--stream",
         action="store_true",
-        help="read the logs by streaming and analyze session by session (consecutive view; less memory)",
+        help="read the logs by streaming and analyze session by session (consecutive view; less memory; "
+        "from 32 MB of logs one job streams either view in time order without it)",
     )
 
 

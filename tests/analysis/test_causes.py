@@ -683,3 +683,25 @@ def test_one_reported_read_or_a_single_allowed_read_is_no_silent_route() -> None
     assert explain_causes(some.requests, some.cache_model)["lost_reads_unreported"].sum() == 0
     one = _no_reads([0, 0])  # a single call the rules allow a read for may be a plain miss
     assert unreported_sessions(one.requests) == []
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7])
+def test_the_causes_are_the_same_made_a_chunk_at_a_time(rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from promptkit.analysis import analyze, causes
+
+    result = analyze("fixtures/real-logs/deepseek", view="consecutive")
+    # the rows shuffled, so that session order is not the frame's order
+    requests = result.requests.sample(fraction=1.0, shuffle=True, seed=3)
+    reference = requests.sort("session", "index", maintain_order=True)
+    assert requests.select("session", "index").rows() != reference.select("session", "index").rows()
+    want = explain_causes(requests, result.cache_model)
+    assert want.height == requests.height and want["session"].n_unique() > 1
+    assert want.select("session", "index").rows() == reference.select("session", "index").rows()
+    monkeypatch.setattr(causes, "_CAUSE_ROWS", rows)
+    got = explain_causes(requests, result.cache_model)
+    assert_frame_equal(got, want)
+    assert_frame_equal(explain_causes(requests.head(0), result.cache_model), want.head(0))
+    assert isinstance(got, pl.DataFrame)

@@ -1,5 +1,6 @@
 """The timeline plan: the simulated view streamed in time order, holding what the cache can still read
-rather than the whole history (:func:`analyze_timeline`).
+rather than the whole history (:func:`analyze_timeline`); the consecutive view streamed the same way,
+holding each open session's previous request.
 
 A provider's cache holds live entries only, so the replay needs those, not every request before. The
 plan reads the logs twice:
@@ -14,13 +15,16 @@ plan reads the logs twice:
    (:class:`BoundedRun`): a request's prepared body, its facts and its ruler are kept while some run or
    exact entry of the cache (or of a shadow cache that tells an expiry from "never stored") names it
    as the request that stored it last (:meth:`~promptkit.analysis.simulator.CacheSimulator.sources`),
-   the only requests a later lookup can name; a session's resume state goes at its last call; the
-   result rows become columnar frames every :data:`FLUSH_ROWS` requests.
+   the only requests a later lookup can name; a session's resume state goes at its last call (in the
+   consecutive view, its previous request too); the result rows become columnar frames every
+   :data:`FLUSH_ROWS` requests, written to disk (:class:`~promptkit.analysis.plans.sink.FrameSink`)
+   and read back when the run ends.
 
 The frames are the local plan's, request for request (``tests/analysis/test_timeline.py`` compares
-them on every golden log and on generated corpora). What stays is what the frames hold (a row per
-request), the cache's content (a radix tree of the distinct prompts the shadow cache keeps to tell an
-expiry from "never stored"), the requests it names, and the sessions open at once.
+them on every golden log and on generated corpora). What stays is the cache's content (a radix tree
+of the distinct prompts the shadow cache keeps to tell an expiry from "never stored"), the requests it
+names, and the sessions open at once; the frames are on disk until the run ends, then read back whole
+for the report.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from promptkit.analysis.assemble import (
 from promptkit.analysis.columns import RowTable
 from promptkit.analysis.composition import CompositionRows
 from promptkit.analysis.plans.local import LocalRun
+from promptkit.analysis.plans.sink import FrameSink, SpilledRows
+from promptkit.analysis.plans.stream import STREAM_CACHE_TOKENS
 from promptkit.analysis.plans.timeline_index import FileSpan, TimelineIndex, index_logs, stamp_of
 from promptkit.analysis.simulator import CacheSimulator
 from promptkit.analysis.spec import AnalysisContext, AnalysisSpec
@@ -71,32 +77,53 @@ SWEEP_MIN: Final[int] = 1024
 
 class BoundedRun(LocalRun):
     """The local plan's run (:class:`~promptkit.analysis.plans.local.LocalRun`) that lets go of what no
-    later request can look back at (:meth:`release`) and turns its rows into frames as it goes."""
+    later request can look back at (:meth:`release`) and hands its rows, every :data:`FLUSH_ROWS`
+    requests, to a :class:`~promptkit.analysis.plans.sink.FrameSink` that writes them to disk (None:
+    the frames are held in memory)."""
 
-    def __init__(self, ctx: AnalysisContext) -> None:
+    def __init__(self, ctx: AnalysisContext, sink: FrameSink | None = None) -> None:
         super().__init__(ctx)
-        # memory: the cache keeps its own copies of the runs it stores, not views that would keep each
-        # session's whole token buffer alive after the session ended
-        self.replay.sim = CacheSimulator(self.model, share_tokens=False)
+        if self.view == "simulated":
+            # memory: the cache keeps its own copies of the runs it stores, not views that would keep
+            # each session's whole token buffer alive after the session ended
+            self.replay.sim = CacheSimulator(self.model, share_tokens=False)
         self.kept = 0  # requests remembered after the last sweep
         self.sweeps = 0
-        self.requests_frames: list[pl.DataFrame] = []
-        self.composition_rows: list[CompositionRows] = []  # memory: made a frame only when read
+        self.sink = sink
+        self.requests_frames: list[pl.DataFrame] = []  # without a sink
+        self.composition_rows: list[CompositionRows | SpilledRows] = []  # memory: a frame only when read
         self.flushed = 0  # rows already in frames
+        self.most_rows = 0  # the most rows held at once (memory: at most FLUSH_ROWS)
 
     def release(self, session: str, last: bool) -> None:
         """After a request of ``session`` (``last``: its session's last call): let go of its session's
-        resume state when it was the last, and, now and then, of every request no stored run names."""
+        state when it was the last, and, now and then, of every request no stored run names."""
         replay = self.replay
-        if last:
+        self.most_rows = max(self.most_rows, len(self.rows))
+        if last and replay.sim is None:
+            self.end_consecutive(session)
+        elif last:
             for part, sim in replay.sims.items():  # a per-model cache keys the session by its model too
                 key = session if part is None else (session, part)
                 replay.session_tokens.pop(key, None)
                 sim.end_session(key)
-        if len(replay.facts) >= max(SWEEP_MIN, 2 * self.kept):
+        if replay.sim is not None and len(replay.facts) >= max(SWEEP_MIN, 2 * self.kept):
             self.sweep()
         if len(self.rows) >= FLUSH_ROWS:
             self.flush()
+
+    def end_consecutive(self, session: str) -> None:
+        """The consecutive view after ``session``'s last call: forget its previous request (in every
+        part of a per-model cache), that request's facts, ruler and prepared body."""
+        replay = self.replay
+        keys = [k for k in replay.previous if k == session or (isinstance(k, tuple) and k[0] == session)]
+        for key in keys:
+            stored = replay.previous.pop(key)
+            gone = replay.facts.pop(stored.source, None)
+            if gone is not None:
+                self.prepared.pop(gone.pos, None)
+            if replay.rulers is not None:
+                replay.rulers.pop(stored.source, None)
 
     def sweep(self) -> None:
         """Forget the requests that no run or exact entry of the cache names (a lookup can name no
@@ -114,25 +141,32 @@ class BoundedRun(LocalRun):
         self.sweeps += 1
 
     def flush(self) -> None:
-        """Turn the rows held so far into frames (their analysis order continues across flushes)."""
+        """Turn the rows held so far into a frame (their analysis order continues across flushes) and
+        write it to the sink, or hold it without one."""
         import polars as pl
 
         if not len(self.rows):
             return
-        frame = self.rows.frame()
-        self.requests_frames.append(frame.with_columns(pl.col("_seq") + self.flushed))
+        frame = self.rows.frame().with_columns(pl.col("_seq") + self.flushed)
         self.flushed += frame.height
-        self.composition_rows.append(self.stage1.composition)
+        if self.sink is not None:
+            self.composition_rows.append(self.sink.write(frame, self.stage1.composition))
+        else:
+            self.requests_frames.append(frame)
+            self.composition_rows.append(self.stage1.composition)
         self.rows = RowTable()
         self.stage1.composition = CompositionRows()
 
     def partial(self) -> ChunkResult:
-        """What the run produced, its frames joined."""
+        """What the run produced, its frames joined (read back from the sink)."""
         import polars as pl
 
         self.flush()
         empty = super().partial()  # the problems and counts, and empty frames of the right schemas
-        requests = pl.concat(self.requests_frames) if self.requests_frames else empty.requests
+        frames = self.requests_frames
+        if self.sink is not None and self.sink.batches:
+            frames = [self.sink.requests()]
+        requests = pl.concat(frames) if frames else empty.requests
         composition = PendingComposition(tuple(self.composition_rows))
         self.requests_frames, self.composition_rows = [], []
         return attrs.evolve(empty, requests=requests, composition=composition)
@@ -205,22 +239,27 @@ def analyze_timeline(
     cache_model: str | CacheModel | None = None,
     view: str | None = None,
     progress: bool = False,
+    spill: bool = True,
 ) -> AnalysisResult | None:
-    """The simulated view of the logs under ``paths``, streamed in time order (see the module's doc);
-    the same result as :func:`~promptkit.analysis.api.analyze` with one job. None (nothing done but
-    the first pass) where the plan does not apply: no records, the view is the consecutive one, or a
-    provider group has a record without a timestamp (the simulated view then replays in load order)."""
-    index = index_logs(paths, get_format(fmt) if isinstance(fmt, str) else fmt, provider, flat_stops=view is None)
+    """The logs under ``paths`` in ``view`` (None: the records' default view) streamed in time order
+    (see the module's doc); the same result as :func:`~promptkit.analysis.api.analyze` with one job.
+    ``spill``: the frames are written to disk as they are made (:class:`FrameSink`) and read back at
+    the end, else held. None (nothing done but the first pass) where the plan does not apply: no
+    records, or a provider group has a record without a timestamp (the simulated view then replays in
+    load order, and the consecutive view's order within a session is the load order)."""
+    index = index_logs(paths, get_format(fmt) if isinstance(fmt, str) else fmt, provider)
     if index is None:
         return None
     chosen = view if view is not None else ("simulated" if index.tree else "consecutive")
-    if not index.records or chosen != "simulated" or not all(index.timed):
+    if not index.records or not all(index.timed):
         return None
+    # memory: the consecutive view's segment cache bounded as the stream plan's (the heads sessions share)
+    bound = STREAM_CACHE_TOKENS if chosen == "consecutive" else None
     contexts = [
-        AnalysisContext(AnalysisSpec(key, tokenizer, render, cache_model, "simulated", True))
+        AnalysisContext(AnalysisSpec(key, tokenizer, render, cache_model, chosen, True, bound))
         for key in index.groups
     ]
-    runs = [BoundedRun(ctx) for ctx in contexts]
+    runs = [BoundedRun(ctx, FrameSink() if spill else None) for ctx in contexts]
     counts = [0] * len(runs)
     records: Iterator[tuple[int, RequestRecord]] = in_time_order(index)
     bar: Any = None
@@ -228,7 +267,7 @@ def analyze_timeline(
         from tqdm.auto import tqdm
 
         records = bar = tqdm(
-            records, total=index.records, desc="analyze (simulated, streamed)", unit="req", delay=0.5
+            records, total=index.records, desc=f"analyze ({chosen}, streamed)", unit="req", delay=0.5
         )
     latest: dict[str, RequestRecord] = {}  # each open session's latest record, to share its messages
     for r, record in records:
@@ -245,7 +284,7 @@ def analyze_timeline(
     if bar is not None:
         bar.close()
     notes = list(index.notes)
-    if view is None:
+    if view is None and chosen == "simulated":
         notes.append(VIEW_NOTE)
     if index.defaulted:
         notes.append(defaulted_note(index.defaulted))
@@ -253,4 +292,4 @@ def analyze_timeline(
         finish_group(ctx, [run.partial()], list(index.problems) if g == 0 else [], counts[g])
         for g, (ctx, run) in enumerate(zip(contexts, runs, strict=True))
     ]
-    return attrs.evolve(combine_groups(results, notes, "simulated"), provider_assumed=index.defaulted > 0)
+    return attrs.evolve(combine_groups(results, notes, chosen), provider_assumed=index.defaulted > 0)
