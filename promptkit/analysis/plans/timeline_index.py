@@ -139,11 +139,10 @@ class _Scan:
 
 
 def _read_file(
-    path: Path, fmt: LogFormat, scan: _Scan, problems: list[LoadProblem], group_of: Any, flat_stops: bool
+    path: Path, fmt: LogFormat, scan: _Scan, problems: list[LoadProblem], group_of: Any
 ) -> int | None:
     """Scan one file's records into ``scan``; return how many there were (None: the scan stopped at a
-    record the streamed plan cannot replay: one without a timestamp, or, with ``flat_stops``, one that
-    is no call of a conversation tree)."""
+    record the streamed plan cannot replay: one without a timestamp)."""
     count = 0
     items = read_items(fmt, Source.open(path))
     try:
@@ -154,7 +153,7 @@ def _read_file(
                     problems.append(LoadProblem(item.file or str(path), item.line, mended))
                 scan.add(item, *group_of(item))
                 count += 1
-                if scan.untimed or (flat_stops and not scan.tree):
+                if scan.untimed:
                     return None
             else:
                 problems.append(item)
@@ -213,16 +212,13 @@ def index_logs(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     fmt: LogFormat | None,
     provider: str | ProviderProfile | None,
-    *,
-    flat_stops: bool = False,
 ) -> TimelineIndex | None:
     """The first pass over the logs under ``paths`` (``fmt``: a forced format; ``provider``: one group
     for every record, else a group per recognised provider, and the default one): see
     :class:`TimelineIndex`. Files, formats, problems and errors are those of
     :func:`~promptkit.formats.read_logs`. None where the pass stopped early, at the first record the
-    streamed plan cannot replay (one without a timestamp; with ``flat_stops``, the view left to the
-    records, one that is no call of a conversation tree: the default view is then the consecutive
-    one). perf: the loaded analysis that then runs reads every file again; a pass read to the end
+    streamed plan cannot replay (one without a timestamp: the analysis then replays in load order).
+    perf: the loaded analysis that then runs reads every file again; a pass read to the end
     first cost a 46 MB history of Codex and Claude Code files 8 of its 13 s (jobs40's profile)."""
     from promptkit.analysis.spec import DEFAULT_PROVIDER
     from promptkit.providers.registry import infer_record_provider
@@ -252,7 +248,7 @@ def index_logs(
         formats[chosen.name] += 1
         start = len(scan.session)
         stamp = stamp_of(path)
-        count = _read_file(path, chosen, scan, problems, group_of, flat_stops)
+        count = _read_file(path, chosen, scan, problems, group_of)
         if count is None:
             return None
         spans.append((path, chosen, start, start + count, stamp))
