@@ -1747,6 +1747,8 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '        .get_column("_row")', 'tests/analysis/test_causes.py'),
     ('stream40: frames on disk: the causes chunks overlap', 'promptkit/analysis/causes.py',
      'order.slice(start, _CAUSE_ROWS)', 'order.slice(start, _CAUSE_ROWS + 1)', 'tests/analysis/test_causes.py'),
+    # (equivalent, left out: prepare.py's first thinking render kept by record order rather than the
+    # order met: only the order of render names in the note reads it, and one provider has one render)
 ]  # fmt: skip
 
 
