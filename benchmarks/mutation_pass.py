@@ -215,7 +215,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "tests/analysis/test_parallel.py"),
     ("scale-out: problems named out of the analysis order", "promptkit/analysis/plans/coordinator.py",
      "        sorted(problems, key=lambda t: seq[t[0]]),", "        list(problems),",
-     "tests/analysis/test_parallel.py"),
+     "tests/analysis/test_parallel.py::test_jobs_name_the_problems_in_the_analysis_order_not_the_workers"),
     ('scale-out: ruler mode skipped by the columns plan', 'promptkit/analysis/replay.py', '        if self.rulers is not None:\n            assert local is not None', '        if False:\n            assert local is not None', 'tests/analysis/test_parallel.py'),
     # (the coordinator's own 'divergence read without its source's messages' is gone: one attribute()
     # serves both plans, so the parallel tests cannot tell it; the golden frames do, below)
