@@ -215,13 +215,13 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      "tests/analysis/test_parallel.py"),
     ("scale-out: problems named out of the analysis order", "promptkit/analysis/plans/coordinator.py",
      "        sorted(problems, key=lambda t: seq[t[0]]),", "        list(problems),",
-     "tests/analysis/test_parallel.py"),
+     "tests/analysis/test_parallel.py::test_jobs_name_the_problems_in_the_analysis_order_not_the_workers"),
     ('scale-out: ruler mode skipped by the columns plan', 'promptkit/analysis/replay.py', '        if self.rulers is not None:\n            assert local is not None', '        if False:\n            assert local is not None', 'tests/analysis/test_parallel.py'),
     # (the coordinator's own 'divergence read without its source's messages' is gone: one attribute()
     # serves both plans, so the parallel tests cannot tell it; the golden frames do, below)
     ("scale-out: a usage's anchors not shipped", 'promptkit/analysis/wire.py', '        if not self.exact and (record.usage is not None or done.events is not None):', '        if False:', 'tests/analysis/test_parallel.py'),
     ("scale-out: a call's log events left out of ruler mode", "promptkit/analysis/replay.py",
-     'fields["log_events"] = events', 'fields["log_events"] = None', "tests/formats/test_claude_code_tree.py tests/analysis/test_ruler.py"),
+     'fields["log_events"] = events', 'fields["log_events"] = None', "tests/formats/test_claude_code_tree.py"),
     ("scale-out: only the diverged request's file sent", 'promptkit/analysis/attribute.py', '{p for d in divergent for p in (d.pos, d.source, d.against) if p >= 0}', '{d.pos for d in divergent}', 'tests/analysis/test_parallel.py'),
     ("ruler: the compaction's main thread not read", "promptkit/formats/claude_code.py",
      "    main = _compaction_prelude(events, main_thread) if main_thread is not None else None",

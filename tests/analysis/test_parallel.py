@@ -79,6 +79,47 @@ def test_jobs_with_several_providers_and_a_bad_request(view: str) -> None:
     assert_same(serial, parallel)
 
 
+def _bad_late_in_the_first_session() -> list[RequestRecord]:
+    """Two interleaved sessions, each with a request that cannot be tokenized: session a's (listed first,
+    its worker's problems first) comes after session b's in time, the order the analysis names them in."""
+    system = {"role": "system", "content": "You are a careful assistant. " * 20}
+    records = []
+    for turn in range(3):
+        for s, bad in (("a", 2), ("b", 0)):
+            messages = [system] + [
+                {"role": "user" if k % 2 == 0 else "assistant", "content": f"{s} turn {k} " * 5}
+                for k in range(turn * 2 + 1)
+            ]
+            if turn == bad:
+                messages.append({"role": "user", "content": {"not": "a string"}})
+            records.append(
+                RequestRecord(
+                    {"model": "deepseek-chat", "messages": messages},
+                    s,
+                    index=turn,
+                    timestamp=1000.0 + turn * 10 + ord(s),
+                    provider="deepseek",
+                    file=f"{s}.jsonl",
+                    line=turn + 1,
+                )
+            )
+    return records
+
+
+@pytest.mark.slow
+def test_jobs_name_the_problems_in_the_analysis_order_not_the_workers() -> None:
+    records = _bad_late_in_the_first_session()
+    serial = analyze_requests(records, view="simulated")
+    parallel = analyze_requests(records, view="simulated", jobs=2)
+    # b#0 (t=1098) is analyzed before a#2 (t=1117), though session a's worker returns its problems first
+    assert [(Path(f).name, line) for f, line in serial.problems.select("file", "line").rows()] == [
+        ("b.jsonl", 1),
+        ("a.jsonl", 3),
+    ]
+    assert "b#0: cannot tokenize" in serial.problems["reason"][0]
+    assert_same(serial, parallel)
+
+
 @pytest.mark.slow
 def test_process_pool_keeps_order_with_few_workers() -> None:
     with ProcessPool(2) as pool:

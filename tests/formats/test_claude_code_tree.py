@@ -114,8 +114,11 @@ def test_the_real_fixture_measured_in_provider_units() -> None:
     assert causes["lost_unexplained"].sum() == 0
 
 
+_MCP = "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n            <command-args></command-args>"  # fmt: skip
+
+
 def test_an_mcp_reconnect_names_a_fall_back_into_the_head_tools_changed(tmp_path: Path) -> None:
-    command = "<command-name>/mcp</command-name>\n            <command-message>mcp</command-message>\n            <command-args></command-args>"
+    command = _MCP
     events = [
         _event("user", "u1", None, "one", "00:00"),
         _event("assistant", "a1", "u1", [{"type": "text", "text": "A1"}], "00:05", _usage(0, 21832)),
@@ -150,13 +153,14 @@ def test_the_benchmark_that_made_the_docs_table_measures_the_fixture() -> None:
     assert rebuilds.height == 0
 
 
-def _compacted(tmp_path: Path, *, fall_back: bool) -> Path:
+def _compacted(tmp_path: Path, *, fall_back: bool, mcp: bool = False) -> Path:
     """A session compacted at 01:30. Claude Code marks the end of its system prompt (tools + system:
     17,000 tokens here, the rest of the first prompt's 21,835 being the first turn and what the transcript
     does not show), so the call after the compaction reads that head. With ``fall_back``, call 3 first
     fell back to it (a change after the head the log does not show), which marks where it ends. The call
     after the compaction sends 12,000 tokens more than its summary (files Claude Code re-attaches, which
-    the transcript does not show)."""
+    the transcript does not show). With ``mcp``, an MCP reconnect (``/mcp``) comes before call 3: its fall
+    back is then the tools' change the log shows, not the head's end."""
     text = "a line of the project's code, repeated so that the prompt is long enough to cache. " * 20
     events = [
         _event("user", "u1", None, "one " + text, "00:00"),
@@ -166,8 +170,10 @@ def _compacted(tmp_path: Path, *, fall_back: bool) -> Path:
     ]
     last = "a2"
     if fall_back:
+        if mcp:
+            events.append(_event("user", "m1", "a2", _MCP, "00:50"))
         events += [
-            _event("user", "u3", "a2", "three " + text, "01:00"),
+            _event("user", "u3", "m1" if mcp else "a2", "three " + text, "01:00"),
             _event("assistant", "a3", "u3", [{"type": "text", "text": "A3"}], "01:05", _usage(17000, 6000)),
         ]
         last = "a3"
@@ -201,6 +207,22 @@ def test_the_call_after_a_compaction_reads_the_head_where_an_earlier_read_placed
     causes = explain_causes(result).sort("index")
     assert causes["cause"].to_list()[2:] == ["head_changed", "compaction"]
     assert causes["lost_unexplained"].to_list() == [0, 0, 0, 0]
+
+
+def test_a_fall_back_after_an_mcp_reconnect_does_not_mark_the_heads_end(tmp_path: Path) -> None:
+    """The same counters as above, but call 3 follows ``/mcp``: its reads fell back because the tools
+    changed (inside the head), so they are not where the head's breakpoint ends, and the call after the
+    compaction is placed by the earlier calls' proportions, as without a fall back."""
+    result = analyze(_compacted(tmp_path, fall_back=True, mcp=True))
+    q = result.requests.sort("index")
+    assert q["log_events"].to_list() == [None, None, "tools_changed", "compaction"]
+    assert q["reported_cached_tokens"][2] == 17000 < q["predicted_cached_tokens"][2]
+    # not the exact 17,000 that call 3's reads would give: the head's end as the first call placed it
+    assert q["reported_cached_tokens"][3] == 17000
+    assert q["predicted_cached_tokens"][3] == q["head_end_tokens"][0] > 17000
+    assert q["position_basis"][3] == "interpolated"
+    causes = explain_causes(result).sort("index")
+    assert causes["cause"].to_list()[2:] == ["tools_changed", "compaction"]
 
 
 def test_without_an_earlier_read_the_head_is_placed_by_the_earlier_calls_proportions(tmp_path: Path) -> None:
