@@ -117,7 +117,6 @@ def shared_replays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(advice, "lint_advice", once("lint_advice", advice.lint_advice, lambda a: a))
 
 
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """In a pytest-xdist worker (``-n 2 --dist loadscope`` in ``pyproject.toml``: each test module goes
     whole to one worker, so a module's shared fixtures, such as the trimming and what-if figures of
