@@ -115,3 +115,18 @@ def shared_replays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(suggestions, "suggest", shared_suggest)
     monkeypatch.setattr(advice, "suggest", shared_suggest)
     monkeypatch.setattr(advice, "lint_advice", once("lint_advice", advice.lint_advice, lambda a: a))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker (``-n 2 --dist loadscope`` in ``pyproject.toml``: each test module goes
+    whole to one worker, so a module's shared fixtures, such as the trimming and what-if figures of
+    ``tests/test_figures.py``, are made once): the modules with the most slow tests first, so that no
+    long module is handed out last while the other worker has nothing left; the order is otherwise the
+    collection's. A run in one process (``-n 0``) keeps the collection's order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    slow = {name: sum(1 for i in tests if i.get_closest_marker("slow")) for name, tests in modules.items()}
+    items[:] = [item for name in sorted(modules, key=lambda m: -slow[m]) for item in modules[name]]
