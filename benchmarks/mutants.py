@@ -161,7 +161,7 @@ def run(mutant: Mutant) -> tuple[bool, float]:
     try:
         path.write_text(original.replace(mutant.old, mutant.new), encoding="utf-8")
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *mutant.tests],
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -1777,7 +1777,7 @@ def main(argv: list[str] | None = None) -> int:
         hung = False
         try:
             run = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests.split()],
+                [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *tests.split()],
                 cwd=ROOT, capture_output=True, text=True, timeout=300,
             )  # fmt: skip
         except subprocess.TimeoutExpired:

@@ -79,7 +79,7 @@ def main(argv: list[str]) -> None:
         path.write_text(original[:start] + mutated + original[end:], encoding="utf-8")
         try:
             run = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider", *tests],
                 capture_output=True,
                 text=True,
                 timeout=300,
