@@ -50,8 +50,8 @@ os.environ["PROMPTKIT_JOBS_MIN_BYTES"] = "0"
 def real_deepseek() -> Callable[..., Any]:
     """``analyze`` of ``fixtures/real-logs/deepseek`` with the given options, run once per set of options
     for the whole session (several pages' figures are checked against the same analysis; an
-    :class:`~promptkit.analysis.engine.AnalysisResult` is immutable, so sharing it is safe)."""
-    from promptkit.analysis.engine import analyze
+    :class:`~promptkit.analysis.AnalysisResult` is immutable, so sharing it is safe)."""
+    from promptkit.analysis import analyze
 
     done: dict[tuple[tuple[str, Any], ...], Any] = {}
 
