@@ -1529,7 +1529,7 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      '                if node is not self._root:  # the walk refreshed',
      '                if False:  # the walk refreshed', 'tests/analysis/test_simulator.py'),
     ("radix40: a continuation's refresh not held by its leaf", 'promptkit/analysis/simulator.py',
-     '        stamp(leaf, expires, tick, source)\n',
+     '        stamp(leaf, expires, tick, source, relabel)\n',
      '', 'tests/analysis/test_simulator.py'),
     ("radix40: a match's use not held by its deepest run", 'promptkit/analysis/simulator.py',
      '            mark_used(path[-1], next(self._clock))\n',
@@ -1749,6 +1749,9 @@ MUTATIONS: list[tuple[str, str, str, str, str]] = [
      'order.slice(start, _CAUSE_ROWS)', 'order.slice(start, _CAUSE_ROWS + 1)', 'tests/analysis/test_causes.py'),
     # (equivalent, left out: prepare.py's first thinking render kept by record order rather than the
     # order met: only the order of render names in the note reads it, and one provider has one render)
+    ("radix40: a read's refresh relabels the runs it read", "promptkit/analysis/_radix_node.py",
+     "    if relabel:\n        node.written = tick", "    if True:\n        node.written = tick",
+     "tests/analysis/test_simulator.py"),
 ]  # fmt: skip
 
 

@@ -57,12 +57,15 @@ def _mark_above(node: _Node) -> None:
         up = up.parent
 
 
-def stamp(node: _Node, expires: float, tick: int, source: str | None) -> None:
-    """A write's refresh of the path from the root to ``node`` (which it ends in)."""
+def stamp(node: _Node, expires: float, tick: int, source: str | None, relabel: bool = True) -> None:
+    """A write's refresh of the path from the root to ``node`` (which it ends in); without ``relabel``
+    (a read's refresh of the exact entry it read) the runs keep the call that stored them."""
     if node.expires < expires:
         node.expires = expires
-    node.tick = node.written = tick
-    node.source = source
+    node.tick = tick
+    if relabel:
+        node.written = tick
+        node.source = source
     _mark_above(node)
 
 

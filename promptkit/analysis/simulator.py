@@ -343,12 +343,14 @@ class RadixCache:
         exact: bool = False,
         resume: tuple[Hashable, int] | None = None,
         cursor: Hashable | None = None,
+        relabel: bool = True,
     ) -> None:
         """Store ``tokens`` (alive until ``now + ttl``; forever when ``ttl`` or ``now`` is None).
 
         With ``exact``, also mark an exact entry of length ``len(tokens)``. Runs already stored are
         refreshed (expiry, LRU, source); then the capacity is enforced. ``cursor``: a key under which
         the cache remembers where this insert ended (for a later ``resume``, see :meth:`match`).
+        Without ``relabel`` (a read's refresh of tokens already stored) the runs keep their source.
 
         perf: a run that ends in a leaf the insert refreshed, with nothing marked there, is extended
         in place (into spare room: a session's growing prompt is one run, not one node per call) when
@@ -365,7 +367,7 @@ class RadixCache:
         pos = 0
         continued = self._continued(resume, n)
         if continued is not None:  # the walk below would refresh that path and grow its leaf
-            node, pos = self._extend(continued, tokens, expires, tick, source), n
+            node, pos = self._extend(continued, tokens, expires, tick, source, relabel), n
         on_path = self._resume_path(resume) if continued is None else None
         walked = 0
         while pos < n:
@@ -373,7 +375,7 @@ class RadixCache:
             child = node.children.get(first)
             if child is None:
                 if node is not self._root:  # the walk refreshed the path to ``node``, then grows past it
-                    stamp(node, expires, tick, source)
+                    stamp(node, expires, tick, source, relabel)
                 node = self._grow(node, tokens, pos, expires, tick, source)
                 break
             edge = child.edge
@@ -388,7 +390,7 @@ class RadixCache:
             walked += 1
         else:
             if continued is None:  # the walk refreshed the path to the node it ends in
-                stamp(node, expires, tick, source)
+                stamp(node, expires, tick, source, relabel)
         if exact:
             self._marked = True
             node.mark_source, node.mark_ttl = source, ttl
@@ -399,13 +401,19 @@ class RadixCache:
             self._evict(self._tokens - self.capacity, now)
 
     def _extend(
-        self, path: list[_Node], tokens: np.ndarray, expires: float, tick: int, source: str | None
+        self,
+        path: list[_Node],
+        tokens: np.ndarray,
+        expires: float,
+        tick: int,
+        source: str | None,
+        relabel: bool = True,
     ) -> _Node:
         """Store ``tokens`` (int64) along a continuation's ``path`` (:meth:`_continued`, which they
         cover): refresh the path (held by its leaf), grow its leaf by the tokens past it; the node
         they end in."""
         leaf = path[-1]
-        stamp(leaf, expires, tick, source)
+        stamp(leaf, expires, tick, source, relabel)
         if tokens.shape[0] > leaf.depth:
             return self._grow(leaf, tokens, leaf.depth, expires, tick, source)
         return leaf
@@ -593,8 +601,8 @@ class CacheSimulator:
         # them expire, it never removes them), and every write reaches it as it reaches the shadow: the
         # cache itself, read with nothing expired (``now=None``), is the shadow that keeps everything,
         # and none is kept beside it. What only the cache gets, a read's refresh of the exact entry it
-        # read, stores nothing new and relabels only the runs up to that entry, which a lost read (one
-        # the shadow finds deeper) never ends in.
+        # read, stores nothing new and relabels no run (``relabel=False``): a later call that finds
+        # that entry expired names the call that stored it, as the shadow would.
         self._all_in_cache = _keeps_all(model) and model.capacity is None
         keep_all = _keeps_all(model) and not self._all_in_cache
         self._keep_all = RadixCache(share_tokens=share_tokens) if keep_all else None
@@ -707,7 +715,12 @@ class CacheSimulator:
             read = next(((s, ttl) for length, s, ttl in found.exact_entries if length == cached), None)
             source = None if read is None else read[0]
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
-                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True, resume=resume)
+                # the runs keep the call that stored them: the cache is also the shadow that keeps
+                # everything (``_all_in_cache``), which a read does not reach, and a later lost read
+                # names the call that stored what it would have read
+                self.cache.insert(
+                    prompt[:cached], now, ttl=read[1], source=read[0], exact=True, resume=resume, relabel=False
+                )
         write = self.model.write_tokens(plan, cached)
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known, resume)
         unexpired: int | None

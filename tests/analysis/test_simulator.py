@@ -495,6 +495,14 @@ def _plan(model: Any, prompt: list[int], tokens: list[int], cuts: list[int], ttl
     cuts=[],
     lower=False,
 )
+@example(  # a read's refresh of an exact entry must not relabel it: the expired read names its writer
+    workload=(
+        BreakpointCache(min_tokens=0, lookback=20, ttl=300.0),
+        [(1, [2], [0], 0.0, 300.0), (1, [2, 0], [], 0.0, 300.0), (1, [2], [], 0.0, -1.0), (0, [2], [], 400.0, 300.0)],
+    ),
+    cuts=[],
+    lower=False,
+)
 def test_resumed_sessions_equal_the_reference_simulator(
     workload: tuple[Any, list[tuple[int, list[int], list[int], float | None, Any]]],
     cuts: list[int],
