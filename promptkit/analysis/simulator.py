@@ -63,8 +63,7 @@ class CacheLookup:
     call that last stored the deepest matched run (None when nothing matched); ``diverged``: whether
     the cached content continues past the match with a different token (the prompt *changed* there,
     as opposed to simply extending what was cached); ``exact_entries``: (length, source, ttl) of every
-    live exact entry that is a prefix of the prompt (of those at the match's ``points``, given them).
-    """
+    live exact entry that is a prefix of the prompt (of those at the match's ``points``, given them)."""
 
     prefix_tokens: int = 0
     source: str | None = None
@@ -111,8 +110,7 @@ class RadixCache:
     must go).
 
     ``share_tokens``: keep read-only token arrays by reference instead of copying them (for a
-    short-lived cache: a view keeps the whole array it comes from alive).
-    """
+    short-lived cache: a view keeps the whole array it comes from alive)."""
 
     def __init__(self, *, capacity: int | None = None, share_tokens: bool = False) -> None:
         if capacity is not None and capacity < 0:
@@ -235,8 +233,7 @@ class RadixCache:
         the last :meth:`insert` with ``cursor=key`` stored; the runs on that insert's path are then
         compared from ``k`` on only (perf: a session's next prompt costs its new tokens).
         ``points``: list only the exact entries of these lengths (a plan's lookup points; perf: a
-        continuing prompt reads the entries there, not every one on its path).
-        """
+        continuing prompt reads the entries there, not every one on its path)."""
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         continued = self._continued(resume, n)
@@ -348,15 +345,14 @@ class RadixCache:
         """Store ``tokens`` (alive until ``now + ttl``; forever when ``ttl`` or ``now`` is None).
 
         With ``exact``, also mark an exact entry of length ``len(tokens)``. Runs already stored are
-        refreshed (expiry, LRU, source); then the capacity is enforced. ``cursor``: a key under which
-        the cache remembers where this insert ended (for a later ``resume``, see :meth:`match`).
-        Without ``relabel`` (a read's refresh of tokens already stored) the runs keep their source.
+        refreshed (expiry, LRU, and the source unless not ``relabel``: a read's refresh); then the
+        capacity is enforced. ``cursor``: a key under which the cache remembers where this insert ended
+        (for a later ``resume``, see :meth:`match`).
 
         perf: a run that ends in a leaf the insert refreshed, with nothing marked there, is extended
         in place (into spare room: a session's growing prompt is one run, not one node per call) when
         that is indistinguishable from a new child: the same expiry and source, and no capacity (whose
-        LRU order would tell a partly used run from two runs).
-        """
+        LRU order would tell a partly used run from two runs)."""
         tokens = np.asarray(tokens, dtype=np.int64)
         n = int(tokens.shape[0])
         if n == 0:
@@ -401,13 +397,8 @@ class RadixCache:
             self._evict(self._tokens - self.capacity, now)
 
     def _extend(
-        self,
-        path: list[_Node],
-        tokens: np.ndarray,
-        expires: float,
-        tick: int,
-        source: str | None,
-        relabel: bool = True,
+        self, path: list[_Node], tokens: np.ndarray, expires: float, tick: int, source: str | None,
+        relabel: bool = True
     ) -> _Node:
         """Store ``tokens`` (int64) along a continuation's ``path`` (:meth:`_continued`, which they
         cover): refresh the path (held by its leaf), grow its leaf by the tokens past it; the node
@@ -715,12 +706,9 @@ class CacheSimulator:
             read = next(((s, ttl) for length, s, ttl in found.exact_entries if length == cached), None)
             source = None if read is None else read[0]
             if read is not None and cached > 0:  # a read refreshes the entry's TTL
-                # the runs keep the call that stored them: the cache is also the shadow that keeps
-                # everything (``_all_in_cache``), which a read does not reach, and a later lost read
-                # names the call that stored what it would have read
-                self.cache.insert(
-                    prompt[:cached], now, ttl=read[1], source=read[0], exact=True, resume=resume, relabel=False
-                )
+                # the runs keep the call that stored them (the cache is also the shadow, see __init__)
+                self.cache.insert(prompt[:cached], now, ttl=read[1], source=read[0], exact=True,
+                                  resume=resume, relabel=False)  # fmt: skip
         write = self.model.write_tokens(plan, cached)
         unevicted, evicted_source = self._shadow(self._keep_ttl, prompt, plan, now, known, resume)
         unexpired: int | None
