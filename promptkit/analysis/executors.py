@@ -108,25 +108,18 @@ def sniffed_files(paths: Iterable[str | os.PathLike[str]], seen_at_most: int = 6
     its name), the first of each folder name (an agent's folders name its provider or project:
     ``deepseek/``, ``claude-code/<project>/``, ``subagents/``), at most :data:`SNIFF_FILES`, none over
     :data:`SNIFF_MAX_BYTES`, regular files only."""
-    from promptkit.formats.discovery import is_log_name
+    from promptkit.formats.discovery import iter_log_paths
 
     picked: dict[str, str] = {}
-    seen = 0
-    todo = [(os.fspath(p), True) for p in reversed(list(paths))]
-    while todo and seen < seen_at_most and len(picked) < SNIFF_FILES:
-        path, named = todo.pop()
+    for seen, path in enumerate(iter_log_paths(paths)):
+        if seen >= seen_at_most or len(picked) >= SNIFF_FILES:
+            break
         try:
-            if os.path.isdir(path):
-                with os.scandir(path) as entries:
-                    names = sorted(e.name for e in entries if not e.name.startswith("."))
-                todo.extend((os.path.join(path, name), False) for name in reversed(names))
-            elif named or is_log_name(os.path.basename(path)):
-                seen += 1
-                info = os.stat(path)  # a regular file only: reading a FIFO would wait for a writer
-                if stat.S_ISREG(info.st_mode) and info.st_size <= SNIFF_MAX_BYTES:
-                    picked.setdefault(os.path.basename(os.path.dirname(path)), path)
+            info = os.stat(path)  # a regular file only: reading a FIFO would wait for a writer
         except OSError:
             continue
+        if stat.S_ISREG(info.st_mode) and info.st_size <= SNIFF_MAX_BYTES:
+            picked.setdefault(os.path.basename(os.path.dirname(path)), path)
     return list(picked.values())
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "format_of",
     "intern_messages",
     "is_log_name",
+    "iter_log_paths",
     "iter_sessions",
     "list_log_files",
     "order_session",
@@ -110,6 +111,23 @@ def _walk(root: Path, errors: list[LoadProblem], hidden: list[str] | None = None
         if hidden is not None:
             hidden.extend(hidden_names)
         todo.extend(reversed(folders))  # top down, in name order
+
+
+def iter_log_paths(paths: Iterable[str | os.PathLike[str]]) -> Iterator[str]:
+    """The log files under ``paths``, lazily, in the order the directory search walks them (a file named
+    in ``paths`` whatever its name; hidden entries and unreadable folders passed over): a cheap look
+    ahead that neither sniffs, sizes nor reports (its caller reads what it needs), not the listing the
+    analysis reads (:func:`find_log_files`, which names every problem).
+
+    >>> [Path(p).name for p in iter_log_paths(["fixtures/real-logs/gemini"])]
+    ['django__django-14376.traj.json', 'sympy__sympy-16597.traj.json']
+    """
+    for p in paths:
+        path = os.fspath(p)
+        if os.path.isdir(path):
+            yield from (str(f) for f in _walk(Path(path), []) if is_log_name(f.name))
+        else:
+            yield path
 
 
 def _skipped(f: Path) -> str | None:
